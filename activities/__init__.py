@@ -1,0 +1,1 @@
+"""Activities: every I/O act of raypilot (Kubernetes API, Gateway API, Ray Dashboard)."""

@@ -1,0 +1,1 @@
+"""Deterministic Temporal workflows. Decisions live in ``workflows.decisions`` as pure functions."""

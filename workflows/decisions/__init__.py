@@ -1,0 +1,1 @@
+"""Pure, table-tested functions named after what they decide (KubeRay's decisions)."""
