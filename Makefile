@@ -1,0 +1,51 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PACKAGES := models workflows activities sandbox raypilot worker.py
+
+.PHONY: install test lint typecheck unit dev demo lock clean
+
+install: $(STAMP)
+
+# Every dependency comes pinned from requirements.lock; the project itself is installed editable.
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy $(PACKAGES)
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+unit: $(STAMP)
+	$(BIN)/pytest $(PYTEST_ARGS); code=$$?; \
+	if [ $$code -eq 5 ]; then echo "pytest ran no test" >&2; exit 1; fi; exit $$code
+
+test: lint typecheck unit
+
+# A dev server with the Web UI on http://127.0.0.1:8233 and a worker against it (Ctrl-C stops both).
+dev: $(STAMP)
+	@trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/temporal server start-dev --ip 127.0.0.1 --ui-port 8233 --log-level warn \
+	  --search-attribute RayKind=Keyword --search-attribute RayNamespace=Keyword \
+	  --search-attribute RayName=Keyword --search-attribute RayPhase=Keyword & \
+	$(BIN)/python worker.py
+
+demo: $(STAMP)
+	$(BIN)/raypilot demo
+
+# Refresh requirements.lock from pyproject.toml (needs the package registry).
+lock:
+	rm -rf .lockenv && $(PYTHON) -m venv .lockenv
+	.lockenv/bin/pip install --quiet -e '.[dev]'
+	.lockenv/bin/pip freeze --exclude-editable | grep -v '^-e' > requirements.lock
+	rm -rf .lockenv
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

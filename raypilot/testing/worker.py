@@ -1,0 +1,45 @@
+"""A worker for tests: real workflows, and real or fake activities registered under the real names."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+
+@asynccontextmanager
+async def running_worker(
+    client: Client,
+    *,
+    activities: Sequence[Callable[..., Any]] = (),
+    workflows: Sequence[type] | None = None,
+    task_queue: str | None = None,
+    replay_every_task: bool = True,
+) -> AsyncIterator[str]:
+    """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
+
+    `replay_every_task` disables the workflow cache so every workflow task replays the whole history:
+    a nondeterministic workflow then fails the test at once instead of in production.
+    """
+    if workflows is None:
+        from workflows.registry import WORKFLOWS
+
+        workflows = WORKFLOWS
+    queue = task_queue or f"test-{uuid.uuid4()}"
+    with ThreadPoolExecutor(max_workers=16) as executor:
+        async with Worker(
+            client,
+            task_queue=queue,
+            workflows=list(workflows),
+            activities=list(activities),
+            activity_executor=executor,
+            max_cached_workflows=0 if replay_every_task else 1000,
+            workflow_failure_exception_types=[workflow.NondeterminismError],
+        ):
+            yield queue

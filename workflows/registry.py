@@ -1,0 +1,5 @@
+"""The one list of workflows the worker registers (each issue adds its workflow here)."""
+
+from __future__ import annotations
+
+WORKFLOWS: list[type] = []

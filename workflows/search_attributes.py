@@ -1,0 +1,16 @@
+"""The search attributes of CONTRACT section 4, for Web UI filtering and `temporal workflow list --query`.
+
+Workflows set RayKind/RayNamespace/RayName at start (free) and upsert RayPhase only when the phase changes
+(each upsert is a billable action).
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
+RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
+RAY_NAME = SearchAttributeKey.for_keyword("RayName")
+RAY_PHASE = SearchAttributeKey.for_keyword("RayPhase")
+
+ALL_SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str], ...] = (RAY_KIND, RAY_NAMESPACE, RAY_NAME, RAY_PHASE)
