@@ -1,0 +1,129 @@
+"""Shared building blocks of the KubeRay models: base classes, RFC3339 times, int32, quantities, dumping.
+
+Conventions every model follows:
+- the Python attribute is the snake_case of the KubeRay JSON name, the alias is the exact JSON name;
+  models validate by either and serialize by alias;
+- KubeRay's CRD defaults are field defaults, so they are visible on the model, while `exclude_unset`
+  dumps give back exactly what was parsed (nothing invented).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, TypeVar
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+_COMMON_CONFIG = ConfigDict(
+    alias_generator=to_camel,
+    validate_by_name=True,
+    validate_by_alias=True,
+    serialize_by_alias=True,
+    # Assigning to a field must keep it valid and mark it as set, so it appears in exclude_unset dumps.
+    validate_assignment=True,
+)
+
+
+class SpecModel(BaseModel):
+    """A part of a spec or of a status raypilot writes: unknown fields are an error."""
+
+    model_config = ConfigDict(**_COMMON_CONFIG, extra="forbid")
+
+
+class PassthroughModel(BaseModel):
+    """A Kubernetes shape raypilot only partly reads: unknown fields are kept and dumped unchanged."""
+
+    model_config = ConfigDict(**_COMMON_CONFIG, extra="allow")
+
+
+class ForeignStatusModel(BaseModel):
+    """A status another controller writes: unknown keys are ignored so newer writers never break us."""
+
+    model_config = ConfigDict(**_COMMON_CONFIG, extra="ignore")
+
+
+def _as_utc(value: datetime) -> datetime:
+    # RFC3339 always carries an offset; a naive time can only sensibly mean UTC.
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def format_rfc3339(value: datetime) -> str:
+    """RFC3339 in UTC with a "Z" suffix, like Kubernetes' metav1.Time (sub-seconds only when present)."""
+    utc = _as_utc(value)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+Time = Annotated[datetime, AfterValidator(_as_utc), PlainSerializer(format_rfc3339, return_type=str)]
+"""A Kubernetes timestamp: parsed from RFC3339, always timezone-aware UTC, serialized as RFC3339 "Z"."""
+
+Int32 = Annotated[int, Field(ge=INT32_MIN, le=INT32_MAX)]
+Int64 = int
+
+EnumT = TypeVar("EnumT", bound=StrEnum)
+
+
+def known_member(enum_type: type[EnumT]) -> BeforeValidator:
+    """For `Annotated[SomeEnum | str, known_member(SomeEnum)]`: a known value becomes the enum member, an
+    unknown one stays a plain string.
+
+    Used where KubeRay's CRD leaves a value open and its controller rejects unknown ones, so that validation
+    can report KubeRay's own message instead of a parse error.
+    """
+
+    def to_member(value: object) -> object:
+        if isinstance(value, str) and not isinstance(value, enum_type):
+            try:
+                return enum_type(value)
+            except ValueError:
+                return value
+        return value
+
+    return BeforeValidator(to_member)
+
+
+Quantity = str | int | float
+"""A Kubernetes resource.Quantity ("500m", "1Gi", 2, 0.5), kept exactly as written."""
+
+def dump_manifest(model: BaseModel) -> dict[str, Any]:
+    """The JSON form of a parsed or built object: KubeRay names, only the fields that were set.
+
+    Parsing a manifest and dumping it gives back the same JSON; defaults are never invented.
+    """
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def dump_status(model: BaseModel) -> dict[str, Any]:
+    """The JSON form of a status the way a Go controller writes it with `omitempty`.
+
+    Drops absent values (None), empty strings and empty maps/lists; keeps numbers and booleans.
+    Inside list items (conditions) only None is dropped, as those Go fields are not omitempty.
+    """
+    dumped = model.model_dump(mode="json", by_alias=True)
+    pruned = _prune_empty(dumped)
+    return pruned if isinstance(pruned, dict) else {}
+
+
+def _prune_empty(value: Any, *, only_none: bool = False) -> Any:
+    # List items (conditions) are Go structs whose fields have no omitempty: only drop absent values.
+    if isinstance(value, dict):
+        pruned_map = {key: _prune_empty(item, only_none=only_none) for key, item in value.items()}
+        return {key: item for key, item in pruned_map.items() if not _is_empty(item, only_none=only_none)}
+    if isinstance(value, list):
+        return [_prune_empty(item, only_none=True) for item in value]
+    return value
+
+
+def _is_empty(value: Any, *, only_none: bool) -> bool:
+    if value is None:
+        return True
+    return not only_none and (value == "" or (isinstance(value, dict | list) and not value))
