@@ -1,0 +1,153 @@
+"""The resource types the sandbox API serves, and the discovery documents that describe them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+_ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    subresources: frozenset[str]
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def qualified_plural(self) -> str:
+        """`rayclusters.ray.io`, as Kubernetes names a resource in its error messages."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _rt(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    namespaced: bool = True,
+    sub: tuple[str, ...] = ("status",),
+    short: tuple[str, ...] = (),
+    categories: tuple[str, ...] = (),
+    version: str = "v1",
+) -> ResourceType:
+    return ResourceType(group, version, kind, plural, namespaced, frozenset(sub), short, categories)
+
+
+SERVED_TYPES: tuple[ResourceType, ...] = (
+    _rt("", "Namespace", "namespaces", namespaced=False, short=("ns",)),
+    _rt("", "Pod", "pods", sub=("status", "proxy"), short=("po",), categories=("all",)),
+    _rt("", "Service", "services", sub=("status", "proxy"), short=("svc",), categories=("all",)),
+    _rt("", "Event", "events", sub=(), short=("ev",)),
+    _rt("", "Secret", "secrets", sub=()),
+    _rt("", "ConfigMap", "configmaps", sub=(), short=("cm",)),
+    _rt("discovery.k8s.io", "EndpointSlice", "endpointslices", sub=()),
+    _rt("batch", "Job", "jobs", categories=("all",)),
+    _rt("ray.io", "RayCluster", "rayclusters", categories=("all",)),
+    _rt("ray.io", "RayJob", "rayjobs", categories=("all",)),
+    _rt("ray.io", "RayService", "rayservices", categories=("all",)),
+    _rt("gateway.networking.k8s.io", "GatewayClass", "gatewayclasses", namespaced=False, short=("gc",)),
+    _rt("gateway.networking.k8s.io", "Gateway", "gateways", short=("gtw",)),
+    _rt("gateway.networking.k8s.io", "HTTPRoute", "httproutes"),
+)
+
+
+def group_versions(types: tuple[ResourceType, ...] = SERVED_TYPES) -> dict[str, list[str]]:
+    """Named API groups (core excluded) and their versions, in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for rt in types:
+        if rt.group and rt.version not in groups.setdefault(rt.group, []):
+            groups[rt.group].append(rt.version)
+    return groups
+
+
+def api_versions_doc() -> dict[str, Any]:
+    """GET /api"""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+    }
+
+
+def api_group_list_doc(types: tuple[ResourceType, ...] = SERVED_TYPES) -> dict[str, Any]:
+    """GET /apis"""
+    groups = []
+    for group, versions in group_versions(types).items():
+        entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        groups.append({"name": group, "versions": entries, "preferredVersion": entries[0]})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group_doc(group: str, types: tuple[ResourceType, ...] = SERVED_TYPES) -> dict[str, Any] | None:
+    """GET /apis/<group>"""
+    versions = group_versions(types).get(group)
+    if not versions:
+        return None
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": entries,
+        "preferredVersion": entries[0],
+    }
+
+
+def _resource_entries(rt: ResourceType) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {
+        "name": rt.plural,
+        "singularName": rt.singular,
+        "namespaced": rt.namespaced,
+        "kind": rt.kind,
+        "verbs": list(_ALL_VERBS),
+    }
+    if rt.short_names:
+        main["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        main["categories"] = list(rt.categories)
+    entries = [main]
+    for sub in sorted(rt.subresources):
+        verbs = (
+            ["get", "patch", "update"] if sub == "status" else ["create", "delete", "get", "patch", "update"]
+        )
+        entries.append(
+            {
+                "name": f"{rt.plural}/{sub}",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": verbs,
+            }
+        )
+    return entries
+
+
+def api_resource_list_doc(
+    group: str, version: str, types: tuple[ResourceType, ...] = SERVED_TYPES
+) -> dict[str, Any] | None:
+    """GET /api/v1 or /apis/<group>/<version>"""
+    matching = [rt for rt in types if rt.group == group and rt.version == version]
+    if not matching:
+        return None
+    resources = [entry for rt in matching for entry in _resource_entries(rt)]
+    group_version = f"{group}/{version}" if group else version
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": group_version,
+        "resources": resources,
+    }

@@ -1,0 +1,483 @@
+"""The in-memory object store behind the sandbox API server.
+
+Objects are plain dicts in Kubernetes JSON shape. Controllers use the store directly from the event loop (no
+threads, no locks needed: every method runs to completion without awaiting), and follow changes with
+`async for event in store.watch(...)`. Stored dicts are never mutated in place; every read returns a deep
+copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import copy
+import itertools
+import secrets
+import string
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox import patches
+from sandbox.netalloc import Pools, standard_pools
+from sandbox.resources import SERVED_TYPES, ResourceType
+from sandbox.selectors import SelectorError, field_matcher, label_matcher
+from sandbox.store_admission import (
+    InvalidObject,
+    admit_update,
+    default_on_create,
+    release_on_delete,
+    validate_metadata,
+)
+from sandbox.store_errors import (
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    invalid,
+    not_found,
+    now_rfc3339,
+)
+from sandbox.store_gc import GarbageCollector
+
+__all__ = ["ApiError", "ResourceType", "Store", "WatchEvent"]
+
+_Key = tuple[str, str]  # (namespace or "", name)
+_BUILTIN_GROUPS = frozenset({"", "batch", "discovery.k8s.io"})
+_SERVER_OWNED_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+)
+_NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # "ADDED" | "MODIFIED" | "DELETED"
+    object: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Change:
+    resource_version: int
+    rt: ResourceType
+    type: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+
+
+@dataclass(eq=False)
+class _Watcher:
+    rt: ResourceType
+    namespace: str | None
+    matches_labels: Callable[[Mapping[str, str]], bool]
+    matches_fields: Callable[[Mapping[str, Any]], bool]
+    queue: asyncio.Queue[WatchEvent | None] = field(default_factory=asyncio.Queue)
+
+    def selects(self, obj: dict[str, Any]) -> bool:
+        meta = obj["metadata"]
+        if self.namespace is not None and meta.get("namespace") != self.namespace:
+            return False
+        return self.matches_labels(meta.get("labels") or {}) and self.matches_fields(obj)
+
+    def translate(self, change: _Change) -> WatchEvent | None:
+        """The event this watcher sees; an object entering or leaving its selector is ADDED or DELETED."""
+        if change.rt != self.rt:
+            return None
+        selected_now = self.selects(change.obj)
+        if change.type != "MODIFIED":
+            return WatchEvent(change.type, change.obj) if selected_now else None
+        selected_before = change.old is not None and self.selects(change.old)
+        if selected_now:
+            return WatchEvent("MODIFIED" if selected_before else "ADDED", change.obj)
+        return WatchEvent("DELETED", change.obj) if selected_before else None
+
+
+class Store:
+    def __init__(
+        self,
+        pools: Pools | None = None,
+        *,
+        types: tuple[ResourceType, ...] = SERVED_TYPES,
+        history_limit: int = 10_000,
+        require_namespaces: bool = True,
+        initial_namespaces: tuple[str, ...] = ("default", "kube-system"),
+    ) -> None:
+        self.pools = pools or standard_pools()
+        self.types = types
+        self.require_namespaces = require_namespaces
+        self._by_kind = {(rt.api_version, rt.kind): rt for rt in types}
+        self._by_plural = {(rt.group, rt.version, rt.plural): rt for rt in types}
+        self._objects: dict[ResourceType, dict[_Key, dict[str, Any]]] = {rt: {} for rt in types}
+        self._revision = itertools.count(1)
+        self._current_rv = 0
+        self._history: deque[_Change] = deque()
+        self._history_limit = history_limit
+        self._compacted_rv = 0  # watches from a resourceVersion older than this get 410 Expired
+        self._watchers: set[_Watcher] = set()
+        self._gc = GarbageCollector(self)
+        for namespace in initial_namespaces:
+            self.create("v1", "Namespace", {"metadata": {"name": namespace}})
+
+    # ---- types -------------------------------------------------------------------------------------------
+    def resource_type(self, api_version: str, kind: str) -> ResourceType:
+        try:
+            return self._by_kind[(api_version, kind)]
+        except KeyError:
+            raise ApiError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource "
+                f'(kind "{kind}" in version "{api_version}")',
+            ) from None
+
+    def resource_type_for_plural(self, group: str, version: str, plural: str) -> ResourceType | None:
+        return self._by_plural.get((group, version, plural))
+
+    @property
+    def resource_version(self) -> str:
+        """The newest resourceVersion handed out: what a list returns as metadata.resourceVersion."""
+        return str(self._current_rv)
+
+    # ---- reads -------------------------------------------------------------------------------------------
+    def _key(self, rt: ResourceType, namespace: str | None, name: str) -> _Key:
+        return ((namespace or "default") if rt.namespaced else "", name)
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any]:
+        rt = self.resource_type(api_version, kind)
+        obj = self._objects[rt].get(self._key(rt, namespace, name))
+        if obj is None:
+            raise not_found(rt, name)
+        return copy.deepcopy(obj)
+
+    def try_get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None:
+        rt = self.resource_type(api_version, kind)
+        obj = self._objects[rt].get(self._key(rt, namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        rt = self.resource_type(api_version, kind)
+        selects = _Watcher(
+            rt, namespace if rt.namespaced else None, *_matchers(label_selector, field_selector)
+        )
+        found = [obj for key, obj in sorted(self._objects[rt].items()) if selects.selects(obj)]
+        return copy.deepcopy(found)
+
+    # ---- writes ------------------------------------------------------------------------------------------
+    def create(self, api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store a new object. `status` is kept as given (the HTTP layer drops it for status subresources)."""
+        rt = self.resource_type(api_version, kind)
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
+            raise bad_request("the object must be a JSON object with a metadata object")
+        new = copy.deepcopy(obj)
+        meta = new.setdefault("metadata", {})
+        if not meta.get("name"):
+            if not meta.get("generateName"):
+                raise invalid(rt, "", "metadata.name: Required value: name or generateName is required")
+            meta["name"] = meta["generateName"] + "".join(
+                secrets.choice(_NAME_SUFFIX_CHARS) for _ in range(5)
+            )
+        if rt.namespaced:
+            meta["namespace"] = meta.get("namespace") or "default"
+            self._check_namespace_accepts(meta["namespace"])
+        else:
+            meta.pop("namespace", None)
+        try:
+            validate_metadata(rt, meta)
+        except InvalidObject as exc:
+            raise invalid(rt, meta["name"], str(exc)) from None
+        key = self._key(rt, meta.get("namespace"), meta["name"])
+        if key in self._objects[rt]:
+            raise already_exists(rt, meta["name"])
+        new["apiVersion"], new["kind"] = rt.api_version, rt.kind
+        for server_field in ("deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"):
+            meta.pop(server_field, None)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339(), generation=1)
+        try:
+            default_on_create(rt, new, self.pools.services)
+        except InvalidObject as exc:
+            raise invalid(rt, meta["name"], str(exc)) from None
+        meta["resourceVersion"] = self._next_rv()
+        self._objects[rt][key] = new
+        self._gc.track(rt, new)
+        self._record(rt, "ADDED", new, None)
+        return copy.deepcopy(new)
+
+    def update(
+        self, api_version: str, kind: str, obj: dict[str, Any], *, status: bool = False
+    ) -> dict[str, Any]:
+        """Replace an object (or, with status=True, only its .status). A metadata.resourceVersion in `obj`
+        must be the current one (optimistic concurrency), else 409 Conflict."""
+        rt = self.resource_type(api_version, kind)
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(meta, dict) or not meta.get("name"):
+            raise bad_request("metadata.name is required for an update")
+        key = self._key(rt, meta.get("namespace"), meta["name"])
+        current = self._objects[rt].get(key)
+        if current is None:
+            raise not_found(rt, meta["name"])
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+            raise conflict(rt, meta["name"])
+        return self._write(rt, key, obj, status=status)
+
+    def patch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str,
+        *,
+        status: bool = False,
+    ) -> dict[str, Any]:
+        """Patch with one of patches.PATCH_TYPES. Server-side apply (application/apply-patch+yaml) creates the
+        object when it is absent. A metadata.resourceVersion in the patch is a precondition (409 if stale)."""
+        rt = self.resource_type(api_version, kind)
+        if patch_type == patches.STRATEGIC_MERGE_PATCH and rt.group not in _BUILTIN_GROUPS:
+            raise ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f"{patches.JSON_PATCH}, {patches.MERGE_PATCH}, {patches.APPLY_PATCH}",
+            )
+        if patch_type not in patches.PATCH_TYPES:
+            raise ApiError(415, "UnsupportedMediaType", f"unsupported patch type {patch_type!r}")
+        key = self._key(rt, namespace, name)
+        current = self._objects[rt].get(key)
+        if current is None:
+            if patch_type != patches.APPLY_PATCH or status:
+                raise not_found(rt, name)
+            return self._create_from_apply(rt, namespace, name, patch)
+        try:
+            patched = patches.apply_patch_of_type(current, patch, patch_type)
+        except patches.PatchError as exc:
+            raise invalid(rt, name, str(exc)) from None
+        if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
+            raise invalid(rt, name, "the patched object has no metadata")
+        patched_meta = patched["metadata"]
+        if patched_meta.get("name") != name or (rt.namespaced and patched_meta.get("namespace") != key[0]):
+            raise bad_request("the name and namespace of an object cannot be changed by a patch")
+        wanted_rv = patched_meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+            raise conflict(rt, name)
+        return self._write(rt, key, patched, status=status)
+
+    def _create_from_apply(
+        self, rt: ResourceType, namespace: str | None, name: str, applied: Any
+    ) -> dict[str, Any]:
+        if not isinstance(applied, dict):
+            raise bad_request("the applied configuration must be an object")
+        obj = patches.apply_patch({}, applied)
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name", name) != name:
+            raise bad_request("the name of the applied object does not match the request")
+        meta["name"] = name
+        if rt.namespaced:
+            meta["namespace"] = namespace or "default"
+        if "status" in rt.subresources:
+            obj.pop("status", None)
+        return self.create(rt.api_version, rt.kind, obj)
+
+    def delete(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None,
+        name: str,
+        propagation: str = "Background",
+    ) -> dict[str, Any] | None:
+        """Delete an object. Returns it (with deletionTimestamp) while finalizers or foreground deletion
+        keep it, None once it is gone.
+
+        propagation: Background | Foreground | Orphan (what happens to dependents by ownerReferences)."""
+        rt = self.resource_type(api_version, kind)
+        if propagation not in ("Background", "Foreground", "Orphan"):
+            raise bad_request(f"unsupported propagationPolicy {propagation!r}")
+        key = self._key(rt, namespace, name)
+        if key not in self._objects[rt]:
+            raise not_found(rt, name)
+        if rt.kind == "Namespace" and rt.group == "" and name in ("default", "kube-system", "kube-public"):
+            raise ApiError(
+                403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted'
+            )
+        self._gc.delete(rt, key, propagation)
+        remaining = self._objects[rt].get(key)
+        return copy.deepcopy(remaining) if remaining is not None else None
+
+    def delete_collection(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation: str = "Background",
+    ) -> builtins.list[dict[str, Any]]:
+        """Delete every matching object; returns them as they were just before deletion."""
+        victims = self.list(api_version, kind, namespace, label_selector, field_selector)
+        for obj in victims:
+            meta = obj["metadata"]
+            if self.try_get(api_version, kind, meta.get("namespace"), meta["name"]) is not None:
+                self.delete(api_version, kind, meta.get("namespace"), meta["name"], propagation)
+        return victims
+
+    # ---- watch -------------------------------------------------------------------------------------------
+    async def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        """Changes of one kind. Without a resourceVersion (or "0"), first an ADDED event per existing object;
+        with one, every change after it (ApiError 410 Expired when that is older than the kept history).
+        Ends when the store is closed."""
+        rt = self.resource_type(api_version, kind)
+        watcher = _Watcher(
+            rt, namespace if rt.namespaced else None, *_matchers(label_selector, field_selector)
+        )
+        backlog = self._backlog(watcher, resource_version)
+        self._watchers.add(watcher)
+        try:
+            for event in backlog:
+                yield WatchEvent(event.type, copy.deepcopy(event.object))
+            while True:
+                next_event = await watcher.queue.get()
+                if next_event is None:
+                    return
+                yield WatchEvent(next_event.type, copy.deepcopy(next_event.object))
+        finally:
+            self._watchers.discard(watcher)
+
+    def _backlog(self, watcher: _Watcher, resource_version: str | None) -> builtins.list[WatchEvent]:
+        if resource_version in (None, "", "0"):
+            objects = sorted(self._objects[watcher.rt].items())
+            return [WatchEvent("ADDED", obj) for _, obj in objects if watcher.selects(obj)]
+        try:
+            since = int(resource_version)
+        except ValueError:
+            raise bad_request(f"invalid resource version {resource_version!r}") from None
+        if since < self._compacted_rv:
+            raise ApiError(410, "Expired", f"too old resource version: {since} ({self._compacted_rv})")
+        events = (watcher.translate(change) for change in self._history if change.resource_version > since)
+        return [event for event in events if event is not None]
+
+    def compact(self) -> None:
+        """Forget the change history, as etcd compaction does: older watches then get 410 Expired."""
+        self._history.clear()
+        self._compacted_rv = self._current_rv
+
+    def close(self) -> None:
+        """End every open watch."""
+        for watcher in list(self._watchers):
+            watcher.queue.put_nowait(None)
+        self._watchers.clear()
+
+    # ---- internals shared with the garbage collector ---------------------------------------------------
+    def _next_rv(self) -> str:
+        self._current_rv = next(self._revision)
+        return str(self._current_rv)
+
+    def _record(
+        self, rt: ResourceType, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
+        change = _Change(int(obj["metadata"]["resourceVersion"]), rt, event_type, obj, old)
+        self._history.append(change)
+        while len(self._history) > self._history_limit:
+            self._compacted_rv = self._history.popleft().resource_version
+        for watcher in self._watchers:
+            event = watcher.translate(change)
+            if event is not None:
+                watcher.queue.put_nowait(event)
+
+    def _write(self, rt: ResourceType, key: _Key, desired: dict[str, Any], *, status: bool) -> dict[str, Any]:
+        current = self._objects[rt][key]
+        new = copy.deepcopy(current)
+        if status:
+            if desired.get("status") is None:
+                new.pop("status", None)
+            else:
+                new["status"] = copy.deepcopy(desired["status"])
+        else:
+            new = copy.deepcopy(desired)
+            new["apiVersion"], new["kind"] = rt.api_version, rt.kind
+            if "status" in rt.subresources:
+                new.pop("status", None)
+                if "status" in current:
+                    new["status"] = copy.deepcopy(current["status"])
+            meta = new.setdefault("metadata", {})
+            for server_field in _SERVER_OWNED_METADATA:
+                meta.pop(server_field, None)
+                if server_field in current["metadata"]:
+                    meta[server_field] = current["metadata"][server_field]
+            meta.pop("managedFields", None)
+            try:
+                validate_metadata(rt, meta)
+                admit_update(rt, current, new)
+            except InvalidObject as exc:
+                raise invalid(rt, key[1], str(exc)) from None
+            if _spec_of(new) != _spec_of(current):
+                meta["generation"] = current["metadata"].get("generation", 1) + 1
+        if new == current:
+            return copy.deepcopy(current)
+        new["metadata"]["resourceVersion"] = self._next_rv()
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            self._objects[rt][key] = new
+            self._gc.remove(rt, key)
+            return copy.deepcopy(new)
+        self._objects[rt][key] = new
+        self._gc.track(rt, new)
+        self._record(rt, "MODIFIED", new, current)
+        return copy.deepcopy(new)
+
+    def _check_namespace_accepts(self, namespace: str) -> None:
+        if not self.require_namespaces:
+            return
+        ns_type = self._by_kind.get(("v1", "Namespace"))
+        if ns_type is None:
+            return
+        ns = self._objects[ns_type].get(("", namespace))
+        if ns is None:
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found')
+        if ns["metadata"].get("deletionTimestamp"):
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+            )
+
+    def _release(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        release_on_delete(rt, obj, self.pools.services)
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything whose change bumps metadata.generation: all but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def _matchers(
+    label_selector: str | None, field_selector: str | None
+) -> tuple[Callable[[Mapping[str, str]], bool], Callable[[Mapping[str, Any]], bool]]:
+    try:
+        return label_matcher(label_selector), field_matcher(field_selector)
+    except SelectorError as exc:
+        raise bad_request(str(exc)) from None
