@@ -65,11 +65,20 @@ class TcpForwarder:
     def active_connections(self) -> int:
         return len(self._connections)
 
-    async def start(self) -> None:
-        if self._server is None:
+    async def start(self, *, free_port_if_unprivileged: bool = False) -> None:
+        """Binds the listener (OSError if the address is taken). With free_port_if_unprivileged, a port below
+        1024 that this process may not bind is replaced by a free port (see `port`)."""
+        if self._server is not None:
+            return
+        try:
             self._server = await asyncio.start_server(
                 self._serve, self.listen_host, self._requested_port, reuse_address=True
             )
+        except PermissionError:
+            if not free_port_if_unprivileged:
+                raise
+            _warn_unprivileged(self.listen_host, self._requested_port)
+            self._server = await asyncio.start_server(self._serve, self.listen_host, 0, reuse_address=True)
 
     async def stop(self) -> None:
         """Stops listening and closes every open connection."""
@@ -223,7 +232,9 @@ class WeightedHttpProxy:
         if new_routes != self._table.routes:
             self._table = _RouteTable(new_routes)
 
-    async def start(self) -> None:
+    async def start(self, *, free_port_if_unprivileged: bool = False) -> None:
+        """Binds the listener (OSError if the address is taken); free_port_if_unprivileged as for
+        `TcpForwarder.start`."""
         if self._runner is not None:
             return
         self._session = aiohttp.ClientSession(
@@ -234,8 +245,23 @@ class WeightedHttpProxy:
         )
         self._runner = web.ServerRunner(web.Server(self._handle, access_log=None), shutdown_timeout=1.0)
         await self._runner.setup()
-        self._site = web.TCPSite(self._runner, self.listen_host, self._requested_port, reuse_address=True)
-        await self._site.start()
+        try:
+            await self._bind(self._requested_port)
+        except PermissionError:
+            if not free_port_if_unprivileged:
+                await self.stop()
+                raise
+            _warn_unprivileged(self.listen_host, self._requested_port)
+            await self._bind(0)
+        except OSError:
+            await self.stop()
+            raise
+
+    async def _bind(self, port: int) -> None:
+        assert self._runner is not None
+        site = web.TCPSite(self._runner, self.listen_host, port, reuse_address=True)
+        await site.start()
+        self._site = site
 
     async def stop(self) -> None:
         runner, self._runner, self._site = self._runner, None, None
@@ -284,6 +310,10 @@ class WeightedHttpProxy:
         return response
 
 
+def _warn_unprivileged(host: str, port: int) -> None:
+    log.warning("no privilege to bind %s:%s; listening on a free port of %s instead", host, port, host)
+
+
 def _end_to_end(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> CIMultiDict[str]:
     connection_values = headers.getall("Connection", [])
     listed = {token.strip().lower() for value in connection_values for token in value.split(",")}
@@ -303,4 +333,3 @@ def _forwarded_request_headers(request: web.BaseRequest) -> CIMultiDict[str]:
         headers["X-Forwarded-For"] = f"{previous}, {peer}" if previous else peer
     headers.setdefault("X-Forwarded-Proto", "http")
     return headers
-

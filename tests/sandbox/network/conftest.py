@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
 import pytest
 from aiohttp import web
+
+from sandbox.store import Store
 
 
 class Backend:
@@ -105,3 +108,55 @@ async def wait_until(condition: Callable[[], bool | Awaitable[bool]], within: fl
 @pytest.fixture
 def eventually() -> Callable[..., Awaitable[None]]:
     return wait_until
+
+
+def pod_manifest(
+    name: str,
+    ip: str | None,
+    labels: dict[str, str],
+    *,
+    ports: dict[str, int] | None = None,
+    ready: bool = True,
+    namespace: str = "default",
+) -> dict[str, object]:
+    """A pod as the sandbox's pod-creating controllers record it: Running with an IP, Ready or not."""
+    status: dict[str, object] = {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+    }
+    if ip is not None:
+        status["podIP"] = ip
+    container_ports = [{"name": n, "containerPort": p} for n, p in (ports or {}).items()]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "uid": f"uid-{name}"},
+        "spec": {"containers": [{"name": "ray-head", "image": "x", "ports": container_ports}]},
+        "status": status,
+    }
+
+
+@pytest.fixture
+def make_pod() -> Callable[..., dict[str, object]]:
+    return pod_manifest
+
+
+@pytest.fixture
+def store() -> Iterator[Store]:
+    the_store = Store()
+    yield the_store
+    the_store.close()
+
+
+@pytest.fixture
+def free_cluster_ip() -> Callable[[], str]:
+    """Explicit clusterIPs far from the start of the pool, where concurrently running sandboxes allocate."""
+    used: set[str] = set()
+
+    def pick() -> str:
+        while (address := f"127.0.1.{random.randrange(120, 250)}") in used:
+            pass
+        used.add(address)
+        return address
+
+    return pick
