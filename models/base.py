@@ -102,28 +102,33 @@ def dump_manifest(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-def dump_status(model: BaseModel) -> dict[str, Any]:
-    """The JSON form of a status the way a Go controller writes it with `omitempty`.
+# Status fields that are pointers in KubeRay's Go types: a zero there is a value, not an absence.
+_GO_POINTER_FIELDS = frozenset({"succeeded", "failed", "targetCapacity", "trafficRoutedPercent"})
 
-    Drops absent values (None), empty strings and empty maps/lists; keeps numbers and booleans.
-    Inside list items (conditions) only None is dropped, as those Go fields are not omitempty.
+
+def dump_status(model: BaseModel) -> dict[str, Any]:
+    """The JSON form of a status the way KubeRay writes it (Go `omitempty`).
+
+    Drops None, "", 0, false and empty maps/lists, except zeros of fields that are pointers in Go.
+    Inside list items (conditions), whose Go fields are mostly not omitempty, only None is dropped.
     """
-    dumped = model.model_dump(mode="json", by_alias=True)
-    pruned = _prune_empty(dumped)
+    pruned = _prune(model.model_dump(mode="json", by_alias=True))
     return pruned if isinstance(pruned, dict) else {}
 
 
-def _prune_empty(value: Any, *, only_none: bool = False) -> Any:
-    # List items (conditions) are Go structs whose fields have no omitempty: only drop absent values.
+def _prune(value: Any, *, only_none: bool = False) -> Any:
     if isinstance(value, dict):
-        pruned_map = {key: _prune_empty(item, only_none=only_none) for key, item in value.items()}
-        return {key: item for key, item in pruned_map.items() if not _is_empty(item, only_none=only_none)}
+        kept: dict[str, Any] = {}
+        for key, item in value.items():
+            pruned = _prune(item, only_none=only_none)
+            if pruned is None or (not only_none and _is_go_empty(pruned) and key not in _GO_POINTER_FIELDS):
+                continue
+            kept[key] = pruned
+        return kept
     if isinstance(value, list):
-        return [_prune_empty(item, only_none=True) for item in value]
+        return [_prune(item, only_none=True) for item in value]
     return value
 
 
-def _is_empty(value: Any, *, only_none: bool) -> bool:
-    if value is None:
-        return True
-    return not only_none and (value == "" or (isinstance(value, dict | list) and not value))
+def _is_go_empty(value: Any) -> bool:
+    return value in ("", 0, False) or (isinstance(value, dict | list) and not value)
