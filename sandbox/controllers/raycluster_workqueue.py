@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
+from sandbox.store import ApiError, Store, WatchEvent
+
 log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
@@ -114,3 +116,27 @@ class KeyedWorkQueue(Generic[K]):
                 tasks.append(state.task)
         self._keys.clear()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def follow_changes(
+    store: Store,
+    api_version: str,
+    kind: str,
+    on_event: Callable[[WatchEvent], None],
+    *,
+    label_selector: str | None = None,
+) -> None:
+    """Feed every change of one kind to `on_event` until the store closes.
+
+    A watch opened without a resourceVersion first replays every existing object as ADDED, so restarting it
+    after a 410 Expired re-announces everything; controllers' passes are idempotent, so that is harmless.
+    """
+    while True:
+        try:
+            async for event in store.watch(api_version, kind, label_selector=label_selector):
+                on_event(event)
+            return
+        except ApiError as exc:
+            if exc.status != 410:
+                raise
+            log.info("watch of %s %s expired; re-listing", api_version, kind)
