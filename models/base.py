@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, TypeVar
+from functools import cache
+from typing import Annotated, Any, TypeVar, get_args
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 INT32_MIN = -(2**31)
@@ -29,19 +38,49 @@ _COMMON_CONFIG = ConfigDict(
 )
 
 
-class SpecModel(BaseModel):
+def _admits_none(annotation: Any) -> bool:
+    return annotation is None or annotation is type(None) or type(None) in get_args(annotation)
+
+
+class _KubernetesModel(BaseModel):
+    """Kubernetes treats `null` as "not given" for fields that cannot be null; so do we (the default applies).
+
+    Fields that can be None keep an explicit null, so such manifests still dump back unchanged.
+    """
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_absent(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or None not in data.values():
+            return data
+        non_nullable = _non_nullable_keys(cls)
+        return {key: value for key, value in data.items() if value is not None or key not in non_nullable}
+
+
+@cache
+def _non_nullable_keys(model: type[BaseModel]) -> frozenset[str]:
+    keys: set[str] = set()
+    for name, field in model.model_fields.items():
+        if not _admits_none(field.annotation):
+            keys.add(name)
+            if field.alias is not None:
+                keys.add(field.alias)
+    return frozenset(keys)
+
+
+class SpecModel(_KubernetesModel):
     """A part of a spec or of a status raypilot writes: unknown fields are an error."""
 
     model_config = ConfigDict(**_COMMON_CONFIG, extra="forbid")
 
 
-class PassthroughModel(BaseModel):
+class PassthroughModel(_KubernetesModel):
     """A Kubernetes shape raypilot only partly reads: unknown fields are kept and dumped unchanged."""
 
     model_config = ConfigDict(**_COMMON_CONFIG, extra="allow")
 
 
-class ForeignStatusModel(BaseModel):
+class ForeignStatusModel(_KubernetesModel):
     """A status another controller writes: unknown keys are ignored so newer writers never break us."""
 
     model_config = ConfigDict(**_COMMON_CONFIG, extra="ignore")

@@ -130,6 +130,9 @@ def _validate_named_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _Ob
         raise ManifestError(format_validation_error(error, obj)) from None
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
+        if isinstance(metadata, Mapping) and metadata.get("generateName"):
+            # The workflow id is built from the name, so a server-generated one cannot work.
+            raise ManifestError("metadata.name: Field required (metadata.generateName is not supported)")
         raise ManifestError("metadata.name: Field required")
     return parsed
 

@@ -84,6 +84,10 @@ def test_namespace_defaults_to_default_without_appearing_in_dump() -> None:
         ),
         ({k: v for k, v in RAYJOB.items() if k != "kind"}, "missing kind: expected RayJob or RayService"),
         (with_changes(RAYJOB, "metadata", {}), "metadata.name: Field required"),
+        (
+            with_changes(RAYJOB, "metadata", {"generateName": "sample-"}),
+            "metadata.name: Field required (metadata.generateName is not supported)",
+        ),
     ],
 )
 def test_header_errors(manifest: dict[str, Any], message: str) -> None:
@@ -178,6 +182,23 @@ def test_kubernetes_pod_fields_are_accepted_unchanged() -> None:
     assert pod.tolerations[0].key == "gpu"
     assert pod.scheduling_gates[0].name == "wait"
     assert pod.containers[0].resources.requests == {"cpu": "500m"}
+
+
+def test_null_means_absent_for_fields_that_cannot_be_null() -> None:
+    manifest = with_changes(RAYJOB, "spec.entrypoint", None)
+    manifest["spec"]["rayClusterSpec"] = {**CLUSTER_SPEC, "workerGroupSpecs": None}
+    job = parse_rayjob(manifest)
+    assert job.spec.entrypoint == ""
+    assert job.spec.ray_cluster_spec is not None
+    assert job.spec.ray_cluster_spec.worker_group_specs == []
+    assert "entrypoint" not in dump_manifest(job)["spec"]
+
+
+def test_explicit_null_of_a_nullable_field_round_trips() -> None:
+    manifest = with_changes(RAYJOB, "spec.activeDeadlineSeconds", None)
+    job = parse_rayjob(manifest)
+    assert job.spec.active_deadline_seconds is None
+    assert dump_manifest(job) == manifest
 
 
 def test_parse_raycluster() -> None:
