@@ -28,14 +28,9 @@ from pydantic.alias_generators import to_camel
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
-_COMMON_CONFIG = ConfigDict(
-    alias_generator=to_camel,
-    validate_by_name=True,
-    validate_by_alias=True,
-    serialize_by_alias=True,
-    # Assigning to a field must keep it valid and mark it as set, so it appears in exclude_unset dumps.
-    validate_assignment=True,
-)
+# The configs below are spelled out in full (not built from a shared dict) because the pydantic mypy plugin
+# only sees literal `ConfigDict(...)` arguments: it must know that fields are accepted by Python name.
+# validate_assignment: an assigned field must stay valid and count as set, so exclude_unset dumps include it.
 
 
 def _admits_none(annotation: Any) -> bool:
@@ -71,19 +66,40 @@ def _non_nullable_keys(model: type[BaseModel]) -> frozenset[str]:
 class SpecModel(_KubernetesModel):
     """A part of a spec or of a status raypilot writes: unknown fields are an error."""
 
-    model_config = ConfigDict(**_COMMON_CONFIG, extra="forbid")
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        validate_assignment=True,
+        extra="forbid",
+    )
 
 
 class PassthroughModel(_KubernetesModel):
     """A Kubernetes shape raypilot only partly reads: unknown fields are kept and dumped unchanged."""
 
-    model_config = ConfigDict(**_COMMON_CONFIG, extra="allow")
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        validate_assignment=True,
+        extra="allow",
+    )
 
 
 class ForeignStatusModel(_KubernetesModel):
     """A status another controller writes: unknown keys are ignored so newer writers never break us."""
 
-    model_config = ConfigDict(**_COMMON_CONFIG, extra="ignore")
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        validate_assignment=True,
+        extra="ignore",
+    )
 
 
 def _as_utc(value: datetime) -> datetime:
