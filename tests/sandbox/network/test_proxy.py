@@ -46,7 +46,7 @@ def test_path_prefix_matches_whole_path_elements(prefix: str, path: str, matches
         ((1, 1), 10, {0: 5, 1: 5}),
         ((3, 0, 1), 8, {0: 6, 2: 2}),
         ((0, 0), 5, {}),
-        ((1_000_000, 1), 1_000_001, {0: 1_000_000, 1: 1}),
+        ((1_000, 1), 1_001, {0: 1_000, 1: 1}),
     ],
 )
 def test_smooth_weighted_picker_gives_each_backend_its_exact_share(
@@ -249,3 +249,38 @@ async def _count_names(http: aiohttp.ClientSession, url: str, total: int) -> col
 
     await asyncio.gather(*(one() for _ in range(total)))
     return counts
+
+
+@pytest.mark.parametrize("kind", ["forwarder", "http-proxy"])
+async def test_unprivileged_listener_falls_back_to_a_free_port(
+    kind: str, make_backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = asyncio.get_running_loop()
+    real_create_server = loop.create_server
+
+    async def create_server_without_privileges(*args: object, **kwargs: object) -> asyncio.Server:
+        port = kwargs.get("port", args[2] if len(args) > 2 else None)
+        if isinstance(port, int) and 0 < port < 1024:
+            raise PermissionError(13, "Permission denied")
+        return await real_create_server(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(loop, "create_server", create_server_without_privileges)
+    backend = await make_backend("b")
+    listener: TcpForwarder | WeightedHttpProxy
+    if kind == "forwarder":
+        listener = TcpForwarder("127.0.0.1", 80, lambda: (backend.host, backend.port))
+    else:
+        listener = WeightedHttpProxy("127.0.0.1", 80)
+        listener.set_routes([ProxyRoute("/", (WeightedBackend(backend.host, backend.port),))])
+    with pytest.raises(PermissionError):
+        await listener.start()
+    await listener.start(free_port_if_unprivileged=True)
+    try:
+        assert listener.port >= 1024
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{listener.port}/p") as r,
+        ):
+            assert await r.text() == "b /p"
+    finally:
+        await listener.stop()

@@ -1,0 +1,406 @@
+"""Gateway controller: each Gateway gets an address from 127.0.2.0/24 and a WeightedHttpProxy at every HTTP
+listener port; HTTPRoutes naming the Gateway become the proxy's routes (PathPrefix matches, weighted
+backendRefs to Services at clusterIP:port). Statuses follow Gateway API v1 (reference part B.1).
+
+Supported subset: listener protocol HTTP; route matches on path type PathPrefix only (other match kinds are
+skipped and reported); hostnames are not used for routing; cross-namespace backendRefs are refused
+(RefNotPermitted: the sandbox serves no ReferenceGrant).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sandbox.controllers.service import Key, Obj, ResyncController, is_headless, key_of, start_listener
+from sandbox.netalloc import AddressPool
+from sandbox.proxy import ProxyRoute, Target, WeightedBackend, WeightedHttpProxy
+from sandbox.store import Store
+from sandbox.store_errors import now_rfc3339
+
+log = logging.getLogger(__name__)
+
+GATEWAY_GROUP = "gateway.networking.k8s.io"
+GATEWAY_API_VERSION = f"{GATEWAY_GROUP}/v1"
+CONTROLLER_NAME = "sandbox.raypilot.io/gateway-controller"
+
+ServiceAddress = Callable[[str, str, int], Target | None]  # (namespace, name, port) -> where it listens
+
+
+# --- pure: conditions, attachment, backends ---------------------------------------------------------------
+
+
+def condition(kind: str, ok: bool, reason: str, message: str, generation: int) -> Obj:
+    return {
+        "type": kind,
+        "status": "True" if ok else "False",
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": now_rfc3339(),
+    }
+
+
+def keep_transition_times(new: list[Obj], old: list[Obj] | None) -> list[Obj]:
+    """A condition whose status did not change keeps its lastTransitionTime (and so causes no write)."""
+    previous = {c.get("type"): c for c in old or []}
+    for item in new:
+        before = previous.get(item["type"])
+        if before is not None and before.get("status") == item["status"] and before.get("lastTransitionTime"):
+            item["lastTransitionTime"] = before["lastTransitionTime"]
+    return new
+
+
+def gateway_parent_refs(route: Obj) -> list[tuple[Obj, Key]]:
+    """The route's parentRefs that point at Gateways, with the Gateway each names."""
+    namespace = key_of(route)[0]
+    refs = []
+    for ref in (route.get("spec") or {}).get("parentRefs") or []:
+        if ref.get("group", GATEWAY_GROUP) == GATEWAY_GROUP and ref.get("kind", "Gateway") == "Gateway":
+            refs.append((ref, (ref.get("namespace") or namespace, ref["name"])))
+    return refs
+
+
+def listener_allows(
+    listener: Obj, gateway_namespace: str, route_namespace: str, ns_labels: dict[str, str]
+) -> bool:
+    if listener.get("protocol") != "HTTP":
+        return False
+    allowed = listener.get("allowedRoutes") or {}
+    kinds = allowed.get("kinds")
+    if kinds and not any(
+        k.get("kind") == "HTTPRoute" and k.get("group", GATEWAY_GROUP) == GATEWAY_GROUP for k in kinds
+    ):
+        return False
+    namespaces = allowed.get("namespaces") or {}
+    origin = namespaces.get("from", "Same")
+    if origin == "All":
+        return True
+    if origin == "Selector":
+        wanted = (namespaces.get("selector") or {}).get("matchLabels") or {}
+        return all(ns_labels.get(k) == v for k, v in wanted.items())
+    return route_namespace == gateway_namespace
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """How one parentRef of a route binds to a Gateway: the listeners it attached to, or why none."""
+
+    listeners: tuple[str, ...]
+    reason: str
+    message: str
+
+
+def attach(route: Obj, parent_ref: Obj, gateway: Obj | None, ns_labels: dict[str, str]) -> Attachment:
+    if gateway is None or gateway["metadata"].get("deletionTimestamp"):
+        return Attachment((), "NoMatchingParent", "the Gateway does not exist")
+    candidates = [
+        listener
+        for listener in (gateway.get("spec") or {}).get("listeners") or []
+        if parent_ref.get("sectionName") in (None, listener.get("name"))
+        and parent_ref.get("port") in (None, listener.get("port"))
+    ]
+    if not candidates:
+        return Attachment((), "NoMatchingParent", "no listener matches the parentRef's sectionName and port")
+    gateway_ns, route_ns = key_of(gateway)[0], key_of(route)[0]
+    names = tuple(c["name"] for c in candidates if listener_allows(c, gateway_ns, route_ns, ns_labels))
+    if not names:
+        return Attachment((), "NotAllowedByListeners", "no HTTP listener allows this route")
+    return Attachment(names, "Accepted", "attached to listener(s) " + ", ".join(names))
+
+
+@dataclass
+class ResolvedRoute:
+    """A route's rules as proxy routes, and the outcome of resolving its backendRefs."""
+
+    proxy_routes: list[ProxyRoute] = field(default_factory=list)
+    ref_problems: list[tuple[str, str]] = field(default_factory=list)  # (reason, message)
+    skipped_matches: int = 0
+
+
+def resolve_route(
+    route: Obj, services: dict[Key, Obj], service_address: ServiceAddress | None
+) -> ResolvedRoute:
+    namespace = key_of(route)[0]
+    resolved = ResolvedRoute()
+    for rule in (route.get("spec") or {}).get("rules") or []:
+        backends = []
+        for ref in rule.get("backendRefs") or []:
+            target, problem = _resolve_backend(ref, namespace, services, service_address)
+            if problem is not None:
+                resolved.ref_problems.append(problem)
+            elif target is not None:
+                backends.append(WeightedBackend(target[0], target[1], int(ref.get("weight", 1))))
+        for match in rule.get("matches") or [{}]:
+            path = match.get("path") or {"type": "PathPrefix", "value": "/"}
+            if path.get("type", "PathPrefix") != "PathPrefix" or set(match) - {"path"}:
+                resolved.skipped_matches += 1
+                continue
+            resolved.proxy_routes.append(ProxyRoute(path.get("value", "/"), tuple(backends)))
+    return resolved
+
+
+def _resolve_backend(
+    ref: Obj, route_namespace: str, services: dict[Key, Obj], service_address: ServiceAddress | None
+) -> tuple[Target | None, tuple[str, str] | None]:
+    name = ref.get("name", "")
+    if ref.get("group", "") != "" or ref.get("kind", "Service") != "Service":
+        return None, ("InvalidKind", f"backendRef {name}: only core Services are supported")
+    namespace = ref.get("namespace") or route_namespace
+    if namespace != route_namespace:
+        return None, (
+            "RefNotPermitted",
+            f"backendRef {namespace}/{name}: cross-namespace refs need a ReferenceGrant",
+        )
+    service = services.get((namespace, name))
+    port = ref.get("port")
+    if service is None:
+        return None, ("BackendNotFound", f"Service {namespace}/{name} not found")
+    if port is None or not any(p.get("port") == port for p in service["spec"].get("ports") or []):
+        return None, ("BackendNotFound", f"Service {namespace}/{name} has no port {port}")
+    if is_headless(service):
+        return None, ("BackendNotFound", f"Service {namespace}/{name} is headless (no clusterIP to route to)")
+    actual = service_address(namespace, name, int(port)) if service_address else None
+    return actual or (str(service["spec"]["clusterIP"]), int(port)), None
+
+
+def route_parent_status(route: Obj, parent_ref: Obj, attachment: Attachment, resolved: ResolvedRoute) -> Obj:
+    generation = int(route["metadata"].get("generation", 1))
+    accepted = bool(attachment.listeners) and bool(resolved.proxy_routes or not resolved.skipped_matches)
+    reason, message = attachment.reason, attachment.message
+    if attachment.listeners and not accepted:
+        reason, message = "UnsupportedValue", "no rule has a supported match (path type PathPrefix only)"
+    conditions = [condition("Accepted", accepted, reason, message, generation)]
+    if resolved.ref_problems:
+        problem = resolved.ref_problems[0]
+        all_messages = "; ".join(m for _, m in resolved.ref_problems)
+        conditions.append(condition("ResolvedRefs", False, problem[0], all_messages, generation))
+    else:
+        conditions.append(
+            condition("ResolvedRefs", True, "ResolvedRefs", "all backendRefs resolved", generation)
+        )
+    if accepted and resolved.skipped_matches:
+        text = f"{resolved.skipped_matches} match(es) skipped: only path matches of type PathPrefix work here"
+        conditions.append(condition("PartiallyInvalid", True, "UnsupportedValue", text, generation))
+    return {"parentRef": parent_ref, "controllerName": CONTROLLER_NAME, "conditions": conditions}
+
+
+def gateway_status(gateway: Obj, address: str, listening: dict[int, int], attached: dict[str, int]) -> Obj:
+    """`listening` maps each bound listener port to the port really bound (they differ only when this process
+    may not bind ports below 1024)."""
+    generation = int(gateway["metadata"].get("generation", 1))
+    listeners = (gateway.get("spec") or {}).get("listeners") or []
+    http_ports = {int(entry["port"]) for entry in listeners if entry.get("protocol") == "HTTP"}
+    listener_statuses = []
+    for listener in listeners:
+        http = listener.get("protocol") == "HTTP"
+        programmed = http and listener.get("port") in listening
+        accepted_reason = "Accepted" if http else "UnsupportedProtocol"
+        listener_statuses.append(
+            {
+                "name": listener["name"],
+                "supportedKinds": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute"}] if http else [],
+                "attachedRoutes": attached.get(listener["name"], 0),
+                "conditions": [
+                    condition("Accepted", http, accepted_reason, "", generation),
+                    condition(
+                        "Programmed", programmed, "Programmed" if programmed else "Invalid", "", generation
+                    ),
+                    condition("ResolvedRefs", True, "ResolvedRefs", "", generation),
+                    condition("Conflicted", False, "NoConflicts", "", generation),
+                ],
+            }
+        )
+    all_valid = all(entry.get("protocol") == "HTTP" for entry in listeners)
+    accepted_reason = "Accepted" if all_valid else "ListenersNotValid"
+    unbound = sorted(http_ports - listening.keys())
+    if unbound:
+        programmed = condition(
+            "Programmed",
+            False,
+            "AddressNotUsable",
+            f"cannot listen on {address} port(s) {unbound}",
+            generation,
+        )
+    else:
+        where = ", ".join(f"{address}:{actual}" for _, actual in sorted(listening.items()))
+        programmed = condition("Programmed", True, "Programmed", f"listening on {where}", generation)
+    return {
+        "addresses": [{"type": "IPAddress", "value": address}],
+        "conditions": [condition("Accepted", bool(http_ports), accepted_reason, "", generation), programmed],
+        "listeners": listener_statuses,
+    }
+
+
+# --- the controller -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class _GatewayState:
+    address: str
+    proxies: dict[int, WeightedHttpProxy] = field(default_factory=dict)  # listener port -> proxy
+    bound: set[int] = field(default_factory=set)
+
+
+class GatewayController(ResyncController):
+    """`pool` defaults to the store's gateway pool. `service_address` tells where a Service port really
+    listens, for when the Service controller had to bind another port (no privilege for ports < 1024)."""
+
+    watched = (
+        (GATEWAY_API_VERSION, "Gateway"),
+        (GATEWAY_API_VERSION, "HTTPRoute"),
+        ("v1", "Service"),
+        ("v1", "Namespace"),
+    )
+
+    def __init__(
+        self, store: Store, pool: AddressPool | None = None, service_address: ServiceAddress | None = None
+    ) -> None:
+        super().__init__(store)
+        self.pool = pool or store.pools.gateways
+        self.service_address = service_address
+        self._gateways: dict[Key, _GatewayState] = {}
+
+    def listen_address(self, namespace: str, name: str, port: int) -> Target | None:
+        """Where the listener on `port` of the Gateway actually listens, once bound."""
+        state = self._gateways.get((namespace, name))
+        if state is None or port not in state.bound:
+            return None
+        return state.address, state.proxies[port].port
+
+    def proxy(self, namespace: str, name: str, port: int) -> WeightedHttpProxy | None:
+        state = self._gateways.get((namespace, name))
+        return state.proxies.get(port) if state else None
+
+    async def reconcile(self) -> None:
+        live = {
+            key_of(g): g
+            for g in self.store.list(GATEWAY_API_VERSION, "Gateway")
+            if not g["metadata"].get("deletionTimestamp")
+        }
+        for key in self._gateways.keys() - live.keys():
+            await self._remove(key)
+        for key, gateway in live.items():
+            await self._bring_up(key, gateway)
+        # From here on nothing awaits: the routes and statuses come from one consistent view of the store.
+        self._route_and_report()
+
+    async def _bring_up(self, key: Key, gateway: Obj) -> None:
+        state = self._gateways.get(key)
+        if state is None:
+            state = self._gateways[key] = _GatewayState(self._claim_address(gateway))
+        ports = {
+            int(listener["port"])
+            for listener in (gateway.get("spec") or {}).get("listeners") or []
+            if listener.get("protocol") == "HTTP"
+        }
+        for port in set(state.proxies) - ports:
+            state.bound.discard(port)
+            await state.proxies.pop(port).stop()
+        for port in ports - state.bound:
+            proxy = state.proxies.setdefault(port, WeightedHttpProxy(state.address, port))
+            if await start_listener(proxy):
+                state.bound.add(port)
+            else:
+                self.retry_soon = True
+
+    def _claim_address(self, gateway: Obj) -> str:
+        """Keep the address the status already shows (a restarted controller), else take a new one."""
+        for entry in (gateway.get("status") or {}).get("addresses") or []:
+            value = entry.get("value")
+            if value and self.pool.contains(value) and not self.pool.in_use(value):
+                self.pool.reserve(value)
+                return str(value)
+        return self.pool.allocate()
+
+    def _route_and_report(self) -> None:
+        gateways = {key_of(g): g for g in self.store.list(GATEWAY_API_VERSION, "Gateway")}
+        services = {key_of(s): s for s in self.store.list("v1", "Service")}
+        ns_labels = {
+            n["metadata"]["name"]: n["metadata"].get("labels") or {}
+            for n in self.store.list("v1", "Namespace")
+        }
+        routes = sorted(
+            self.store.list(GATEWAY_API_VERSION, "HTTPRoute"),
+            key=lambda r: (r["metadata"].get("creationTimestamp", ""), key_of(r)),
+        )
+        proxy_routes: dict[tuple[Key, int], list[ProxyRoute]] = {}
+        attached: dict[Key, dict[str, int]] = {}
+        for route in routes:
+            resolved = resolve_route(route, services, self.service_address)
+            parents = []
+            for parent_ref, gateway_key in gateway_parent_refs(route):
+                gateway = gateways.get(gateway_key)
+                attachment = attach(route, parent_ref, gateway, ns_labels.get(key_of(route)[0], {}))
+                parents.append(route_parent_status(route, parent_ref, attachment, resolved))
+                if gateway is None or not attachment.listeners:
+                    continue
+                for listener in gateway["spec"]["listeners"]:
+                    if listener["name"] in attachment.listeners:
+                        counts = attached.setdefault(gateway_key, {})
+                        counts[listener["name"]] = counts.get(listener["name"], 0) + 1
+                        port_routes = proxy_routes.setdefault((gateway_key, int(listener["port"])), [])
+                        port_routes.extend(r for r in resolved.proxy_routes if r not in port_routes)
+            self._write_route_status(route, parents)
+        for key, state in self._gateways.items():
+            for port, proxy in state.proxies.items():
+                proxy.set_routes(proxy_routes.get((key, port), []))
+            if key in gateways:
+                self._write_gateway_status(gateways[key], state, attached.get(key, {}))
+
+    def _write_route_status(self, route: Obj, ours: list[Obj]) -> None:
+        status = route.get("status") or {}
+        previous = {
+            _ref_id(p["parentRef"]): p
+            for p in status.get("parents") or []
+            if p.get("controllerName") == CONTROLLER_NAME
+        }
+        for entry in ours:
+            before = previous.get(_ref_id(entry["parentRef"]))
+            keep_transition_times(entry["conditions"], before["conditions"] if before else None)
+        others = [p for p in status.get("parents") or [] if p.get("controllerName") != CONTROLLER_NAME]
+        parents = others + ours
+        if parents != (status.get("parents") or []):
+            self.store.update(
+                GATEWAY_API_VERSION,
+                "HTTPRoute",
+                _with_status(route, {**status, "parents": parents}),
+                status=True,
+            )
+
+    def _write_gateway_status(self, gateway: Obj, state: _GatewayState, attached: dict[str, int]) -> None:
+        listening = {port: state.proxies[port].port for port in state.bound}
+        status = gateway_status(gateway, state.address, listening, attached)
+        old = gateway.get("status") or {}
+        keep_transition_times(status["conditions"], old.get("conditions"))
+        old_listeners = {entry.get("name"): entry for entry in old.get("listeners") or []}
+        for listener in status["listeners"]:
+            keep_transition_times(
+                listener["conditions"], old_listeners.get(listener["name"], {}).get("conditions")
+            )
+        if {**old, **status} != old:
+            self.store.update(
+                GATEWAY_API_VERSION, "Gateway", _with_status(gateway, {**old, **status}), status=True
+            )
+
+    async def _remove(self, key: Key) -> None:
+        state = self._gateways.pop(key)
+        for proxy in state.proxies.values():
+            await proxy.stop()
+        self.pool.release(state.address)
+
+    async def shutdown(self) -> None:
+        for key in list(self._gateways):
+            await self._remove(key)
+
+
+def _ref_id(parent_ref: Obj) -> tuple[Any, ...]:
+    return tuple(parent_ref.get(f) for f in ("group", "kind", "namespace", "name", "sectionName", "port"))
+
+
+def _with_status(obj: Obj, status: Obj) -> Obj:
+    """The object for a status update, without resourceVersion: a concurrent spec change is no conflict."""
+    metadata = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    return {**obj, "metadata": metadata, "status": status}
