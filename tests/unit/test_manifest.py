@@ -162,7 +162,7 @@ def test_kubernetes_pod_fields_are_accepted_unchanged() -> None:
                     "image": "rayproject/ray:2.60.0",
                     "securityContext": {"runAsNonRoot": True},
                     "livenessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 5},
-                    "volumeMounts": [{"name": "logs", "mountPath": "/tmp/ray"}],
+                    "volumeMounts": [{"name": "logs", "mountPath": "/var/log/ray"}],
                     "resources": {"limits": {"cpu": 1, "memory": "2Gi"}, "requests": {"cpu": "500m"}},
                     "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
                 }
