@@ -238,7 +238,10 @@ class WeightedHttpProxy:
         if self._runner is not None:
             return
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0),
+            # A new backend connection per request: backends are Service clusterIPs whose proxy pins each
+            # connection to one pod, so a pooled connection would keep using a pod its Service no longer
+            # selects, and would break (failing non-idempotent requests) once that pod is gone.
+            connector=aiohttp.TCPConnector(limit=0, force_close=True),
             auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT_S),
             cookie_jar=aiohttp.DummyCookieJar(),

@@ -345,3 +345,48 @@ async def test_deleting_the_gateway_stops_its_proxy_and_frees_its_address(
     await eventually(
         lambda: condition_of(route_parent(store)["conditions"], "Accepted")["reason"] == "NoMatchingParent"
     )
+
+
+async def test_service_selector_switch_behind_the_gateway_moves_traffic_without_failures(
+    network: Network, make_backend, make_pod, free_cluster_ip, http: aiohttp.ClientSession, eventually
+) -> None:
+    """A RayService upgrade without incremental upgrade: its serve Service re-pointed from old pods to new."""
+    store = network.store
+    await serve_pods(network, make_backend, make_pod, free_cluster_ip, ["old", "new"])
+    serve_svc = service("serve-svc", free_cluster_ip(), selector={"app": "old"})
+    serve_svc["spec"]["ports"] = [{"name": "serve", "port": 8000, "targetPort": "serve"}]
+    store.create("v1", "Service", serve_svc)
+    store.create(GATEWAY_API_VERSION, "Gateway", gateway_manifest())
+    store.create(GATEWAY_API_VERSION, "HTTPRoute", route_manifest([("serve-svc", 1)]))
+    await eventually(lambda: resolved_refs(store) == ("True", "ResolvedRefs"))
+    url = await gateway_url(network, eventually) + "/predict"
+
+    answers: list[tuple[float, str]] = []
+    failures: list[str] = []
+    stop = asyncio.Event()
+
+    async def client() -> None:
+        while not stop.is_set():
+            sent = time.monotonic()
+            try:
+                async with http.post(url, data=b'{"x": 1}') as response:
+                    body = await response.text()
+                    if response.status == 200:
+                        answers.append((sent, body.split()[0]))
+                    else:
+                        failures.append(body)
+            except aiohttp.ClientError as error:
+                failures.append(repr(error))
+
+    clients = [asyncio.create_task(client()) for _ in range(4)]
+    await eventually(lambda: len(answers) >= 50)
+    store.patch("v1", "Service", "default", "serve-svc", {"spec": {"selector": {"app": "new"}}}, MERGE)
+    switched_at = time.monotonic()
+    await eventually(lambda: sum(1 for sent, _ in answers if sent > switched_at + 0.1) >= 50)
+    store.delete("v1", "Pod", "default", "old")
+    await eventually(lambda: sum(1 for sent, _ in answers if sent > switched_at + 0.1) >= 100)
+    stop.set()
+    await asyncio.gather(*clients)
+
+    assert failures == []
+    assert {name for sent, name in answers if sent > switched_at + 0.1} == {"new"}
