@@ -302,6 +302,6 @@ def ownership_label_selector(kind: str, name: str) -> str:
     return f"{LABEL_ORIGINATED_FROM_CR_NAME}={name},{LABEL_ORIGINATED_FROM_CRD}={canonical_kind(kind)}"
 
 
-def workflow_annotations(workflow_id_: str) -> dict[str, str]:
+def workflow_annotations(workflow_id: str) -> dict[str, str]:
     """Annotations every object created by a workflow carries."""
-    return {ANNOTATION_WORKFLOW_ID: workflow_id_}
+    return {ANNOTATION_WORKFLOW_ID: workflow_id}
