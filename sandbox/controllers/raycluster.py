@@ -166,6 +166,9 @@ class RayClusterController:
             return None
         state = self._states.setdefault(key, _ClusterState(cluster["metadata"]["uid"]))
         await self._forget_vanished_pods(state, self._pods(cluster))
+        # As KubeRay: the token Secret and the head Service exist before any pod.
+        ensure_auth_secret(self.store, cluster)
+        service = ensure_head_service(self.store, cluster)
         requeue: float | None = None
         if (cluster.get("spec") or {}).get("suspend"):
             for pod in self._pods(cluster):
@@ -178,8 +181,6 @@ class RayClusterController:
                 return 0.0
             if requeue is None:
                 requeue = await self._reconcile_workers(cluster, state)
-        ensure_auth_secret(self.store, cluster)
-        service = ensure_head_service(self.store, cluster)
         write_cluster_status(self.store, cluster, self._pods, service)
         if state.head is not None and state.head.pids:
             requeue = (
@@ -287,7 +288,7 @@ class RayClusterController:
             return self.head_retry_s
         head_group = (cluster.get("spec") or {}).get("headGroupSpec") or {}
         params = {str(k): _param_text(v) for k, v in (head_group.get("rayStartParams") or {}).items()}
-        head = self.head_factory(f"{namespace}-{pod_name}", env, params)
+        head = self.head_factory(f"{namespace}-{pod_name}", env, params, pod_ip)
         runtime = HeadRuntime(pod_name, pod_ip, head, head_container_ports(cluster))
         try:
             await runtime.start()

@@ -22,9 +22,11 @@ log = logging.getLogger(__name__)
 
 
 class RayHead(Protocol):
-    """What RealRayHead and SimulatedDashboard have in common."""
+    """What RealRayHead and SimulatedDashboard have in common (`ports` answer on the head's `host` attribute
+    when it has one, else on 127.0.0.1)."""
 
-    ports: dict[str, int]
+    @property
+    def ports(self) -> dict[str, int]: ...
 
     @property
     def pids(self) -> list[int]: ...
@@ -34,8 +36,8 @@ class RayHead(Protocol):
     async def stop(self) -> None: ...
 
 
-# (head name, head container env, rayStartParams) -> a RayHead not started yet
-HeadFactory = Callable[[str, Mapping[str, str], Mapping[str, str]], RayHead]
+# (head name, head container env, rayStartParams, pod IP) -> a RayHead not started yet
+HeadFactory = Callable[[str, Mapping[str, str], Mapping[str, str], str], RayHead]
 
 
 def process_alive(pid: int) -> bool:
@@ -60,6 +62,7 @@ class HeadRuntime:
         self.running = False
         self.stopped_by_fault = False
         self.restarts = 0
+        self._has_processes = False
         self._forwarders = [
             TcpForwarder(pod_ip, number, self._target_for(runtime_port_key(name, number)))
             for name, number in ports
@@ -67,9 +70,10 @@ class HeadRuntime:
 
     def _target_for(self, key: str | None) -> Callable[[], Target | None]:
         def target() -> Target | None:
-            if key is None or not self.running or key not in self.head.ports:
+            if key is None or not self.running:
                 return None
-            return ("127.0.0.1", self.head.ports[key])
+            port = self.head.ports.get(key)
+            return None if port is None else (str(getattr(self.head, "host", "127.0.0.1")), port)
 
         return target
 
@@ -89,6 +93,7 @@ class HeadRuntime:
                 await self.head.stop()
             raise
         self.running = True
+        self._has_processes = bool(self.head.pids)
         for forwarder in self._forwarders:
             await forwarder.start()
 
@@ -114,8 +119,7 @@ class HeadRuntime:
 
     def died_unexpectedly(self) -> bool:
         """A real Ray head whose processes all exited without being told to."""
-        pids = self.head.pids
-        return self.running and bool(pids) and not any(process_alive(pid) for pid in pids)
+        return self.running and self._has_processes and not any(process_alive(pid) for pid in self.head.pids)
 
 
 class WorkerEndpoint:

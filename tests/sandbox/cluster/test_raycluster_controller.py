@@ -20,7 +20,7 @@ class FakeHead:
 
     instances: list[FakeHead] = []
 
-    def __init__(self, name: str, env: Mapping[str, str], params: Mapping[str, str]) -> None:
+    def __init__(self, name: str, env: Mapping[str, str], params: Mapping[str, str], pod_ip: str) -> None:
         self.name, self.env, self.params = name, dict(env), dict(params)
         self.ports: dict[str, int] = {}
         self.starts = 0
