@@ -151,3 +151,54 @@ def api_resource_list_doc(
         "groupVersion": group_version,
         "resources": resources,
     }
+
+
+def _path_for(rt: ResourceType) -> str:
+    prefix = f"/apis/{rt.group}/{rt.version}" if rt.group else "/api/v1"
+    scope = "/namespaces/{namespace}" if rt.namespaced else ""
+    return f"{prefix}{scope}/{rt.plural}/{{name}}"
+
+
+def openapi_v3_root_doc(types: tuple[ResourceType, ...] = SERVED_TYPES) -> dict[str, Any]:
+    """GET /openapi/v3: where each group version's document is."""
+    paths = {}
+    for rt in types:
+        relative = f"apis/{rt.group}/{rt.version}" if rt.group else "api/v1"
+        paths[relative] = {"serverRelativeURL": f"/openapi/v3/{relative}?hash=sandbox"}
+    return {"paths": paths}
+
+
+def openapi_v3_group_version_doc(
+    group: str, version: str, types: tuple[ResourceType, ...] = SERVED_TYPES
+) -> dict[str, Any] | None:
+    """A minimal OpenAPI v3 document for one group version: no schemas, only the PATCH operations with the
+    `fieldValidation` parameter, which is what kubectl looks for to validate on the server side instead of
+    downloading schemas to validate on the client side."""
+    matching = [rt for rt in types if rt.group == group and rt.version == version]
+    if not matching:
+        return None
+    paths = {
+        _path_for(rt): {
+            "patch": {
+                "operationId": f"patch{rt.kind}",
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {
+                    "group": rt.group,
+                    "version": rt.version,
+                    "kind": rt.kind,
+                },
+                "parameters": [
+                    {"name": "fieldManager", "in": "query", "schema": {"type": "string"}},
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {"200": {"description": "OK"}},
+            }
+        }
+        for rt in matching
+    }
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes (raypilot sandbox)", "version": "v1.36.0"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }

@@ -16,7 +16,7 @@ import secrets
 import string
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -347,7 +347,7 @@ class Store:
         resource_version: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Changes of one kind. Without a resourceVersion (or "0"), first an ADDED event per existing object;
         with one, every change after it (ApiError 410 Expired when that is older than the kept history).
         Ends when the store is closed."""

@@ -3,6 +3,7 @@ raypilot and the controllers rely on, and Service clusterIP allocation."""
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import Any
 
@@ -117,6 +118,16 @@ def _default_job(obj: dict[str, Any]) -> None:
         )
 
 
+def _default_secret(obj: dict[str, Any]) -> None:
+    """stringData is a write-only convenience: merged into data (base64), as the API server does."""
+    obj.setdefault("type", "Opaque")
+    string_data = obj.pop("stringData", None) or {}
+    if string_data:
+        data = obj.setdefault("data", {})
+        for key, value in string_data.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+
+
 def default_on_create(rt: ResourceType, obj: dict[str, Any], services: AddressPool) -> None:
     """Fill in server-side defaults; the metadata (uid, name) is already set."""
     if rt.group == "" and rt.kind == "Service":
@@ -128,6 +139,8 @@ def default_on_create(rt: ResourceType, obj: dict[str, Any], services: AddressPo
         obj.setdefault("status", {"phase": "Pending"})
     elif rt.group == "batch" and rt.kind == "Job":
         _default_job(obj)
+    elif rt.group == "" and rt.kind == "Secret":
+        _default_secret(obj)
 
 
 def admit_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -143,6 +156,8 @@ def admit_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> 
         for port in spec.get("ports") or []:
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
+    elif rt.group == "" and rt.kind == "Secret":
+        _default_secret(new)
     elif rt.group == "batch" and rt.kind == "Job":
         old_spec, spec = old.get("spec", {}), new.setdefault("spec", {})
         for field in ("selector", "completionMode"):
