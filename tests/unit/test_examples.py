@@ -18,6 +18,8 @@ from models import (
     parse_manifest,
     parse_raycluster,
 )
+from models.features import FeatureGates
+from models.validation import validate
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE_FILES = sorted([*EXAMPLES_DIR.glob("*.yaml"), *EXAMPLES_DIR.glob("*.json")])
@@ -124,3 +126,13 @@ def test_clusterselector_example_points_at_the_raycluster_example() -> None:
     cluster = parse_example(EXAMPLES_DIR / "raycluster.yaml")
     assert isinstance(job, RayJob)
     assert job.spec.cluster_selector == {"ray.io/cluster": cluster.metadata.name}
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in EXAMPLE_FILES if p.name != "raycluster.yaml"], ids=lambda p: p.name
+)
+def test_example_passes_kuberay_validation(path: Path) -> None:
+    # Examples are what users copy: each must be accepted as it is, not only parse.
+    parsed = parse_example(path)
+    assert not isinstance(parsed, RayCluster)
+    assert validate(parsed, FeatureGates()) is None
