@@ -10,19 +10,23 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from sandbox import apiserver_tables as tables
 from sandbox import patches
 from sandbox.apiserver_paths import ResourcePath
 from sandbox.apiserver_protobuf import ProtobufUnsupported, decode_protobuf_object
-from sandbox.selectors import SelectorError, field_matcher, label_matcher
+from sandbox.apiserver_watch import serve_watch
 from sandbox.store import ApiError, Store
 from sandbox.store_errors import bad_request, conflict
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # kube-apiserver's request body limit
-DEFAULT_WATCH_TIMEOUT_S = 1800.0
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.json_response(body, status=status, headers=headers, dumps=json.dumps)
+
+
+def table_response(doc: dict[str, Any]) -> web.Response:
+    return web.Response(body=json.dumps(doc).encode(), headers={"Content-Type": tables.TABLE_CONTENT_TYPE})
 
 
 def error_response(error: ApiError, headers: dict[str, str] | None = None) -> web.Response:
@@ -150,11 +154,15 @@ class ResourceHandlers:
     async def _get(self, request: web.Request, target: ResourcePath) -> web.Response:
         rt = target.rt
         assert target.name is not None
-        return json_response(self.store.get(rt.api_version, rt.kind, target.namespace, target.name))
+        obj = self.store.get(rt.api_version, rt.kind, target.namespace, target.name)
+        if tables.wants_table(request.headers.get("Accept", "")):
+            include = request.query.get("includeObject", "Metadata")
+            return table_response(tables.table(rt, [obj], obj["metadata"]["resourceVersion"], include))
+        return json_response(obj)
 
     async def _list_or_watch(self, request: web.Request, target: ResourcePath) -> web.StreamResponse:
         if request_verb("GET", target, request.query) == "watch":
-            return await self._watch(request, target)
+            return await serve_watch(self.store, request, target, self.watch_tasks)
         rt, query = target.rt, request.query
         items = self.store.list(
             rt.api_version, rt.kind, target.namespace, query.get("labelSelector"), query.get("fieldSelector")
@@ -168,52 +176,18 @@ class ResourceHandlers:
                 metadata["continue"] = base64.urlsafe_b64encode(str(start + limit).encode()).decode()
                 metadata["remainingItemCount"] = len(items) - start - limit
             items = page
+        if tables.wants_table(request.headers.get("Accept", "")):
+            doc = tables.table(
+                rt,
+                items,
+                metadata["resourceVersion"],
+                query.get("includeObject", "Metadata"),
+                continue_token=metadata.get("continue"),
+            )
+            return table_response(doc)
         return json_response(
             {"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": metadata, "items": items}
         )
-
-    async def _watch(self, request: web.Request, target: ResourcePath) -> web.StreamResponse:
-        rt, query = target.rt, request.query
-        try:
-            label_matcher(query.get("labelSelector"))
-            field_matcher(query.get("fieldSelector"))
-        except SelectorError as exc:
-            raise bad_request(str(exc)) from None
-        resource_version = query.get("resourceVersion") or None
-        if resource_version is not None and not resource_version.isdigit():
-            raise bad_request(f"invalid resource version {resource_version!r}")
-        timeout = float(query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT_S)
-        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        events = self.store.watch(
-            rt.api_version,
-            rt.kind,
-            target.namespace,
-            resource_version,
-            query.get("labelSelector"),
-            query.get("fieldSelector"),
-        )
-        task = asyncio.current_task()
-        if task is not None:
-            self.watch_tasks.add(task)
-        try:
-            async with asyncio.timeout(timeout):
-                async for event in events:
-                    line = json.dumps({"type": event.type, "object": event.object})
-                    await response.write(line.encode() + b"\n")
-        except TimeoutError:
-            pass  # timeoutSeconds elapsed: end the stream normally, the client resumes
-        except ApiError as exc:
-            await response.write(json.dumps({"type": "ERROR", "object": exc.to_status()}).encode() + b"\n")
-        except (ConnectionResetError, asyncio.CancelledError):
-            return response  # the client went away, or the server is stopping
-        finally:
-            await events.aclose()
-            if task is not None:
-                self.watch_tasks.discard(task)
-        await response.write_eof()
-        return response
 
     # ---- writes ------------------------------------------------------------------------------------------
     async def _create(self, request: web.Request, target: ResourcePath) -> web.Response:

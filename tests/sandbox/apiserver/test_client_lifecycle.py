@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
@@ -118,6 +120,30 @@ def test_watch_from_compacted_resource_version_is_410(
         ):
             pass
     assert err.value.status == 410
+
+
+def test_watch_list_sends_initial_events_then_a_bookmark(
+    api_client: client.ApiClient, apiserver: ThreadedApiServer, namespace: str
+) -> None:
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_config_map(namespace, _cm("existing"))
+    query = {
+        "watch": "1",
+        "sendInitialEvents": "true",
+        "resourceVersionMatch": "NotOlderThan",
+        "allowWatchBookmarks": "true",
+        "timeoutSeconds": "5",
+    }
+    url = f"{apiserver.url}/api/v1/namespaces/{namespace}/configmaps"
+    with httpx.stream("GET", url, params=query, timeout=10) as response:
+        lines = response.iter_lines()
+        first, second = json.loads(next(lines)), json.loads(next(lines))
+        core.create_namespaced_config_map(namespace, _cm("later"))
+        third = json.loads(next(lines))
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "existing")
+    assert second["type"] == "BOOKMARK"
+    assert second["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    assert (third["type"], third["object"]["metadata"]["name"]) == ("ADDED", "later")
 
 
 def test_finalizers_keep_the_object_until_removed(api_client: client.ApiClient, namespace: str) -> None:

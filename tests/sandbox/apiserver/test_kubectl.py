@@ -73,7 +73,20 @@ def test_apply_get_patch_delete_a_raycluster(kubectl_env: dict[str, str], namesp
     env = {**kubectl_env}
     assert "created" in kubectl(env, "apply", "-n", namespace, "-f", "-", stdin=RAYCLUSTER)
     assert "unchanged" in kubectl(env, "apply", "-n", namespace, "-f", "-", stdin=RAYCLUSTER)
-    assert "demo" in kubectl(env, "get", "rayclusters", "-n", namespace)
+    table = kubectl(env, "get", "rayclusters", "-n", namespace)
+    assert table.split("\n")[0].split() == [
+        "NAME",
+        "DESIRED",
+        "WORKERS",
+        "AVAILABLE",
+        "WORKERS",
+        "CPUS",
+        "MEMORY",
+        "GPUS",
+        "STATUS",
+        "AGE",
+    ]
+    assert table.split("\n")[1].startswith("demo ")
     kubectl(
         env,
         "patch",
@@ -104,6 +117,9 @@ def test_apply_uses_strategic_merge_for_pods(kubectl_env: dict[str, str], namesp
     kubectl(kubectl_env, "apply", "-n", namespace, "-f", "-", stdin=POD % "a")
     assert "configured" in kubectl(kubectl_env, "apply", "-n", namespace, "-f", "-", stdin=POD % "b")
     pod = get_json(kubectl_env, "pod", "web", "-n", namespace)
+    columns = kubectl(kubectl_env, "get", "pods", "-n", namespace).split("\n")
+    assert columns[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert columns[1].split()[:3] == ["web", "0/2", "Pending"]
     assert [c["name"] for c in pod["spec"]["containers"]] == ["main", "sidecar"]
     assert pod["spec"]["containers"][0]["env"] == [{"name": "MODE", "value": "b"}]
 
