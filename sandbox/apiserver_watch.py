@@ -18,10 +18,10 @@ DEFAULT_WATCH_TIMEOUT_S = 1800.0
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
-def _validate(query: Any) -> str | None:
+def _validate(query: Any, kind: str) -> str | None:
     try:
         label_matcher(query.get("labelSelector"))
-        field_matcher(query.get("fieldSelector"))
+        field_matcher(query.get("fieldSelector"), kind)
     except SelectorError as exc:
         raise bad_request(str(exc)) from None
     resource_version: str | None = query.get("resourceVersion") or None
@@ -60,7 +60,7 @@ async def serve_watch(
     """Stream changes until timeoutSeconds, the client leaving or the server stopping. A too old
     resourceVersion ends the stream with an ERROR event carrying a 410 Expired Status, as in Kubernetes."""
     rt, query = target.rt, request.query
-    resource_version = _validate(query)
+    resource_version = _validate(query, rt.kind)
     timeout = float(query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT_S)
     content_type = (
         tables.TABLE_CONTENT_TYPE if tables.wants_table(request.headers.get("Accept", "")) else None

@@ -9,8 +9,42 @@ from typing import Any
 
 _SET_OPERATOR = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*(?:(notin|in)\s*\(([^)]*)\))?\s*$")
 _EQUALITY = re.compile(r"^\s*([A-Za-z0-9_./-]+)\s*(==|!=|=)\s*([A-Za-z0-9_.-]*)\s*$")
+_FIELD_TERM = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|!=|=)\s*([^,=!]*?)\s*$")
 
-SUPPORTED_FIELDS = ("metadata.name", "metadata.namespace")
+# The field selectors kube-apiserver accepts, per kind (metadata.name and metadata.namespace for all).
+COMMON_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+FIELDS_BY_KIND: dict[str, frozenset[str]] = {
+    "Pod": frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        }
+    ),
+    "Event": frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    ),
+    "Secret": frozenset({"type"}),
+    "Namespace": frozenset({"status.phase"}),
+    "Job": frozenset({"status.successful"}),
+}
 
 
 class SelectorError(ValueError):
@@ -96,20 +130,24 @@ def _field_value(obj: Mapping[str, Any], path: str) -> str:
     value: Any = obj
     for part in path.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, Mapping):  # Event.source is matched on its component
+        value = value.get("component")
     return "" if value is None else str(value)
 
 
-def field_matcher(selector: str | None) -> Callable[[Mapping[str, Any]], bool]:
-    """Only metadata.name and metadata.namespace, with =, == and !=, as most resources support."""
+def field_matcher(selector: str | None, kind: str | None = None) -> Callable[[Mapping[str, Any]], bool]:
+    """=, == and != on metadata.name, metadata.namespace and the kind's own fields (FIELDS_BY_KIND)."""
     if not selector or not selector.strip():
         return lambda _obj: True
     checks: list[tuple[str, bool, str]] = []
     for term in _split_top_level(selector):
-        match = _EQUALITY.match(term)
+        match = _FIELD_TERM.match(term)
         if not match:
             raise SelectorError(f"invalid field selector: {term!r}")
         key, op, value = match.groups()
-        if key not in SUPPORTED_FIELDS:
+        if key not in COMMON_FIELDS and key not in FIELDS_BY_KIND.get(kind or "", frozenset()):
             raise SelectorError(f'field label not supported: "{key}"')
         checks.append((key, op != "!=", value))
     return lambda obj: all((_field_value(obj, key) == value) == equal for key, equal, value in checks)

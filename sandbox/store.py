@@ -8,7 +8,6 @@ copy.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import copy
 import itertools
@@ -16,14 +15,12 @@ import secrets
 import string
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from sandbox import patches
 from sandbox.netalloc import Pools, standard_pools
 from sandbox.resources import SERVED_TYPES, ResourceType
-from sandbox.selectors import SelectorError, field_matcher, label_matcher
 from sandbox.store_admission import (
     InvalidObject,
     admit_update,
@@ -41,6 +38,7 @@ from sandbox.store_errors import (
     now_rfc3339,
 )
 from sandbox.store_gc import GarbageCollector
+from sandbox.store_watch import Change, Watcher, WatchEvent
 
 __all__ = ["ApiError", "ResourceType", "Store", "WatchEvent"]
 
@@ -57,48 +55,6 @@ _SERVER_OWNED_METADATA = (
     "resourceVersion",
 )
 _NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    type: str  # "ADDED" | "MODIFIED" | "DELETED"
-    object: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class _Change:
-    resource_version: int
-    rt: ResourceType
-    type: str
-    obj: dict[str, Any]
-    old: dict[str, Any] | None
-
-
-@dataclass(eq=False)
-class _Watcher:
-    rt: ResourceType
-    namespace: str | None
-    matches_labels: Callable[[Mapping[str, str]], bool]
-    matches_fields: Callable[[Mapping[str, Any]], bool]
-    queue: asyncio.Queue[WatchEvent | None] = field(default_factory=asyncio.Queue)
-
-    def selects(self, obj: dict[str, Any]) -> bool:
-        meta = obj["metadata"]
-        if self.namespace is not None and meta.get("namespace") != self.namespace:
-            return False
-        return self.matches_labels(meta.get("labels") or {}) and self.matches_fields(obj)
-
-    def translate(self, change: _Change) -> WatchEvent | None:
-        """The event this watcher sees; an object entering or leaving its selector is ADDED or DELETED."""
-        if change.rt != self.rt:
-            return None
-        selected_now = self.selects(change.obj)
-        if change.type != "MODIFIED":
-            return WatchEvent(change.type, change.obj) if selected_now else None
-        selected_before = change.old is not None and self.selects(change.old)
-        if selected_now:
-            return WatchEvent("MODIFIED" if selected_before else "ADDED", change.obj)
-        return WatchEvent("DELETED", change.obj) if selected_before else None
 
 
 class Store:
@@ -119,10 +75,10 @@ class Store:
         self._objects: dict[ResourceType, dict[_Key, dict[str, Any]]] = {rt: {} for rt in types}
         self._revision = itertools.count(1)
         self._current_rv = 0
-        self._history: deque[_Change] = deque()
+        self._history: deque[Change] = deque()
         self._history_limit = history_limit
         self._compacted_rv = 0  # watches from a resourceVersion older than this get 410 Expired
-        self._watchers: set[_Watcher] = set()
+        self._watchers: set[Watcher] = set()
         self._gc = GarbageCollector(self)
         for namespace in initial_namespaces:
             self.create("v1", "Namespace", {"metadata": {"name": namespace}})
@@ -172,8 +128,8 @@ class Store:
         field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
         rt = self.resource_type(api_version, kind)
-        selects = _Watcher(
-            rt, namespace if rt.namespaced else None, *_matchers(label_selector, field_selector)
+        selects = Watcher.for_selectors(
+            rt, namespace if rt.namespaced else None, label_selector, field_selector
         )
         found = [obj for key, obj in sorted(self._objects[rt].items()) if selects.selects(obj)]
         return copy.deepcopy(found)
@@ -352,8 +308,8 @@ class Store:
         with one, every change after it (ApiError 410 Expired when that is older than the kept history).
         Ends when the store is closed."""
         rt = self.resource_type(api_version, kind)
-        watcher = _Watcher(
-            rt, namespace if rt.namespaced else None, *_matchers(label_selector, field_selector)
+        watcher = Watcher.for_selectors(
+            rt, namespace if rt.namespaced else None, label_selector, field_selector
         )
         backlog = self._backlog(watcher, resource_version)
         self._watchers.add(watcher)
@@ -368,7 +324,7 @@ class Store:
         finally:
             self._watchers.discard(watcher)
 
-    def _backlog(self, watcher: _Watcher, resource_version: str | None) -> builtins.list[WatchEvent]:
+    def _backlog(self, watcher: Watcher, resource_version: str | None) -> builtins.list[WatchEvent]:
         if resource_version in (None, "", "0"):
             objects = sorted(self._objects[watcher.rt].items())
             return [WatchEvent("ADDED", obj) for _, obj in objects if watcher.selects(obj)]
@@ -400,7 +356,7 @@ class Store:
     def _record(
         self, rt: ResourceType, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
-        change = _Change(int(obj["metadata"]["resourceVersion"]), rt, event_type, obj, old)
+        change = Change(int(obj["metadata"]["resourceVersion"]), rt, event_type, obj, old)
         self._history.append(change)
         while len(self._history) > self._history_limit:
             self._compacted_rv = self._history.popleft().resource_version
@@ -472,12 +428,3 @@ class Store:
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
     """Everything whose change bumps metadata.generation: all but metadata and status."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
-
-
-def _matchers(
-    label_selector: str | None, field_selector: str | None
-) -> tuple[Callable[[Mapping[str, str]], bool], Callable[[Mapping[str, Any]], bool]]:
-    try:
-        return label_matcher(label_selector), field_matcher(field_selector)
-    except SelectorError as exc:
-        raise bad_request(str(exc)) from None
