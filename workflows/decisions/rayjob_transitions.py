@@ -3,9 +3,10 @@ the checks at the top of each state, cluster readiness, InteractiveMode's wait, 
 
 KubeRay functions (rayjob_controller.go): `initRayJobStatusIfNeed` (New -> Initializing),
 `updateStatusToSuspendingIfNeeded`, the checks that open the Initializing / Waiting / Running branches of
-`Reconcile`, the Initializing branch's "RayCluster ready" step, the Waiting and Suspended branches, and the
-validation failure at the top of `Reconcile` (the messages come from `models.validation_rayjob`, including
-`validate_rayjob_status`'s rule that only InteractiveMode may be Waiting).
+`Reconcile`, the StopJob on deletion, the Initializing branch's "RayCluster ready" step, the Waiting and
+Suspended branches, and the validation failure at the top of `Reconcile` (the messages come from
+`models.validation_rayjob`, including `validate_rayjob_status`'s rule that only InteractiveMode may be
+Waiting).
 
 Where raypilot differs: the random suffixes come from the `random.Random` the workflow passes
 (`workflow.random()`), so ids are stable on replay; startTime is `now` truncated to whole seconds, which is
@@ -27,6 +28,7 @@ from models.rayjob import (
     JobSubmissionMode,
     RayJob,
     RayJobStatus,
+    is_job_terminal,
 )
 from workflows.decisions.rayjob_deadlines import overdue_deadline, rayjob_deadlines
 from workflows.decisions.rayjob_status import Transition, kube_time
@@ -36,6 +38,7 @@ __all__ = [
     "adopt_interactive_job_id",
     "is_cluster_ready",
     "resume_transition",
+    "should_stop_ray_job_on_delete",
     "start_attempt",
     "state_check_transition",
     "suspend_transition",
@@ -119,6 +122,12 @@ def resume_transition(job: RayJob) -> Transition | None:
     if job.status.job_deployment_status == JobDeploymentStatus.SUSPENDED and not job.spec.suspend:
         return Transition(JobDeploymentStatus.NEW, job_status=JobStatus.NEW)
     return None
+
+
+def should_stop_ray_job_on_delete(status: RayJobStatus) -> bool:
+    """Deleting the RayJob stops its Ray job first unless the job is already terminal (a New job included:
+    it may have been submitted without the status saying so yet)."""
+    return not is_job_terminal(status.job_status)
 
 
 def validation_failed_transition(message: str) -> Transition:

@@ -12,11 +12,13 @@ import pytest
 from models.operator import OperatorConfig
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
+from models.validation_rayjob import validate_rayjob_status
 from workflows.decisions.rayjob_status import Transition, apply_transition, kube_time
 from workflows.decisions.rayjob_transitions import (
     adopt_interactive_job_id,
     is_cluster_ready,
     resume_transition,
+    should_stop_ray_job_on_delete,
     start_attempt,
     state_check_transition,
     suspend_transition,
@@ -185,3 +187,32 @@ def test_apply_transition_keeps_what_it_does_not_set() -> None:
         JobStatus.RUNNING,
     )
     assert kube_time(datetime(2025, 1, 1, 0, 0, 0, 999999)) == datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_waiting_outside_interactive_mode_fails_validation() -> None:
+    # An `apply` that changes submissionMode while Waiting: KubeRay's ValidateRayJobStatus, then a dead end.
+    job = make_job({"submissionMode": "HTTPMode"}, jobDeploymentStatus="Waiting")
+    message = validate_rayjob_status(job)
+    assert message is not None
+    status = apply_transition(job.status, validation_failed_transition(message))
+    assert status.job_deployment_status == JobDeploymentStatus.VALIDATION_FAILED
+    assert status.message.startswith("The RayJob status is invalid: JobDeploymentStatus cannot be `Waiting`")
+    assert (
+        validate_rayjob_status(make_job({"submissionMode": "InteractiveMode"}, jobDeploymentStatus="Waiting"))
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("job_status", "stops"),
+    [
+        ("", True),
+        ("PENDING", True),
+        ("RUNNING", True),
+        ("SUCCEEDED", False),
+        ("FAILED", False),
+        ("STOPPED", False),
+    ],
+)
+def test_delete_stops_a_ray_job_that_may_still_run(job_status: str, stops: bool) -> None:
+    assert should_stop_ray_job_on_delete(make_job(jobStatus=job_status).status) == stops
