@@ -9,7 +9,6 @@ produces the very same text. Pure standard-library code plus PyYAML's safe loade
 from __future__ import annotations
 
 import math
-import re
 import struct
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,6 @@ from typing import Any
 import yaml
 
 __all__ = [
-    "go_atoi",
     "go_date_time",
     "go_duration",
     "go_format_float32_f",
@@ -40,7 +38,6 @@ _GO_SHORT_ESCAPES = {
     "\t": r"\t",
     "\v": r"\v",
 }
-_MAX_UNICODE = 0x10FFFF
 
 
 def _go_is_print(char: str) -> bool:
@@ -217,16 +214,3 @@ def go_duration(seconds: int) -> str:
     if minutes:
         return f"{sign}{minutes}m{secs}s"
     return f"{sign}{secs}s"
-
-
-_ATOI = re.compile(r"[+-]?[0-9]+")
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def go_atoi(text: str | None) -> int | None:
-    """Go's `strconv.Atoi` on 64-bit: None where Go returns an error (no spaces, no underscores, int64
-    range)."""
-    if text is None or not _ATOI.fullmatch(text):
-        return None
-    value = int(text)
-    return value if _INT64_MIN <= value <= _INT64_MAX else None

@@ -1,4 +1,4 @@
-"""Go text formats KubeRay's RayJob strings depend on (strconv.Quote, encoding/json, %f, time, Atoi)."""
+"""Go text formats KubeRay's RayJob strings depend on (strconv.Quote, encoding/json, %f, time)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 import pytest
 
 from workflows.decisions.rayjob_goformat import (
-    go_atoi,
     go_date_time,
     go_duration,
     go_format_float32_f,
@@ -110,20 +109,3 @@ def test_go_time_formats() -> None:
 )
 def test_go_duration(seconds: int, text: str) -> None:
     assert go_duration(seconds) == text
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("120", 120),
-        ("-5", -5),
-        ("+7", 7),
-        ("invalid", None),
-        (" 1", None),
-        ("1_000", None),
-        ("", None),
-        (None, None),
-    ],
-)
-def test_go_atoi(text: str | None, value: int | None) -> None:
-    assert go_atoi(text) == value
