@@ -1,5 +1,4 @@
-"""How a RayJob's Ray job is submitted: the submitter's shell command, its container and batch/v1 Job, and the
-body of HTTPMode's POST /api/jobs/.
+"""How a RayJob's Ray job is submitted by a submitter: its shell command, its container and batch/v1 Job.
 
 KubeRay functions: `common.BuildJobSubmitCommand`, `common.GetSubmitterTemplate`,
 `common.GetDefaultSubmitterContainer`, `configureSubmitterContainer`, `getSubmitterTemplate`,
@@ -15,7 +14,6 @@ annotation (contract section 5); the owner reference is left to the activity, wh
 from __future__ import annotations
 
 import copy
-import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -41,7 +39,6 @@ from workflows.decisions.rayjob_goformat import (
     go_format_float32_f,
     go_json_marshal,
     go_quote,
-    load_go_yaml,
     yaml_to_go_json,
 )
 
@@ -49,7 +46,6 @@ __all__ = [
     "SubmitCommandError",
     "build_job_submit_command",
     "default_submitter_container",
-    "http_submit_request",
     "submitter_container_for_sidecar",
     "submitter_job_manifest",
 ]
@@ -325,50 +321,3 @@ def submitter_job_manifest(
             "template": template,
         },
     }
-
-
-def _entrypoint_resources(text: str) -> dict[str, float]:
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SubmitCommandError(f"invalid entrypointResources {text!r}: {error}") from error
-    if not isinstance(parsed, dict) or not all(
-        isinstance(amount, int | float) and not isinstance(amount, bool) for amount in parsed.values()
-    ):
-        raise SubmitCommandError(
-            f"invalid entrypointResources {text!r}: expected a JSON object of resource name to number"
-        )
-    return {name: float(amount) for name, amount in parsed.items()}
-
-
-def http_submit_request(job: RayJob) -> dict[str, Any]:
-    """The JSON body of HTTPMode's POST /api/jobs/, with Go's omitempty (in KubeRay's field order)."""
-    spec = job.spec
-    body: dict[str, Any] = {}
-    if spec.runtime_env_yaml:
-        try:
-            runtime_env = load_go_yaml(spec.runtime_env_yaml)
-        except yaml.YAMLError as error:
-            raise SubmitCommandError(
-                f"failed to unmarshal RuntimeEnvYAML: {spec.runtime_env_yaml}: {error}"
-            ) from error
-        if runtime_env is not None and not isinstance(runtime_env, dict):
-            raise SubmitCommandError(
-                f"failed to unmarshal RuntimeEnvYAML: {spec.runtime_env_yaml}: not a mapping"
-            )
-        if runtime_env:
-            body["runtime_env"] = runtime_env
-    if spec.metadata:
-        body["metadata"] = dict(spec.metadata)
-    if spec.entrypoint_resources:
-        resources = _entrypoint_resources(spec.entrypoint_resources)
-        if resources:
-            body["entrypoint_resources"] = resources
-    body["entrypoint"] = spec.entrypoint
-    if job.status.job_id:
-        body["submission_id"] = job.status.job_id
-    if spec.entrypoint_num_cpus:
-        body["entrypoint_num_cpus"] = spec.entrypoint_num_cpus
-    if spec.entrypoint_num_gpus:
-        body["entrypoint_num_gpus"] = spec.entrypoint_num_gpus
-    return body

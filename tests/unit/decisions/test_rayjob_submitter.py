@@ -1,17 +1,13 @@
-"""The K8sJobMode submitter Job, the SidecarMode submitter container and the HTTPMode submit body
-(rayjob_controller_unit_test.go cases plus edge cases)."""
+"""The K8sJobMode submitter Job and the SidecarMode submitter container (rayjob_controller_unit_test.go cases
+plus edge cases)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from models.features import FeatureGates
 from models.rayjob import RayJob
 from workflows.decisions.rayjob_submitter import (
-    SubmitCommandError,
-    http_submit_request,
     submitter_container_for_sidecar,
     submitter_job_manifest,
 )
@@ -214,44 +210,3 @@ def test_sidecar_container() -> None:
     restarting = submitter_container_for_sidecar(job, "rayjob-sample-abcde", RESTART_GATE)
     assert restarting["restartPolicy"] == "OnFailure"
     assert "--no-wait" in restarting["args"][0]
-
-
-# ---- HTTPMode submit body ---------------------------------------------------------------------------------
-
-
-def test_http_submit_request_body() -> None:
-    body = http_submit_request(make_job(spec={"runtimeEnvYAML": "pip: [requests]\nenv_vars: {A: '1'}"}))
-    assert body == {
-        "runtime_env": {"pip": ["requests"], "env_vars": {"A": "1"}},
-        "metadata": {"testKey": "testValue"},
-        "entrypoint_resources": {"Custom_1": 1.0, "Custom_2": 5.5},
-        "entrypoint": ENTRYPOINT,
-        "submission_id": "testJobId",
-        "entrypoint_num_cpus": 1.0,
-        "entrypoint_num_gpus": 0.5,
-    }
-    assert list(body) == [
-        "runtime_env",
-        "metadata",
-        "entrypoint_resources",
-        "entrypoint",
-        "submission_id",
-        "entrypoint_num_cpus",
-        "entrypoint_num_gpus",
-    ]
-
-
-def test_http_submit_request_omits_empty_fields() -> None:
-    job = make_job(spec={**TEMPLATE_JOB, "entrypoint": " python x.py "}, status={"jobId": ""})
-    assert http_submit_request(job) == {"entrypoint": " python x.py "}
-
-
-@pytest.mark.parametrize("resources", ['{"a": "x"}', "[1]", "{broken", '{"a": true}'])
-def test_http_submit_request_rejects_bad_entrypoint_resources(resources: str) -> None:
-    with pytest.raises(SubmitCommandError, match="invalid entrypointResources"):
-        http_submit_request(make_job(spec={"entrypointResources": resources}))
-
-
-def test_http_submit_request_rejects_a_runtime_env_that_is_not_a_mapping() -> None:
-    with pytest.raises(SubmitCommandError, match="failed to unmarshal RuntimeEnvYAML"):
-        http_submit_request(make_job(spec={"runtimeEnvYAML": "- a\n- b"}))
