@@ -2,8 +2,8 @@
 
 KubeRay functions: `common.BuildJobSubmitCommand`, `common.GetSubmitterTemplate`,
 `common.GetDefaultSubmitterContainer`, `configureSubmitterContainer`, `getSubmitterTemplate`,
-`getSubmitterContainer` and `createNewK8sJob` (rayjob_controller.go), `SetContainerTokenAuthEnvVars`
-(common/pod.go) and `ConvertRayJobToReq` (dashboard_httpclient.go).
+`getSubmitterContainer` and `createNewK8sJob` (rayjob_controller.go) and `SetContainerTokenAuthEnvVars`
+(common/pod.go). HTTPMode's request body is `rayjob_http_submission`.
 
 The command is byte-for-byte KubeRay's (Go `strconv.Quote` for quoted values, `%f` for resource amounts, Go
 JSON for metadata and the runtime env). Where raypilot differs: the Job and its pod template are labelled
