@@ -1,0 +1,207 @@
+"""The Serve REST API of the simulated dashboard and its Serve HTTP proxy.
+
+PUT bodies are validated with Ray's own `ServeDeploySchema` (so 400 texts are exactly Ray's); the schema
+is imported once, off the event loop, when the dashboard starts. The first PUT "starts Serve": it takes
+`serve_start_s`, begins the controller loop and opens the proxy on the serve port, which then answers
+`/-/healthz`, `/-/routes` and the route prefixes of the apps with the JSON of `sandbox.apps.versioned`.
+DELETE shuts Serve down: apps gone, proxy closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+import traceback
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from sandbox.ray.simulated_replicas import world_size
+from sandbox.ray.simulated_serve_render import EMPTY_INSTANCE_DETAILS, ServeIdentity, instance_details
+from sandbox.ray.simulated_serve_state import SimulatedApp, SimulatedReplica, SimulatedServeState
+from sandbox.ray.simulated_timings import SimulationTimings
+
+SERVE_PATH = "/api/serve/applications/"
+VALID_API_TYPES = ("imperative", "declarative")
+_schema: Any = None
+
+
+def load_serve_schema() -> Any:
+    """Ray's ServeDeploySchema (imports ray.serve: a second or two, so call it off the event loop)."""
+    global _schema
+    if _schema is None:
+        from ray.serve.schema import ServeDeploySchema
+
+        _schema = ServeDeploySchema
+    return _schema
+
+
+class SimulatedServe:
+    def __init__(
+        self, timings: SimulationTimings, *, host: str, port: int, head_env: dict[str, str], node_id: str
+    ) -> None:
+        self._timings = timings
+        self._host = host
+        self._port = port
+        self._head_env = head_env
+        self._identity = ServeIdentity(
+            node_id=node_id,
+            node_ip=host,
+            controller_actor_id=uuid.uuid4().hex,
+            proxy_actor_id=uuid.uuid4().hex,
+        )
+        self.state: SimulatedServeState | None = None
+        self._options: dict[str, Any] = {}
+        self._loop_task: asyncio.Task[None] | None = None
+        self._proxy: web.AppRunner | None = None
+        self._start_lock = asyncio.Lock()
+        self._round_robin = itertools.count()
+
+    @property
+    def running(self) -> bool:
+        return self.state is not None
+
+    def add_routes(self, app: web.Application) -> None:
+        app.router.add_get(SERVE_PATH, self.get_applications)
+        app.router.add_put(SERVE_PATH, self.put_applications)
+        app.router.add_delete(SERVE_PATH, self.delete_applications)
+
+    async def get_applications(self, request: web.Request) -> web.Response:
+        api_type = request.query.get("api_type")
+        if api_type and api_type.lower() not in VALID_API_TYPES:
+            return web.Response(
+                status=400,
+                text=f"Invalid 'api_type' value: '{api_type}'. Must be one of: {', '.join(VALID_API_TYPES)}",
+            )
+        if self.state is None:
+            return web.json_response(EMPTY_INSTANCE_DETAILS)
+        details = instance_details(
+            self.state,
+            self._identity,
+            api_type=api_type.lower() if api_type else None,
+            **self._options,
+        )
+        return web.json_response(details)
+
+    async def put_applications(self, request: web.Request) -> web.Response:
+        schema = load_serve_schema()
+        try:
+            body = await request.json()
+        except ValueError:
+            return web.Response(status=500, text=traceback.format_exc())
+        from pydantic import ValidationError
+
+        try:
+            config = schema.model_validate(body)
+        except ValidationError as error:
+            return web.Response(status=400, text=repr(error))
+        async with self._start_lock:
+            if self.state is None:
+                await self._start_serve(config)
+        assert self.state is not None
+        applications = [app.model_dump(mode="json", exclude_unset=True) for app in config.applications]
+        self.state.apply(
+            {"applications": applications, "target_capacity": config.target_capacity},
+            asyncio.get_running_loop().time(),
+            time.time(),
+        )
+        return web.Response()
+
+    async def _start_serve(self, config: Any) -> None:
+        await asyncio.sleep(self._timings.serve_start_s)
+        self._options = {
+            "http_options": {
+                **config.http_options.model_dump(mode="json"),
+                "host": self._host,
+                "port": self._port,
+            },
+            "grpc_options": config.grpc_options.model_dump(mode="json"),
+            "proxy_location": str(getattr(config.proxy_location, "value", config.proxy_location)),
+        }
+        self.state = SimulatedServeState(self._timings, head_env=self._head_env)
+        proxy = web.Application()
+        proxy.router.add_route("*", "/{tail:.*}", self._proxy_request)
+        self._proxy = web.AppRunner(proxy, access_log=None, handle_signals=False)
+        await self._proxy.setup()
+        await web.TCPSite(self._proxy, self._host, self._port, reuse_address=True).start()
+        self._loop_task = asyncio.create_task(self._control_loop())
+
+    async def delete_applications(self, request: web.Request) -> web.Response:
+        await self.shutdown()
+        return web.Response()
+
+    async def shutdown(self) -> None:
+        """What serve.shutdown() does: every app, the controller and the proxy go away."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+            self._loop_task = None
+        if self._proxy is not None:
+            await self._proxy.cleanup()
+            self._proxy = None
+        self.state = None
+
+    async def _control_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            assert self.state is not None
+            self.state.tick(loop.time(), time.time())
+            await asyncio.sleep(self._timings.tick_s)
+
+    def _route(self, path: str) -> SimulatedApp | None:
+        assert self.state is not None
+        best: SimulatedApp | None = None
+        for app in self.state.apps.values():
+            prefix = app.route_prefix
+            if prefix is None or app.deleting:
+                continue
+            matches = prefix == "/" or path == prefix or path.startswith(prefix + "/")
+            if matches and (best is None or len(prefix) > len(best.route_prefix or "")):
+                best = app
+        return best
+
+    async def _proxy_request(self, request: web.Request) -> web.StreamResponse:
+        if self.state is None:
+            raise web.HTTPServiceUnavailable()
+        if request.path == "/-/healthz":
+            return web.Response(text="success")
+        if request.path == "/-/routes":
+            routes = {
+                app.route_prefix: app.name
+                for app in self.state.apps.values()
+                if app.route_prefix is not None and not app.deleting
+            }
+            return web.Response(text=json.dumps(routes), content_type="application/json")
+        app = self._route(request.path)
+        if app is None:
+            return web.Response(
+                status=404,
+                text=f"Path '{request.path}' not found. Ping http://.../-/routes for available routes.",
+            )
+        replica = self._pick_replica(app)
+        if replica is None:
+            return web.Response(status=503, text=f"No replica of application '{app.name}' is running.")
+        ingress = app.ingress
+        assert ingress is not None
+        return web.json_response(
+            {
+                "version": replica.answer_version,
+                "replica": replica.replica_id,
+                "rank": replica.rank,
+                "world_size": world_size(ingress.options.get("num_replicas")),
+            }
+        )
+
+    def _pick_replica(self, app: SimulatedApp) -> SimulatedReplica | None:
+        ingress = app.ingress
+        if ingress is None:
+            return None
+        ready = [replica for replica in ingress.replicas if replica.state in ("RUNNING", "UPDATING")]
+        if not ready:
+            return None
+        return ready[next(self._round_robin) % len(ready)]
