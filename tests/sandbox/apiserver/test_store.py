@@ -303,3 +303,45 @@ def test_apply_creates_then_merges() -> None:
     merged = store.patch("ray.io/v1", "RayCluster", "default", "a", applied, "application/apply-patch+yaml")
     assert merged["spec"] == {"x": 1, "y": 2}
     assert merged["metadata"]["generation"] == 2
+
+
+def test_dependent_with_a_surviving_owner_only_loses_the_reference() -> None:
+    store = Store()
+    first = store.create("ray.io/v1", "RayCluster", _raycluster("a"))
+    second = store.create("ray.io/v1", "RayCluster", _raycluster("b"))
+    pod = _pod("p", first)
+    pod["metadata"]["ownerReferences"].append(_pod("x", second)["metadata"]["ownerReferences"][0])
+    store.create("v1", "Pod", pod)
+    store.delete("ray.io/v1", "RayCluster", "default", "a")
+    refs = store.get("v1", "Pod", "default", "p")["metadata"]["ownerReferences"]
+    assert [r["name"] for r in refs] == ["b"]
+    store.delete("ray.io/v1", "RayCluster", "default", "b")
+    assert store.try_get("v1", "Pod", "default", "p") is None
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("involvedObject.name=p1", ["e1"]),
+        ("involvedObject.kind=Pod,reason!=Started", ["e2"]),
+        ("type=Warning", ["e2"]),
+    ],
+)
+def test_event_field_selectors(selector: str, expected: list[str]) -> None:
+    store = Store()
+    for name, pod, reason, kind in (("e1", "p1", "Started", "Normal"), ("e2", "p2", "BackOff", "Warning")):
+        event = {
+            "metadata": {"name": name},
+            "involvedObject": {"kind": "Pod", "name": pod},
+            "reason": reason,
+            "type": kind,
+        }
+        store.create("v1", "Event", event)
+    found = store.list("v1", "Event", "default", field_selector=selector)
+    assert [e["metadata"]["name"] for e in found] == expected
+
+
+def test_unsupported_field_selector_is_bad_request() -> None:
+    with pytest.raises(ApiError) as err:
+        Store().list("v1", "ConfigMap", "default", field_selector="data.k=v")
+    assert err.value.status == 400
