@@ -56,7 +56,7 @@ def _go_atoi(value: str | None, default: int) -> int:
     """KubeRay uses strconv.Atoi: an unparsable value means the default, a negative one is kept."""
     if value is None:
         return default
-    text = value.strip()
+    text = value  # strconv.Atoi does not trim: " 120" is a parse error there too
     digits = text[1:] if text[:1] in "+-" else text
     return int(text) if digits.isdigit() and digits.isascii() else default
 
