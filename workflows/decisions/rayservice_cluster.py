@@ -47,6 +47,7 @@ from models.rayservice import (
     RayServiceUpgradeStrategy,
     RayServiceUpgradeType,
 )
+from models.validation_rayservice import is_incremental_upgrade_enabled as incremental_upgrade_requested
 from workflows.decisions.rayservice_conditions import RayServiceEvent
 
 __all__ = [
@@ -84,12 +85,7 @@ def is_zero_downtime_upgrade_enabled(
 
 def is_incremental_upgrade_enabled(spec: RayServiceSpec, config: OperatorConfig) -> bool:
     """Gate RayServiceIncrementalUpgrade on and type NewClusterWithIncrementalUpgrade."""
-    if not config.feature_gates.ray_service_incremental_upgrade:
-        return False
-    strategy = spec.upgrade_strategy
-    return (
-        strategy is not None and strategy.type == RayServiceUpgradeType.NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE
-    )
+    return incremental_upgrade_requested(spec, config.feature_gates)
 
 
 def cluster_upgrade_options(spec: RayServiceSpec) -> ClusterUpgradeOptions | None:

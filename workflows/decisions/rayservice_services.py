@@ -54,6 +54,7 @@ __all__ = [
     "head_pod_serve_label",
     "head_service_manifest",
     "per_cluster_serve_service_manifest",
+    "per_cluster_serve_service_to_create",
     "serve_port",
     "serve_service_manifest",
     "service_update",
@@ -224,6 +225,16 @@ def per_cluster_serve_service_manifest(rayservice: RayService, cluster: RayClust
             }
         ]
     return service
+
+
+def per_cluster_serve_service_to_create(
+    rayservice: RayService, cluster: RayCluster | None, existing: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """reconcilePerClusterServeService: the Service to create, or None (no cluster, or it already exists; it
+    is never updated)."""
+    if cluster is None or existing is not None:
+        return None
+    return per_cluster_serve_service_manifest(rayservice, cluster)
 
 
 def cluster_name_from_service(service: Mapping[str, Any] | None) -> str:

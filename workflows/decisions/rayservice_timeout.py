@@ -11,15 +11,14 @@ exact instant so the workflow can arm one durable timer instead.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
 
 from models.meta import Condition, ConditionStatus, find_condition
-from models.naming import ANNOTATION_INITIALIZING_TIMEOUT
 from models.rayservice import RayServiceConditionReason, RayServiceConditionType
+from models.validation_formats import parse_go_duration_seconds
+from models.validation_rayservice import initializing_timeout_seconds
 
 __all__ = [
     "InitializingTimeoutOutcome",
@@ -30,51 +29,12 @@ __all__ = [
     "parse_go_duration",
 ]
 
-_NANOS_PER_UNIT: Final[dict[str, int]] = {
-    "ns": 1,
-    "us": 1_000,
-    "\u00b5s": 1_000,  # micro sign
-    "\u03bcs": 1_000,  # Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60 * 1_000_000_000,
-    "h": 3600 * 1_000_000_000,
-}
-_DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([a-z\u00b5\u03bc]+)")
-_GO_ATOI = re.compile(r"[+-]?[0-9]+")
-
 
 def parse_go_duration(text: str) -> timedelta:
-    """Go's time.ParseDuration ("5m", "1h30m", "1.5s", "-2m", "0"); ValueError when Go would fail.
-
-    Sub-microsecond parts are truncated (timedelta's resolution).
-    """
-    rest = text
-    sign = 1
-    if rest[:1] in ("+", "-"):
-        sign = -1 if rest[0] == "-" else 1
-        rest = rest[1:]
-    if rest == "0":
-        return timedelta(0)
-    if not rest:
-        raise ValueError(f'time: invalid duration "{text}"')
-    total_nanos = 0
-    position = 0
-    while position < len(rest):
-        match = _DURATION_PART.match(rest, position)
-        if match is None or (not match.group(1) and not match.group(2)):
-            raise ValueError(f'time: invalid duration "{text}"')
-        whole, fraction, unit = match.groups()
-        if unit not in _NANOS_PER_UNIT:
-            raise ValueError(f'time: unknown unit "{unit}" in duration "{text}"')
-        scale = _NANOS_PER_UNIT[unit]
-        total_nanos += int(whole or "0") * scale
-        if fraction:
-            total_nanos += int(fraction) * scale // 10 ** len(fraction)
-        position = match.end()
-    if total_nanos > 2**63 - 1:
-        raise ValueError(f'time: invalid duration "{text}"')
-    return timedelta(microseconds=sign * total_nanos // 1_000)
+    """Go's time.ParseDuration ("5m", "1h30m", "1.5s", "-2m", "0") as a timedelta; ValueError when Go would
+    fail (parsing is models.validation_formats'). Sub-microsecond parts are rounded (timedelta's
+    resolution)."""
+    return timedelta(seconds=parse_go_duration_seconds(text))
 
 
 def _fraction(nanos: int, digits: int) -> str:
@@ -109,18 +69,10 @@ def format_go_duration(duration: timedelta) -> str:
 
 
 def initializing_timeout(annotations: Mapping[str, str]) -> timedelta | None:
-    """getInitializingTimeout: the annotation as a Go duration, else as integer seconds; None when absent,
-    empty or unparsable (validation rejects those before any workflow sees them)."""
-    text = annotations.get(ANNOTATION_INITIALIZING_TIMEOUT, "")
-    if not text:
-        return None
-    try:
-        return parse_go_duration(text)
-    except ValueError:
-        pass
-    if _GO_ATOI.fullmatch(text):
-        return timedelta(seconds=int(text))
-    return None
+    """getInitializingTimeout: the annotation as a Go duration, else as integer seconds; None when absent or
+    not a positive value (validation rejects those before any workflow sees them)."""
+    seconds = initializing_timeout_seconds(annotations)
+    return None if seconds is None else timedelta(seconds=seconds)
 
 
 def _initializing_since(conditions: Sequence[Condition]) -> datetime | None:

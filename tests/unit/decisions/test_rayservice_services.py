@@ -16,6 +16,7 @@ from workflows.decisions.rayservice_services import (
     head_pod_serve_label,
     head_service_manifest,
     per_cluster_serve_service_manifest,
+    per_cluster_serve_service_to_create,
     serve_port,
     serve_service_manifest,
     service_update,
@@ -166,6 +167,13 @@ def test_per_cluster_serve_service(uid: str, owner_references: list[dict[str, An
     assert service["metadata"]["name"] == "svc-abcde-serve-svc"
     assert service["spec"]["selector"] == {"ray.io/cluster": "svc-abcde", "ray.io/serve": "true"}
     assert service["metadata"].get("ownerReferences") == owner_references
+
+
+def test_per_cluster_serve_service_is_only_created() -> None:
+    assert per_cluster_serve_service_to_create(rayservice(), None, None) is None  # nil RayCluster: no-op
+    created = per_cluster_serve_service_to_create(rayservice(), cluster(uid="u"), None)
+    assert created == per_cluster_serve_service_manifest(rayservice(), cluster(uid="u"))
+    assert per_cluster_serve_service_to_create(rayservice(), cluster(), {"metadata": {}}) is None  # exists
 
 
 @pytest.mark.parametrize(("cluster_name", "expected"), [("svc-abcde", False), ("svc-fghij", True)])

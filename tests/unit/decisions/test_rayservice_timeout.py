@@ -27,7 +27,7 @@ NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
         ("300ms", timedelta(milliseconds=300)),
         ("2us", timedelta(microseconds=2)),
         ("2\u00b5s", timedelta(microseconds=2)),
-        ("1500ns", timedelta(microseconds=1)),  # below timedelta's resolution: truncated
+        ("1500ns", timedelta(microseconds=2)),  # below timedelta's resolution: rounded
         ("-5m", timedelta(minutes=-5)),
         ("+1h", timedelta(hours=1)),
         ("0", timedelta(0)),
