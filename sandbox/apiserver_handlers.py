@@ -232,6 +232,7 @@ class ResourceHandlers:
             body,
             patch_type,
             status=target.subresource == "status",
+            field_manager=request.query.get("fieldManager"),
         )
         return json_response(patched, status=200 if existed else 201)
 

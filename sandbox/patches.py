@@ -135,9 +135,39 @@ def _strip_directives(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def apply_patch(target: Any, applied: Any) -> Any:
-    """Server-side apply for the fields used: the applied configuration merged over the live object."""
-    return strategic_merge_patch(target, _strip_directives(applied))
+_IDENTITY_PATHS = frozenset({("apiVersion",), ("kind",), ("metadata", "name"), ("metadata", "namespace")})
+
+
+def applied_paths(applied: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The leaf fields an applied configuration sets (lists count as one field: they are atomic here)."""
+    if not isinstance(applied, dict) or (prefix and not applied):
+        return {prefix} if prefix else set()
+    paths: set[tuple[str, ...]] = set()
+    for key, value in applied.items():
+        if not key.startswith("$"):
+            paths |= applied_paths(value, (*prefix, key))
+    return paths - _IDENTITY_PATHS
+
+
+def _remove_path(obj: Any, path: tuple[str, ...]) -> None:
+    for part in path[:-1]:
+        obj = obj.get(part) if isinstance(obj, dict) else None
+    if isinstance(obj, dict):
+        obj.pop(path[-1], None)
+
+
+def apply_patch(target: Any, applied: Any, previously_applied: Any = None) -> Any:
+    """Server-side apply for the fields used: the applied configuration merged over the live object, and the
+    fields this field manager applied last time but no longer applies removed (it owned them)."""
+    merged = strategic_merge_patch(target, _strip_directives(applied))
+    if previously_applied is None:
+        return merged
+    now = applied_paths(applied)
+    for path in applied_paths(previously_applied) - now:
+        overlaps = any(p[: len(path)] == path or path[: len(p)] == p for p in now)
+        if not overlaps:
+            _remove_path(merged, path)
+    return merged
 
 
 def _pointer_parts(pointer: str) -> list[str]:
@@ -231,7 +261,7 @@ def json_patch(target: Any, operations: Any) -> Any:
     return doc
 
 
-def apply_patch_of_type(target: Any, patch: Any, patch_type: str) -> Any:
+def apply_patch_of_type(target: Any, patch: Any, patch_type: str, previously_applied: Any = None) -> Any:
     if patch_type == JSON_PATCH:
         return json_patch(target, patch)
     if not isinstance(patch, dict):
@@ -241,5 +271,5 @@ def apply_patch_of_type(target: Any, patch: Any, patch_type: str) -> Any:
     if patch_type == STRATEGIC_MERGE_PATCH:
         return strategic_merge_patch(target, patch)
     if patch_type == APPLY_PATCH:
-        return apply_patch(target, patch)
+        return apply_patch(target, patch, previously_applied)
     raise PatchError(f"unsupported patch type {patch_type!r}")

@@ -79,6 +79,7 @@ class Store:
         self._history_limit = history_limit
         self._compacted_rv = 0  # watches from a resourceVersion older than this get 410 Expired
         self._watchers: set[Watcher] = set()
+        self._applied: dict[str, dict[str, Any]] = {}  # uid -> field manager -> last applied configuration
         self._gc = GarbageCollector(self)
         for namespace in initial_namespaces:
             self.create("v1", "Namespace", {"metadata": {"name": namespace}})
@@ -202,9 +203,11 @@ class Store:
         patch_type: str,
         *,
         status: bool = False,
+        field_manager: str | None = None,
     ) -> dict[str, Any]:
         """Patch with one of patches.PATCH_TYPES. Server-side apply (application/apply-patch+yaml) creates the
-        object when it is absent. A metadata.resourceVersion in the patch is a precondition (409 if stale)."""
+        object when it is absent, and removes fields field_manager applied before but no longer applies.
+        A metadata.resourceVersion in the patch is a precondition (409 if stale)."""
         rt = self.resource_type(api_version, kind)
         if patch_type == patches.STRATEGIC_MERGE_PATCH and rt.group not in _BUILTIN_GROUPS:
             raise ApiError(
@@ -220,9 +223,13 @@ class Store:
         if current is None:
             if patch_type != patches.APPLY_PATCH or status:
                 raise not_found(rt, name)
-            return self._create_from_apply(rt, namespace, name, patch)
+            created = self._create_from_apply(rt, namespace, name, patch)
+            self._remember_applied(created, field_manager, patch)
+            return created
+        uid = current["metadata"]["uid"]
+        previous = self._applied.get(uid, {}).get(field_manager or "") if not status else None
         try:
-            patched = patches.apply_patch_of_type(current, patch, patch_type)
+            patched = patches.apply_patch_of_type(current, patch, patch_type, previous)
         except patches.PatchError as exc:
             raise invalid(rt, name, str(exc)) from None
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
@@ -233,7 +240,14 @@ class Store:
         wanted_rv = patched_meta.get("resourceVersion")
         if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
             raise conflict(rt, name)
-        return self._write(rt, key, patched, status=status)
+        written = self._write(rt, key, patched, status=status)
+        if patch_type == patches.APPLY_PATCH and not status:
+            self._remember_applied(written, field_manager, patch)
+        return written
+
+    def _remember_applied(self, obj: dict[str, Any], field_manager: str | None, applied: Any) -> None:
+        """What each field manager last applied: the fields it owns (a simplified managedFields)."""
+        self._applied.setdefault(obj["metadata"]["uid"], {})[field_manager or ""] = copy.deepcopy(applied)
 
     def _create_from_apply(
         self, rt: ResourceType, namespace: str | None, name: str, applied: Any
@@ -423,6 +437,7 @@ class Store:
 
     def _release(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         release_on_delete(rt, obj, self.pools.services)
+        self._applied.pop(obj["metadata"]["uid"], None)
 
 
 def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -294,13 +294,14 @@ def test_strategic_merge_patch_is_refused_for_custom_resources() -> None:
     assert err.value.status == 415
 
 
-def test_apply_creates_then_merges() -> None:
+def test_apply_creates_then_merges_what_another_manager_applies() -> None:
     store = Store()
     applied = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "a"}, "spec": {"x": 1}}
-    created = store.patch("ray.io/v1", "RayCluster", "default", "a", applied, "application/apply-patch+yaml")
+    apply = "application/apply-patch+yaml"
+    created = store.patch("ray.io/v1", "RayCluster", "default", "a", applied, apply, field_manager="one")
     assert created["metadata"]["generation"] == 1
     applied["spec"] = {"y": 2}
-    merged = store.patch("ray.io/v1", "RayCluster", "default", "a", applied, "application/apply-patch+yaml")
+    merged = store.patch("ray.io/v1", "RayCluster", "default", "a", applied, apply, field_manager="two")
     assert merged["spec"] == {"x": 1, "y": 2}
     assert merged["metadata"]["generation"] == 2
 
@@ -345,3 +346,27 @@ def test_unsupported_field_selector_is_bad_request() -> None:
     with pytest.raises(ApiError) as err:
         Store().list("v1", "ConfigMap", "default", field_selector="data.k=v")
     assert err.value.status == 400
+
+
+def test_apply_removes_fields_the_manager_stopped_applying_but_keeps_others() -> None:
+    store = Store()
+    apply = "application/apply-patch+yaml"
+    first = {"metadata": {"name": "r", "labels": {"a": "1", "b": "2"}}, "spec": {"x": 1, "y": 2}}
+    store.patch("ray.io/v1", "RayCluster", "default", "r", first, apply, field_manager="raypilot")
+    store.patch(
+        "ray.io/v1",
+        "RayCluster",
+        "default",
+        "r",
+        {"metadata": {"labels": {"c": "3"}}},
+        "application/merge-patch+json",
+    )
+    second = {"metadata": {"name": "r", "labels": {"a": "1"}}, "spec": {"x": 1}}
+    result = store.patch("ray.io/v1", "RayCluster", "default", "r", second, apply, field_manager="raypilot")
+    assert result["metadata"]["labels"] == {"a": "1", "c": "3"}
+    assert result["spec"] == {"x": 1}
+    other = {"metadata": {"name": "r"}, "spec": {"z": 3}}
+    result = store.patch(
+        "ray.io/v1", "RayCluster", "default", "r", other, apply, field_manager="someone-else"
+    )
+    assert result["spec"] == {"x": 1, "z": 3}
