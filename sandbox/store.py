@@ -23,8 +23,8 @@ from sandbox.netalloc import Pools, standard_pools
 from sandbox.resources import SERVED_TYPES, ResourceType
 from sandbox.store_admission import (
     InvalidObject,
-    admit_update,
     default_on_create,
+    next_state,
     release_on_delete,
     validate_metadata,
 )
@@ -44,16 +44,6 @@ __all__ = ["ApiError", "ResourceType", "Store", "WatchEvent"]
 
 _Key = tuple[str, str]  # (namespace or "", name)
 _BUILTIN_GROUPS = frozenset({"", "batch", "discovery.k8s.io"})
-_SERVER_OWNED_METADATA = (
-    "name",
-    "namespace",
-    "uid",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "generation",
-    "resourceVersion",
-)
 _NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
 
 
@@ -381,32 +371,10 @@ class Store:
 
     def _write(self, rt: ResourceType, key: _Key, desired: dict[str, Any], *, status: bool) -> dict[str, Any]:
         current = self._objects[rt][key]
-        new = copy.deepcopy(current)
-        if status:
-            if desired.get("status") is None:
-                new.pop("status", None)
-            else:
-                new["status"] = copy.deepcopy(desired["status"])
-        else:
-            new = copy.deepcopy(desired)
-            new["apiVersion"], new["kind"] = rt.api_version, rt.kind
-            if "status" in rt.subresources:
-                new.pop("status", None)
-                if "status" in current:
-                    new["status"] = copy.deepcopy(current["status"])
-            meta = new.setdefault("metadata", {})
-            for server_field in _SERVER_OWNED_METADATA:
-                meta.pop(server_field, None)
-                if server_field in current["metadata"]:
-                    meta[server_field] = current["metadata"][server_field]
-            meta.pop("managedFields", None)
-            try:
-                validate_metadata(rt, meta)
-                admit_update(rt, current, new)
-            except InvalidObject as exc:
-                raise invalid(rt, key[1], str(exc)) from None
-            if _spec_of(new) != _spec_of(current):
-                meta["generation"] = current["metadata"].get("generation", 1) + 1
+        try:
+            new = next_state(rt, current, desired, status=status)
+        except InvalidObject as exc:
+            raise invalid(rt, key[1], str(exc)) from None
         if new == current:
             return copy.deepcopy(current)
         new["metadata"]["resourceVersion"] = self._next_rv()
@@ -438,8 +406,3 @@ class Store:
     def _release(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         release_on_delete(rt, obj, self.pools.services)
         self._applied.pop(obj["metadata"]["uid"], None)
-
-
-def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
-    """Everything whose change bumps metadata.generation: all but metadata and status."""
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}

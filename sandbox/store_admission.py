@@ -4,6 +4,7 @@ raypilot and the controllers rely on, and Service clusterIP allocation."""
 from __future__ import annotations
 
 import base64
+import copy
 import re
 from typing import Any
 
@@ -172,3 +173,53 @@ def release_on_delete(rt: ResourceType, obj: dict[str, Any], services: AddressPo
         ip = obj.get("spec", {}).get("clusterIP")
         if ip and ip != "None" and services.contains(ip):
             services.release(ip)
+
+
+_SERVER_OWNED_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+)
+
+
+def _spec_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """Everything whose change bumps metadata.generation: all but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+def next_state(
+    rt: ResourceType, current: dict[str, Any], desired: dict[str, Any], *, status: bool
+) -> dict[str, Any]:
+    """The object an update of `current` to `desired` stores (resourceVersion not yet bumped).
+
+    status=True takes only .status from desired; otherwise everything but .status (for kinds with a status
+    subresource) and the server-owned metadata, with metadata.generation bumped when the spec changed."""
+    if status:
+        new = copy.deepcopy(current)
+        if desired.get("status") is None:
+            new.pop("status", None)
+        else:
+            new["status"] = copy.deepcopy(desired["status"])
+        return new
+    new = copy.deepcopy(desired)
+    new["apiVersion"], new["kind"] = rt.api_version, rt.kind
+    if "status" in rt.subresources:
+        new.pop("status", None)
+        if "status" in current:
+            new["status"] = copy.deepcopy(current["status"])
+    meta = new.setdefault("metadata", {})
+    for server_field in _SERVER_OWNED_METADATA:
+        meta.pop(server_field, None)
+        if server_field in current["metadata"]:
+            meta[server_field] = current["metadata"][server_field]
+    meta.pop("managedFields", None)
+    validate_metadata(rt, meta)
+    admit_update(rt, current, new)
+    if _spec_of(new) != _spec_of(current):
+        meta["generation"] = current["metadata"].get("generation", 1) + 1
+    return new
