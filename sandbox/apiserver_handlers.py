@@ -48,8 +48,8 @@ def request_verb(method: str, target: ResourcePath, query: Any) -> str:
     return verbs.get(method, method.lower())
 
 
-async def read_body(request: web.Request, *, required: bool = True) -> Any:
-    """The decoded JSON (or YAML) body; 413 when too large, 400 when it does not decode."""
+async def read_raw_body(request: web.Request) -> bytes:
+    """The whole request body; 413 beyond kube-apiserver's limit."""
     if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
         raise _too_large()
     try:
@@ -58,6 +58,13 @@ async def read_body(request: web.Request, *, required: bool = True) -> Any:
         raise _too_large() from None
     if len(raw) > MAX_BODY_BYTES:
         raise _too_large()
+    return raw
+
+
+async def read_body(request: web.Request, *, required: bool = True) -> Any:
+    """The decoded JSON (or YAML, or protobuf for a few kinds) body; 413 when too large, 400 when it does not
+    decode."""
+    raw = await read_raw_body(request)
     if "protobuf" in request.content_type:
         try:
             return decode_protobuf_object(raw)

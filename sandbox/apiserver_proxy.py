@@ -14,7 +14,7 @@ import aiohttp
 from aiohttp import web
 from yarl import URL
 
-from sandbox.apiserver_handlers import MAX_BODY_BYTES
+from sandbox.apiserver_handlers import read_raw_body
 from sandbox.apiserver_paths import ResourcePath
 from sandbox.selectors import selector_from_match_labels
 from sandbox.store import ApiError, Store
@@ -139,7 +139,7 @@ class ProxyForwarder:
             encoded=True,
         )
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
-        body = await request.content.read(MAX_BODY_BYTES + 1) if request.body_exists else None
+        body = await read_raw_body(request) if request.body_exists else None
         response: web.StreamResponse | None = None
         try:
             async with self._client().request(

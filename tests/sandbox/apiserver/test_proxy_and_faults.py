@@ -113,6 +113,21 @@ def test_service_proxy_forwards_method_query_body_and_auth_headers(
         }
 
 
+def test_service_proxy_forwards_a_large_body_whole(
+    api_client: client.ApiClient, apiserver: ThreadedApiServer, namespace: str, echo: dict[str, int]
+) -> None:
+    client.CoreV1Api(api_client).create_namespaced_service(
+        namespace, _service("big", echo[ECHO_SERVICE_IP], ECHO_SERVICE_IP)
+    )
+    payload = "x" * (2 << 20)
+    response = httpx.put(
+        f"{apiserver.url}/api/v1/namespaces/{namespace}/services/big:dashboard/proxy/api/serve/applications/",
+        content=payload.encode(),
+        timeout=30,
+    )
+    assert response.json()["body"] == payload
+
+
 def test_headless_service_proxy_reaches_a_ready_pod(
     api_client: client.ApiClient, namespace: str, echo: dict[str, int]
 ) -> None:
