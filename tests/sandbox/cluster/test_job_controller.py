@@ -194,3 +194,59 @@ async def test_deleting_a_running_pod_counts_a_failure_and_retries(
     assert second[0]["metadata"]["name"] != first["metadata"]["name"]
     store.delete("batch/v1", "Job", "default", "retry")
     await wait_until(lambda: not controller.pids)
+
+
+async def test_active_deadline_fails_the_job_and_kills_the_process(
+    store_and_jobs: tuple[Store, JobController],
+) -> None:
+    store, controller = store_and_jobs
+    manifest = job_manifest("late", "sleep 60")
+    manifest["spec"]["activeDeadlineSeconds"] = 1
+    store.create("batch/v1", "Job", manifest)
+    job = await wait_until(
+        lambda: (
+            condition(store.get("batch/v1", "Job", "default", "late"), "Failed")
+            and store.get("batch/v1", "Job", "default", "late")
+        ),
+        within=15,
+        what="deadline exceeded",
+    )
+    assert condition(job, "Failed")["reason"] == "DeadlineExceeded"  # type: ignore[index]
+    await wait_until(lambda: not controller.pids, what="process killed")
+
+
+async def test_suspend_stops_without_counting_and_resume_runs_again(
+    store_and_jobs: tuple[Store, JobController],
+) -> None:
+    store, controller = store_and_jobs
+    store.create("batch/v1", "Job", job_manifest("pause", "sleep 60"))
+    await wait_until(lambda: controller.pids)
+    job = store.get("batch/v1", "Job", "default", "pause")
+    job["spec"]["suspend"] = True
+    store.update("batch/v1", "Job", job)
+    suspended = await wait_until(
+        lambda: (
+            condition(store.get("batch/v1", "Job", "default", "pause"), "Suspended")
+            and store.get("batch/v1", "Job", "default", "pause")
+        ),
+        what="Job suspended",
+    )
+    assert suspended["status"].get("failed", 0) == 0
+    assert suspended["status"]["active"] == 0
+    await wait_until(lambda: not controller.pids and not job_pods(store, "pause"))
+    job = store.get("batch/v1", "Job", "default", "pause")
+    job["spec"]["suspend"] = False
+    store.update("batch/v1", "Job", job)
+    await wait_until(lambda: controller.pids, what="running again after resume")
+    store.delete("batch/v1", "Job", "default", "pause")
+    await wait_until(lambda: not controller.pids)
+
+
+async def test_ttl_after_finished_deletes_the_job(store_and_jobs: tuple[Store, JobController]) -> None:
+    store, _ = store_and_jobs
+    manifest = job_manifest("short-lived", "true")
+    manifest["spec"]["ttlSecondsAfterFinished"] = 0
+    store.create("batch/v1", "Job", manifest)
+    await wait_until(
+        lambda: store.try_get("batch/v1", "Job", "default", "short-lived") is None, what="Job gone"
+    )
