@@ -1,11 +1,16 @@
-"""Test helpers around the sandbox: waiting on conditions with a deadline, and running a whole sandbox."""
+"""Test helpers around the sandbox: waiting on conditions with a deadline, running a whole sandbox."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sandbox.cluster import RayMode, Sandbox
 
 T = TypeVar("T")
 
@@ -51,3 +56,140 @@ def poll_until(
         if time.monotonic() >= deadline:
             raise ConditionTimeout(f"{what} not reached within {within} s (last value: {result!r})")
         time.sleep(interval)
+
+
+@contextlib.asynccontextmanager
+async def running_sandbox(
+    workdir: Path, ray: RayMode = "simulated", **options: Any
+) -> AsyncIterator[Sandbox]:
+    """A started Sandbox on the current event loop, stopped (every process by PID) on exit.
+
+    The sandbox serves HTTP from this loop: blocking clients (the official `kubernetes` client, `kubectl`
+    run synchronously) must run in another thread, e.g. `await asyncio.to_thread(...)`, or use
+    `SandboxThread` instead. `options` go to `Sandbox` (e.g. simulated_options, job_backoff_base_s).
+    """
+    sandbox = Sandbox(workdir, ray, **options)
+    await sandbox.start()
+    try:
+        yield sandbox
+    finally:
+        await sandbox.stop()
+
+
+class SandboxThread:
+    """A Sandbox on its own event loop in a background thread, for tests that use blocking clients.
+
+    with SandboxThread(tmp_path, "simulated") as cluster:
+        api = kubernetes.client.CoreV1Api(cluster.api_client())
+        cluster.call(lambda: cluster.sandbox.stop_dashboard("default", "rc"))
+    """
+
+    def __init__(self, workdir: Path, ray: RayMode = "simulated", **options: Any) -> None:
+        self._workdir, self._ray, self._options = workdir, ray, options
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="sandbox", daemon=True)
+        self._sandbox: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            raise RuntimeError("the sandbox is not running")
+        return self._sandbox
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.sandbox.kubeconfig_path
+
+    def call(self, make: Callable[[], Awaitable[T]], timeout: float = 120.0) -> T:
+        """Run a coroutine on the sandbox's loop and wait for its result."""
+
+        async def run() -> T:
+            return await make()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def api_client(self) -> Any:
+        """A `kubernetes.client.ApiClient` configured from the sandbox's kubeconfig."""
+        from kubernetes import config
+
+        return config.new_client_from_config(config_file=str(self.kubeconfig_path))
+
+    def __enter__(self) -> SandboxThread:
+        self._thread.start()
+
+        async def start() -> Sandbox:
+            sandbox = Sandbox(self._workdir, self._ray, **self._options)
+            await sandbox.start()
+            return sandbox
+
+        self._sandbox = self.call(start)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            if self._sandbox is not None:
+                self.call(self._sandbox.stop)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+            self._loop.close()
+
+
+HEAD_PORTS = (("gcs-server", 6379), ("dashboard", 8265), ("client", 10001), ("serve", 8000))
+
+
+def raycluster_manifest(
+    name: str,
+    namespace: str = "default",
+    *,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    head_labels: dict[str, str] | None = None,
+    num_cpus: int = 2,
+) -> dict[str, Any]:
+    """A small KubeRay RayCluster for tests: one head (the usual four ports declared) and one worker group."""
+    head_container = {
+        "name": "ray-head",
+        "image": "rayproject/ray:2.60.0",
+        "ports": [{"name": port_name, "containerPort": number} for port_name, number in HEAD_PORTS],
+        "env": [{"name": key, "value": value} for key, value in (env or {}).items()],
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "rayVersion": "2.60.0",
+            "headGroupSpec": {
+                "rayStartParams": {"num-cpus": str(num_cpus)},
+                "template": {
+                    "metadata": {"labels": dict(head_labels or {})},
+                    "spec": {"containers": [head_container]},
+                },
+            },
+            "workerGroupSpecs": [
+                {
+                    "groupName": "workers",
+                    "replicas": workers,
+                    "minReplicas": 0,
+                    "maxReplicas": max(workers, 4),
+                    "rayStartParams": {},
+                    "template": {
+                        "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.60.0"}]}
+                    },
+                }
+            ],
+        },
+    }
+
+
+def ready_raycluster(custom_objects_api: Any, namespace: str, name: str) -> dict[str, Any] | None:
+    """The RayCluster once `state: ready` and HeadPodReady (for `poll_until`), else None."""
+    cluster: dict[str, Any] = custom_objects_api.get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", name
+    )
+    status = cluster.get("status") or {}
+    head_ready = any(
+        c.get("type") == "HeadPodReady" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+    return cluster if status.get("state") == "ready" and head_ready else None
