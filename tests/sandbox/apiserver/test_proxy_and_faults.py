@@ -50,7 +50,7 @@ def echo(apiserver: ThreadedApiServer) -> Iterator[dict[str, int]]:
     ports = {ECHO_SERVICE_IP: _free_port(ECHO_SERVICE_IP), ECHO_POD_IP: _free_port(ECHO_POD_IP)}
 
     async def start() -> web.AppRunner:
-        app = web.Application()
+        app = web.Application(client_max_size=4 << 20)
         app.router.add_route("*", "/{tail:.*}", _echo)
         runner = web.AppRunner(app)
         await runner.setup()
@@ -58,9 +58,16 @@ def echo(apiserver: ThreadedApiServer) -> Iterator[dict[str, int]]:
             await web.TCPSite(runner, host, port).start()
         return runner
 
+    def release_service_ip() -> None:
+        for svc in apiserver.store.list("v1", "Service"):
+            if svc["spec"].get("clusterIP") == ECHO_SERVICE_IP:
+                meta = svc["metadata"]
+                apiserver.store.delete("v1", "Service", meta["namespace"], meta["name"])
+
     runner = apiserver.run(start())
     yield ports
     apiserver.run(runner.cleanup())
+    apiserver.call(release_service_ip)  # the next test's Service takes the same clusterIP
 
 
 def _service(
