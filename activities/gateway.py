@@ -1,0 +1,83 @@
+"""Gateway API activities (gateway.networking.k8s.io/v1 Gateway and HTTPRoute) for incremental upgrades.
+
+raypilot owns the spec of `<rs>-gateway` and `<rs>-httproute`; their status belongs to the Gateway
+controller, so updates replace the spec on a fresh read (conflicts retried) and never write status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from temporalio import activity
+
+from activities import names
+from activities.inputs import CreateObject, DeleteObject, ObjectKey, UpdateSpec
+from activities.kubernetes import KubernetesActivityBase
+from activities.kubernetes_resources import GATEWAY, HTTPROUTE, trim_object
+
+
+def _condition_true(conditions: Sequence[Mapping[str, Any]] | None, condition_type: str) -> bool:
+    return any(c.get("type") == condition_type and c.get("status") == "True" for c in conditions or [])
+
+
+def gateway_ready(gateway: Mapping[str, Any] | None) -> bool:
+    """Accepted and Programmed, as KubeRay judges a Gateway."""
+    if not gateway:
+        return False
+    conditions = (gateway.get("status") or {}).get("conditions")
+    return _condition_true(conditions, "Accepted") and _condition_true(conditions, "Programmed")
+
+
+def route_ready(route: Mapping[str, Any] | None, gateway_name: str, namespace: str) -> bool:
+    """The route's status entry for our Gateway says Accepted and ResolvedRefs (KubeRay's
+    IsHTTPRouteReady)."""
+    if not route:
+        return False
+    for parent in (route.get("status") or {}).get("parents") or []:
+        ref = parent.get("parentRef") or {}
+        if ref.get("name") != gateway_name or (ref.get("namespace") or namespace) != namespace:
+            continue
+        conditions = parent.get("conditions")
+        if _condition_true(conditions, "Accepted") and _condition_true(conditions, "ResolvedRefs"):
+            return True
+    return False
+
+
+class GatewayActivities(KubernetesActivityBase):
+    @activity.defn(name=names.CREATE_GATEWAY)
+    def create_gateway(self, request: CreateObject) -> dict[str, Any]:
+        return trim_object(self._create(GATEWAY, request))
+
+    @activity.defn(name=names.GET_GATEWAY)
+    def get_gateway(self, key: ObjectKey) -> dict[str, Any] | None:
+        found = self._get(GATEWAY, key)
+        return trim_object(found) if found is not None else None
+
+    @activity.defn(name=names.UPDATE_GATEWAY_SPEC)
+    def update_gateway_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
+        updated = self._update_spec(GATEWAY, request)
+        return trim_object(updated) if updated is not None else None
+
+    @activity.defn(name=names.DELETE_GATEWAY)
+    def delete_gateway(self, request: DeleteObject) -> bool:
+        return self._delete(GATEWAY, request)
+
+    @activity.defn(name=names.CREATE_HTTPROUTE)
+    def create_httproute(self, request: CreateObject) -> dict[str, Any]:
+        return trim_object(self._create(HTTPROUTE, request))
+
+    @activity.defn(name=names.GET_HTTPROUTE)
+    def get_httproute(self, key: ObjectKey) -> dict[str, Any] | None:
+        found = self._get(HTTPROUTE, key)
+        return trim_object(found) if found is not None else None
+
+    @activity.defn(name=names.UPDATE_HTTPROUTE_SPEC)
+    def update_httproute_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
+        """Replace the route's spec (its weighted backendRefs); None when the route is gone."""
+        updated = self._update_spec(HTTPROUTE, request)
+        return trim_object(updated) if updated is not None else None
+
+    @activity.defn(name=names.DELETE_HTTPROUTE)
+    def delete_httproute(self, request: DeleteObject) -> bool:
+        return self._delete(HTTPROUTE, request)

@@ -1,0 +1,214 @@
+"""The one argument of each Kubernetes and Gateway activity, and the results of the waits.
+
+Pure dataclasses (no I/O imports), so workflows import them next to the activity names. Object bodies are
+built by the workflows' decisions; the activities only add what the inputs ask for (ownership labels, an
+owner reference) and never invent names or ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from activities.kubernetes_resources import OWNED_KINDS
+from models.naming import ownership_label_selector, ownership_labels, workflow_annotations
+
+Propagation = Literal["Background", "Foreground", "Orphan"]
+EventType = Literal["Normal", "Warning"]
+RayClusterWaitGoal = Literal["change", "ready", "head_ready"]
+GatewayWaitGoal = Literal["change", "ready"]
+
+
+@dataclass(frozen=True)
+class ObjectKey:
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Whose object this is (CONTRACT section 5): the RayJob/RayService kind and name, and the workflow id."""
+
+    kind: str
+    name: str
+    workflow_id: str
+
+    def labels(self) -> dict[str, str]:
+        return ownership_labels(self.kind, self.name)
+
+    def annotations(self) -> dict[str, str]:
+        return workflow_annotations(self.workflow_id)
+
+    def label_selector(self) -> str:
+        return ownership_label_selector(self.kind, self.name)
+
+
+@dataclass(frozen=True)
+class OwnerReference:
+    """An ownerReference to add, e.g. a per-cluster serve Service owned by its RayCluster (uid from the
+    create result)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = True
+    block_owner_deletion: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "controller": self.controller,
+            "blockOwnerDeletion": self.block_owner_deletion,
+        }
+
+
+@dataclass(frozen=True)
+class CreateObject:
+    """Create `body` (idempotent: an existing object of that name is returned as it is)."""
+
+    body: dict[str, Any]
+    ownership: Ownership | None = None
+    owner: OwnerReference | None = None
+
+
+@dataclass(frozen=True)
+class UpdateSpec:
+    """Replace the spec of an existing object and merge labels/annotations into its metadata (a value of
+    None removes the key); status and everything else stay as the cluster has them."""
+
+    namespace: str
+    name: str
+    spec: dict[str, Any]
+    labels: dict[str, str | None] = field(default_factory=dict)
+    annotations: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeleteObject:
+    """Delete one object; `uid` guards against deleting a namesake created since."""
+
+    namespace: str
+    name: str
+    propagation: Propagation = "Background"
+    uid: str | None = None
+
+
+@dataclass(frozen=True)
+class ListObjects:
+    namespace: str
+    label_selector: str = ""
+
+
+@dataclass(frozen=True)
+class OwnedObjects:
+    """The objects carrying a RayJob's/RayService's ownership labels, of the given kinds (default: every kind
+    raypilot creates), except the names in `keep`."""
+
+    namespace: str
+    owner_kind: str
+    owner_name: str
+    kinds: tuple[str, ...] = OWNED_KINDS
+    keep: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RayResourceKey:
+    """A RayJob or RayService custom resource (it may not exist: workflows can start without one)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
+class HeadPodKey:
+    namespace: str
+    cluster_name: str
+
+
+@dataclass(frozen=True)
+class PodLabels:
+    namespace: str
+    name: str
+    labels: dict[str, str | None]
+
+
+@dataclass(frozen=True)
+class InvolvedObject:
+    kind: str
+    name: str
+    namespace: str
+    uid: str = ""
+    api_version: str = ""
+
+
+@dataclass(frozen=True)
+class RecordEvent:
+    """A core/v1 Event named `<involved name>.<event_id>`: the workflow picks `event_id` (e.g. its event
+    sequence number), so a retried activity finds the Event it created instead of adding a second one."""
+
+    involved: InvolvedObject
+    event_id: str
+    reason: str
+    message: str
+    type: EventType = "Normal"
+
+
+@dataclass(frozen=True)
+class ServiceEndpoints:
+    namespace: str
+    service_name: str
+
+
+# ---- waits ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WaitRayCluster:
+    """Until the RayCluster's observed view differs from `last_view` ("change"), or it is ready (state
+    `ready`) / its head pod is ready (HeadPodReady) - or it is gone, in every mode."""
+
+    namespace: str
+    name: str
+    last_view: dict[str, Any] | None = None
+    until: RayClusterWaitGoal = "change"
+
+
+@dataclass(frozen=True)
+class WaitObject:
+    """Until the object's view differs from `last_view`: the submitter Job by name, or a RayCluster's head
+    Pod (`name` = the cluster name)."""
+
+    namespace: str
+    name: str
+    last_view: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class WaitGateway:
+    namespace: str
+    gateway_name: str
+    route_name: str | None = None
+    last_view: dict[str, Any] | None = None
+    until: GatewayWaitGoal = "ready"
+    poll_seconds: float = 2.0
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a wait returns: the trimmed object (None: absent) and its view, to pass back as `last_view`."""
+
+    object: dict[str, Any] | None
+    view: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class GatewayObservation:
+    gateway: dict[str, Any] | None
+    route: dict[str, Any] | None
+    ready: bool
+    view: dict[str, Any]

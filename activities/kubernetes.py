@@ -1,0 +1,217 @@
+"""Kubernetes activities for RayClusters and Services: one API act each, idempotent, errors classified.
+
+All are synchronous (the official client blocks) and run on the worker's thread pool. Creates return the
+existing object when it is there already; deletes of absent objects succeed (False); read-modify-write updates
+retry 409 conflicts on a fresh read and write only the spec and the metadata raypilot owns, never status.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from temporalio import activity
+
+from activities import names
+from activities.inputs import (
+    CreateObject,
+    DeleteObject,
+    ListObjects,
+    ObjectKey,
+    ServiceEndpoints,
+    UpdateSpec,
+)
+from activities.kubernetes_client import KubeObjects, kubernetes_errors
+from activities.kubernetes_resources import (
+    ENDPOINT_SLICE,
+    RAYCLUSTER,
+    SERVICE,
+    Resource,
+    trim_object,
+)
+
+if TYPE_CHECKING:
+    from activities.registry import ActivityDependencies
+
+# Service spec fields the API server allocates and then refuses to change.
+_ALLOCATED_SERVICE_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy")
+
+
+def prepare_create_body(resource: Resource, request: CreateObject) -> dict[str, Any]:
+    """The body with apiVersion/kind filled in, ownership labels and the workflow annotation merged in
+    (they win over the body's own values), and the owner reference appended once."""
+    body = copy.deepcopy(request.body)
+    body.setdefault("apiVersion", resource.api_version)
+    body.setdefault("kind", resource.kind)
+    metadata = body.setdefault("metadata", {})
+    if request.ownership is not None:
+        metadata["labels"] = {**(metadata.get("labels") or {}), **request.ownership.labels()}
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **request.ownership.annotations()}
+    if request.owner is not None:
+        references = list(metadata.get("ownerReferences") or [])
+        if all(ref.get("uid") != request.owner.uid for ref in references):
+            references.append(request.owner.to_json())
+        metadata["ownerReferences"] = references
+    return body
+
+
+def merge_string_map(current: dict[str, str] | None, changes: dict[str, str | None]) -> dict[str, str]:
+    """Labels/annotations after applying `changes` (None removes a key)."""
+    merged = dict(current or {})
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def with_spec(
+    current: dict[str, Any], request: UpdateSpec, keep_fields: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """`current` with the requested spec and metadata changes. Fields in `keep_fields` absent from the
+    requested spec keep their current values (allocated, immutable fields)."""
+    updated = copy.deepcopy(current)
+    spec = copy.deepcopy(request.spec)
+    for key in keep_fields:
+        if key not in spec and key in (current.get("spec") or {}):
+            spec[key] = copy.deepcopy(current["spec"][key])
+    updated["spec"] = spec
+    metadata = updated.setdefault("metadata", {})
+    if request.labels:
+        metadata["labels"] = merge_string_map(metadata.get("labels"), request.labels)
+    if request.annotations:
+        metadata["annotations"] = merge_string_map(metadata.get("annotations"), request.annotations)
+    return updated
+
+
+class KubernetesActivityBase:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    @property
+    def kube(self) -> KubeObjects:
+        return self.dependencies.kube()
+
+    def _create(self, resource: Resource, request: CreateObject) -> dict[str, Any]:
+        body = prepare_create_body(resource, request)
+        metadata = body["metadata"]
+        with kubernetes_errors(
+            f"create {resource.describe(metadata.get('namespace'), metadata.get('name'))}"
+        ):
+            obj, created = self.kube.create(resource, body)
+        activity.logger.info(
+            "%s %s/%s", "created" if created else "found existing", resource.kind, metadata.get("name")
+        )
+        return obj
+
+    def _get(self, resource: Resource, key: ObjectKey) -> dict[str, Any] | None:
+        with kubernetes_errors(f"get {resource.describe(key.namespace, key.name)}"):
+            return self.kube.get(resource, key.namespace, key.name)
+
+    def _delete(self, resource: Resource, request: DeleteObject) -> bool:
+        with kubernetes_errors(f"delete {resource.describe(request.namespace, request.name)}"):
+            deleted = self.kube.delete(
+                resource, request.namespace, request.name, request.propagation, request.uid
+            )
+        activity.logger.info(
+            "%s %s/%s", "deleting" if deleted else "already gone:", resource.kind, request.name
+        )
+        return deleted
+
+    def _update_spec(
+        self, resource: Resource, request: UpdateSpec, keep_fields: tuple[str, ...] = ()
+    ) -> dict[str, Any] | None:
+        def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
+            updated = with_spec(current, request, keep_fields)
+            return None if updated == current else updated
+
+        with kubernetes_errors(f"update {resource.describe(request.namespace, request.name)}"):
+            return self.kube.update_with_retry(resource, request.namespace, request.name, mutate)
+
+
+class RayClusterActivities(KubernetesActivityBase):
+    @activity.defn(name=names.CREATE_RAYCLUSTER)
+    def create_raycluster(self, request: CreateObject) -> dict[str, Any]:
+        """Create the RayCluster (or return the existing one of that name)."""
+        return trim_object(self._create(RAYCLUSTER, request))
+
+    @activity.defn(name=names.GET_RAYCLUSTER)
+    def get_raycluster(self, key: ObjectKey) -> dict[str, Any] | None:
+        found = self._get(RAYCLUSTER, key)
+        return trim_object(found) if found is not None else None
+
+    @activity.defn(name=names.UPDATE_RAYCLUSTER_SPEC)
+    def update_raycluster_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
+        """In-place update: the spec replaced, labels/annotations merged; None when the cluster is gone."""
+        updated = self._update_spec(RAYCLUSTER, request)
+        return trim_object(updated) if updated is not None else None
+
+    @activity.defn(name=names.SUSPEND_WORKER_GROUPS)
+    def suspend_worker_groups(self, key: ObjectKey) -> dict[str, Any] | None:
+        """`suspend: true` on every worker group (the DeleteWorkers deletion policy); None when gone."""
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
+            groups = (current.get("spec") or {}).get("workerGroupSpecs") or []
+            if all(group.get("suspend") is True for group in groups):
+                return None
+            updated = copy.deepcopy(current)
+            for group in updated["spec"]["workerGroupSpecs"]:
+                group["suspend"] = True
+            return updated
+
+        with kubernetes_errors(f"suspend worker groups of {RAYCLUSTER.describe(key.namespace, key.name)}"):
+            updated = self.kube.update_with_retry(RAYCLUSTER, key.namespace, key.name, mutate)
+        return trim_object(updated) if updated is not None else None
+
+    @activity.defn(name=names.DELETE_RAYCLUSTER)
+    def delete_raycluster(self, request: DeleteObject) -> bool:
+        return self._delete(RAYCLUSTER, request)
+
+    @activity.defn(name=names.LIST_RAYCLUSTERS)
+    def list_rayclusters(self, request: ListObjects) -> list[dict[str, Any]]:
+        """The RayClusters matching the label selector: metadata and status (no spec, to stay small)."""
+        with kubernetes_errors(f"list {RAYCLUSTER.describe(request.namespace)}"):
+            found = self.kube.list(RAYCLUSTER, request.namespace, request.label_selector or None)
+        return [trim_object(cluster, spec=False) for cluster in found]
+
+
+class ServiceActivities(KubernetesActivityBase):
+    @activity.defn(name=names.CREATE_SERVICE)
+    def create_service(self, request: CreateObject) -> dict[str, Any]:
+        return trim_object(self._create(SERVICE, request))
+
+    @activity.defn(name=names.GET_SERVICE)
+    def get_service(self, key: ObjectKey) -> dict[str, Any] | None:
+        found = self._get(SERVICE, key)
+        return trim_object(found) if found is not None else None
+
+    @activity.defn(name=names.UPDATE_SERVICE_SPEC)
+    def update_service_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
+        """Replace the Service's spec (e.g. switch its selector to another RayCluster), keeping the cluster
+        IPs the API server allocated; None when the Service is gone."""
+        updated = self._update_spec(SERVICE, request, _ALLOCATED_SERVICE_FIELDS)
+        return trim_object(updated) if updated is not None else None
+
+    @activity.defn(name=names.DELETE_SERVICE)
+    def delete_service(self, request: DeleteObject) -> bool:
+        return self._delete(SERVICE, request)
+
+    @activity.defn(name=names.COUNT_READY_ENDPOINTS)
+    def count_ready_endpoints(self, request: ServiceEndpoints) -> int:
+        """numServeEndpoints: distinct ready addresses over the Service's EndpointSlices (a missing `ready`
+        condition counts as ready, as Kubernetes defines it)."""
+        selector = f"kubernetes.io/service-name={request.service_name}"
+        with kubernetes_errors(f"list {ENDPOINT_SLICE.describe(request.namespace)}"):
+            slices = self.kube.list(ENDPOINT_SLICE, request.namespace, selector)
+        return count_ready_addresses(slices)
+
+
+def count_ready_addresses(slices: list[dict[str, Any]]) -> int:
+    ready: set[str] = set()
+    for endpoint_slice in slices:
+        for endpoint in endpoint_slice.get("endpoints") or []:
+            if (endpoint.get("conditions") or {}).get("ready") is False:
+                continue
+            ready.update(endpoint.get("addresses") or [])
+    return len(ready)

@@ -1,0 +1,154 @@
+"""The Kubernetes API server from async activities: watches, Secret reads, and the Service/Pod proxy.
+
+The waits are async so that a workflow's cancellation reaches them at once (a blocking watch in a thread
+would notice it only when its read returns), and the dashboard activities reach the Ray dashboard through the
+API server's proxy with the same client. It reuses the official client's resolved configuration: the server
+address, CA, client certificate and bearer token (refreshed through the configuration's hook, as the
+in-cluster service-account token rotates).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+import httpx
+from kubernetes import client
+from temporalio.exceptions import ApplicationError
+
+from activities.errors import http_error, retry_after_seconds, status_body
+
+DEFAULT_TIMEOUT_SECONDS: Final = 10.0
+WATCH_READ_MARGIN_SECONDS: Final = 5.0
+
+
+def _ssl_context(configuration: client.Configuration) -> ssl.SSLContext | bool:
+    if not configuration.verify_ssl:
+        return False
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    return context
+
+
+class AsyncApiServer:
+    def __init__(
+        self, configuration: client.Configuration, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        self.configuration = configuration
+        self.base_url = str(configuration.host).rstrip("/")
+        self.http = httpx.AsyncClient(
+            transport=transport,
+            verify=_ssl_context(configuration),
+            timeout=httpx.Timeout(DEFAULT_TIMEOUT_SECONDS),
+            headers={"User-Agent": "raypilot"},
+            proxy=configuration.proxy or None,
+            trust_env=False,
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def auth_headers(self) -> dict[str, str]:
+        """The API server's credentials for one request (never logged, never returned)."""
+        bearer = self.configuration.auth_settings().get("BearerToken")
+        return {"Authorization": str(bearer["value"])} if bearer and bearer.get("value") else {}
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        content: bytes | None = None,
+        request_timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    ) -> httpx.Response:
+        """One request to `path` on the API server; transport errors propagate as httpx errors."""
+        return await self.http.request(
+            method,
+            self.base_url + path,
+            params=params,
+            headers={**self.auth_headers(), **(headers or {})},
+            content=content,
+            timeout=request_timeout,
+        )
+
+    async def get_json(
+        self, path: str, what: str, params: Mapping[str, str] | None = None
+    ) -> dict[str, Any] | None:
+        """GET a Kubernetes object or list; None on 404; classified ApplicationError otherwise."""
+        try:
+            response = await self.request("GET", path, params=params)
+        except httpx.HTTPError as exc:
+            raise http_error("kubernetes", 0, what, f"{type(exc).__name__}: {exc}") from None
+        if response.status_code == 404:
+            return None
+        if not response.is_success:
+            raise self.error(response, what)
+        body: dict[str, Any] = response.json()
+        return body
+
+    @staticmethod
+    def error(response: httpx.Response, what: str) -> ApplicationError:
+        status = status_body(response.content)
+        detail = str(status.get("message") or "") if status else response.text[:500]
+        return http_error(
+            "kubernetes",
+            response.status_code,
+            what,
+            detail,
+            retry_after=retry_after_seconds(dict(response.headers), status),
+        )
+
+    async def watch(
+        self, path: str, params: Mapping[str, str], timeout_seconds: int, what: str
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The events of one watch request (`{"type": ..., "object": ...}`) until the server ends it after
+        `timeout_seconds`. A 410 Gone (an ERROR event or status) raises an ApplicationError of type
+        KubernetesGone: the caller lists again and watches from the new resourceVersion."""
+        query = {
+            **params,
+            "watch": "true",
+            "timeoutSeconds": str(timeout_seconds),
+            "allowWatchBookmarks": "true",
+        }
+        timeout = httpx.Timeout(DEFAULT_TIMEOUT_SECONDS, read=timeout_seconds + WATCH_READ_MARGIN_SECONDS)
+        try:
+            async with self.http.stream(
+                "GET", self.base_url + path, params=query, headers=self.auth_headers(), timeout=timeout
+            ) as response:
+                if not response.is_success:
+                    await response.aread()
+                    raise self.error(response, what)
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    event: dict[str, Any] = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        raise http_error(
+                            "kubernetes",
+                            int(status.get("code") or 500),
+                            what,
+                            str(status.get("message") or ""),
+                        )
+                    yield event
+        except httpx.HTTPError as exc:
+            raise http_error("kubernetes", 0, what, f"{type(exc).__name__}: {exc}") from None
+
+    async def read_secret_value(self, namespace: str, name: str, key: str) -> str | None:
+        """One decoded value of a Secret; None when the Secret or the key does not exist. The value stays
+        with the caller: it is never logged or put in an error."""
+        path = f"/api/v1/namespaces/{namespace}/secrets/{name}"
+        secret = await self.get_json(path, f'read secret "{name}" in namespace "{namespace}"')
+        if secret is None:
+            return None
+        encoded = (secret.get("data") or {}).get(key)
+        if encoded is not None:
+            return base64.b64decode(encoded).decode("utf-8").strip()
+        plain = (secret.get("stringData") or {}).get(key)
+        return str(plain).strip() if plain is not None else None

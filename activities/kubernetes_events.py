@@ -1,0 +1,117 @@
+"""Kubernetes Events, cleanup by ownership labels, and the RayJob/RayService resource itself."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from kubernetes.client.exceptions import ApiException
+from temporalio import activity
+
+from activities import names
+from activities.inputs import CreateObject, OwnedObjects, RayResourceKey, RecordEvent
+from activities.kubernetes import KubernetesActivityBase
+from activities.kubernetes_client import kubernetes_errors
+from activities.kubernetes_resources import EVENT, RAYJOB, RAYSERVICE, RESOURCES_BY_KIND, object_ref
+from models.naming import ownership_label_selector
+
+EVENT_SOURCE_COMPONENT: Final = "raypilot"
+MAX_EVENT_MESSAGE_CHARS: Final = 1024
+MAX_NAME_CHARS: Final = 253
+_NAME_INVALID = re.compile(r"[^a-z0-9.-]+")
+
+
+def event_name(object_name: str, event_id: str) -> str:
+    """`<object>.<id>` as a valid object name (lower case, [a-z0-9.-], at most 253 characters)."""
+    name = _NAME_INVALID.sub("-", f"{object_name}.{event_id}".lower()).strip("-.")
+    return name[:MAX_NAME_CHARS].rstrip("-.") or "event"
+
+
+def event_body(request: RecordEvent, now: datetime) -> dict[str, Any]:
+    involved = request.involved
+    timestamp = now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    involved_object = {"kind": involved.kind, "name": involved.name, "namespace": involved.namespace}
+    if involved.uid:
+        involved_object["uid"] = involved.uid
+    if involved.api_version:
+        involved_object["apiVersion"] = involved.api_version
+    message = request.message
+    if len(message) > MAX_EVENT_MESSAGE_CHARS:
+        message = message[: MAX_EVENT_MESSAGE_CHARS - 3] + "..."
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": event_name(involved.name, request.event_id), "namespace": involved.namespace},
+        "involvedObject": involved_object,
+        "reason": request.reason,
+        "message": message,
+        "type": request.type,
+        "count": 1,
+        "firstTimestamp": timestamp,
+        "lastTimestamp": timestamp,
+        "source": {"component": EVENT_SOURCE_COMPONENT},
+        "reportingComponent": EVENT_SOURCE_COMPONENT,
+        "reportingInstance": EVENT_SOURCE_COMPONENT,
+    }
+
+
+class EventActivities(KubernetesActivityBase):
+    @activity.defn(name=names.RECORD_EVENT)
+    def record_event(self, request: RecordEvent) -> str:
+        """Create the Event (once: its name is deterministic); returns its name."""
+        body = event_body(request, datetime.now(UTC))
+        self._create(EVENT, CreateObject(body=body))
+        return str(body["metadata"]["name"])
+
+
+class OwnershipActivities(KubernetesActivityBase):
+    def _owned(self, request: OwnedObjects) -> list[dict[str, Any]]:
+        selector = ownership_label_selector(request.owner_kind, request.owner_name)
+        found: list[dict[str, Any]] = []
+        for kind in request.kinds:
+            resource = RESOURCES_BY_KIND[kind]
+            with kubernetes_errors(f"list {resource.describe(request.namespace)}"):
+                try:
+                    items = self.kube.list(resource, request.namespace, selector)
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+                    continue  # the API is not installed (e.g. no Gateway API): nothing of that kind exists
+            found.extend(item for item in items if item["metadata"]["name"] not in request.keep)
+        return found
+
+    @activity.defn(name=names.LIST_OWNED_OBJECTS)
+    def list_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
+        """kind/namespace/name/uid of every object with the owner's labels (CONTRACT section 5)."""
+        return [object_ref(obj) for obj in self._owned(request)]
+
+    @activity.defn(name=names.DELETE_OWNED_OBJECTS)
+    def delete_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
+        """Delete every object with the owner's labels (kinds in the order given; names in `keep` stay);
+        returns those whose deletion this call requested."""
+        deleted: list[dict[str, str]] = []
+        for obj in self._owned(request):
+            ref = object_ref(obj)
+            resource = RESOURCES_BY_KIND[ref["kind"]]
+            with kubernetes_errors(f"delete {resource.describe(ref['namespace'], ref['name'])}"):
+                if self.kube.delete(
+                    resource, ref["namespace"], ref["name"], "Background", ref["uid"] or None
+                ):
+                    deleted.append(ref)
+        activity.logger.info(
+            "deleted %d objects of %s %s/%s",
+            len(deleted),
+            request.owner_kind,
+            request.namespace,
+            request.owner_name,
+        )
+        return deleted
+
+    @activity.defn(name=names.DELETE_RAY_RESOURCE)
+    def delete_ray_resource(self, key: RayResourceKey) -> bool:
+        """Delete the RayJob/RayService custom resource itself (the DeleteSelf policy); False when there is
+        none (a workflow started from the Temporal CLI has no custom resource)."""
+        resource = RAYJOB if key.kind.lower() == "rayjob" else RAYSERVICE
+        with kubernetes_errors(f"delete {resource.describe(key.namespace, key.name)}"):
+            return self.kube.delete(resource, key.namespace, key.name)

@@ -1,0 +1,69 @@
+"""Every activity name raypilot registers. Workflows refer to activities by these constants only, so renaming
+a Python method can never break a running workflow's history.
+
+Prefixes: `k8s.` Kubernetes core, batch and ray.io objects; `gateway.` Gateway API objects; `dashboard.` the
+Ray Dashboard REST API of one RayCluster. Waits (one long heartbeating activity that returns on change) are
+named `<prefix>.wait_<what>`.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# ---- RayCluster ---------------------------------------------------------------------------------------
+CREATE_RAYCLUSTER: Final = "k8s.create_raycluster"
+GET_RAYCLUSTER: Final = "k8s.get_raycluster"
+UPDATE_RAYCLUSTER_SPEC: Final = "k8s.update_raycluster_spec"
+SUSPEND_WORKER_GROUPS: Final = "k8s.suspend_worker_groups"
+DELETE_RAYCLUSTER: Final = "k8s.delete_raycluster"
+LIST_RAYCLUSTERS: Final = "k8s.list_rayclusters"
+
+# ---- Services and their endpoints ---------------------------------------------------------------------
+CREATE_SERVICE: Final = "k8s.create_service"
+GET_SERVICE: Final = "k8s.get_service"
+UPDATE_SERVICE_SPEC: Final = "k8s.update_service_spec"
+DELETE_SERVICE: Final = "k8s.delete_service"
+COUNT_READY_ENDPOINTS: Final = "k8s.count_ready_endpoints"
+
+# ---- batch/v1 Job (the K8sJobMode submitter) -----------------------------------------------------------
+CREATE_JOB: Final = "k8s.create_job"
+GET_JOB: Final = "k8s.get_job"
+DELETE_JOB: Final = "k8s.delete_job"
+
+# ---- Pods -------------------------------------------------------------------------------------------------
+GET_HEAD_POD: Final = "k8s.get_head_pod"
+PATCH_POD_LABELS: Final = "k8s.patch_pod_labels"
+
+# ---- Events, ownership, the RayJob/RayService resource itself ------------------------------------------
+RECORD_EVENT: Final = "k8s.record_event"
+LIST_OWNED_OBJECTS: Final = "k8s.list_owned_objects"
+DELETE_OWNED_OBJECTS: Final = "k8s.delete_owned_objects"
+DELETE_RAY_RESOURCE: Final = "k8s.delete_ray_resource"
+
+# ---- Gateway API --------------------------------------------------------------------------------------
+CREATE_GATEWAY: Final = "gateway.create_gateway"
+GET_GATEWAY: Final = "gateway.get_gateway"
+UPDATE_GATEWAY_SPEC: Final = "gateway.update_gateway_spec"
+DELETE_GATEWAY: Final = "gateway.delete_gateway"
+CREATE_HTTPROUTE: Final = "gateway.create_httproute"
+GET_HTTPROUTE: Final = "gateway.get_httproute"
+UPDATE_HTTPROUTE_SPEC: Final = "gateway.update_httproute_spec"
+DELETE_HTTPROUTE: Final = "gateway.delete_httproute"
+
+# ---- Ray Dashboard ------------------------------------------------------------------------------------
+SUBMIT_JOB: Final = "dashboard.submit_job"
+GET_JOB_INFO: Final = "dashboard.get_job_info"
+STOP_JOB: Final = "dashboard.stop_job"
+DELETE_RAY_JOB: Final = "dashboard.delete_job"
+GET_JOB_LOGS: Final = "dashboard.get_job_logs"
+GET_SERVE_APPLICATIONS: Final = "dashboard.get_serve_applications"
+PUT_SERVE_CONFIG: Final = "dashboard.put_serve_config"
+CHECK_SERVE_HEALTH: Final = "dashboard.check_serve_health"
+
+# ---- Waits (heartbeating, return on change) ---------------------------------------------------------------
+WAIT_RAYCLUSTER: Final = "k8s.wait_raycluster"
+WAIT_SUBMITTER_JOB: Final = "k8s.wait_submitter_job"
+WAIT_HEAD_POD: Final = "k8s.wait_head_pod"
+WAIT_RAY_JOB: Final = "dashboard.wait_job"
+WAIT_SERVE: Final = "dashboard.wait_serve"
+WAIT_GATEWAY: Final = "gateway.wait_ready"

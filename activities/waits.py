@@ -1,0 +1,304 @@
+"""Waits: each is ONE long-running activity that observes and returns only when what it watches differs from
+what the workflow last saw (`last_view`), or when its target is reached. A workflow that waits this way adds
+no history events while nothing changes, however long that takes.
+
+Timeouts the workflow should give every wait: `heartbeat_timeout` about 3x the poll interval (Kubernetes
+watches: 30 s is plenty, they heartbeat every heartbeat_timeout/3 from a background task), and
+`start_to_close_timeout` = the wait's budget (e.g. the initializing timeout; hours for a job). The waits are
+async, so a workflow's cancellation (a handler changed the desired state) ends them at once. Heartbeat
+details carry the latest view (visible on the pending activity in the Web UI); a retried attempt starts from a
+fresh read and still compares with the workflow's `last_view`, so a change seen by a lost attempt is
+delivered by the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import names
+from activities.dashboard import fetch_job_info, fetch_serve_details
+from activities.dashboard_client import DashboardClient, head_serve_healthy
+from activities.dashboard_inputs import (
+    HeadServeHealth,
+    JobInfoAnswer,
+    ServeObservation,
+    WaitRayJob,
+    WaitServe,
+)
+from activities.errors import KUBERNETES_GONE
+from activities.gateway import gateway_ready, route_ready
+from activities.inputs import GatewayObservation, Observation, WaitGateway, WaitObject, WaitRayCluster
+from activities.kubernetes_resources import (
+    GATEWAY,
+    HTTPROUTE,
+    JOB,
+    POD,
+    RAYCLUSTER,
+    Resource,
+    trim_job,
+    trim_object,
+    trim_pod,
+)
+from activities.kubernetes_workloads import head_pod_selector, pick_head_pod
+from activities.wait_views import (
+    gateway_view,
+    job_view,
+    pod_view,
+    raycluster_head_ready,
+    raycluster_ready,
+    raycluster_view,
+    serve_view,
+)
+
+if TYPE_CHECKING:
+    from activities.registry import ActivityDependencies
+
+WATCH_SECONDS: Final = 60
+DEFAULT_HEARTBEAT_SECONDS: Final = 10.0
+
+View = dict[str, Any]
+
+
+def heartbeat_interval() -> float:
+    """A third of the activity's heartbeat timeout (the SDK throttles to 80 % of it anyway)."""
+    timeout = activity.info().heartbeat_timeout
+    if timeout is None or timeout.total_seconds() <= 0:
+        return DEFAULT_HEARTBEAT_SECONDS
+    return max(0.05, min(DEFAULT_HEARTBEAT_SECONDS, timeout.total_seconds() / 3))
+
+
+class Heartbeater:
+    """Heartbeats `details` (the latest view) every `heartbeat_interval()` from a background task, while the
+    activity waits on a watch that may be silent for a long time."""
+
+    def __init__(self, details: Any = None) -> None:
+        self.details = details
+        self._task: asyncio.Task[None] | None = None
+
+    async def _beat(self) -> None:
+        interval = heartbeat_interval()
+        while True:
+            activity.heartbeat(self.details)
+            await asyncio.sleep(interval)
+
+    async def __aenter__(self) -> Heartbeater:
+        self._task = asyncio.create_task(self._beat())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class KubernetesWaits:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    async def _watch_until(
+        self,
+        resource: Resource,
+        namespace: str,
+        params: Mapping[str, str],
+        pick: Callable[[Iterable[dict[str, Any]]], dict[str, Any] | None],
+        view_of: Callable[[dict[str, Any] | None], View],
+        done: Callable[[View], bool],
+    ) -> tuple[dict[str, Any] | None, View]:
+        """List, then watch from the list's resourceVersion, keeping the selected objects, until
+        `done(view_of(pick(objects)))`. A 410 Gone (history compacted) lists again."""
+        api = self.dependencies.apiserver()
+        path = resource.path(namespace)
+        what = f"watch {resource.describe(namespace)} ({', '.join(f'{k}={v}' for k, v in params.items())})"
+        async with Heartbeater() as heartbeater:
+            while True:
+                listing = await api.get_json(path, what, params) or {}
+                objects = {item["metadata"]["name"]: item for item in listing.get("items") or []}
+                version = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+                current = pick(objects.values())
+                view = view_of(current)
+                heartbeater.details = {"view": view, "resourceVersion": version}
+                if done(view):
+                    return current, view
+                try:
+                    while True:
+                        async for event in api.watch(
+                            path, {**params, "resourceVersion": version}, WATCH_SECONDS, what
+                        ):
+                            obj = event.get("object") or {}
+                            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                            if event.get("type") == "BOOKMARK":
+                                continue
+                            obj.setdefault("apiVersion", resource.api_version)
+                            obj.setdefault("kind", resource.kind)
+                            if event.get("type") == "DELETED":
+                                objects.pop(obj["metadata"]["name"], None)
+                            else:
+                                objects[obj["metadata"]["name"]] = obj
+                            current = pick(objects.values())
+                            view = view_of(current)
+                            heartbeater.details = {"view": view, "resourceVersion": version}
+                            if done(view):
+                                return current, view
+                except ApplicationError as exc:
+                    if exc.type != KUBERNETES_GONE:
+                        raise
+                    activity.logger.info("watch expired (%s); listing again", exc.message)
+
+    @activity.defn(name=names.WAIT_RAYCLUSTER)
+    async def wait_raycluster(self, request: WaitRayCluster) -> Observation:
+        """Until the RayCluster's view differs from `last_view` ("change": appearing and disappearing are
+        changes too), or it is ready ("ready": status.state ready; "head_ready": HeadPodReady) or gone.
+        Heartbeat timeout ~30 s; start_to_close = the budget."""
+        goals: dict[str, Callable[[View], bool]] = {
+            "change": lambda view: view != request.last_view,
+            "ready": raycluster_ready,
+            "head_ready": raycluster_head_ready,
+        }
+        goal = goals[request.until]
+
+        def done(view: View) -> bool:
+            if request.until == "change":
+                return goal(view)
+            return not view["exists"] or goal(view)
+
+        current, view = await self._watch_until(
+            RAYCLUSTER,
+            request.namespace,
+            {"fieldSelector": f"metadata.name={request.name}"},
+            lambda items: next(iter(items), None),
+            raycluster_view,
+            done,
+        )
+        return Observation(trim_object(current) if current is not None else None, view)
+
+    @activity.defn(name=names.WAIT_SUBMITTER_JOB)
+    async def wait_submitter_job(self, request: WaitObject) -> Observation:
+        """Until the submitter Job's conditions (Complete/Failed/...) or existence differ from `last_view`.
+        Heartbeat timeout ~30 s; start_to_close = the job's budget."""
+        current, view = await self._watch_until(
+            JOB,
+            request.namespace,
+            {"fieldSelector": f"metadata.name={request.name}"},
+            lambda items: next(iter(items), None),
+            job_view,
+            lambda view: view != request.last_view,
+        )
+        return Observation(trim_job(current) if current is not None else None, view)
+
+    @activity.defn(name=names.WAIT_HEAD_POD)
+    async def wait_head_pod(self, request: WaitObject) -> Observation:
+        """Until the head Pod of RayCluster `request.name` changes: another Pod, phase, IP, readiness, a
+        container's state or restart count (SidecarMode submitter, Ray container health). Heartbeat
+        timeout ~30 s."""
+        current, view = await self._watch_until(
+            POD,
+            request.namespace,
+            {"labelSelector": head_pod_selector(request.name)},
+            pick_head_pod,
+            pod_view,
+            lambda view: view != request.last_view,
+        )
+        return Observation(trim_pod(current) if current is not None else None, view)
+
+
+class DashboardWaits:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    @activity.defn(name=names.WAIT_RAY_JOB)
+    async def wait_job(self, request: WaitRayJob) -> JobInfoAnswer:
+        """Poll GET /api/jobs/<id> every `poll_seconds` (heartbeating each poll) until the answer's (outcome,
+        status, message) differs from `request.last` or the job is terminal. Heartbeat timeout ~3x
+        poll_seconds; start_to_close = the job's budget (e.g. activeDeadlineSeconds)."""
+        client = await DashboardClient.open(self.dependencies, request.target)
+        last_key = request.last.key() if request.last is not None else None
+        polls = 0
+        while True:
+            answer = await fetch_job_info(client, request.submission_id)
+            polls += 1
+            activity.heartbeat({"observed": list(answer.key()), "polls": polls})
+            if answer.key() != last_key or answer.terminal:
+                return answer
+            await asyncio.sleep(request.poll_seconds)
+
+    async def _observe_serve(self, client: DashboardClient, request: WaitServe) -> ServeObservation:
+        details: dict[str, Any] | None = None
+        error = ""
+        try:
+            details = await fetch_serve_details(client)
+        except ApplicationError as exc:
+            error = exc.message
+        head_pod: dict[str, Any] | None = None
+        healthy: bool | None = None
+        if request.check_head:
+            api = self.dependencies.apiserver()
+            listing = await api.get_json(
+                POD.path(request.target.namespace),
+                f"list head pods of RayCluster {request.cluster_name!r}",
+                {"labelSelector": head_pod_selector(request.cluster_name)},
+            )
+            head = pick_head_pod((listing or {}).get("items") or [])
+            head_pod = trim_pod(head) if head is not None else None
+            pod_ip = ((head_pod or {}).get("status") or {}).get("podIP")
+            healthy = False
+            if head_pod is not None and pod_ip:
+                healthy = await head_serve_healthy(
+                    self.dependencies,
+                    HeadServeHealth(
+                        request.target.namespace, head_pod["metadata"]["name"], pod_ip, request.serve_port
+                    ),
+                )
+        view = serve_view(details, head_pod, healthy, request.check_head)
+        return ServeObservation(details, error, head_pod, healthy, view)
+
+    @activity.defn(name=names.WAIT_SERVE)
+    async def wait_serve(self, request: WaitServe) -> ServeObservation:
+        """Poll Serve (and the head Pod and its /-/healthz) every `poll_seconds`, heartbeating each poll,
+        until the view differs from `last_view`. Heartbeat timeout ~3x poll_seconds (plus the 10 s proxy
+        timeout); start_to_close: hours (the RayService workflow waits again after each change)."""
+        client = await DashboardClient.open(self.dependencies, request.target)
+        while True:
+            observation = await self._observe_serve(client, request)
+            activity.heartbeat({"view": observation.view})
+            if observation.view != request.last_view:
+                return observation
+            await asyncio.sleep(request.poll_seconds)
+
+    @activity.defn(name=names.WAIT_GATEWAY)
+    async def wait_gateway(self, request: WaitGateway) -> GatewayObservation:
+        """Poll the Gateway (and the HTTPRoute) every `poll_seconds` until both are ready ("ready": Gateway
+        Accepted+Programmed, the route's parent status for it Accepted+ResolvedRefs) or their statuses
+        differ from `last_view` ("change"). Heartbeat timeout ~3x poll_seconds."""
+        api = self.dependencies.apiserver()
+        ns = request.namespace
+        while True:
+            gateway = await api.get_json(
+                GATEWAY.path(ns, request.gateway_name), f"get gateway {request.gateway_name!r}"
+            )
+            route = None
+            if request.route_name:
+                route = await api.get_json(
+                    HTTPROUTE.path(ns, request.route_name), f"get httproute {request.route_name!r}"
+                )
+            ready = gateway_ready(gateway) and (
+                request.route_name is None or route_ready(route, request.gateway_name, ns)
+            )
+            view = gateway_view(gateway, route, ready)
+            activity.heartbeat({"view": view})
+            if (request.until == "ready" and ready) or (
+                request.until == "change" and view != request.last_view
+            ):
+                return GatewayObservation(
+                    trim_object(gateway) if gateway is not None else None,
+                    trim_object(route) if route is not None else None,
+                    ready,
+                    view,
+                )
+            await asyncio.sleep(request.poll_seconds)

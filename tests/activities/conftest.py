@@ -1,0 +1,121 @@
+"""Fixtures for the activity tests: one simulated sandbox per module (its Kubernetes API, controllers and
+simulated Ray dashboards on a background thread), activity dependencies pointing at it, a fresh namespace per
+test, and helpers to run activities in an ActivityEnvironment that records heartbeats.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from temporalio.testing import ActivityEnvironment
+
+import sandbox.store
+from activities.registry import ActivityDependencies
+from sandbox.faults import FaultInjector
+from sandbox.netalloc import AddressPool, Pools
+from sandbox.ray.simulated_timings import SimulationTimings
+from sandbox.testing import SandboxThread
+
+
+def private_pools() -> Pools:
+    """Address pools in a random 127.N.0.0/16, so this sandbox's pod and Service addresses do not collide
+    with another sandbox running on the same machine (the standard pools are fixed /24s)."""
+    second = random.randint(100, 250)
+    return Pools(
+        services=AddressPool(f"127.{second}.1.0/24"),
+        gateways=AddressPool(f"127.{second}.2.0/24"),
+        pods=AddressPool(f"127.{second}.3.0/24"),
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxThread]:
+    workdir: Path = tmp_path_factory.mktemp("sandbox")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox.store, "standard_pools", private_pools)
+        with SandboxThread(
+            workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()}
+        ) as thread:
+            yield thread
+
+
+@pytest.fixture(scope="module")
+def core_api(cluster: SandboxThread) -> Iterator[client.CoreV1Api]:
+    api_client = cluster.api_client()
+    yield client.CoreV1Api(api_client)
+    api_client.close()
+
+
+def make_dependencies(cluster: SandboxThread, access: str) -> ActivityDependencies:
+    return ActivityDependencies.from_env(
+        {
+            "KUBECONFIG": str(cluster.kubeconfig_path),
+            "RAYPILOT_DASHBOARD_ACCESS": access,
+            "HOME": "/nonexistent",
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+async def deps(cluster: SandboxThread) -> AsyncIterator[ActivityDependencies]:
+    """Dependencies reaching the dashboards through the API server's service proxy (a worker outside)."""
+    dependencies = make_dependencies(cluster, "proxy")
+    yield dependencies
+    await dependencies.aclose()
+
+
+@pytest.fixture
+def namespace(core_api: client.CoreV1Api) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    return name
+
+
+@pytest.fixture
+def faults(cluster: SandboxThread) -> Iterator[FaultInjector]:
+    injector = cluster.sandbox.faults
+    yield injector
+
+    async def clear() -> None:
+        injector.clear()
+
+    cluster.call(clear)
+
+
+def set_faults(cluster: SandboxThread, rules: list[dict[str, Any]]) -> None:
+    """Replace the API fault rules from the sandbox's own loop (the injector is not thread-safe)."""
+
+    async def load() -> None:
+        cluster.sandbox.faults.load_json(rules)
+
+    cluster.call(load)
+
+
+@dataclass
+class RecordingEnvironment:
+    """An ActivityEnvironment that keeps every heartbeat's details."""
+
+    env: ActivityEnvironment = field(default_factory=ActivityEnvironment)
+    heartbeats: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.env.on_heartbeat = lambda *details: self.heartbeats.append(details[0] if details else None)
+
+    def with_heartbeat_timeout(self, seconds: float) -> RecordingEnvironment:
+        import dataclasses
+
+        self.env.info = dataclasses.replace(self.env.info, heartbeat_timeout=timedelta(seconds=seconds))
+        return self
+
+
+@pytest.fixture
+def recording() -> RecordingEnvironment:
+    return RecordingEnvironment().with_heartbeat_timeout(3.0)

@@ -1,0 +1,267 @@
+"""Ray Dashboard activities against a token-auth RayCluster of the simulated sandbox, reached through the
+Kubernetes API server's service proxy (and directly at the head pod's address): Jobs, Serve, health, and
+that the Ray token never leaves the activity."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes import client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import errors
+from activities.dashboard import DashboardActivities
+from activities.dashboard_inputs import (
+    DashboardTarget,
+    HeadServeHealth,
+    JobInfoAnswer,
+    JobLogs,
+    PutServeConfig,
+    RayJobKey,
+    SubmitJob,
+    WaitRayJob,
+    WaitServe,
+)
+from activities.inputs import CreateObject, WaitRayCluster
+from activities.kubernetes import RayClusterActivities
+from activities.registry import ActivityDependencies
+from activities.waits import DashboardWaits, KubernetesWaits
+from sandbox.testing import SandboxThread, raycluster_manifest
+from tests.activities.conftest import RecordingEnvironment, make_dependencies
+
+pytestmark = pytest.mark.timeout(60)
+
+SERVE_CONFIG = {
+    "applications": [
+        {
+            "name": "app1",
+            "route_prefix": "/",
+            "import_path": "sandbox.apps.versioned:app",
+            "deployments": [{"name": "Versioned", "num_replicas": 2}],
+        }
+    ]
+}
+
+
+@dataclass(frozen=True)
+class RayHead:
+    namespace: str
+    target: DashboardTarget
+    token: str
+    pod_name: str
+    pod_ip: str
+
+
+@pytest.fixture(scope="module")
+async def head(cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api) -> RayHead:
+    """A ready RayCluster `rc` with `authOptions.mode: token` (the sandbox makes its token Secret `rc`)."""
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    body = raycluster_manifest("rc", namespace, workers=0)
+    body["spec"]["authOptions"] = {"mode": "token"}
+    await asyncio.to_thread(
+        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
+    )
+    async with asyncio.timeout(30):
+        ready = await RecordingEnvironment().env.run(
+            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
+        )
+    assert ready.object is not None
+    head_status = ready.object["status"]["head"]
+    secret = core_api.read_namespaced_secret("rc", namespace)
+    token = base64.b64decode(secret.data["auth_token"]).decode()
+    target = DashboardTarget(namespace=namespace, head_service="rc-head-svc", auth_secret="rc")
+    return RayHead(namespace, target, token, head_status["podName"], head_status["podIP"])
+
+
+@pytest.fixture(scope="module")
+async def direct_deps(cluster: SandboxThread) -> AsyncIterator[ActivityDependencies]:
+    dependencies = make_dependencies(cluster, "direct")
+    yield dependencies
+    await dependencies.aclose()
+
+
+async def wait_until_terminal(
+    deps: ActivityDependencies, target: DashboardTarget, job: str
+) -> list[JobInfoAnswer]:
+    """Every answer wait_job returns, from the first until the job is terminal."""
+    waits = DashboardWaits(deps)
+    answers: list[JobInfoAnswer] = []
+    last: JobInfoAnswer | None = None
+    async with asyncio.timeout(20):
+        while last is None or not last.terminal:
+            last = await ActivityEnvironment().run(
+                waits.wait_job, WaitRayJob(target, job, last=last, poll_seconds=0.05)
+            )
+            answers.append(last)
+    return answers
+
+
+async def test_job_lifecycle_through_the_api_server_proxy(
+    deps: ActivityDependencies, head: RayHead, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    dashboard = DashboardActivities(deps)
+    job_id = f"job-{uuid.uuid4().hex[:6]}"
+    submit = SubmitJob(head.target, {"entrypoint": "echo hello raypilot", "submission_id": job_id})
+    first = await ActivityEnvironment().run(dashboard.submit_job, submit)
+    again = await ActivityEnvironment().run(dashboard.submit_job, submit)
+    assert (first.submission_id, first.created) == (job_id, True)
+    assert (again.submission_id, again.created) == (job_id, False)
+
+    answers = await wait_until_terminal(deps, head.target, job_id)
+    statuses = [answer.status for answer in answers]
+    assert statuses[-1] == "SUCCEEDED"
+    assert len(statuses) == len(set(statuses)), "a wait returned without a change"
+    assert answers[-1].end_time_ms >= answers[-1].start_time_ms > 0
+
+    key = RayJobKey(head.target, job_id)
+    logs = await ActivityEnvironment().run(
+        dashboard.get_job_logs, JobLogs(head.target, job_id, tail_chars=100)
+    )
+    assert "hello raypilot" in logs
+    stopped = await ActivityEnvironment().run(dashboard.stop_job, key)
+    assert (stopped.found, stopped.stopped, stopped.status) == (True, False, "SUCCEEDED")
+    assert await ActivityEnvironment().run(dashboard.delete_job, key) is True
+    assert await ActivityEnvironment().run(dashboard.delete_job, key) is False
+    assert (await ActivityEnvironment().run(dashboard.get_job_info, key)).outcome == "not_found"
+    gone = await ActivityEnvironment().run(dashboard.stop_job, key)
+    assert (gone.found, gone.stopped) == (False, False)
+
+    everything = repr([first, again, answers, logs, stopped]) + caplog.text
+    assert head.token not in everything
+
+
+async def test_stop_a_running_job_then_it_reports_stopped(deps: ActivityDependencies, head: RayHead) -> None:
+    dashboard = DashboardActivities(deps)
+    job_id = f"sleepy-{uuid.uuid4().hex[:6]}"
+    await ActivityEnvironment().run(
+        dashboard.submit_job, SubmitJob(head.target, {"entrypoint": "sleep 30", "submission_id": job_id})
+    )
+    stopped = await ActivityEnvironment().run(dashboard.stop_job, RayJobKey(head.target, job_id))
+    assert (stopped.found, stopped.stopped) == (True, True)
+    answers = await wait_until_terminal(deps, head.target, job_id)
+    assert answers[-1].status == "STOPPED"
+
+
+async def test_failed_job_keeps_error_type(deps: ActivityDependencies, head: RayHead) -> None:
+    dashboard = DashboardActivities(deps)
+    job_id = f"fails-{uuid.uuid4().hex[:6]}"
+    await ActivityEnvironment().run(
+        dashboard.submit_job, SubmitJob(head.target, {"entrypoint": "exit 3", "submission_id": job_id})
+    )
+    final = (await wait_until_terminal(deps, head.target, job_id))[-1]
+    assert (final.status, final.error_type) == ("FAILED", "JOB_ENTRYPOINT_COMMAND_ERROR")
+    assert "exit code 3" in final.message
+
+
+async def test_direct_access_to_the_head_address(direct_deps: ActivityDependencies, head: RayHead) -> None:
+    target = DashboardTarget(
+        namespace=head.namespace,
+        head_service="rc-head-svc",
+        dashboard_url=f"{head.pod_ip}:8265",
+        auth_secret="rc",
+    )
+    dashboard = DashboardActivities(direct_deps)
+    job_id = f"direct-{uuid.uuid4().hex[:6]}"
+    await ActivityEnvironment().run(
+        dashboard.submit_job, SubmitJob(target, {"entrypoint": "true", "submission_id": job_id})
+    )
+    answer = await ActivityEnvironment().run(dashboard.get_job_info, RayJobKey(target, job_id))
+    assert answer.outcome == "found"
+
+
+async def test_unknown_job_is_not_found(deps: ActivityDependencies, head: RayHead) -> None:
+    answer = await ActivityEnvironment().run(
+        DashboardActivities(deps).get_job_info, RayJobKey(head.target, "nope")
+    )
+    assert answer == JobInfoAnswer("not_found")
+
+
+async def test_wrong_token_is_a_permanent_rejection_without_the_token(
+    deps: ActivityDependencies, head: RayHead, core_api: client.CoreV1Api
+) -> None:
+    wrong = "wrong-token-value-123"
+    core_api.create_namespaced_secret(
+        head.namespace,
+        client.V1Secret(metadata=client.V1ObjectMeta(name="bad"), string_data={"auth_token": wrong}),
+    )
+    target = DashboardTarget(namespace=head.namespace, head_service="rc-head-svc", auth_secret="bad")
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(DashboardActivities(deps).get_serve_applications, target)
+    assert (raised.value.type, raised.value.non_retryable) == (errors.DASHBOARD_REJECTED, True)
+    assert "HTTP 403" in raised.value.message
+    assert wrong not in raised.value.message
+
+
+async def test_no_token_is_rejected_and_a_missing_secret_is_retried(
+    deps: ActivityDependencies, head: RayHead
+) -> None:
+    without = DashboardTarget(namespace=head.namespace, head_service="rc-head-svc")
+    with pytest.raises(ApplicationError) as unauthorized:
+        await ActivityEnvironment().run(DashboardActivities(deps).get_serve_applications, without)
+    assert "HTTP 401" in unauthorized.value.message
+    missing = DashboardTarget(namespace=head.namespace, head_service="rc-head-svc", auth_secret="absent")
+    with pytest.raises(ApplicationError) as no_secret:
+        await ActivityEnvironment().run(DashboardActivities(deps).get_serve_applications, missing)
+    assert (no_secret.value.type, no_secret.value.non_retryable) == (errors.SECRET_MISSING, False)
+
+
+async def test_serve_config_runs_and_the_head_serves(deps: ActivityDependencies, head: RayHead) -> None:
+    dashboard = DashboardActivities(deps)
+    await ActivityEnvironment().run(dashboard.put_serve_config, PutServeConfig(head.target, SERVE_CONFIG))
+    waits = DashboardWaits(deps)
+    recording = RecordingEnvironment().with_heartbeat_timeout(3.0)
+    view: dict[str, Any] | None = None
+    async with asyncio.timeout(20):
+        while True:
+            observation = await recording.env.run(
+                waits.wait_serve, WaitServe(head.target, "rc", last_view=view, poll_seconds=0.05)
+            )
+            view = observation.view
+            deployment = (
+                (view.get("applications") or {}).get("app1", {}).get("deployments", {}).get("Versioned")
+            )
+            if (
+                view["applications"]["app1"]["status"] == "RUNNING"
+                and deployment
+                and deployment["running"] == 2
+            ):
+                break
+    assert observation.head_serve_healthy is True
+    assert observation.head_pod is not None
+    assert observation.head_pod["metadata"]["name"] == head.pod_name
+    assert observation.details is not None
+    replicas = observation.details["applications"]["app1"]["deployments"]["Versioned"]["replicas"]
+    assert sorted(replica["state"] for replica in replicas) == ["RUNNING", "RUNNING"]
+    assert recording.heartbeats
+    assert all("view" in beat for beat in recording.heartbeats)
+    healthy = await ActivityEnvironment().run(
+        dashboard.check_serve_health, HeadServeHealth(head.namespace, head.pod_name, head.pod_ip)
+    )
+    assert healthy is True
+    details = await ActivityEnvironment().run(dashboard.get_serve_applications, head.target)
+    assert details["applications"]["app1"]["status"] == "RUNNING"
+
+
+async def test_invalid_serve_config_is_rejected(deps: ActivityDependencies, head: RayHead) -> None:
+    with pytest.raises(ApplicationError) as raised:
+        await ActivityEnvironment().run(
+            DashboardActivities(deps).put_serve_config,
+            PutServeConfig(head.target, {"applications": [{"name": "x"}]}),
+        )
+    assert (raised.value.type, raised.value.non_retryable) == (errors.DASHBOARD_REJECTED, True)
+    assert raised.value.message.startswith("UpdateDeployments fail: HTTP 400")
+
+
+async def test_health_of_an_unreachable_head_is_false(deps: ActivityDependencies, head: RayHead) -> None:
+    absent = HeadServeHealth(head.namespace, "no-such-pod", "127.0.0.1", 1)
+    assert await ActivityEnvironment().run(DashboardActivities(deps).check_serve_health, absent) is False

@@ -1,0 +1,322 @@
+"""Kubernetes activities against the sandbox's API server, through the real activity code: idempotent
+creates and deletes, conflict retries, ownership, events, cleanup by labels, and classified errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import errors
+from activities.inputs import (
+    CreateObject,
+    DeleteObject,
+    HeadPodKey,
+    InvolvedObject,
+    ListObjects,
+    ObjectKey,
+    OwnedObjects,
+    OwnerReference,
+    Ownership,
+    PodLabels,
+    RayResourceKey,
+    RecordEvent,
+    ServiceEndpoints,
+    UpdateSpec,
+)
+from activities.kubernetes import RayClusterActivities, ServiceActivities
+from activities.kubernetes_events import EventActivities, OwnershipActivities, event_name
+from activities.kubernetes_workloads import WorkloadActivities
+from activities.registry import ActivityDependencies
+from sandbox.testing import SandboxThread, raycluster_manifest
+from tests.activities.conftest import set_faults
+
+pytestmark = pytest.mark.timeout(60)
+
+OWNER = Ownership(kind="RayService", name="svc", workflow_id="rayservice/ns/svc")
+
+
+def run(fn: Any, arg: Any) -> Any:
+    return ActivityEnvironment().run(fn, arg)
+
+
+def service_body(name: str, namespace: str, cluster: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"ray.io/cluster": cluster, "ray.io/serve": "true"},
+            "ports": [{"name": "serve", "port": 8000, "targetPort": 8000}],
+        },
+    }
+
+
+def test_create_is_idempotent_and_adds_ownership(deps: ActivityDependencies, namespace: str) -> None:
+    activities = RayClusterActivities(deps)
+    request = CreateObject(body=raycluster_manifest("svc-abcde", namespace, workers=0), ownership=OWNER)
+    first = run(activities.create_raycluster, request)
+    second = run(activities.create_raycluster, request)
+    assert second["metadata"]["uid"] == first["metadata"]["uid"]
+    assert first["metadata"]["labels"] == {
+        "ray.io/originated-from-cr-name": "svc",
+        "ray.io/originated-from-crd": "RayService",
+        "app.kubernetes.io/created-by": "raypilot",
+    }
+    assert first["metadata"]["annotations"]["raypilot.io/workflow-id"] == "rayservice/ns/svc"
+    assert "managedFields" not in first["metadata"]
+    assert first["spec"]["workerGroupSpecs"][0]["groupName"] == "workers"
+
+
+def test_create_survives_an_injected_conflict(
+    deps: ActivityDependencies, namespace: str, cluster: SandboxThread, faults: Any
+) -> None:
+    set_faults(cluster, [{"verbs": ["create"], "resources": ["services"], "status": 409, "times": 1}])
+    created = run(
+        ServiceActivities(deps).create_service, CreateObject(body=service_body("s", namespace, "a"))
+    )
+    assert created["metadata"]["name"] == "s"
+    assert created["spec"]["clusterIP"]
+
+
+def test_owner_reference_is_added_once(deps: ActivityDependencies, namespace: str) -> None:
+    owner = OwnerReference(api_version="ray.io/v1", kind="RayCluster", name="rc", uid="1234")
+    body = service_body("rc-serve-svc", namespace, "rc")
+    body["metadata"]["ownerReferences"] = [owner.to_json()]
+    created = run(ServiceActivities(deps).create_service, CreateObject(body=body, owner=owner))
+    assert [ref["uid"] for ref in created["metadata"]["ownerReferences"]] == ["1234"]
+
+
+def test_delete_is_idempotent(deps: ActivityDependencies, namespace: str) -> None:
+    activities = RayClusterActivities(deps)
+    run(activities.create_raycluster, CreateObject(body=raycluster_manifest("gone", namespace, workers=0)))
+    assert run(activities.delete_raycluster, DeleteObject(namespace, "gone")) is True
+    assert run(activities.delete_raycluster, DeleteObject(namespace, "gone")) is False
+    assert run(activities.get_raycluster, ObjectKey(namespace, "gone")) is None
+
+
+def test_delete_with_a_stale_uid_spares_the_namesake(deps: ActivityDependencies, namespace: str) -> None:
+    activities = ServiceActivities(deps)
+    run(activities.create_service, CreateObject(body=service_body("s", namespace, "a")))
+    assert run(activities.delete_service, DeleteObject(namespace, "s", uid="not-its-uid")) is False
+    assert run(activities.get_service, ObjectKey(namespace, "s")) is not None
+
+
+def test_update_spec_retries_conflicts_and_keeps_the_cluster_ip(
+    deps: ActivityDependencies, namespace: str, cluster: SandboxThread, faults: Any
+) -> None:
+    activities = ServiceActivities(deps)
+    created = run(activities.create_service, CreateObject(body=service_body("head-svc", namespace, "old")))
+    set_faults(cluster, [{"verbs": ["update"], "resources": ["services"], "status": 409, "times": 2}])
+    desired = service_body("head-svc", namespace, "new")["spec"]
+    updated = run(
+        activities.update_service_spec,
+        UpdateSpec(namespace, "head-svc", desired, labels={"ray.io/serve": "svc-serve"}),
+    )
+    assert updated["spec"]["selector"]["ray.io/cluster"] == "new"
+    assert updated["spec"]["clusterIP"] == created["spec"]["clusterIP"]
+    assert updated["metadata"]["labels"]["ray.io/serve"] == "svc-serve"
+
+
+def test_update_spec_without_a_change_does_not_write(deps: ActivityDependencies, namespace: str) -> None:
+    activities = ServiceActivities(deps)
+    created = run(activities.create_service, CreateObject(body=service_body("same", namespace, "a")))
+    again = run(activities.update_service_spec, UpdateSpec(namespace, "same", created["spec"]))
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+def test_update_of_a_missing_object_returns_none(deps: ActivityDependencies, namespace: str) -> None:
+    assert run(RayClusterActivities(deps).update_raycluster_spec, UpdateSpec(namespace, "nope", {})) is None
+
+
+def test_suspend_worker_groups(deps: ActivityDependencies, namespace: str) -> None:
+    activities = RayClusterActivities(deps)
+    body = raycluster_manifest("rc", namespace, workers=0)
+    body["spec"]["workerGroupSpecs"].append({**body["spec"]["workerGroupSpecs"][0], "groupName": "more"})
+    run(activities.create_raycluster, CreateObject(body=body))
+    suspended = run(activities.suspend_worker_groups, ObjectKey(namespace, "rc"))
+    assert [group["suspend"] for group in suspended["spec"]["workerGroupSpecs"]] == [True, True]
+    again = run(activities.suspend_worker_groups, ObjectKey(namespace, "rc"))
+    assert again["metadata"]["resourceVersion"] == suspended["metadata"]["resourceVersion"]
+    assert run(activities.suspend_worker_groups, ObjectKey(namespace, "absent")) is None
+
+
+def test_list_rayclusters_by_label_without_spec(deps: ActivityDependencies, namespace: str) -> None:
+    activities = RayClusterActivities(deps)
+    run(activities.create_raycluster, CreateObject(raycluster_manifest("svc-1", namespace, workers=0), OWNER))
+    run(activities.create_raycluster, CreateObject(raycluster_manifest("other", namespace, workers=0)))
+    found = run(activities.list_rayclusters, ListObjects(namespace, OWNER.label_selector()))
+    assert [item["metadata"]["name"] for item in found] == ["svc-1"]
+    assert "spec" not in found[0]
+
+
+@pytest.mark.parametrize(
+    ("rule", "error_type", "non_retryable", "delay_seconds"),
+    [
+        ({"status": 429, "retryAfterSeconds": 3}, errors.KUBERNETES_THROTTLED, False, 3),
+        ({"status": 500}, errors.KUBERNETES_SERVER_ERROR, False, None),
+        ({"status": 503}, errors.KUBERNETES_UNAVAILABLE, False, None),
+    ],
+)
+def test_injected_api_errors_are_classified(
+    deps: ActivityDependencies,
+    namespace: str,
+    cluster: SandboxThread,
+    faults: Any,
+    rule: dict[str, Any],
+    error_type: str,
+    non_retryable: bool,
+    delay_seconds: int | None,
+) -> None:
+    set_faults(cluster, [{"verbs": ["get"], "resources": ["rayclusters"], **rule}])
+    with pytest.raises(ApplicationError) as raised:
+        run(RayClusterActivities(deps).get_raycluster, ObjectKey(namespace, "any"))
+    assert raised.value.type == error_type
+    assert raised.value.non_retryable is non_retryable
+    delay = raised.value.next_retry_delay
+    assert (delay.total_seconds() if delay else None) == delay_seconds
+
+
+def test_invalid_object_is_a_permanent_error(deps: ActivityDependencies, namespace: str) -> None:
+    body = service_body("Not_A_Name", namespace, "a")
+    with pytest.raises(ApplicationError) as raised:
+        run(ServiceActivities(deps).create_service, CreateObject(body=body))
+    assert raised.value.type == errors.KUBERNETES_INVALID
+    assert raised.value.non_retryable
+
+
+def test_record_event_once_per_id(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    activities = EventActivities(deps)
+    request = RecordEvent(
+        involved=InvolvedObject(
+            kind="RayJob", name="job", namespace=namespace, uid="u-1", api_version="ray.io/v1"
+        ),
+        event_id="7",
+        reason="CreatedRayCluster",
+        message="Created RayCluster job-abcde",
+    )
+    assert run(activities.record_event, request) == "job.7"
+    run(activities.record_event, request)
+    events = core_api.list_namespaced_event(namespace).items
+    assert [(e.metadata.name, e.reason, e.count, e.source.component) for e in events] == [
+        ("job.7", "CreatedRayCluster", 1, "raypilot")
+    ]
+    assert events[0].involved_object.uid == "u-1"
+
+
+@pytest.mark.parametrize(
+    ("object_name", "event_id", "expected"),
+    [("job", "7", "job.7"), ("Job", "A_B", "job.a-b"), ("x", "-", "x")],
+)
+def test_event_names_are_valid_object_names(object_name: str, event_id: str, expected: str) -> None:
+    assert event_name(object_name, event_id) == expected
+
+
+def test_owned_objects_are_listed_and_deleted_by_labels(deps: ActivityDependencies, namespace: str) -> None:
+    services, clusters = ServiceActivities(deps), RayClusterActivities(deps)
+    run(services.create_service, CreateObject(service_body("svc-head-svc", namespace, "a"), OWNER))
+    run(services.create_service, CreateObject(service_body("svc-serve-svc", namespace, "a"), OWNER))
+    run(services.create_service, CreateObject(service_body("unrelated", namespace, "a")))
+    run(clusters.create_raycluster, CreateObject(raycluster_manifest("svc-x", namespace, workers=0), OWNER))
+    ownership = OwnershipActivities(deps)
+    request = OwnedObjects(namespace, "RayService", "svc", keep=("svc-head-svc",))
+    listed = run(ownership.list_owned_objects, request)
+    assert sorted((ref["kind"], ref["name"]) for ref in listed) == [
+        ("RayCluster", "svc-x"),
+        ("Service", "svc-serve-svc"),
+    ]
+    deleted = run(ownership.delete_owned_objects, request)
+    assert sorted(ref["name"] for ref in deleted) == ["svc-serve-svc", "svc-x"]
+    assert run(ownership.list_owned_objects, request) == []
+    assert run(services.get_service, ObjectKey(namespace, "unrelated")) is not None
+    assert run(services.get_service, ObjectKey(namespace, "svc-head-svc")) is not None
+
+
+def test_delete_ray_resource_without_one_is_success(deps: ActivityDependencies, namespace: str) -> None:
+    assert (
+        run(OwnershipActivities(deps).delete_ray_resource, RayResourceKey("RayJob", namespace, "j")) is False
+    )
+
+
+def test_count_ready_endpoints(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    discovery = client.DiscoveryV1Api(core_api.api_client)
+
+    def endpoint_slice(name: str, endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "svc-serve-svc"}},
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+        }
+
+    discovery.create_namespaced_endpoint_slice(
+        namespace,
+        endpoint_slice(
+            "a",
+            [
+                {"addresses": ["10.0.0.1"], "conditions": {"ready": True}},
+                {"addresses": ["10.0.0.2"], "conditions": {"ready": False}},
+                {"addresses": ["10.0.0.3"]},
+            ],
+        ),
+    )
+    discovery.create_namespaced_endpoint_slice(
+        namespace, endpoint_slice("b", [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}])
+    )
+    count = run(ServiceActivities(deps).count_ready_endpoints, ServiceEndpoints(namespace, "svc-serve-svc"))
+    assert count == 2
+
+
+def test_job_create_get_delete(deps: ActivityDependencies, namespace: str) -> None:
+    activities = WorkloadActivities(deps)
+    body = {
+        "metadata": {"name": "job", "namespace": namespace},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
+                }
+            },
+        },
+    }
+    created = run(activities.create_job, CreateObject(body=body, ownership=OWNER))
+    assert "template" not in created["spec"]
+    assert created["spec"]["backoffLimit"] == 0
+    assert (
+        run(activities.get_job, ObjectKey(namespace, "job"))["metadata"]["uid"] == created["metadata"]["uid"]
+    )
+    assert run(activities.delete_job, DeleteObject(namespace, "job")) is True
+    assert run(activities.delete_job, DeleteObject(namespace, "job")) is False
+
+
+def test_head_pod_lookup_and_labels(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    def pod(name: str, node_type: str) -> client.V1Pod:
+        return client.V1Pod(
+            metadata=client.V1ObjectMeta(
+                name=name, labels={"ray.io/cluster": "rc", "ray.io/node-type": node_type}
+            ),
+            spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
+        )
+
+    core_api.create_namespaced_pod(namespace, pod("rc-head", "head"))
+    core_api.create_namespaced_pod(namespace, pod("rc-worker", "worker"))
+    activities = WorkloadActivities(deps)
+    head = run(activities.get_head_pod, HeadPodKey(namespace, "rc"))
+    assert head["metadata"]["name"] == "rc-head"
+    assert head["spec"] == {"restartPolicy": "Always", "containers": [{"name": "ray-head"}]}
+    labelled = run(activities.patch_pod_labels, PodLabels(namespace, "rc-head", {"ray.io/serve": "true"}))
+    assert labelled["metadata"]["labels"]["ray.io/serve"] == "true"
+    unlabelled = run(activities.patch_pod_labels, PodLabels(namespace, "rc-head", {"ray.io/serve": None}))
+    assert "ray.io/serve" not in unlabelled["metadata"]["labels"]
+    assert run(activities.get_head_pod, HeadPodKey(namespace, "other")) is None
+    assert run(activities.patch_pod_labels, PodLabels(namespace, "missing", {"a": "b"})) is None

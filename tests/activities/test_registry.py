@@ -1,0 +1,43 @@
+"""Every activity name is registered exactly once, and sync/async as its I/O requires."""
+
+from __future__ import annotations
+
+import inspect
+
+from temporalio import activity
+
+from activities import names
+from activities.registry import ActivityDependencies, build_activities
+
+
+async def test_every_named_activity_is_registered_once() -> None:
+    dependencies = ActivityDependencies.from_env({})
+    try:
+        registered = build_activities(dependencies)
+        definitions = [activity._Definition.must_from_callable(fn) for fn in registered]
+    finally:
+        await dependencies.aclose()
+    registered_names = [definition.name for definition in definitions]
+    assert len(registered_names) == len(set(registered_names))
+    declared = {value for key, value in vars(names).items() if key.isupper() and isinstance(value, str)}
+    assert declared <= set(registered_names)
+    assert set(registered_names) - declared == {"raypilot.read_operator_config"}
+
+
+async def test_kubernetes_crud_is_sync_and_dashboard_and_waits_are_async() -> None:
+    dependencies = ActivityDependencies.from_env({})
+    try:
+        by_name = {
+            activity._Definition.must_from_callable(fn).name: fn for fn in build_activities(dependencies)
+        }
+    finally:
+        await dependencies.aclose()
+    for name, fn in by_name.items():
+        is_async = inspect.iscoroutinefunction(fn)
+        expected_async = name.startswith("dashboard.") or ".wait_" in name
+        assert is_async == expected_async, name
+
+
+def test_dependencies_do_not_load_a_kubeconfig_until_used() -> None:
+    dependencies = ActivityDependencies.from_env({"KUBECONFIG": "/does/not/exist"})
+    assert dependencies.kube_configuration is None

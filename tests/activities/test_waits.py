@@ -1,0 +1,242 @@
+"""The waits on the sandbox: they return on a change (or on reaching their goal) and not before, heartbeat
+the latest view, and end at once when cancelled."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from kubernetes import client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities import errors
+from activities.inputs import CreateObject, DeleteObject, ObjectKey, WaitGateway, WaitObject, WaitRayCluster
+from activities.kubernetes import RayClusterActivities, ServiceActivities
+from activities.kubernetes_resources import RAYCLUSTER
+from activities.kubernetes_workloads import WorkloadActivities
+from activities.registry import ActivityDependencies
+from activities.wait_views import raycluster_head_ready, raycluster_view
+from activities.waits import DashboardWaits, KubernetesWaits
+from sandbox.testing import SandboxThread, raycluster_manifest, wait_until
+from tests.activities.conftest import RecordingEnvironment
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def run_sync(fn: Any, arg: Any) -> Any:
+    return ActivityEnvironment().run(fn, arg)
+
+
+async def create_cluster(
+    deps: ActivityDependencies, namespace: str, name: str, *, suspend: bool = False
+) -> dict[str, Any]:
+    body = raycluster_manifest(name, namespace, workers=0)
+    if suspend:
+        body["spec"]["suspend"] = True  # the sandbox keeps it without pods: never ready
+    created: dict[str, Any] = await asyncio.to_thread(
+        run_sync, RayClusterActivities(deps).create_raycluster, CreateObject(body)
+    )
+    return created
+
+
+async def first_heartbeat(recording: RecordingEnvironment) -> Any:
+    await wait_until(lambda: recording.heartbeats, within=10, interval=0.01, what="a heartbeat")
+    return recording.heartbeats[0]
+
+
+async def test_wait_raycluster_returns_at_once_without_a_last_view(
+    deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
+) -> None:
+    created = await create_cluster(deps, namespace, "rc")
+    observed = await recording.env.run(KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc"))
+    assert observed.view["exists"] is True
+    assert observed.view["uid"] == created["metadata"]["uid"]
+    assert observed.object is not None
+    assert "managedFields" not in observed.object["metadata"]
+
+
+async def test_wait_raycluster_until_ready_then_returns_on_change_only(
+    deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
+) -> None:
+    await create_cluster(deps, namespace, "rc")
+    waits = KubernetesWaits(deps)
+    async with asyncio.timeout(30):
+        ready = await recording.env.run(waits.wait_raycluster, WaitRayCluster(namespace, "rc", until="ready"))
+    assert ready.view["state"] == "ready"
+    assert raycluster_head_ready(ready.view)
+
+    settled = RecordingEnvironment().with_heartbeat_timeout(0.3)
+    waiting = asyncio.create_task(
+        settled.env.run(waits.wait_raycluster, WaitRayCluster(namespace, "rc", last_view=ready.view))
+    )
+    await first_heartbeat(settled)
+    await asyncio.sleep(0.5)
+    assert not waiting.done(), "the wait returned although nothing changed"
+    assert settled.heartbeats[-1]["view"] == ready.view
+
+    await asyncio.to_thread(
+        run_sync, RayClusterActivities(deps).suspend_worker_groups, ObjectKey(namespace, "rc")
+    )
+    async with asyncio.timeout(10):
+        changed = await waiting
+    assert changed.view["generation"] == ready.view["generation"] + 1
+    assert changed.object is not None
+    assert changed.object["spec"]["workerGroupSpecs"][0]["suspend"] is True
+
+
+async def test_wait_raycluster_for_readiness_ends_when_the_cluster_is_gone(
+    deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
+) -> None:
+    await create_cluster(deps, namespace, "rc", suspend=True)
+    waits = KubernetesWaits(deps)
+    waiting = asyncio.create_task(
+        recording.env.run(waits.wait_raycluster, WaitRayCluster(namespace, "rc", until="head_ready"))
+    )
+    await first_heartbeat(recording)
+    assert not waiting.done()
+    await asyncio.to_thread(
+        run_sync, RayClusterActivities(deps).delete_raycluster, DeleteObject(namespace, "rc")
+    )
+    async with asyncio.timeout(10):
+        observed = await waiting
+    assert observed.view == {"exists": False}
+    assert observed.object is None
+
+
+async def test_wait_is_cancelled_promptly(deps: ActivityDependencies, namespace: str) -> None:
+    recording = RecordingEnvironment().with_heartbeat_timeout(30)
+    # Waiting for a cluster nobody creates; a long heartbeat interval proves cancellation does not wait
+    # for the next heartbeat or the end of the watch request.
+    waiting = asyncio.create_task(
+        recording.env.run(
+            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "never", raycluster_view(None))
+        )
+    )
+    await first_heartbeat(recording)
+    started = time.monotonic()
+    recording.env.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert time.monotonic() - started < 1.0
+
+
+async def test_watch_from_a_compacted_version_is_gone(
+    deps: ActivityDependencies, namespace: str, cluster: SandboxThread
+) -> None:
+    await create_cluster(deps, namespace, "rc")
+
+    async def compact() -> None:
+        cluster.sandbox.store.compact()
+
+    cluster.call(compact)
+    api = deps.apiserver()
+    with pytest.raises(ApplicationError) as raised:
+        async for _ in api.watch(RAYCLUSTER.path(namespace), {"resourceVersion": "1"}, 5, "watch"):
+            pass
+    assert raised.value.type == errors.KUBERNETES_GONE
+
+
+async def test_wait_submitter_job_until_it_completes(
+    deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
+) -> None:
+    body = {
+        "metadata": {"name": "submitter", "namespace": namespace},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
+                }
+            },
+        },
+    }
+    await asyncio.to_thread(run_sync, WorkloadActivities(deps).create_job, CreateObject(body))
+    waits = KubernetesWaits(deps)
+    view: dict[str, Any] | None = None
+    async with asyncio.timeout(30):
+        while True:
+            observed = await recording.env.run(
+                waits.wait_submitter_job, WaitObject(namespace, "submitter", view)
+            )
+            assert observed.view != view
+            view = observed.view
+            if ["Complete", "True", ""] in [[c[0], c[1], ""] for c in view["conditions"]]:
+                break
+    assert observed.object is not None
+    assert "template" not in observed.object["spec"]
+
+
+async def test_wait_head_pod_returns_when_the_pod_goes(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api, recording: RecordingEnvironment
+) -> None:
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            name="rc-head", labels={"ray.io/cluster": "rc", "ray.io/node-type": "head"}
+        ),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
+    )
+    core_api.create_namespaced_pod(namespace, pod)
+    waits = KubernetesWaits(deps)
+    first = await recording.env.run(waits.wait_head_pod, WaitObject(namespace, "rc"))
+    assert first.view["name"] == "rc-head"
+    waiting = asyncio.create_task(
+        recording.env.run(waits.wait_head_pod, WaitObject(namespace, "rc", first.view))
+    )
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    core_api.delete_namespaced_pod("rc-head", namespace, grace_period_seconds=0)
+    async with asyncio.timeout(10):
+        gone = await waiting
+    assert gone.view == {"exists": False} or gone.view["deleting"] is True
+
+
+async def test_wait_gateway_until_ready(
+    deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
+) -> None:
+    backend = {
+        "metadata": {"name": "rc-serve-svc", "namespace": namespace},
+        "spec": {"selector": {"ray.io/cluster": "rc"}, "ports": [{"name": "serve", "port": 8000}]},
+    }
+    gateway = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "svc-gateway", "namespace": namespace},
+        "spec": {
+            "gatewayClassName": "sandbox",
+            "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+        },
+    }
+    route = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": {"name": "svc-httproute", "namespace": namespace},
+        "spec": {
+            "parentRefs": [{"name": "svc-gateway", "namespace": namespace}],
+            "rules": [
+                {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                    "backendRefs": [
+                        {"name": "rc-serve-svc", "namespace": namespace, "port": 8000, "weight": 100}
+                    ],
+                }
+            ],
+        },
+    }
+    from activities.gateway import GatewayActivities
+
+    await asyncio.to_thread(run_sync, ServiceActivities(deps).create_service, CreateObject(backend))
+    gateways = GatewayActivities(deps)
+    await asyncio.to_thread(run_sync, gateways.create_gateway, CreateObject(gateway))
+    await asyncio.to_thread(run_sync, gateways.create_httproute, CreateObject(route))
+    async with asyncio.timeout(20):
+        observed = await recording.env.run(
+            DashboardWaits(deps).wait_gateway,
+            WaitGateway(namespace, "svc-gateway", "svc-httproute", poll_seconds=0.05),
+        )
+    assert observed.ready is True
+    assert observed.gateway is not None
+    assert observed.gateway["status"]["addresses"]
