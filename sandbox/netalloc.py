@@ -6,6 +6,7 @@ On Linux all of 127.0.0.0/8 is loopback, so every address handed out here can be
 from __future__ import annotations
 
 import ipaddress
+import random
 from dataclasses import dataclass
 
 SERVICE_CIDR = "127.0.1.0/24"
@@ -21,14 +22,16 @@ class AddressPool:
     """Hands out the host addresses of a CIDR (network and broadcast excluded).
 
     Allocation walks round the range from the last address handed out, so a released address is reused as
-    late as possible (a proxy of a deleted Service may still be closing its listener).
+    late as possible (a proxy of a deleted Service may still be closing its listener). The walk starts at
+    `start` (an index into the range); `standard_pools` picks it at random, so two sandboxes on one machine
+    (a demo and a test run) rarely hand out the same address and port.
     """
 
-    def __init__(self, cidr: str) -> None:
+    def __init__(self, cidr: str, start: int = 0) -> None:
         self.network = ipaddress.IPv4Network(cidr)
         self._free = [str(host) for host in self.network.hosts()]
         self._in_use: set[str] = set()
-        self._cursor = 0
+        self._cursor = start % len(self._free)
 
     def allocate(self) -> str:
         for step in range(len(self._free)):
@@ -76,9 +79,11 @@ class Pools:
     pods: AddressPool
 
 
-def standard_pools() -> Pools:
-    return Pools(
-        services=AddressPool(SERVICE_CIDR),
-        gateways=AddressPool(GATEWAY_CIDR),
-        pods=AddressPool(POD_CIDR),
-    )
+def standard_pools(rand: random.Random | None = None) -> Pools:
+    """The sandbox's three pools, each starting at a random place in its range."""
+    rand = rand or random.Random()
+
+    def pool(cidr: str) -> AddressPool:
+        return AddressPool(cidr, start=rand.randrange(2**16))
+
+    return Pools(services=pool(SERVICE_CIDR), gateways=pool(GATEWAY_CIDR), pods=pool(POD_CIDR))
