@@ -76,7 +76,7 @@ class RealRayHead:
         *,
         node_ip: str = DEFAULT_NODE_IP,
         start_timeout_s: float = 120.0,
-        stop_grace_s: float = 3.0,
+        stop_grace_s: float = 1.0,
     ) -> None:
         self.name = name
         self.workdir = Path(workdir)

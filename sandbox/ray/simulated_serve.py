@@ -16,6 +16,7 @@ import json
 import time
 import traceback
 import uuid
+import warnings
 from typing import Any
 
 from aiohttp import web
@@ -34,8 +35,9 @@ def load_serve_schema() -> Any:
     """Ray's ServeDeploySchema (imports ray.serve: a second or two, so call it off the event loop)."""
     global _schema
     if _schema is None:
-        from ray.serve.schema import ServeDeploySchema
-
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # Ray's pydantic-v1-style Field extras
+            from ray.serve.schema import ServeDeploySchema
         _schema = ServeDeploySchema
     return _schema
 

@@ -1,0 +1,101 @@
+"""Starting, restarting (fault injection) and stopping heads; a real head's processes are gone by PID."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sandbox.ray.processes import session_members
+from sandbox.ray.real import RayHeadStartError, RealRayHead
+from sandbox.ray.simulated import SimulatedDashboard
+from sandbox.ray.simulated_timings import SimulationTimings
+from tests.sandbox.ray.conftest import eventually
+
+
+async def session_name(url: str) -> str:
+    async with httpx.AsyncClient(timeout=10) as client:
+        response = await client.get(f"{url}/api/version")
+    assert response.status_code == 200, response.text
+    name: str = response.json()["session_name"]
+    return name
+
+
+async def port_closed(url: str) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=2) as client:
+            await client.get(f"{url}/api/version")
+    except httpx.TransportError:
+        return True
+    return False
+
+
+async def test_a_simulated_restart_loses_jobs_and_keeps_ports() -> None:
+    head = SimulatedDashboard("lifecycle", {}, {}, timings=SimulationTimings.fast())
+    await head.start()
+    ports = head.ports
+    assert head.pids == []
+    first_session = await session_name(head.dashboard_url)
+    async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
+        submitted = await client.post("/api/jobs/", json={"entrypoint": "sleep 60", "submission_id": "j"})
+        assert submitted.status_code == 200
+        await head.restart()
+        assert (await client.get("/api/jobs/j")).status_code == 404
+    assert head.ports == ports
+    assert await session_name(head.dashboard_url) != first_session
+    await head.stop()
+    assert await port_closed(head.dashboard_url)
+
+
+@pytest.mark.ray
+async def test_a_real_head_starts_restarts_and_stops_by_pid(tmp_path: Path) -> None:
+    head = RealRayHead("lifecycle", tmp_path / "head", {}, {"num-cpus": "1", "dashboard-host": "0.0.0.0"})
+    assert head.ignored_params == ("dashboard-host",)
+    ports = head.ports
+    assert set(ports) == {"dashboard", "serve", "client", "gcs-server", "metrics"}
+    assert len(set(ports.values())) == len(ports)
+    await head.start()
+    try:
+        first_session = await session_name(head.dashboard_url)  # no token needed: auth is off by default
+        first_pids = head.pids
+        assert len(first_pids) > 5  # gcs_server, raylet, dashboard and its modules, agents...
+        temp_dir = head.temp_dir
+        assert temp_dir is not None
+        assert temp_dir.is_dir()
+        assert len(str(temp_dir)) < 40  # Ray's unix socket paths must stay short
+        assert (tmp_path / "head" / "ray-temp").resolve() == temp_dir.resolve()
+
+        await head.restart()
+        assert head.ports == ports
+        assert await session_name(head.dashboard_url) != first_session
+        assert not set(first_pids) & set(head.pids)
+        assert not temp_dir.exists()
+
+        # A running job puts Ray workers (supervisor actor, entrypoint) in process groups of their own.
+        async with httpx.AsyncClient(base_url=head.dashboard_url, timeout=30) as client:
+            await client.post("/api/jobs/", json={"entrypoint": "sleep 60", "submission_id": "worker"})
+            await eventually(lambda: _job_running(client, "worker"))
+        session = os.getsid(head.pids[0])
+        assert len({os.getpgid(pid) for pid in head.pids}) > 1
+    finally:
+        await head.stop()
+    assert head.pids == []
+    assert session_members(session) == []  # the workers in their own process groups included
+    assert head.temp_dir is None
+    assert not (tmp_path / "head" / "ray-temp").exists()
+    assert await port_closed(head.dashboard_url)
+
+
+@pytest.mark.ray
+async def test_a_head_that_cannot_start_reports_its_log(tmp_path: Path) -> None:
+    head = RealRayHead("broken", tmp_path / "broken", {}, {"num-cpus": "lots"}, start_timeout_s=60)
+    with pytest.raises(RayHeadStartError, match="num-cpus"):
+        await head.start()
+    assert head.pids == []
+    await head.stop()
+
+
+async def _job_running(client: httpx.AsyncClient, submission_id: str) -> bool:
+    return bool((await client.get(f"/api/jobs/{submission_id}")).json()["status"] == "RUNNING")
