@@ -1,9 +1,10 @@
 """A tiny deterministic interpreter for job entrypoints in the simulated dashboard.
 
 Understood: command lists joined by `;`, `&&`, `||` or newlines; `sleep N`, `echo ...`, `exit N`, `true`,
-`false`, `:`; `python -c CODE` (top-level `print(<constants>)`, `time.sleep(N)`, `sys.exit(N)`/`exit(N)`,
-`raise ...`). Any other command (e.g. `python script.py`) succeeds after `command_s` with no output, so
-KubeRay's sample entrypoints run. The result is a plan: timed output lines and the exit code.
+`false`, `:`; `sh -c CMD` (and bash); `python -c CODE` (top-level `print(<constants>)`, `time.sleep(N)`,
+`sys.exit(N)`/`exit(N)`, `raise ...`). Any other command (e.g. `python script.py`) succeeds after
+`command_s` with no output, so KubeRay's sample entrypoints run. The result is a plan: timed output lines
+and the exit code.
 """
 
 from __future__ import annotations
@@ -112,8 +113,13 @@ def _run(argv: list[str], command_s: float, sleep_scale: float) -> _Outcome:
         return _Outcome((), 0)
     if name == "false":
         return _Outcome((), 1)
-    if name.rsplit("/", 1)[-1].startswith("python") and len(args) >= 2 and args[0] == "-c":
+    program = name.rsplit("/", 1)[-1]
+    if program.startswith("python") and len(args) >= 2 and args[0] == "-c":
         return _python_code(args[1], command_s, sleep_scale)
+    if program in ("sh", "bash", "dash") and len(args) >= 2 and args[0] == "-c":
+        # `ray job submit -- sh -c '...'` arrives like this; an `exit` inside ends only the inner shell.
+        inner = plan_entrypoint(args[1], command_s=command_s, sleep_scale=sleep_scale)
+        return _Outcome(inner.steps, inner.exit_code)
     return _Outcome((Step(command_s),), 0)
 
 

@@ -3,8 +3,12 @@ simulated dashboard, so the simulation stays honest. Both heads have token auth 
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import sys
 import uuid
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -202,6 +206,31 @@ async def test_log_tail_websocket_streams_until_the_job_ends(dashboard: Dashboar
     assert "first\n" in streamed
     assert "second\n" in streamed
     assert job["status"] == "SUCCEEDED"
+
+
+async def test_ray_job_submit_cli_waits_for_the_job_and_reports_its_failure(dashboard: Dashboard) -> None:
+    """What a K8sJobMode submitter runs: the real `ray job submit` CLI (HTTP plus log-tailing WebSocket)."""
+    submission_id = new_id("cli")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": dashboard.token})
+    command = [str(Path(sys.executable).parent / "ray"), "job", "submit", "--address", dashboard.url]
+    cli = await asyncio.create_subprocess_exec(
+        *command,
+        "--submission-id",
+        submission_id,
+        "--",
+        "sh",
+        "-c",
+        "echo hi from cli; exit 3",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    output, _ = await asyncio.wait_for(cli.communicate(), 120)
+    text = output.decode(errors="replace")
+    assert cli.returncode == 1, text
+    assert "hi from cli" in text
+    assert f"Job '{submission_id}' failed" in text
 
 
 # --- Serve ----------------------------------------------------------------------------------------------

@@ -39,6 +39,9 @@ COMMAND_S = 0.5
         ("python -c 'print('", ["SyntaxError: '(' was never closed"], 1, COMMAND_S),
         ('echo "unterminated', ["sh: 1: Syntax error: Unterminated quoted string"], 2, 0.0),
         ("", [], 0, 0.0),
+        ("sh -c 'echo hi; exit 3'", ["hi"], 3, 0.0),  # how `ray job submit -- sh -c ...` arrives
+        ("bash -c 'exit 2'; echo after", ["after"], 0, 0.0),  # exit ends only the inner shell
+        ("/bin/sh -c 'sleep 1 && false'", [], 1, 1.0),
     ],
 )
 def test_plan_entrypoint(entrypoint: str, outputs: list[str], exit_code: int, duration_s: float) -> None:
