@@ -182,7 +182,7 @@ class RayClusterController:
             if requeue is None:
                 requeue = await self._reconcile_workers(cluster, state)
         write_cluster_status(self.store, cluster, self._pods, service)
-        if state.head is not None and state.head.pids:
+        if state.head is not None and state.head.has_processes:
             requeue = (
                 min(requeue, self.liveness_interval_s) if requeue is not None else self.liveness_interval_s
             )
@@ -254,7 +254,13 @@ class RayClusterController:
                 runtime.running = False
                 self._on_processes_changed()
                 self._mark_head_terminated(namespace, runtime, "the Ray head processes exited")
-                return self.requeue_s
+                return self.head_retry_s
+            if (
+                not runtime.running
+                and not runtime.stopped_by_fault
+                and pod["spec"].get("restartPolicy") != "Never"
+            ):
+                return await self._restart_in_place(pod, runtime)
             return None
         if (pod.get("status") or {}).get("phase", "Pending") == "Pending":
             return await self._start_head(cluster, state, pod)
@@ -309,6 +315,18 @@ class RayClusterController:
             return 0.0
         state.head = runtime
         set_running(self.store, current, runtime.pod_ip)
+        return None
+
+    async def _restart_in_place(self, pod: dict[str, Any], runtime: HeadRuntime) -> float | None:
+        """The kubelet restarting a crashed Ray container (restartPolicy Always/OnFailure); a fault-injected
+        stop waits for start_dashboard instead."""
+        try:
+            await runtime.recover()
+        except Exception as exc:
+            log.warning("restarting the Ray head of %s failed: %s", pod["metadata"]["name"], exc)
+            return self.head_retry_s
+        self._on_processes_changed()
+        set_running(self.store, pod, runtime.pod_ip, restarts=runtime.restarts)
         return None
 
     def _mark_head_terminated(self, namespace: str, runtime: HeadRuntime, message: str) -> None:

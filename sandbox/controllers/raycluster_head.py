@@ -112,10 +112,18 @@ class HeadRuntime:
 
     async def recover(self) -> None:
         """The kubelet restarting the Ray container in place."""
+        if not self.stopped_by_fault:  # it died on its own: clear what is left of it first
+            with contextlib.suppress(Exception):
+                await self.head.stop()
         await self.head.start()
         self.running = True
         self.stopped_by_fault = False
         self.restarts += 1
+
+    @property
+    def has_processes(self) -> bool:
+        """Whether this head is made of local processes (a real Ray head) that can die on their own."""
+        return self._has_processes
 
     def died_unexpectedly(self) -> bool:
         """A real Ray head whose processes all exited without being told to."""

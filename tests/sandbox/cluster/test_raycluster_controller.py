@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -319,3 +320,55 @@ async def test_token_auth_creates_secret_and_passes_token(store: Store) -> None:
     fake = next(h for h in FakeHead.instances if h.name.endswith(head["metadata"]["name"]))
     assert fake.env["RAY_AUTH_MODE"] == "token"
     assert fake.env["RAY_AUTH_TOKEN"] == token
+
+
+class ProcessBackedHead(FakeHead):
+    """A fake head with a real child process standing for Ray, so that it can die on its own."""
+
+    def __init__(self, name: str, env: Mapping[str, str], params: Mapping[str, str], pod_ip: str) -> None:
+        super().__init__(name, env, params, pod_ip)
+        self.process: asyncio.subprocess.Process | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [self.process.pid] if self.process is not None and self.process.returncode is None else []
+
+    async def start(self) -> None:
+        await super().start()
+        self.process = await asyncio.create_subprocess_exec("sleep", "300")
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        await super().stop()
+
+
+async def test_a_head_that_dies_is_restarted_in_place() -> None:
+    store = Store()
+    controller = RayClusterController(
+        store, ProcessBackedHead, requeue_s=0.05, head_retry_s=0.1, liveness_interval_s=0.05
+    )
+    await controller.start()
+    try:
+        store.create("ray.io/v1", "RayCluster", manifest("crashy"))
+        await wait_until(lambda: is_ready(store, "crashy"))
+        runtime = controller.head_runtime("default", "crashy")
+        assert runtime is not None
+        [head] = pods(store, "crashy", "head")
+        crashed = runtime.head.process  # type: ignore[attr-defined]
+        crashed.kill()
+        await crashed.wait()
+
+        def restarted() -> bool:
+            [pod] = pods(store, "crashy", "head")
+            return pod["status"]["containerStatuses"][0]["restartCount"] == 1 and head_ready(store, "crashy")
+
+        await wait_until(restarted, what="Ray container restarted in the same pod")
+        [same] = pods(store, "crashy", "head")
+        assert same["metadata"]["name"] == head["metadata"]["name"]
+        assert controller.pids
+        assert crashed.pid not in controller.pids
+    finally:
+        await controller.stop()
+        store.close()
