@@ -104,8 +104,7 @@ class RayClusterController:
             task.cancel()
         await asyncio.gather(*self._watches, return_exceptions=True)
         await self._queue.stop()
-        for key in list(self._states):
-            await self._teardown(key)
+        await asyncio.gather(*(self._teardown(key) for key in list(self._states)))
 
     @property
     def pids(self) -> list[int]:
