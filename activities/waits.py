@@ -84,7 +84,7 @@ class Heartbeater:
     async def _beat(self) -> None:
         interval = heartbeat_interval()
         while True:
-            activity.heartbeat(self.details)
+            activity.heartbeat(*([] if self.details is None else [self.details]))
             await asyncio.sleep(interval)
 
     async def __aenter__(self) -> Heartbeater:
@@ -220,13 +220,15 @@ class DashboardWaits:
         client = await DashboardClient.open(self.dependencies, request.target)
         last_key = request.last.key() if request.last is not None else None
         polls = 0
-        while True:
-            answer = await fetch_job_info(client, request.submission_id)
-            polls += 1
-            activity.heartbeat({"observed": list(answer.key()), "polls": polls})
-            if answer.key() != last_key or answer.terminal:
-                return answer
-            await asyncio.sleep(request.poll_seconds)
+        async with Heartbeater() as beat:
+            while True:
+                answer = await fetch_job_info(client, request.submission_id)
+                polls += 1
+                beat.details = {"observed": list(answer.key()), "polls": polls}
+                activity.heartbeat(beat.details)
+                if answer.key() != last_key or answer.terminal:
+                    return answer
+                await asyncio.sleep(request.poll_seconds)
 
     async def _observe_serve(self, client: DashboardClient, request: WaitServe) -> ServeObservation:
         details: dict[str, Any] | None = None
@@ -264,12 +266,14 @@ class DashboardWaits:
         until the view differs from `last_view`. Heartbeat timeout ~3x poll_seconds (plus the 10 s proxy
         timeout); start_to_close: hours (the RayService workflow waits again after each change)."""
         client = await DashboardClient.open(self.dependencies, request.target)
-        while True:
-            observation = await self._observe_serve(client, request)
-            activity.heartbeat({"view": observation.view})
-            if observation.view != request.last_view:
-                return observation
-            await asyncio.sleep(request.poll_seconds)
+        async with Heartbeater() as beat:
+            while True:
+                observation = await self._observe_serve(client, request)
+                beat.details = {"view": observation.view}
+                activity.heartbeat(beat.details)
+                if observation.view != request.last_view:
+                    return observation
+                await asyncio.sleep(request.poll_seconds)
 
     @activity.defn(name=names.WAIT_GATEWAY)
     async def wait_gateway(self, request: WaitGateway) -> GatewayObservation:
@@ -278,27 +282,29 @@ class DashboardWaits:
         differ from `last_view` ("change"). Heartbeat timeout ~3x poll_seconds."""
         api = self.dependencies.apiserver()
         ns = request.namespace
-        while True:
-            gateway = await api.get_json(
-                GATEWAY.path(ns, request.gateway_name), f"get gateway {request.gateway_name!r}"
-            )
-            route = None
-            if request.route_name:
-                route = await api.get_json(
-                    HTTPROUTE.path(ns, request.route_name), f"get httproute {request.route_name!r}"
+        async with Heartbeater() as beat:
+            while True:
+                gateway = await api.get_json(
+                    GATEWAY.path(ns, request.gateway_name), f"get gateway {request.gateway_name!r}"
                 )
-            ready = gateway_ready(gateway) and (
-                request.route_name is None or route_ready(route, request.gateway_name, ns)
-            )
-            view = gateway_view(gateway, route, ready)
-            activity.heartbeat({"view": view})
-            if (request.until == "ready" and ready) or (
-                request.until == "change" and view != request.last_view
-            ):
-                return GatewayObservation(
-                    trim_object(gateway) if gateway is not None else None,
-                    trim_object(route) if route is not None else None,
-                    ready,
-                    view,
+                route = None
+                if request.route_name:
+                    route = await api.get_json(
+                        HTTPROUTE.path(ns, request.route_name), f"get httproute {request.route_name!r}"
+                    )
+                ready = gateway_ready(gateway) and (
+                    request.route_name is None or route_ready(route, request.gateway_name, ns)
                 )
-            await asyncio.sleep(request.poll_seconds)
+                view = gateway_view(gateway, route, ready)
+                beat.details = {"view": view}
+                activity.heartbeat(beat.details)
+                if (request.until == "ready" and ready) or (
+                    request.until == "change" and view != request.last_view
+                ):
+                    return GatewayObservation(
+                        trim_object(gateway) if gateway is not None else None,
+                        trim_object(route) if route is not None else None,
+                        ready,
+                        view,
+                    )
+                await asyncio.sleep(request.poll_seconds)
