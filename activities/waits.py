@@ -155,7 +155,8 @@ class KubernetesWaits:
     async def wait_raycluster(self, request: WaitRayCluster) -> Observation:
         """Until the RayCluster's view differs from `last_view` ("change": appearing and disappearing are
         changes too), or it is ready ("ready": status.state ready; "head_ready": HeadPodReady) or gone.
-        Heartbeat timeout ~30 s; start_to_close = the budget."""
+        Returns the cluster's metadata and status (no spec). Heartbeat timeout ~30 s; start_to_close = the
+        budget."""
         goals: dict[str, Callable[[View], bool]] = {
             "change": lambda view: view != request.last_view,
             "ready": raycluster_ready,
@@ -176,7 +177,9 @@ class KubernetesWaits:
             raycluster_view,
             done,
         )
-        return Observation(trim_object(current) if current is not None else None, view)
+        # Metadata and status only: the workflow knows the spec it asked for, and a long-lived workflow
+        # would otherwise copy the whole spec into its history at every change.
+        return Observation(trim_object(current, spec=False) if current is not None else None, view)
 
     @activity.defn(name=names.WAIT_SUBMITTER_JOB)
     async def wait_submitter_job(self, request: WaitObject) -> Observation:
