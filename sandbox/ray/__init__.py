@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from sandbox.ray.real import RayHeadStartError, RealRayHead
+from sandbox.ray.real import RayHeadStartError, RealRayHead, remove_orphaned_temp_dir
 from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.ray.simulated_timings import SimulationTimings
 
@@ -40,4 +40,11 @@ class RayHead(Protocol):
     async def restart(self) -> None: ...
 
 
-__all__ = ["RayHead", "RayHeadStartError", "RealRayHead", "SimulatedDashboard", "SimulationTimings"]
+__all__ = [
+    "RayHead",
+    "RayHeadStartError",
+    "RealRayHead",
+    "SimulatedDashboard",
+    "SimulationTimings",
+    "remove_orphaned_temp_dir",
+]

@@ -50,6 +50,18 @@ _PORT_NAMES = (
 )
 
 
+def remove_orphaned_temp_dir(workdir: Path) -> None:
+    """Remove the temp dir a head left behind when its sandbox died without stopping it (e.g. kill -9):
+    `<workdir>/ray-temp` still links to it. Stop the head's processes first (by PID, see `processes`)."""
+    link = Path(workdir) / "ray-temp"
+    if not link.is_symlink():
+        return
+    target = Path(os.readlink(link))
+    if target.name.startswith("rp-"):
+        shutil.rmtree(target, ignore_errors=True)
+    link.unlink()
+
+
 class RayHeadStartError(RuntimeError):
     """The head did not answer on its dashboard in time; the message ends with the tail of its log."""
 
@@ -160,10 +172,8 @@ class RealRayHead:
         claim_ports([*self._all_ports.values(), *self._worker_ports])
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._temp_dir = Path(tempfile.mkdtemp(prefix="rp-", dir=tempfile.gettempdir()))
-        link = self.workdir / "ray-temp"
-        if link.is_symlink() or link.exists():
-            link.unlink()
-        link.symlink_to(self._temp_dir)
+        remove_orphaned_temp_dir(self.workdir)
+        (self.workdir / "ray-temp").symlink_to(self._temp_dir)
         env = ray_process_env(
             os.environ,
             self._env,

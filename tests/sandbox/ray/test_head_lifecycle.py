@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from sandbox.ray.processes import session_members
-from sandbox.ray.real import RayHeadStartError, RealRayHead
+from sandbox.ray.real import RayHeadStartError, RealRayHead, remove_orphaned_temp_dir
 from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.ray.simulated_timings import SimulationTimings
 from tests.sandbox.ray.conftest import eventually
@@ -99,3 +99,24 @@ async def test_a_head_that_cannot_start_reports_its_log(tmp_path: Path) -> None:
 
 async def _job_running(client: httpx.AsyncClient, submission_id: str) -> bool:
     return bool((await client.get(f"/api/jobs/{submission_id}")).json()["status"] == "RUNNING")
+
+
+def test_an_orphaned_temp_dir_is_found_through_the_workdir_link(tmp_path: Path) -> None:
+    orphan = tmp_path / "rp-abc123"
+    (orphan / "session_latest").mkdir(parents=True)
+    workdir = tmp_path / "head"
+    workdir.mkdir()
+    (workdir / "ray-temp").symlink_to(orphan)
+    remove_orphaned_temp_dir(workdir)
+    assert not orphan.exists()
+    assert not (workdir / "ray-temp").exists()
+    remove_orphaned_temp_dir(workdir)  # nothing left: a no-op
+
+
+def test_only_ray_temp_dirs_are_removed(tmp_path: Path) -> None:
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (tmp_path / "ray-temp").symlink_to(precious)
+    remove_orphaned_temp_dir(tmp_path)
+    assert precious.is_dir()
+    assert not (tmp_path / "ray-temp").is_symlink()
