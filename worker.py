@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
-from activities.registry import ActivityDependencies, build_activities
+from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
 from models.operator import operator_config_from_env
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
@@ -58,11 +58,14 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request at INFO: one line per dashboard poll would drown the worker's own log.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         settings = TemporalSettings.from_env()
         settings.tls_config()
-        # Fail at start, not in every workflow, when the operator configuration has a typo.
+        # Fail at start, not in every workflow or activity, when a setting has a typo.
         operator_config_from_env(os.environ)
+        dashboard_access_from_env(os.environ)
     except (SettingsError, ValueError) as err:
         log.error("%s", err)
         return 2
