@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -29,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     sandbox.add_argument("sandbox_args", nargs=argparse.REMAINDER)
+    demo = commands.add_parser("demo", help="everything, end to end, on this machine (make demo runs it)")
+    demo.add_argument("--exit", action="store_true", help="run once, print the summary and exit")
+    demo.add_argument("--dir", type=Path, default=Path.home() / ".raypilot" / "demo", help="state and logs")
+    demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
     return parser
 
 
@@ -43,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from sandbox.main import sandbox_command
 
         return sandbox_command(list(args.sandbox_args))
+    if args.command == "demo":
+        from raypilot.cli.demo import run_demo
+
+        return run_demo(args.dir, exit_after=args.exit, ray_mode=args.ray)
     return EXIT_REJECTED
 
 

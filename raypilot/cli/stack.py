@@ -1,0 +1,131 @@
+"""The processes of a local raypilot installation: Temporal dev server, sandbox, worker.
+
+Used by `raypilot demo`; each process logs to a file in the demo directory and is stopped by PID.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from raypilot.testing.binaries import temporal_cli
+from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
+
+TEMPORAL_PORT = 7233
+UI_PORT = 8233
+STOP_PATIENCE_SECONDS = 20.0
+
+
+class StackError(RuntimeError):
+    pass
+
+
+def port_is_open(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+def wait_for_port(host: str, port: int, patience: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + patience
+    while not port_is_open(host, port):
+        if time.monotonic() > deadline:
+            raise StackError(f"{what} did not open {host}:{port} within {patience:.0f} s; see {log}")
+        time.sleep(0.2)
+
+
+@dataclass
+class LocalStack:
+    workdir: Path
+    ray_mode: str = "real"
+    processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
+    kubeconfig: Path | None = None
+    logs: list[IO[bytes]] = field(default_factory=list)
+
+    @property
+    def temporal_address(self) -> str:
+        return f"127.0.0.1:{TEMPORAL_PORT}"
+
+    @property
+    def web_ui(self) -> str:
+        return f"http://127.0.0.1:{UI_PORT}"
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Path:
+        log_path = self.workdir / f"{name}.log"
+        log = log_path.open("ab")
+        self.logs.append(log)
+        process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=self.workdir
+        )
+        self.processes.append((name, process))
+        return log_path
+
+    def start_temporal(self) -> None:
+        if port_is_open("127.0.0.1", TEMPORAL_PORT):
+            raise StackError(
+                f"something already listens on 127.0.0.1:{TEMPORAL_PORT}; stop it (or the earlier demo) first"
+            )
+        attributes = [
+            arg for key in ALL_SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key.name}=Keyword")
+        ]
+        log = self._spawn(
+            "temporal",
+            [
+                temporal_cli(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(TEMPORAL_PORT),
+                "--ui-port", str(UI_PORT), "--db-filename", str(self.workdir / "temporal.db"),
+                "--log-level", "warn", *attributes,
+            ],
+        )  # fmt: skip
+        wait_for_port("127.0.0.1", TEMPORAL_PORT, 60, "the Temporal dev server", log)
+
+    def start_sandbox(self) -> Path:
+        sandbox_dir = self.workdir / "sandbox"
+        result = subprocess.run(
+            [sys.executable, "-m", "raypilot.cli.main", "sandbox", "up", "--ray", self.ray_mode,
+             "--dir", str(sandbox_dir)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise StackError(f"raypilot sandbox up failed:\n{result.stderr or result.stdout}")
+        for line in result.stdout.splitlines():
+            if line.startswith("KUBECONFIG="):
+                self.kubeconfig = Path(line.removeprefix("KUBECONFIG="))
+                return self.kubeconfig
+        raise StackError(f"raypilot sandbox up printed no KUBECONFIG line:\n{result.stdout}")
+
+    def start_worker(self) -> None:
+        if self.kubeconfig is None:
+            raise StackError("start the sandbox before the worker")
+        env = {**os.environ, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
+        repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
+        argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
+        self._spawn("worker", argv, env)
+
+    def stop(self) -> None:
+        """Stops the worker, the sandbox and the dev server, newest first."""
+        for name, process in reversed(self.processes):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(STOP_PATIENCE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+            del name
+        self.processes.clear()
+        if self.kubeconfig is not None:
+            down = ["sandbox", "down", "--dir", str(self.workdir / "sandbox")]
+            subprocess.run(
+                [sys.executable, "-m", "raypilot.cli.main", *down], capture_output=True, check=False
+            )
+            self.kubeconfig = None
+        for log in self.logs:
+            log.close()
+        self.logs.clear()
