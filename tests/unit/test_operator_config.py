@@ -27,7 +27,9 @@ def test_delete_rayjob_after_finish_needs_true(value: str, expected: bool) -> No
     assert config.delete_rayjob_after_job_finishes is expected
 
 
-@pytest.mark.parametrize(("value", "expected"), [("120", 120), ("invalid", 300), ("-5", -5), ("0", 0), (" 120", 300), ("+7", 7)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("120", 120), ("invalid", 300), ("-5", -5), ("0", 0), (" 120", 300), ("+7", 7)]
+)
 def test_grace_period_parses_like_atoi(value: str, expected: int) -> None:
     # KubeRay accepts negative grace periods (Atoi succeeds) and falls back only on parse errors.
     env = {"RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS": value}
