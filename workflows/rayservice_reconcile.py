@@ -1,0 +1,391 @@
+"""One reconcile pass of a RayService, in KubeRay's order (rayservice_controller.go: Reconcile), acting
+through activities and deciding only through workflows/decisions.
+
+Order: serve-config cache pruning, dangling-cluster cleanup, suspend, the terminal initializing timeout, the
+RayClusters (create the pending one, update in place), head Pod serve labels, Serve (submit the config,
+readiness), the incremental upgrade's objects, the RayService-level Services, then calculateStatus. The pass
+ends with what to wait for next (`PassOutcome`); it never waits on the world itself, except while objects are
+being deleted for a suspend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from models.meta import is_condition_true
+    from models.naming import LABEL_SERVE
+    from models.operator import OperatorConfig
+    from models.raycluster import RayCluster
+    from models.rayservice import AppStatus, RayService, RayServiceConditionType
+    from workflows.decisions.rayservice_cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
+    from workflows.decisions.rayservice_cluster import (
+        in_place_update_warning,
+        is_incremental_upgrade_enabled,
+        rayservice_cluster_manifest,
+        should_prepare_new_cluster,
+        should_update_cluster,
+        should_update_in_place_without_upgrade,
+    )
+    from workflows.decisions.rayservice_conditions import RayServiceEvent, is_initializing_timeout
+    from workflows.decisions.rayservice_serve import (
+        ServeConfigError,
+        cache_submitted_serve_config,
+        prune_serve_config_cache,
+        serve_config_json,
+        serve_config_target_capacity,
+        should_skip_serve_config_submission,
+        should_submit_serve_config,
+    )
+    from workflows.decisions.rayservice_serve_status import (
+        check_serve_status,
+        parse_serve_details,
+        runs_target_capacity,
+    )
+    from workflows.decisions.rayservice_services import (
+        MissingServePortError,
+        head_service_manifest,
+        serve_service_manifest,
+        services_target_cluster,
+    )
+    from workflows.decisions.rayservice_status import calculate_status, serve_endpoint_services
+    from workflows.decisions.rayservice_suspend import (
+        SuspendAction,
+        begin_suspending,
+        complete_suspend,
+        resume_from_suspend,
+        suspend_action,
+        suspending_in_progress,
+    )
+    from workflows.decisions.rayservice_timeout import initializing_deadline
+    from workflows.decisions.rayservice_workflow_support import (
+        Watch,
+        cluster_names,
+        desired_watches,
+        earliest_deadline,
+        head_serve_label_change,
+        in_place_update_request,
+        is_head_pod_ready,
+        rayservice_at,
+        serve_update_event,
+    )
+    from workflows.rayservice_activities import RayServiceCalls
+    from workflows.rayservice_state import RayServiceState
+    from workflows.rayservice_world import RayServiceWorld, dashboard_target
+
+__all__ = ["PassOutcome", "RayServiceReconciler"]
+
+UPGRADE_IN_PROGRESS = RayServiceConditionType.UPGRADE_IN_PROGRESS
+
+
+@dataclass
+class PassOutcome:
+    again: bool = False  # something was decided that the next pass acts on at once (a new cluster name...)
+    watches: list[Watch] = field(default_factory=list)
+    deadline: datetime | None = None
+
+
+@dataclass
+class ServeResult:
+    ready: bool = False
+    applications: dict[str, AppStatus] | None = None
+
+
+class RayServiceReconciler:
+    def __init__(
+        self,
+        state: RayServiceState,
+        world: RayServiceWorld,
+        calls: RayServiceCalls,
+        config: OperatorConfig,
+        commit: Any,
+    ) -> None:
+        self.state = state
+        self.world = world
+        self.calls = calls
+        self.config = config
+        # async (status, events) -> None: persists the status, records the events, upserts the phase.
+        self.commit = commit
+
+    @property
+    def gate_conditions(self) -> bool:
+        return self.config.feature_gates.ray_cluster_status_conditions
+
+    def rayservice(self) -> RayService:
+        return rayservice_at(self.state.manifest, self.state.generation, self.state.status)
+
+    async def reconcile(self) -> PassOutcome:
+        state, now = self.state, workflow.now()
+        rayservice = self.rayservice()
+        active_name, pending_name = cluster_names(state.status)
+        state.serve_config_cache = prune_serve_config_cache(
+            state.serve_config_cache, active_name, pending_name
+        )
+        cleanup_due = await self._clean_up_dangling_clusters(rayservice, now)
+
+        action = suspend_action(rayservice.spec.suspend, state.status)
+        if action == SuspendAction.BEGIN:
+            await self.commit(begin_suspending(state.status, state.generation, now), [])
+            return PassOutcome(again=True)
+        if action == SuspendAction.DELETE_OWNED:
+            await self._suspend(now)
+            return PassOutcome(again=True)
+        if action == SuspendAction.STAY_SUSPENDED:
+            return PassOutcome()
+        if action == SuspendAction.RESUME:
+            await self.commit(resume_from_suspend(state.status, state.generation, now), [])
+            rayservice = self.rayservice()
+
+        if is_initializing_timeout(state.status.conditions):
+            # Terminal: only the clusters left over are deleted, each after the deletion delay.
+            return PassOutcome(deadline=cleanup_due)
+
+        active, pending, events = await self._reconcile_clusters(rayservice)
+        await self._update_head_serve_labels(rayservice, (active, pending))
+
+        incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        pending_serve = (
+            await self._reconcile_serve(rayservice, pending) if pending is not None else ServeResult()
+        )
+        active_serve = ServeResult()
+        if active is not None and (
+            (pending is None and not self._would_prepare_new_cluster(rayservice, active))
+            or (pending is not None and incremental)
+        ):
+            active_serve = await self._reconcile_serve(rayservice, active)
+
+        upgrading = incremental and is_condition_true(state.status.conditions, UPGRADE_IN_PROGRESS)
+        target = services_target_cluster(active_serve.ready, pending_serve.ready, upgrading)
+        target_cluster = {"active": active, "pending": pending, None: None}[target]
+        services_cluster = await self._reconcile_services(rayservice, target_cluster, incremental, events)
+        counted = serve_endpoint_services(rayservice, active, pending, self.config)
+        endpoints = await self.world.count_endpoints(counted) if state.services_cluster else {}
+
+        outcome = calculate_status(
+            rayservice,
+            self.config,
+            now,
+            workflow.random(),
+            active,
+            pending,
+            active_serve.applications,
+            pending_serve.applications,
+            services_cluster,
+            endpoints,
+            suppressed_goal_hash=state.controls.aborted_goal_hash,
+        )
+        await self.commit(outcome.status, events + outcome.events)
+        again = outcome.promoted or outcome.new_pending_cluster is not None
+        ready_serving = services_cluster is not None and (active_serve.ready or pending_serve.ready)
+        watches = desired_watches(
+            {name: self.world.cluster(name, rayservice) for name in cluster_names(state.status) if name},
+            {name: observation.view for name, observation in self.world.serve.items()},
+            counted if state.services_cluster else [],
+            self.world.endpoints,
+            ready_serving,
+            self.gate_conditions,
+        )
+        deadline = earliest_deadline(
+            cleanup_due, initializing_deadline(state.status.conditions, rayservice.metadata.annotations)
+        )
+        return PassOutcome(again=again, watches=watches, deadline=deadline)
+
+    def _would_prepare_new_cluster(self, rayservice: RayService, active: RayCluster) -> bool:
+        return should_prepare_new_cluster(
+            rayservice, active, None, False, self.config, self.state.controls.aborted_goal_hash
+        )
+
+    # ---- dangling clusters ---------------------------------------------------------------------------------
+
+    async def _clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
+        state = self.state
+        active_name, pending_name = cluster_names(state.status)
+        plan = plan_dangling_cluster_cleanup(
+            state.owned_clusters,
+            active_name,
+            pending_name,
+            state.deletion_schedule,
+            cluster_deletion_delay(rayservice.spec),
+            now,
+        )
+        state.deletion_schedule = plan.schedule
+        if plan.delete_now:
+            await asyncio.gather(
+                *(self.calls.delete_cluster(name, self._uid(name)) for name in plan.delete_now)
+            )
+            state.owned_clusters = [name for name in state.owned_clusters if name not in plan.delete_now]
+            for name in plan.delete_now:
+                state.serve_details.pop(name, None)
+            self.world.forget(plan.delete_now)
+        return plan.next_due
+
+    def _uid(self, name: str) -> str | None:
+        uid = ((self.world.clusters.get(name) or {}).get("metadata") or {}).get("uid")
+        return str(uid) if uid else None
+
+    # ---- suspend -------------------------------------------------------------------------------------------
+
+    async def _suspend(self, now: datetime) -> None:
+        """Delete every owned object; Suspended once they are all gone (Suspending is already recorded, so
+        this completes even if spec.suspend flips back meanwhile)."""
+        state = self.state
+        await self.calls.delete_owned()
+        remaining = await self.calls.list_owned()
+        if remaining:
+            await self.commit(suspending_in_progress(state.status, now), [])
+            clusters = [ref["name"] for ref in remaining if ref.get("kind") == "RayCluster"]
+            await self.world.wait_clusters_gone(clusters)
+            if len(clusters) < len(remaining):
+                await self.calls.delete_owned()
+        state.owned_clusters = []
+        state.deletion_schedule = {}
+        state.services_cluster = ""
+        state.per_cluster_services = []
+        state.gateway_created = False
+        state.serve_config_cache = {}
+        state.serve_details = {}
+        self.world.forget_everything()
+        await self.commit(complete_suspend(state.status, workflow.now()), [])
+
+    # ---- RayClusters ---------------------------------------------------------------------------------------
+
+    async def _reconcile_clusters(
+        self, rayservice: RayService
+    ) -> tuple[RayCluster | None, RayCluster | None, list[RayServiceEvent]]:
+        state, world = self.state, self.world
+        active_name, pending_name = cluster_names(state.status)
+        await world.refresh_clusters((active_name, pending_name), state.owned_clusters)
+        if pending_name and world.clusters.get(pending_name) is None:
+            manifest = rayservice_cluster_manifest(rayservice, pending_name, self.config)
+            world.clusters[pending_name] = await self.calls.create_cluster(manifest)
+            if pending_name not in state.owned_clusters:
+                state.owned_clusters.append(pending_name)
+        events: list[RayServiceEvent] = []
+        active = world.cluster(active_name, rayservice)
+        pending = world.cluster(pending_name, rayservice)
+        if should_update_cluster(rayservice, active, is_active=True):
+            active = await self._update_in_place(rayservice, active_name)
+        if should_update_cluster(rayservice, pending, is_active=False):
+            pending = await self._update_in_place(rayservice, pending_name)
+        if should_update_in_place_without_upgrade(rayservice, active, pending, self.config):
+            active = await self._update_in_place(rayservice, active_name)
+            events.append(in_place_update_warning(rayservice, active_name))
+        return active, pending, events
+
+    async def _update_in_place(self, rayservice: RayService, name: str) -> RayCluster | None:
+        current = self.world.clusters.get(name)
+        if current is None:
+            return None
+        goal = rayservice_cluster_manifest(rayservice, name, self.config)
+        updated = await self.calls.update_cluster(name, in_place_update_request(current, goal))
+        self.world.clusters[name] = updated
+        return self.world.cluster(name, rayservice)
+
+    # ---- head Pod serve label ------------------------------------------------------------------------------
+
+    async def _update_head_serve_labels(
+        self, rayservice: RayService, clusters: tuple[RayCluster | None, RayCluster | None]
+    ) -> None:
+        exclude = rayservice.spec.exclude_head_pod_from_serve_svc
+        for cluster in clusters:
+            if cluster is None:
+                continue
+            observation = self.world.serve.get(cluster.metadata.name)
+            if observation is None or observation.head_pod is None:
+                continue
+            label = head_serve_label_change(observation.head_pod, exclude, observation.head_serve_healthy)
+            if label is None:
+                continue
+            pod_name = str(observation.head_pod["metadata"]["name"])
+            await self.calls.label_head_pod(pod_name, label)
+            observation.head_pod["metadata"].setdefault("labels", {})[LABEL_SERVE] = label
+            self.world.endpoints_stale = True
+
+    # ---- Serve ---------------------------------------------------------------------------------------------
+
+    async def _reconcile_serve(self, rayservice: RayService, cluster: RayCluster) -> ServeResult:
+        """reconcileServe: nothing until the head Pod is ready and Serve answered; then submit the config
+        when the cache rules ask for it, and report readiness (every app RUNNING with its replicas, at the
+        expected target capacity) from what Serve reported before this pass's submission."""
+        if not is_head_pod_ready(cluster, self.gate_conditions):
+            return ServeResult()
+        name = cluster.metadata.name
+        observation = self.world.serve.get(name)
+        if observation is None or observation.details is None:
+            return ServeResult()
+        state = self.state
+        details = parse_serve_details(observation.details)
+        applications = check_serve_status(details).application_statuses
+        state.serve_details[name] = observation.details
+        incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        submitted = False
+        if not should_skip_serve_config_submission(name, state.status, incremental):
+            cached = state.serve_config_cache.get(name, "")
+            submit, _reason = should_submit_serve_config(
+                cached, rayservice.spec.serve_config_v2, applications
+            )
+            if submit:
+                submitted = await self._submit_serve_config(rayservice, cluster, incremental)
+        capacity = serve_config_target_capacity(name, state.status, incremental)
+        ready = not submitted and runs_target_capacity(details, capacity)
+        return ServeResult(ready, applications)
+
+    async def _submit_serve_config(
+        self, rayservice: RayService, cluster: RayCluster, incremental: bool
+    ) -> bool:
+        """PUT the spec's config; True when Serve accepted it (then cached for that cluster)."""
+        state, name = self.state, cluster.metadata.name
+        namespace = rayservice.metadata.namespace
+        error: str | None = None
+        try:
+            capacity = serve_config_target_capacity(name, state.status, incremental)
+            config = serve_config_json(rayservice.spec.serve_config_v2, capacity)
+            await self.calls.put_serve_config(dashboard_target(cluster), config)
+        except ServeConfigError as invalid:
+            error = str(invalid)
+        except ActivityError as failed:
+            error = str(failed.cause or failed)
+        if error is None:
+            state.serve_config_cache = cache_submitted_serve_config(
+                state.serve_config_cache, name, rayservice.spec.serve_config_v2
+            )
+        await self.commit(state.status, [serve_update_event(namespace, name, error)])
+        return error is None
+
+    # ---- Services ------------------------------------------------------------------------------------------
+
+    async def _reconcile_services(
+        self,
+        rayservice: RayService,
+        cluster: RayCluster | None,
+        incremental: bool,
+        events: list[RayServiceEvent],
+    ) -> str | None:
+        """Point `<rs>-head-svc` and `<rs>-serve-svc` at `cluster` (created the first time, re-pointed when
+        the target changes); the cluster they select, or None when neither cluster is ready."""
+        if cluster is None:
+            return None
+        state, name = self.state, cluster.metadata.name
+        if state.services_cluster == name:
+            return name
+        bodies = [head_service_manifest(rayservice, cluster)]
+        try:
+            bodies.append(serve_service_manifest(rayservice, cluster, incremental))
+        except MissingServePortError as missing:
+            events.append(RayServiceEvent("Warning", "FailedToCreateServeService", str(missing)))
+        for body in bodies:
+            service_name = str(body["metadata"]["name"])
+            updated = None
+            if state.services_cluster:
+                updated = await self.calls.update_service_spec(service_name, body["spec"])
+            if updated is None:
+                await self.calls.create_service(body)
+        state.services_cluster = name
+        self.world.endpoints_stale = True
+        return name
