@@ -16,26 +16,12 @@ from yarl import URL
 
 from sandbox.apiserver_handlers import read_raw_body
 from sandbox.apiserver_paths import ResourcePath
+from sandbox.proxy import HOP_BY_HOP_HEADERS
 from sandbox.selectors import selector_from_match_labels
 from sandbox.store import ApiError, Store
 
-_HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "expect",
-    }
-)
+# Besides the hop-by-hop headers, the upstream request gets its own Host and length.
+_HOP_BY_HOP = HOP_BY_HOP_HEADERS | {"host", "content-length"}
 _CONNECT_TIMEOUT_S = 5.0
 
 

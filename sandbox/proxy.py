@@ -24,7 +24,7 @@ _CHUNK = 64 * 1024
 _CONNECT_TIMEOUT_S = 5.0
 # Headers that describe one hop, not the message (RFC 9110 section 7.6.1); never forwarded. Expect is
 # included because the proxy's own server already answers "100 Continue" to the client.
-_HOP_BY_HOP = frozenset(
+HOP_BY_HOP_HEADERS = frozenset(
     {
         "connection",
         "keep-alive",
@@ -323,7 +323,7 @@ def _end_to_end(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> CIMultiDic
     kept: CIMultiDict[str] = CIMultiDict()
     for name, value in headers.items():
         lowered = name.lower()
-        if lowered not in _HOP_BY_HOP and lowered not in listed:
+        if lowered not in HOP_BY_HOP_HEADERS and lowered not in listed:
             kept.add(name, value)
     return kept
 
