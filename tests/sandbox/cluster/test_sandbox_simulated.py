@@ -94,9 +94,19 @@ def test_worker_scaling_and_group_suspend(apis: dict[str, Any]) -> None:
     create_cluster(apis, "scale", workers=1)
 
     def patch_group(**fields: Any) -> None:
-        cluster = apis["custom"].get_namespaced_custom_object("ray.io", "v1", NS, "rayclusters", "scale")
-        cluster["spec"]["workerGroupSpecs"][0].update(fields)
-        apis["custom"].replace_namespaced_custom_object("ray.io", "v1", NS, "rayclusters", "scale", cluster)
+        # Read-modify-write as any client must: the controller's status writes move resourceVersion on.
+        for _attempt in range(10):
+            cluster = apis["custom"].get_namespaced_custom_object("ray.io", "v1", NS, "rayclusters", "scale")
+            cluster["spec"]["workerGroupSpecs"][0].update(fields)
+            try:
+                apis["custom"].replace_namespaced_custom_object(
+                    "ray.io", "v1", NS, "rayclusters", "scale", cluster
+                )
+                return
+            except kubernetes.client.ApiException as err:
+                if err.status != 409:
+                    raise
+        raise AssertionError("the RayCluster kept conflicting")
 
     patch_group(replicas=3)
     poll_until(lambda: len(ray_pods(apis, "scale", "worker")) == 3, within=10, what="3 workers")
