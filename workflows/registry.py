@@ -2,4 +2,6 @@
 
 from __future__ import annotations
 
-WORKFLOWS: list[type] = []
+from workflows.rayjob import RayJobWorkflow
+
+WORKFLOWS: list[type] = [RayJobWorkflow]
