@@ -165,7 +165,13 @@ async def test_stop_and_delete(dashboard: Dashboard) -> None:
         job = await eventually(lambda: job_in(client, submission_id, TERMINAL))
         stop_again = await client.post(f"/api/jobs/{submission_id}/stop")
         delete = await client.delete(f"/api/jobs/{submission_id}")
-        gone = await client.get(f"/api/jobs/{submission_id}")
+
+        async def deleted() -> httpx.Response | None:
+            # Real Ray may still answer for the job for a moment after DELETE returned.
+            answer = await client.get(f"/api/jobs/{submission_id}")
+            return answer if answer.status_code == 404 else None
+
+        gone = await eventually(deleted, timeout_s=10)
     assert early_delete.status_code == 500
     assert re.search(
         rf"Attempted to delete job '{submission_id}', but it is in a non-terminal state", early_delete.text
