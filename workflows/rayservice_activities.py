@@ -180,6 +180,8 @@ class RayServiceCalls:
             heartbeat_timeout=WAIT_HEARTBEAT,
             retry_policy=WAIT_RETRY,
             summary=summary,
+            # Continue-as-new waits for cancelled waits to be confirmed (see RayServiceWorld.stop).
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
 
     def wait_head_ready(self, cluster: str) -> workflow.ActivityHandle[Observation]:

@@ -181,7 +181,9 @@ class RayServiceReconciler:
             suppressed_goal_hash=state.controls.aborted_goal_hash,
         )
         await self.commit(outcome.status, events + outcome.events)
-        again = outcome.promoted or outcome.new_pending_cluster is not None
+        # New cluster names (a pending cluster chosen, a promotion, names cleared by the initializing
+        # timeout) are acted on by the next pass: create the cluster, schedule the dangling one's deletion.
+        again = cluster_names(state.status) != (active_name, pending_name)
         ready_serving = services_cluster is not None and (active_serve.ready or pending_serve.ready)
         watches = desired_watches(
             {name: self.world.cluster(name, rayservice) for name in cluster_names(state.status) if name},

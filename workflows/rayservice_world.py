@@ -46,6 +46,12 @@ def dashboard_target(cluster: RayCluster) -> DashboardTarget:
     )
 
 
+def _ignore_outcome(task: asyncio.Future[Any]) -> None:
+    # A cancelled wait's outcome (cancelled, or a result that raced the cancellation) is of no interest.
+    if not task.cancelled():
+        task.exception()
+
+
 def with_known_spec(obj: dict[str, Any] | None, known: dict[str, Any] | None) -> dict[str, Any] | None:
     """A RayCluster as a wait returns it (metadata and status) completed with the spec last read."""
     if obj is None or "spec" in obj or known is None or "spec" not in known:
@@ -68,6 +74,7 @@ class RayServiceWorld:
         self._failed: set[tuple[str, str, str]] = set()
         self._timer: tuple[datetime, asyncio.Task[None]] | None = None
         self._endpoints_wait_missing = False
+        self._cancelling: list[workflow.ActivityHandle[Any] | asyncio.Task[Any]] = []
 
     # ---- reading ---------------------------------------------------------------------------------------
 
@@ -170,14 +177,22 @@ class RayServiceWorld:
             self._timer = (deadline, asyncio.create_task(workflow.sleep(delay, summary="next deadline")))
         return self._timer[1]
 
-    def stop(self) -> None:
-        """Cancel every running wait and the timer (before continue-as-new or completion)."""
+    def _cancel(self, task: workflow.ActivityHandle[Any] | asyncio.Task[Any]) -> None:
+        task.cancel()
+        task.add_done_callback(_ignore_outcome)
+        self._cancelling = [*(pending for pending in self._cancelling if not pending.done()), task]
+
+    async def stop(self) -> None:
+        """Cancel every wait and the timer, and wait until the cancellations are recorded (before
+        continue-as-new or completion: a run must not close with a wait whose cancellation is unconfirmed)."""
         for _, task in self._watches.values():
-            task.cancel()
+            self._cancel(task)
         self._watches.clear()
         if self._timer is not None:
             self._timer[1].cancel()
             self._timer = None
+        cancelling, self._cancelling = self._cancelling, []
+        await asyncio.gather(*cancelling, return_exceptions=True)
 
     async def wait(
         self,
@@ -190,7 +205,7 @@ class RayServiceWorld:
         desired = {watch.key: watch for watch in watches if watch.key not in self._failed}
         for key in list(self._watches):
             if key not in desired:
-                self._watches.pop(key)[1].cancel()
+                self._cancel(self._watches.pop(key)[1])
         for key, watch in desired.items():
             if key not in self._watches:
                 self._watches[key] = (watch, self._start(watch, rayservice))

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from temporalio import activity
@@ -45,9 +47,11 @@ from activities.inputs import (
 from activities.wait_views import gateway_view, raycluster_view, serve_view
 from models.naming import LABEL_CLUSTER, LABEL_SERVE
 from models.operator import OperatorConfig
+from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
 from workflows.rayservice import RayServiceWorkflow
 from workflows.rayservice_activities import WAIT_READY_ENDPOINTS, WaitReadyEndpoints
+from workflows.rayservice_state import RayServiceState
 
 
 @dataclass
@@ -155,7 +159,7 @@ class FakeRayWorld:
         self.serve_mode_for_new_clusters = "running"
         self.reject_serve_config = False
         self.endpoints_wait_registered = True
-        self.unchanged_retry = timedelta(seconds=30)
+        self.unchanged_retry: timedelta | None = timedelta(seconds=30)
         self._uid = 0
 
     # ---- helpers for tests -------------------------------------------------------------------------------
@@ -192,7 +196,7 @@ class FakeRayWorld:
         return Unchanged(
             "nothing changed yet",
             type="Unchanged",
-            next_retry_delay=self.unchanged_retry,
+            next_retry_delay=self.unchanged_retry if self.unchanged_retry else None,
             category=ApplicationErrorCategory.BENIGN,
         )
 
@@ -529,20 +533,43 @@ def rayservice_manifest(
 
 Handle = WorkflowHandle[Any, Any]
 WORKFLOW_ID = "rayservice/default/svc"
+HISTORIES = Path(__file__).parent.parent / "replay" / "histories"
 
 
 @asynccontextmanager
 async def running_rayservice(
-    env: WorkflowEnvironment, world: FakeRayWorld, manifest: dict[str, Any], workflow_id: str = WORKFLOW_ID
+    env: WorkflowEnvironment,
+    world: FakeRayWorld,
+    manifest: dict[str, Any],
+    workflow_id: str = WORKFLOW_ID,
+    replay_every_task: bool = False,
+    carried: RayServiceState | None = None,
 ) -> AsyncIterator[Handle]:
-    """A worker with the real workflow and `world`'s fake activities, and the started workflow."""
+    """A worker with the real workflow and `world`'s fake activities, and the started workflow.
+
+    `replay_every_task` replays the whole history at every workflow task (nondeterminism fails at once);
+    off by default because the tests' status queries then sometimes meet an eviction and wait for the
+    10 s workflow task timeout. The replay tests cover determinism over recorded histories.
+    """
     async with running_worker(
-        env.client, activities=world.activities(), workflows=[RayServiceWorkflow]
+        env.client,
+        activities=world.activities(),
+        workflows=[RayServiceWorkflow],
+        replay_every_task=replay_every_task,
     ) as queue:
-        handle: Handle = await env.client.start_workflow(
-            "RayServiceWorkflow", manifest, id=workflow_id, task_queue=queue, result_type=dict
-        )
+        args: list[Any] = [manifest] if carried is None else [manifest, carried]
+        await env.client.start_workflow("RayServiceWorkflow", args=args, id=workflow_id, task_queue=queue)
+        # Without a run id: queries and updates reach the current run after a continue-as-new.
+        handle: Handle = env.client.get_workflow_handle(workflow_id, result_type=dict)
         yield handle
+        await record_history(handle)
+
+
+async def record_history(handle: Handle) -> None:
+    """With RAYPILOT_RECORD_HISTORIES=<name>, writes the run's history where the replay tests read it."""
+    name = os.environ.get("RAYPILOT_RECORD_HISTORIES")
+    if name:
+        await save_history(handle, HISTORIES / f"rayservice_{name}.json")
 
 
 async def eventually(

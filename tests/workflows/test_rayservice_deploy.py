@@ -17,7 +17,9 @@ async def test_first_deployment_creates_the_cluster_serves_and_becomes_ready(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     world = FakeRayWorld()
-    async with running_rayservice(time_skipping_env, world, rayservice_manifest()) as handle:
+    async with running_rayservice(
+        time_skipping_env, world, rayservice_manifest(), replay_every_task=True
+    ) as handle:
         status = await until_ready(time_skipping_env, handle)
     [cluster] = world.live_clusters()
     assert cluster.startswith("svc-")

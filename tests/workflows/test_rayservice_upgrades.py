@@ -1,0 +1,193 @@
+"""RayServiceWorkflow changes by spec hash: NewCluster blue-green (Services switched, old cluster
+deleted after the delay), worker groups appended (in place), strategy None and ENABLE_ZERO_DOWNTIME=false
+(in place, with a Warning event), Serve-config-only changes, and a newer spec replacing a pending cluster
+still being built."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from models.operator import OperatorConfig
+from tests.workflows.fakes_rayservice import (
+    SERVE_CONFIG_V1,
+    FakeRayWorld,
+    Handle,
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+
+
+def active_of(status: dict[str, Any]) -> str:
+    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def pending_of(status: dict[str, Any]) -> str:
+    return str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+
+async def apply(handle: Handle, manifest: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = await handle.execute_update("apply", manifest, result_type=dict)
+    return result
+
+
+async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_cluster_after_the_delay(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=30)) as handle:
+        old = active_of(await until_ready(env, handle))
+        assert await apply(handle, rayservice_manifest(version="v2", deletion_delay=30)) == {"generation": 2}
+
+        upgrading: dict[str, Any] = {}
+
+        async def pending_created() -> bool:
+            nonlocal upgrading
+            upgrading = await status_of(handle)
+            return bool(pending_of(upgrading))
+
+        await eventually(env, pending_created, step=timedelta(milliseconds=100))
+        new = pending_of(upgrading)
+        status = await until_ready(env, handle)
+        assert active_of(status) == new
+        assert new != old
+        await eventually(env, lambda: _gone(world, old))
+    assert world.selected_cluster("svc-head-svc") == new
+    assert world.selected_cluster("svc-serve-svc") == new
+    switched = world.acts("update", "Service")
+    assert sorted(act.name for act in switched) == ["svc-head-svc", "svc-serve-svc"]
+    [deleted] = world.acts("delete", "RayCluster")
+    assert deleted.name == old
+    # The deletion comes rayClusterDeletionDelaySeconds after the switch, by a durable timer.
+    assert abs(deleted.at - max(act.at for act in switched) - timedelta(seconds=30)) < timedelta(seconds=1)
+    # The new cluster runs the v2 spec; v1's serve config was PUT to it before it took traffic.
+    env_vars = world.clusters[new].body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"]
+    assert env_vars == [{"name": "APP_VERSION", "value": "v2"}]
+    assert [act.name for act in world.acts("put")] == [old, new]
+
+
+async def _gone(world: FakeRayWorld, cluster: str) -> bool:
+    return cluster not in world.clusters
+
+
+async def test_appended_worker_group_updates_the_active_cluster_in_place(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest()) as handle:
+        cluster = active_of(await until_ready(env, handle))
+        await apply(handle, rayservice_manifest(worker_groups=2))
+
+        async def updated() -> bool:
+            return bool(world.acts("update", "RayCluster"))
+
+        await eventually(env, updated, step=timedelta(milliseconds=100))
+        status = await until_ready(env, handle)
+    assert world.live_clusters() == [cluster]
+    assert active_of(status) == cluster
+    groups = world.clusters[cluster].body["spec"]["workerGroupSpecs"]
+    assert [group["groupName"] for group in groups] == ["group-0", "group-1"]
+    assert world.clusters[cluster].body["metadata"]["annotations"]["ray.io/num-worker-groups"] == "2"
+    assert len(world.acts("create", "RayCluster")) == 1
+
+
+async def _in_place_without_upgrade(
+    env: WorkflowEnvironment, world: FakeRayWorld, strategy: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
+        cluster = active_of(await until_ready(env, handle))
+        await apply(handle, rayservice_manifest(version="v2", strategy=strategy))
+
+        async def updated() -> bool:
+            return bool(world.acts("update", "RayCluster"))
+
+        await eventually(env, updated, step=timedelta(milliseconds=100))
+        return cluster, await until_ready(env, handle)
+
+
+async def test_strategy_none_updates_the_active_cluster_in_place_and_warns(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    world = FakeRayWorld()
+    cluster, status = await _in_place_without_upgrade(time_skipping_env, world, {"type": "None"})
+    assert world.live_clusters() == [cluster]
+    assert active_of(status) == cluster
+    assert condition_of(status, "UpgradeInProgress") == ("False", "NoPendingCluster")
+    env_vars = world.clusters[cluster].body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0][
+        "env"
+    ]
+    assert env_vars == [{"name": "APP_VERSION", "value": "v2"}]
+    [warning] = [event for event in world.events if event.type == "Warning"]
+    assert warning.reason == "UpdatingRayClusterInPlace"
+    assert "traffic may drop" in warning.message
+
+
+async def test_zero_downtime_disabled_by_the_operator_behaves_like_strategy_none(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    world = FakeRayWorld(OperatorConfig(enable_zero_downtime=False))
+    cluster, _ = await _in_place_without_upgrade(time_skipping_env, world, None)
+    assert world.live_clusters() == [cluster]
+    assert [event.reason for event in world.events if event.type == "Warning"] == [
+        "UpdatingRayClusterInPlace"
+    ]
+
+
+async def test_serve_config_change_is_put_to_the_active_cluster_without_a_new_cluster(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    serve_v2 = SERVE_CONFIG_V1.replace("num_replicas: 2", "num_replicas: 3")
+    async with running_rayservice(env, world, rayservice_manifest()) as handle:
+        cluster = active_of(await until_ready(env, handle))
+        assert await apply(handle, rayservice_manifest(serve_config=serve_v2)) == {"generation": 2}
+
+        async def three_replicas() -> bool:
+            status = await status_of(handle)
+            apps = status["activeServiceStatus"].get("applicationStatuses") or {}
+            replicas = apps.get("app", {}).get("serveDeploymentStatuses", {}).get("Model", {}).get("replicas")
+            return replicas is not None and len(replicas) == 3
+
+        await eventually(env, three_replicas)
+    assert world.live_clusters() == [cluster]
+    puts = world.acts("put")
+    assert [act.name for act in puts] == [cluster, cluster]
+    assert puts[-1].detail["applications"][0]["deployments"][0]["num_replicas"] == 3
+
+
+async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
+        first = active_of(await until_ready(env, handle))
+        world.serve_mode_for_new_clusters = "deploying"
+        await apply(handle, rayservice_manifest(version="v2", deletion_delay=10))
+        status: dict[str, Any] = {}
+
+        async def pending_is_not(excluded: str) -> bool:
+            nonlocal status
+            status = await status_of(handle)
+            return pending_of(status) not in ("", excluded)
+
+        await eventually(env, lambda: pending_is_not(""))
+        second = pending_of(status)
+        assert condition_of(status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
+        world.serve_mode_for_new_clusters = "running"
+        assert await apply(handle, rayservice_manifest(version="v3", deletion_delay=10)) == {"generation": 3}
+        await eventually(env, lambda: pending_is_not(second))
+        third = pending_of(status)
+        final = await until_ready(env, handle)
+        await eventually(env, lambda: _gone(world, first))
+        await eventually(env, lambda: _gone(world, second))
+    assert active_of(final) == third
+    assert world.live_clusters() == [third]
+    assert sorted(act.name for act in world.acts("delete", "RayCluster")) == sorted([first, second])
+    env_vars = world.clusters[third].body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"]
+    assert env_vars == [{"name": "APP_VERSION", "value": "v3"}]
