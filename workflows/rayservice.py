@@ -132,7 +132,9 @@ class RayServiceWorkflow:
             self._state.continue_as_new_at_history_length,
         )
 
-    async def _commit(self, status: RayServiceStatuses, events: list[RayServiceEvent]) -> None:
+    async def _commit(
+        self, status: RayServiceStatuses, events: list[RayServiceEvent], upgrade_line: str = ""
+    ) -> None:
         """Persist a new status (lastUpdateTime only when it changed), record its events, upsert RayPhase when
         the phase changed, and show the current details in the Web UI."""
         state = self._state
@@ -153,7 +155,7 @@ class RayServiceWorkflow:
                 ]
             workflow.upsert_search_attributes(updates)
             state.ray_phase = phase
-        workflow.set_current_details(current_details(state.status, phase))
+        workflow.set_current_details(current_details(state.status, phase, upgrade_line))
 
     # ---- handlers ------------------------------------------------------------------------------------------
 

@@ -16,16 +16,17 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.meta import is_condition_true
-    from models.naming import LABEL_SERVE
     from models.operator import OperatorConfig
     from models.raycluster import RayCluster
-    from models.rayservice import AppStatus, RayService, RayServiceConditionType
+    from models.rayservice import RayService, RayServiceConditionType
+    from workflows.decisions.incremental import complete_incremental_rollback
+    from workflows.decisions.incremental_controls import settle_upgrade_controls
     from workflows.decisions.rayservice_cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
     from workflows.decisions.rayservice_cluster import (
+        goal_cluster_hash,
         in_place_update_warning,
         is_incremental_upgrade_enabled,
         rayservice_cluster_manifest,
@@ -35,26 +36,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.rayservice_conditions import RayServiceEvent, is_initializing_timeout
     from workflows.decisions.rayservice_serve import (
-        ServeConfigError,
-        cache_submitted_serve_config,
         prune_serve_config_cache,
-        serve_config_json,
-        serve_config_target_capacity,
-        should_skip_serve_config_submission,
-        should_submit_serve_config,
-    )
-    from workflows.decisions.rayservice_serve_status import (
-        check_serve_status,
-        parse_serve_details,
-        runs_target_capacity,
     )
     from workflows.decisions.rayservice_services import (
-        MissingServePortError,
-        head_service_manifest,
-        serve_service_manifest,
         services_target_cluster,
     )
-    from workflows.decisions.rayservice_status import calculate_status, serve_endpoint_services
+    from workflows.decisions.rayservice_status import calculate_status
     from workflows.decisions.rayservice_suspend import (
         SuspendAction,
         begin_suspending,
@@ -69,15 +56,15 @@ with workflow.unsafe.imports_passed_through():
         cluster_names,
         desired_watches,
         earliest_deadline,
-        head_serve_label_change,
         in_place_update_request,
-        is_head_pod_ready,
         rayservice_at,
-        serve_update_event,
+        should_finish_aborted_upgrade,
     )
     from workflows.rayservice_activities import RayServiceCalls
+    from workflows.rayservice_incremental import IncrementalUpgrade
+    from workflows.rayservice_serving import RayServiceServing, ServeResult
     from workflows.rayservice_state import RayServiceState
-    from workflows.rayservice_world import RayServiceWorld, dashboard_target
+    from workflows.rayservice_world import RayServiceWorld
 
 __all__ = ["PassOutcome", "RayServiceReconciler"]
 
@@ -89,12 +76,6 @@ class PassOutcome:
     again: bool = False  # something was decided that the next pass acts on at once (a new cluster name...)
     watches: list[Watch] = field(default_factory=list)
     deadline: datetime | None = None
-
-
-@dataclass
-class ServeResult:
-    ready: bool = False
-    applications: dict[str, AppStatus] | None = None
 
 
 class RayServiceReconciler:
@@ -112,6 +93,8 @@ class RayServiceReconciler:
         self.config = config
         # async (status, events) -> None: persists the status, records the events, upserts the phase.
         self.commit = commit
+        self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
+        self.serving = RayServiceServing(state, world, calls, config, commit)
 
     @property
     def gate_conditions(self) -> bool:
@@ -146,26 +129,54 @@ class RayServiceReconciler:
             # Terminal: only the clusters left over are deleted, each after the deletion delay.
             return PassOutcome(deadline=cleanup_due)
 
-        active, pending, events = await self._reconcile_clusters(rayservice)
-        await self._update_head_serve_labels(rayservice, (active, pending))
+        if should_finish_aborted_upgrade(
+            state.status, is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        ):
+            await self.commit(complete_incremental_rollback(state.status, now), [])
+            rayservice = self.rayservice()
 
+        active, pending, events = await self._reconcile_clusters(rayservice)
         incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        upgrade = self.incremental
+        if incremental:
+            events += await upgrade.reconcile_rollback(rayservice, active, pending, now)
+            rayservice = self.rayservice()
+        await self.serving.update_head_serve_labels(rayservice, (active, pending))
+
         pending_serve = (
-            await self._reconcile_serve(rayservice, pending) if pending is not None else ServeResult()
+            await self.serving.reconcile_serve(rayservice, pending) if pending is not None else ServeResult()
         )
         active_serve = ServeResult()
         if active is not None and (
             (pending is None and not self._would_prepare_new_cluster(rayservice, active))
             or (pending is not None and incremental)
         ):
-            active_serve = await self._reconcile_serve(rayservice, active)
+            active_serve = await self.serving.reconcile_serve(rayservice, active)
+
+        http_route = None
+        capacity_changed = False
+        if incremental:
+            clusters = {
+                cluster.metadata.name: cluster for cluster in (active, pending) if cluster is not None
+            }
+            capacity_changed = await upgrade.step_capacity(
+                rayservice, dict(clusters), pending_serve.ready, active_serve.ready
+            )
+            rayservice = self.rayservice()
+            http_route = await upgrade.reconcile_objects(
+                rayservice, active, pending, pending_serve.ready, active_serve.ready, now
+            )
 
         upgrading = incremental and is_condition_true(state.status.conditions, UPGRADE_IN_PROGRESS)
         target = services_target_cluster(active_serve.ready, pending_serve.ready, upgrading)
+        if target == "pending" and state.controls.paused and not incremental:
+            target = None  # a paused blue-green upgrade holds the switch
         target_cluster = {"active": active, "pending": pending, None: None}[target]
-        services_cluster = await self._reconcile_services(rayservice, target_cluster, incremental, events)
-        counted = serve_endpoint_services(rayservice, active, pending, self.config)
-        endpoints = await self.world.count_endpoints(counted) if state.services_cluster else {}
+        services_cluster = await self.serving.reconcile_services(
+            rayservice, target_cluster, incremental, events
+        )
+        counted = self.serving.existing_serve_services(rayservice, active, pending, incremental)
+        endpoints = await self.world.count_endpoints(counted) if counted else {}
 
         outcome = calculate_status(
             rayservice,
@@ -178,23 +189,36 @@ class RayServiceReconciler:
             pending_serve.applications,
             services_cluster,
             endpoints,
+            http_route,
             suppressed_goal_hash=state.controls.aborted_goal_hash,
         )
-        await self.commit(outcome.status, events + outcome.events)
+        controls, status = settle_upgrade_controls(
+            state.controls, outcome.status, goal_cluster_hash(rayservice.spec)
+        )
+        state.controls = controls
+        await self.commit(status, events + outcome.events, upgrade.detail_line(now) if incremental else "")
         # New cluster names (a pending cluster chosen, a promotion, names cleared by the initializing
         # timeout) are acted on by the next pass: create the cluster, schedule the dangling one's deletion.
-        again = cluster_names(state.status) != (active_name, pending_name)
+        # A capacity step, or traffic that just caught up with the capacity, may allow the next step now.
+        traffic_moved = incremental and upgrade.traffic is not None and upgrade.traffic.moved
+        again = (
+            cluster_names(state.status) != (active_name, pending_name) or capacity_changed or traffic_moved
+        )
         ready_serving = services_cluster is not None and (active_serve.ready or pending_serve.ready)
         watches = desired_watches(
             {name: self.world.cluster(name, rayservice) for name in cluster_names(state.status) if name},
             {name: observation.view for name, observation in self.world.serve.items()},
-            counted if state.services_cluster else [],
+            list(counted),
             self.world.endpoints,
             ready_serving,
             self.gate_conditions,
         )
+        if incremental:
+            watches += upgrade.watches(rayservice)
         deadline = earliest_deadline(
-            cleanup_due, initializing_deadline(state.status.conditions, rayservice.metadata.annotations)
+            cleanup_due,
+            initializing_deadline(state.status.conditions, rayservice.metadata.annotations),
+            upgrade.next_step_at() if incremental and upgrading else None,
         )
         return PassOutcome(again=again, watches=watches, deadline=deadline)
 
@@ -288,106 +312,3 @@ class RayServiceReconciler:
         updated = await self.calls.update_cluster(name, in_place_update_request(current, goal))
         self.world.clusters[name] = updated
         return self.world.cluster(name, rayservice)
-
-    # ---- head Pod serve label ------------------------------------------------------------------------------
-
-    async def _update_head_serve_labels(
-        self, rayservice: RayService, clusters: tuple[RayCluster | None, RayCluster | None]
-    ) -> None:
-        exclude = rayservice.spec.exclude_head_pod_from_serve_svc
-        for cluster in clusters:
-            if cluster is None:
-                continue
-            observation = self.world.serve.get(cluster.metadata.name)
-            if observation is None or observation.head_pod is None:
-                continue
-            label = head_serve_label_change(observation.head_pod, exclude, observation.head_serve_healthy)
-            if label is None:
-                continue
-            pod_name = str(observation.head_pod["metadata"]["name"])
-            await self.calls.label_head_pod(pod_name, label)
-            observation.head_pod["metadata"].setdefault("labels", {})[LABEL_SERVE] = label
-            self.world.endpoints_stale = True
-
-    # ---- Serve ---------------------------------------------------------------------------------------------
-
-    async def _reconcile_serve(self, rayservice: RayService, cluster: RayCluster) -> ServeResult:
-        """reconcileServe: nothing until the head Pod is ready and Serve answered; then submit the config
-        when the cache rules ask for it, and report readiness (every app RUNNING with its replicas, at the
-        expected target capacity) from what Serve reported before this pass's submission."""
-        if not is_head_pod_ready(cluster, self.gate_conditions):
-            return ServeResult()
-        name = cluster.metadata.name
-        observation = self.world.serve.get(name)
-        if observation is None or observation.details is None:
-            return ServeResult()
-        state = self.state
-        details = parse_serve_details(observation.details)
-        applications = check_serve_status(details).application_statuses
-        state.serve_details[name] = observation.details
-        incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
-        submitted = False
-        if not should_skip_serve_config_submission(name, state.status, incremental):
-            cached = state.serve_config_cache.get(name, "")
-            submit, _reason = should_submit_serve_config(
-                cached, rayservice.spec.serve_config_v2, applications
-            )
-            if submit:
-                submitted = await self._submit_serve_config(rayservice, cluster, incremental)
-        capacity = serve_config_target_capacity(name, state.status, incremental)
-        ready = not submitted and runs_target_capacity(details, capacity)
-        return ServeResult(ready, applications)
-
-    async def _submit_serve_config(
-        self, rayservice: RayService, cluster: RayCluster, incremental: bool
-    ) -> bool:
-        """PUT the spec's config; True when Serve accepted it (then cached for that cluster)."""
-        state, name = self.state, cluster.metadata.name
-        namespace = rayservice.metadata.namespace
-        error: str | None = None
-        try:
-            capacity = serve_config_target_capacity(name, state.status, incremental)
-            config = serve_config_json(rayservice.spec.serve_config_v2, capacity)
-            await self.calls.put_serve_config(dashboard_target(cluster), config)
-        except ServeConfigError as invalid:
-            error = str(invalid)
-        except ActivityError as failed:
-            error = str(failed.cause or failed)
-        if error is None:
-            state.serve_config_cache = cache_submitted_serve_config(
-                state.serve_config_cache, name, rayservice.spec.serve_config_v2
-            )
-        await self.commit(state.status, [serve_update_event(namespace, name, error)])
-        return error is None
-
-    # ---- Services ------------------------------------------------------------------------------------------
-
-    async def _reconcile_services(
-        self,
-        rayservice: RayService,
-        cluster: RayCluster | None,
-        incremental: bool,
-        events: list[RayServiceEvent],
-    ) -> str | None:
-        """Point `<rs>-head-svc` and `<rs>-serve-svc` at `cluster` (created the first time, re-pointed when
-        the target changes); the cluster they select, or None when neither cluster is ready."""
-        if cluster is None:
-            return None
-        state, name = self.state, cluster.metadata.name
-        if state.services_cluster == name:
-            return name
-        bodies = [head_service_manifest(rayservice, cluster)]
-        try:
-            bodies.append(serve_service_manifest(rayservice, cluster, incremental))
-        except MissingServePortError as missing:
-            events.append(RayServiceEvent("Warning", "FailedToCreateServeService", str(missing)))
-        for body in bodies:
-            service_name = str(body["metadata"]["name"])
-            updated = None
-            if state.services_cluster:
-                updated = await self.calls.update_service_spec(service_name, body["spec"])
-            if updated is None:
-                await self.calls.create_service(body)
-        state.services_cluster = name
-        self.world.endpoints_stale = True
-        return name

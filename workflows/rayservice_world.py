@@ -9,7 +9,7 @@ view; one durable timer covers the earliest deadline; handlers wake the loop thr
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -65,8 +65,13 @@ class RayServiceWorld:
         self.clusters: dict[str, dict[str, Any] | None] = {}
         self.serve: dict[str, ServeObservation] = {}
         self.endpoints: dict[str, int] = {}
-        self.endpoints_stale = True
+        # Clusters whose Pods may have gained or lost ready serve endpoints ("*": every cluster).
+        self.stale_endpoints: set[str] = {"*"}
+        # cluster -> the Serve view seen when the config was last PUT (no decision on that view again)
+        self.submitted_on: dict[str, str] = {}
         self.gateway: GatewayObservation | None = None
+        self.gateway_object: dict[str, Any] | None = None
+        self.route_object: dict[str, Any] | None = None
         self._refresh: set[str] = set()
         self._watches: dict[
             tuple[str, str, str], tuple[Watch, workflow.ActivityHandle[Any] | asyncio.Task[Any]]
@@ -111,17 +116,26 @@ class RayServiceWorld:
         self.clusters.clear()
         self.serve.clear()
         self.endpoints.clear()
-        self.endpoints_stale = True
+        self.stale_endpoints = {"*"}
         self.gateway = None
+        self.gateway_object = None
+        self.route_object = None
         self._refresh.clear()
 
-    async def count_endpoints(self, services: Iterable[str]) -> dict[str, int]:
-        names = list(dict.fromkeys(services))
-        if self.endpoints_stale or any(name not in self.endpoints for name in names):
+    async def count_endpoints(self, services: Mapping[str, str]) -> dict[str, int]:
+        """Ready endpoints per serve Service (name -> the cluster it selects), counted again only where the
+        cluster's endpoints may have changed since the last count."""
+        stale = self.stale_endpoints
+        names = [
+            name
+            for name, cluster in services.items()
+            if name not in self.endpoints or "*" in stale or cluster in stale
+        ]
+        if names:
             counts = await asyncio.gather(*(self.calls.count_ready_endpoints(name) for name in names))
             self.endpoints.update(zip(names, counts, strict=True))
-            self.endpoints_stale = False
-        return {name: self.endpoints.get(name, 0) for name in names}
+            self.stale_endpoints = stale - {"*", *services.values()}
+        return {name: self.endpoints.get(name, 0) for name in services}
 
     async def wait_clusters_gone(self, names: Iterable[str]) -> None:
         """Until each RayCluster is gone (its Pods terminated and the object removed), woken by changes."""
@@ -148,6 +162,9 @@ class RayServiceWorld:
             return self.calls.wait_serve(
                 dashboard_target(cluster), watch.target, serve_port(cluster), last.view if last else None
             )
+        if watch.kind == "gateway":
+            gateway, route = watch.target.split(",")
+            return self.calls.wait_gateway(gateway, route, self.gateway.view if self.gateway else None)
         services = watch.target.split(",")
         counts = {name: self.endpoints.get(name, 0) for name in services}
         if self._endpoints_wait_missing:
@@ -256,11 +273,16 @@ class RayServiceWorld:
         elif watch.kind == "serve":
             serve: ServeObservation = result
             previous = self.serve.get(watch.target)
-            head_now = serve.view.get("head")
-            if previous is None or previous.view.get("head") != head_now:
+            if previous is not None and previous.view.get("head") != serve.view.get("head"):
+                # Another head Pod (or none): read the cluster again (HeadPodReady) and its endpoints.
                 self._refresh.add(watch.target)
+                self.stale_endpoints.add(watch.target)
             self.serve[watch.target] = serve
-            self.endpoints_stale = True
+        elif watch.kind == "gateway":
+            gateway: GatewayObservation = result
+            self.gateway = gateway
+            self.gateway_object = gateway.gateway
+            self.route_object = gateway.route
         else:
             self.endpoints.update(result)
         return True

@@ -181,8 +181,14 @@ async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
         assert condition_of(status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
         world.serve_mode_for_new_clusters = "running"
         assert await apply(handle, rayservice_manifest(version="v3", deletion_delay=10)) == {"generation": 3}
-        await eventually(env, lambda: pending_is_not(second))
-        third = pending_of(status)
+
+        async def third_serves() -> bool:
+            nonlocal status
+            status = await status_of(handle)
+            return active_of(status) not in (first, second) and not pending_of(status)
+
+        await eventually(env, third_serves)
+        third = active_of(status)
         final = await until_ready(env, handle)
         await eventually(env, lambda: _gone(world, first))
         await eventually(env, lambda: _gone(world, second))

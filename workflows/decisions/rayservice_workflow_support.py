@@ -24,7 +24,7 @@ from models.manifest import ManifestError, parse_rayservice
 from models.meta import is_condition_true
 from models.naming import DEFAULT_DASHBOARD_PORT, LABEL_SERVE, head_service_name
 from models.raycluster import RayCluster, RayClusterConditionType
-from models.rayservice import RayService, RayServiceStatuses
+from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses
 from models.validation import validate_rayservice, validate_update
 from workflows.decisions.rayservice_cluster import in_place_cluster_update
 from workflows.decisions.rayservice_conditions import RayServiceEvent
@@ -40,6 +40,7 @@ __all__ = [
     "clusters_to_forget",
     "current_details",
     "dashboard_port",
+    "default_target_capacities",
     "desired_watches",
     "earliest_deadline",
     "head_serve_label_change",
@@ -52,12 +53,13 @@ __all__ = [
     "rayservice_at",
     "serve_update_event",
     "should_continue_as_new",
+    "should_finish_aborted_upgrade",
     "stamp_status_update",
     "status_query",
     "view_key",
 ]
 
-WatchKind = Literal["head_ready", "serve", "endpoints"]
+WatchKind = Literal["head_ready", "serve", "endpoints", "gateway"]
 
 
 def next_generation(
@@ -172,8 +174,9 @@ def view_key(view: Mapping[str, Any] | None) -> str:
 @dataclass(frozen=True)
 class Watch:
     """One long wait activity: `head_ready` (the RayCluster until its head Pod is ready or it is gone),
-    `serve` (Serve and the head Pod of a ready cluster until they differ from `last_view`) or `endpoints`
-    (the serve Services' ready endpoints until they differ from the counts in `last_view`)."""
+    `serve` (Serve and the head Pod of a ready cluster until they differ from `last_view`), `endpoints`
+    (the serve Services' ready endpoints until they differ from the counts in `last_view`) or `gateway`
+    (the Gateway and HTTPRoute statuses, target "<gateway>,<route>")."""
 
     kind: WatchKind
     target: str  # the cluster name; for endpoints the Service names joined by ","
@@ -356,3 +359,28 @@ def current_details(status: RayServiceStatuses, phase: str, upgrade_line: str = 
     if upgrade_line:
         parts.append(upgrade_line)
     return "; ".join(parts)
+
+
+def default_target_capacities(status: RayServiceStatuses) -> RayServiceStatuses:
+    """reconcileServeTargetCapacity's defaults, written into the status: an unset active targetCapacity is
+    100 and an unset pending one 0."""
+    active, pending = status.active_service_status, status.pending_service_status
+    if active.target_capacity is not None and pending.target_capacity is not None:
+        return status
+    result = status.model_copy(deep=True)
+    if result.active_service_status.target_capacity is None:
+        result.active_service_status.target_capacity = 100
+    if result.pending_service_status.target_capacity is None:
+        result.pending_service_status.target_capacity = 0
+    return result
+
+
+def should_finish_aborted_upgrade(status: RayServiceStatuses, incremental: bool) -> bool:
+    """A NewCluster upgrade aborted by the `abort` control ends at once: no traffic ever reached the pending
+    cluster, so it is dropped (it dangles and is deleted after the deletion delay). An incremental one rolls
+    back step by step instead."""
+    return (
+        not incremental
+        and is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS)
+        and bool(status.pending_service_status.ray_cluster_name)
+    )

@@ -1,0 +1,126 @@
+"""NewClusterWithIncrementalUpgrade on the fake world: Gateway, HTTPRoute, traffic steps exactly
+intervalSeconds apart by durable timers, capacity steps once traffic caught up and the replicas run,
+promotion, and the history cost of a 4-step upgrade."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflows.fakes_rayservice import (
+    WORKFLOW_ID,
+    FakeRayWorld,
+    Handle,
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from workflows.decisions.incremental_simulation import expected_upgrade_steps
+
+INCREMENTAL = {
+    "type": "NewClusterWithIncrementalUpgrade",
+    "clusterUpgradeOptions": {
+        "maxSurgePercent": 50,
+        "stepSizePercent": 25,
+        "intervalSeconds": 10,
+        "gatewayClassName": "istio",
+    },
+}
+
+
+def incremental_manifest(version: str = "v1") -> dict[str, Any]:
+    return rayservice_manifest(version=version, strategy=INCREMENTAL, autoscaling=True, deletion_delay=5)
+
+
+def timed_sequence(world: FakeRayWorld, since: int, new: str) -> list[tuple[str, int, datetime]]:
+    """The capacity and traffic steps as the world saw them after log entry `since`, with their times: each
+    change of a cluster's target_capacity (PUT) and of the new cluster's route weight."""
+    steps: list[tuple[str, int, datetime]] = []
+    capacity = {"pending_capacity": 0, "active_capacity": 100}
+    weight = 0
+    for act in world.log[since:]:
+        if act.verb == "put" and "target_capacity" in act.detail:
+            side = "pending_capacity" if act.name == new else "active_capacity"
+            if int(act.detail["target_capacity"]) != capacity[side]:
+                capacity[side] = int(act.detail["target_capacity"])
+                steps.append((side, capacity[side], act.at))
+        elif act.kind == "HTTPRoute" and act.detail.get(f"{new}-serve-svc", 0) != weight:
+            weight = act.detail[f"{new}-serve-svc"]
+            steps.append(("traffic", weight, act.at))
+    return steps
+
+
+def upgrade_sequence(world: FakeRayWorld, since: int, new: str) -> list[tuple[str, int]]:
+    return [(kind, value) for kind, value, _ in timed_sequence(world, since, new)]
+
+
+async def history_length(env: WorkflowEnvironment) -> int:
+    return (await env.client.get_workflow_handle(WORKFLOW_ID).describe()).history_length
+
+
+async def promoted(handle: Handle, old: str) -> dict[str, Any] | None:
+    status = await status_of(handle)
+    active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+    pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+    return status if active not in (None, old) and not pending else None
+
+
+async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+
+        async def routed() -> bool:
+            return world.route is not None
+
+        await eventually(env, routed)
+        assert world.gateway is not None
+        assert world.gateway["spec"]["gatewayClassName"] == "istio"
+        before = await history_length(env)
+        since = len(world.log)
+        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+        upgrading: dict[str, Any] = {}
+
+        async def is_upgrading() -> bool:
+            nonlocal upgrading
+            upgrading = await status_of(handle)
+            return condition_of(upgrading, "UpgradeInProgress")[0] == "True"
+
+        await eventually(env, is_upgrading, step=timedelta(milliseconds=200))
+        new = upgrading["pendingServiceStatus"]["rayClusterName"]
+        final: dict[str, Any] | None = None
+
+        async def done() -> bool:
+            nonlocal final
+            final = await promoted(handle, old)
+            return final is not None
+
+        await eventually(env, done)
+        cost = await history_length(env) - before
+        await eventually(env, lambda: _gone(world, old))
+    assert final is not None
+    assert condition_of(final, "UpgradeInProgress") == ("False", "NoPendingCluster")
+    expected = [(step.kind, step.value) for step in expected_upgrade_steps(50, 25) if step.kind != "promote"]
+    assert upgrade_sequence(world, since, new) == expected
+    traffic_times = [at for kind, _, at in timed_sequence(world, since, new) if kind == "traffic"]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(traffic_times)]
+    assert gaps
+    assert all(abs(gap - timedelta(seconds=10)) < timedelta(milliseconds=500) for gap in gaps), gaps
+    assert cost <= 200, cost
+    # After promotion the route sends everything to the new cluster's Service.
+    assert world.route is not None
+    assert world.route["spec"]["rules"][0]["backendRefs"] == [
+        {"name": f"{new}-serve-svc", "namespace": "default", "port": 8000, "weight": 100}
+    ]
+
+
+async def _gone(world: FakeRayWorld, cluster: str) -> bool:
+    return cluster not in world.clusters
