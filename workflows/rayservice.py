@@ -14,7 +14,8 @@ and `delete` (delete every owned object, then complete); and the upgrade control
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from temporalio import workflow
@@ -31,12 +32,23 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
+    from workflows.decisions.incremental_controls import (
+        UPGRADE_CONTROL_CONDITION,
+        UpgradeControlRejected,
+        UpgradeControls,
+        abort_upgrade,
+        pause_upgrade,
+        promote_upgrade,
+        resume_upgrade,
+    )
+    from workflows.decisions.rayservice_cluster import goal_cluster_hash
     from workflows.decisions.rayservice_conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice_workflow_support import (
         current_details,
         manifest_error,
         manifest_update_error,
         next_generation,
+        rayservice_at,
         should_continue_as_new,
         stamp_status_update,
         status_query,
@@ -47,9 +59,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice_world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
-__all__ = ["VALIDATION_FAILED", "RayServiceWorkflow"]
+__all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
 VALIDATION_FAILED: Final = "ValidationFailed"
+CONTROL_REJECTED: Final = "UpgradeControlRejected"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -178,6 +191,75 @@ class RayServiceWorkflow:
         error = manifest_update_error(self._state.manifest, manifest, self._gates)
         if error is not None:
             raise _rejected(error)
+
+    # ---- upgrade controls (CONTRACT section 3) ---------------------------------------------------------
+
+    def _decide_control(self, control: str) -> tuple[UpgradeControls, RayServiceStatuses]:
+        """The control's effect on the controls and the status (UpgradeControlRejected when it does not
+        apply now). Pure: validators call it too."""
+        state = self._state
+        rayservice = rayservice_at(state.manifest, state.generation, state.status)
+        decisions: dict[
+            str, Callable[[UpgradeControls, Any, datetime], tuple[UpgradeControls, RayServiceStatuses]]
+        ] = {
+            "pause": pause_upgrade,
+            "resume": resume_upgrade,
+            "promote": promote_upgrade,
+            "abort": lambda controls, service, now: abort_upgrade(
+                controls, service, goal_cluster_hash(service.spec), now
+            ),
+        }
+        return decisions[control](state.controls, rayservice, workflow.now())
+
+    def _validate_control(self, control: str) -> None:
+        if self._state.deleting:
+            raise ApplicationError(
+                "the RayService is being deleted", type=CONTROL_REJECTED, non_retryable=True
+            )
+        try:
+            self._decide_control(control)
+        except UpgradeControlRejected as rejected:
+            raise ApplicationError(str(rejected), type=CONTROL_REJECTED, non_retryable=True) from None
+
+    def _apply_control(self, control: str) -> dict[str, str]:
+        controls, status = self._decide_control(control)
+        self._state.controls = controls
+        self._state.status = status
+        self._changes += 1
+        message = next((c.message for c in status.conditions if c.type == UPGRADE_CONTROL_CONDITION), control)
+        return {"control": control, "message": message}
+
+    @workflow.update(name="pause")
+    def pause(self) -> dict[str, str]:
+        return self._apply_control("pause")
+
+    @pause.validator
+    def _validate_pause(self) -> None:
+        self._validate_control("pause")
+
+    @workflow.update(name="resume")
+    def resume(self) -> dict[str, str]:
+        return self._apply_control("resume")
+
+    @resume.validator
+    def _validate_resume(self) -> None:
+        self._validate_control("resume")
+
+    @workflow.update(name="promote")
+    def promote(self) -> dict[str, str]:
+        return self._apply_control("promote")
+
+    @promote.validator
+    def _validate_promote(self) -> None:
+        self._validate_control("promote")
+
+    @workflow.update(name="abort")
+    def abort(self) -> dict[str, str]:
+        return self._apply_control("abort")
+
+    @abort.validator
+    def _validate_abort(self) -> None:
+        self._validate_control("abort")
 
     @workflow.update(name="delete")
     async def delete(self) -> dict[str, Any]:

@@ -59,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         in_place_update_request,
         rayservice_at,
         should_finish_aborted_upgrade,
+        with_gated_upgrade_strategy,
     )
     from workflows.rayservice_activities import RayServiceCalls
     from workflows.rayservice_incremental import IncrementalUpgrade
@@ -101,7 +102,8 @@ class RayServiceReconciler:
         return self.config.feature_gates.ray_cluster_status_conditions
 
     def rayservice(self) -> RayService:
-        return rayservice_at(self.state.manifest, self.state.generation, self.state.status)
+        rayservice = rayservice_at(self.state.manifest, self.state.generation, self.state.status)
+        return with_gated_upgrade_strategy(rayservice, self.config.feature_gates)
 
     async def reconcile(self) -> PassOutcome:
         state, now = self.state, workflow.now()

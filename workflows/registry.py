@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from workflows.rayjob import RayJobWorkflow
+from workflows.rayservice import RayServiceWorkflow
 
-WORKFLOWS: list[type] = [RayJobWorkflow]
+WORKFLOWS: list[type] = [RayJobWorkflow, RayServiceWorkflow]

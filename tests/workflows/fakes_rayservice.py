@@ -612,3 +612,42 @@ async def until_ready(
 
     await eventually(env, ready)
     return result
+
+
+# ---- incremental upgrades ------------------------------------------------------------------------------
+
+INCREMENTAL = {
+    "type": "NewClusterWithIncrementalUpgrade",
+    "clusterUpgradeOptions": {
+        "maxSurgePercent": 50,
+        "stepSizePercent": 25,
+        "intervalSeconds": 10,
+        "gatewayClassName": "istio",
+    },
+}
+
+
+def incremental_manifest(version: str = "v1") -> dict[str, Any]:
+    return rayservice_manifest(version=version, strategy=INCREMENTAL, autoscaling=True, deletion_delay=5)
+
+
+def timed_sequence(world: FakeRayWorld, since: int, new: str) -> list[tuple[str, int, datetime]]:
+    """The capacity and traffic steps as the world saw them after log entry `since`, with their times: each
+    change of a cluster's target_capacity (PUT) and of the new cluster's route weight."""
+    steps: list[tuple[str, int, datetime]] = []
+    capacity = {"pending_capacity": 0, "active_capacity": 100}
+    weight = 0
+    for act in world.log[since:]:
+        if act.verb == "put" and "target_capacity" in act.detail:
+            side = "pending_capacity" if act.name == new else "active_capacity"
+            if int(act.detail["target_capacity"]) != capacity[side]:
+                capacity[side] = int(act.detail["target_capacity"])
+                steps.append((side, capacity[side], act.at))
+        elif act.kind == "HTTPRoute" and act.detail.get(f"{new}-serve-svc", 0) != weight:
+            weight = act.detail[f"{new}-serve-svc"]
+            steps.append(("traffic", weight, act.at))
+    return steps
+
+
+def upgrade_sequence(world: FakeRayWorld, since: int, new: str) -> list[tuple[str, int]]:
+    return [(kind, value) for kind, value, _ in timed_sequence(world, since, new)]

@@ -24,7 +24,7 @@ from models.manifest import ManifestError, parse_rayservice
 from models.meta import is_condition_true
 from models.naming import DEFAULT_DASHBOARD_PORT, LABEL_SERVE, head_service_name
 from models.raycluster import RayCluster, RayClusterConditionType
-from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses
+from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses, RayServiceUpgradeType
 from models.validation import validate_rayservice, validate_update
 from workflows.decisions.rayservice_cluster import in_place_cluster_update
 from workflows.decisions.rayservice_conditions import RayServiceEvent
@@ -57,6 +57,7 @@ __all__ = [
     "stamp_status_update",
     "status_query",
     "view_key",
+    "with_gated_upgrade_strategy",
 ]
 
 WatchKind = Literal["head_ready", "serve", "endpoints", "gateway"]
@@ -384,3 +385,18 @@ def should_finish_aborted_upgrade(status: RayServiceStatuses, incremental: bool)
         and is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS)
         and bool(status.pending_service_status.ray_cluster_name)
     )
+
+
+def with_gated_upgrade_strategy(rayservice: RayService, gates: FeatureGates) -> RayService:
+    """raypilot: with the RayServiceIncrementalUpgrade gate off, NewClusterWithIncrementalUpgrade falls back
+    to NewCluster (KubeRay then treats the type as "no zero-downtime upgrade" and ignores cluster changes)."""
+    strategy = rayservice.spec.upgrade_strategy
+    if (
+        gates.ray_service_incremental_upgrade
+        or strategy is None
+        or strategy.type != RayServiceUpgradeType.NEW_CLUSTER_WITH_INCREMENTAL_UPGRADE
+    ):
+        return rayservice
+    fallback = strategy.model_copy(update={"type": RayServiceUpgradeType.NEW_CLUSTER})
+    spec = rayservice.spec.model_copy(update={"upgrade_strategy": fallback})
+    return rayservice.model_copy(update={"spec": spec})

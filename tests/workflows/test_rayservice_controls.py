@@ -1,0 +1,224 @@
+"""The upgrade controls (CONTRACT section 3) and rollback: pause freezes traffic and capacity, resume goes on,
+promote finishes at once, abort and a reverted spec roll back; every control is rejected with a clear message
+when no upgrade is in progress; with the incremental gate off the strategy falls back to NewCluster."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+
+from models.features import FeatureGates
+from models.operator import OperatorConfig
+from tests.workflows.fakes_rayservice import (
+    FakeRayWorld,
+    Handle,
+    condition_of,
+    eventually,
+    incremental_manifest,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+    upgrade_sequence,
+)
+from workflows.search_attributes import RAY_PHASE
+
+
+async def start_upgrade(
+    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle
+) -> tuple[str, str, int]:
+    """Deploy v1, apply v2 and return (old cluster, new cluster, log position at the apply)."""
+    old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+
+    async def routed() -> bool:
+        return world.route is not None
+
+    await eventually(env, routed)
+    since = len(world.log)
+    await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+    new = ""
+
+    async def traffic_started() -> bool:
+        nonlocal new
+        status = await status_of(handle)
+        new = (status.get("pendingServiceStatus") or {}).get("rayClusterName", "")
+        return bool(new) and status["pendingServiceStatus"].get("trafficRoutedPercent", 0) >= 25
+
+    await eventually(env, traffic_started)
+    return old, new, since
+
+
+async def control(handle: Handle, name: str) -> dict[str, Any]:
+    result: dict[str, Any] = await handle.execute_update(name, result_type=dict)
+    return result
+
+
+@pytest.mark.parametrize("name", ["pause", "resume", "promote", "abort"])
+async def test_controls_are_rejected_when_no_upgrade_is_in_progress(
+    time_skipping_env: WorkflowEnvironment, name: str
+) -> None:
+    world = FakeRayWorld()
+    async with running_rayservice(time_skipping_env, world, incremental_manifest()) as handle:
+        await until_ready(time_skipping_env, handle)
+        with pytest.raises(WorkflowUpdateFailedError) as rejected:
+            await control(handle, name)
+    cause = rejected.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "UpgradeControlRejected"
+    assert cause.message == f"{name} rejected: no upgrade is in progress for RayService default/svc"
+
+
+async def test_pause_freezes_traffic_and_capacity_until_resume(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old, new, since = await start_upgrade(env, world, handle)
+        paused = await control(handle, "pause")
+        assert "paused" in paused["message"].lower()
+        frozen = upgrade_sequence(world, since, new)
+        await env.sleep(timedelta(minutes=5))
+        status = await status_of(handle)
+        assert upgrade_sequence(world, since, new) == frozen
+        assert condition_of(status, "UpgradeControl") == ("True", "Paused")
+        with pytest.raises(WorkflowUpdateFailedError):
+            await control(handle, "pause")
+        await control(handle, "resume")
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
+
+        await eventually(env, promoted)
+        final = await until_ready(env, handle)
+    assert condition_of(final, "UpgradeControl") == ("", "")
+    assert upgrade_sequence(world, since, new)[-1] == ("active_capacity", 0)
+    assert old not in final["activeServiceStatus"]["rayClusterName"]
+
+
+async def test_promote_finishes_the_upgrade_without_waiting_for_intervals(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        _, new, _ = await start_upgrade(env, world, handle)
+        started = await env.get_current_time()
+        await control(handle, "promote")
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
+
+        await eventually(env, promoted, step=timedelta(milliseconds=500))
+        took = await env.get_current_time() - started
+    # The remaining steps would take at least three intervals of 10 s.
+    assert took < timedelta(seconds=10)
+    assert world.route is not None
+    assert [ref["name"] for ref in world.route["spec"]["rules"][0]["backendRefs"]] == [f"{new}-serve-svc"]
+
+
+async def test_abort_rolls_back_to_the_active_cluster_and_deletes_the_new_one(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old, new, _ = await start_upgrade(env, world, handle)
+        await control(handle, "abort")
+        rolling_back = await status_of(handle)
+        assert condition_of(rolling_back, "RollbackInProgress") == ("True", "UpgradeAborted")
+        described = await handle.describe()
+        assert described.typed_search_attributes.get(RAY_PHASE) == "RollingBack"
+
+        async def new_cluster_gone() -> bool:
+            return new not in world.clusters
+
+        await eventually(env, new_cluster_gone)
+        final = await until_ready(env, handle)
+        await env.sleep(timedelta(minutes=2))
+        after = await status_of(handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert condition_of(final, "UpgradeInProgress")[0] == "False"
+    assert condition_of(final, "RollbackInProgress") == ("", "")
+    assert world.route is not None
+    assert [ref["weight"] for ref in world.route["spec"]["rules"][0]["backendRefs"]] == [100]
+    # The aborted spec does not start the same upgrade again.
+    assert after["activeServiceStatus"]["rayClusterName"] == old
+    assert "rayClusterName" not in after.get("pendingServiceStatus", {})
+    assert world.live_clusters() == [old]
+
+
+async def test_a_reverted_spec_rolls_back_traffic_and_capacity(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old, new, since = await start_upgrade(env, world, handle)
+        await handle.execute_update("apply", incremental_manifest("v1"), result_type=dict)
+        rolling_back: dict[str, Any] = {}
+
+        async def is_rolling_back() -> bool:
+            nonlocal rolling_back
+            rolling_back = await status_of(handle)
+            return condition_of(rolling_back, "RollbackInProgress")[0] == "True"
+
+        await eventually(env, is_rolling_back, step=timedelta(milliseconds=200))
+        assert condition_of(rolling_back, "RollbackInProgress")[1] == "DesiredClusterSpecChanged"
+
+        async def new_cluster_gone() -> bool:
+            return new not in world.clusters
+
+        await eventually(env, new_cluster_gone)
+        final = await until_ready(env, handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert final["activeServiceStatus"]["trafficRoutedPercent"] == 100
+    assert final["activeServiceStatus"]["targetCapacity"] == 100
+    assert condition_of(final, "UpgradeInProgress") == ("False", "NoPendingCluster")
+    traffic = [value for kind, value in upgrade_sequence(world, since, new) if kind == "traffic"]
+    assert traffic[-1] == 0
+
+
+async def test_new_cluster_upgrade_abort_drops_the_pending_cluster(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "deploying"
+        await handle.execute_update(
+            "apply", rayservice_manifest(version="v2", deletion_delay=10), result_type=dict
+        )
+
+        async def deploying() -> bool:
+            # Serve on the new cluster reported (its wait settled: aborting cannot race its completion).
+            apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
+            return apps.get("app", {}).get("status") == "DEPLOYING"
+
+        await eventually(env, deploying)
+        await control(handle, "abort")
+
+        async def only_old() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, only_old)
+        final = await status_of(handle)
+    assert condition_of(final, "UpgradeInProgress")[0] == "False"
+    assert condition_of(final, "Ready")[0] == "True"
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+
+
+async def test_incremental_gate_off_falls_back_to_new_cluster(time_skipping_env: WorkflowEnvironment) -> None:
+    env = time_skipping_env
+    world = FakeRayWorld(OperatorConfig(feature_gates=FeatureGates(ray_service_incremental_upgrade=False)))
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+
+        async def switched() -> bool:
+            return world.selected_cluster("svc-serve-svc") not in ("", old)
+
+        await eventually(env, switched)
+    assert world.gateway is None
+    assert world.route is None
