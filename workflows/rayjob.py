@@ -188,9 +188,11 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
             raise ApplicationError(message, type=VALIDATION_FAILED)
 
     @workflow.update(name="delete")
-    async def delete(self) -> dict[str, Any]:
-        """Stops the Ray job unless it is terminal, deletes what the workflow created; returns the final
-        status once that is done (the workflow then completes)."""
+    def delete(self) -> dict[str, Any]:
+        """Asks for what deleting the RayJob does (stop its Ray job unless it is terminal, delete what the
+        workflow created); the workflow then completes with its final status as result. Returns the status
+        as it was when the deletion was asked for: the deletion itself runs in the main loop, and the update
+        completes before the workflow does (a workflow task that completes the workflow can be rejected and
+        retried when events arrive meanwhile, and an update answered in it would fail)."""
         self.state.delete_requested = True
-        await workflow.wait_condition(lambda: self.state.deleted or self.state.finished)
         return self.status_json()

@@ -47,6 +47,20 @@ async def act(name: str, *args: Any, result_type: Any = None, budget: timedelta 
     )
 
 
+async def act_remotely(name: str, *args: Any, result_type: Any = None) -> Any:
+    """One API call as an ordinary activity: for the last act before the workflow completes, so that the
+    workflow task that handled the request (e.g. the `delete` update) is not the one that completes it."""
+    return await workflow.execute_activity(
+        name,
+        args=list(args),
+        result_type=result_type,
+        start_to_close_timeout=ACT_ATTEMPT_TIMEOUT,
+        schedule_to_close_timeout=ACT_BUDGET,
+        retry_policy=ACT_RETRY,
+        summary=name,
+    )
+
+
 async def wait(name: str, arg: Any, result_type: Any = None, *, summary: str) -> Any:
     """One heartbeating wait that returns on change."""
     return await workflow.execute_activity(

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob_workflow_support import EventReason, rayjob_event
 
 from workflows.rayjob_base import RayJobBase
-from workflows.rayjob_calls import act
+from workflows.rayjob_calls import act, act_remotely
 
 
 class DeletionSteps(RayJobBase):
@@ -100,7 +100,7 @@ class DeletionSteps(RayJobBase):
             except ActivityError as error:
                 workflow.logger.warning("could not stop Ray job %s: %s", status.job_id, error.cause)
         kinds = tuple(kind for kind in OWNED_KINDS if self.uses_own_cluster() or kind != KIND_RAYCLUSTER)
-        await act(
+        await act_remotely(
             names.DELETE_OWNED_OBJECTS, OwnedObjects(self.namespace, KIND_RAYJOB, self.name, kinds=kinds)
         )
         self.state.deleted = True

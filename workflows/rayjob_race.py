@@ -50,6 +50,8 @@ class Watches:
         task = self._tasks.pop(key, None)
         if task is not None:
             task.cancel()
+            # A cancelled activity ends with an ActivityError nobody awaits; retrieve it so it is not logged.
+            task.add_done_callback(_retrieve)
         if key == TIMER_KEY:
             self._timer_at = None
 
@@ -98,3 +100,8 @@ class Watches:
 
 async def _already(at: datetime) -> datetime:
     return at
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()

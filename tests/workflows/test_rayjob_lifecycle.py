@@ -3,6 +3,7 @@ tells Kubernetes and the Web UI, and what it costs in history events."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
@@ -13,8 +14,14 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities import names
 from activities.inputs import CreateObject
-from tests.workflows.fakes_rayjob import FakeWorld
-from tests.workflows.fakes_rayjob_manifests import history_event_count, rayjob_manifest, start
+from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
+from tests.workflows.fakes_rayjob_manifests import (
+    eventually,
+    history_event_count,
+    rayjob_manifest,
+    start,
+    status_of,
+)
 from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
@@ -193,15 +200,13 @@ async def test_web_ui_search_attributes_and_details(
 
 
 async def test_status_query_follows_a_running_job(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+    dev_server_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
-    from tests.workflows.fakes_rayjob import RUNS_FOREVER
-    from tests.workflows.fakes_rayjob_manifests import eventually, status_of
-
-    client = time_skipping_env.client
+    # On the dev server: the `delete` at the end cancels a running wait (see test_rayjob_handlers).
+    client = dev_server_env.client
     world = FakeWorld(job_scripts=[RUNS_FOREVER], patience=30)
     async with fake_worker(client, activities=world.activities()) as queue:
-        handle = await start(client, rayjob_manifest(), queue)
+        handle = await start(client, rayjob_manifest(f"query-{uuid.uuid4().hex[:6]}"), queue)
 
         async def running() -> bool:
             status = await status_of(handle)

@@ -1,0 +1,193 @@
+"""RayJobWorkflow failure paths: application failures, retries and counters, every deadline with KubeRay's
+reason and message, submitter failures and failing status checks (time-skipping, fake activities)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from activities import names
+from models.operator import OperatorConfig
+from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
+from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
+from workflows.decisions.rayjob_deadlines import GRACE_PERIOD_MESSAGE
+
+FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
+
+
+async def _run(
+    env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld, manifest: dict[str, Any]
+) -> dict[str, Any]:
+    client = env.client
+    async with fake_worker(client, activities=world.activities()) as queue:
+        handle = await start(client, manifest, queue)
+        result: dict[str, Any] = await handle.result()
+    return result
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _elapsed(result: dict[str, Any], since: str = "startTime") -> timedelta:
+    return _time(result["endTime"]) - _time(result[since])
+
+
+async def test_a_failed_ray_job_fails_the_rayjob(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(job_scripts=[FAILS])
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest())
+    assert (result["jobDeploymentStatus"], result["reason"], result["jobStatus"]) == (
+        "Failed",
+        "AppFailed",
+        "FAILED",
+    )
+    assert (result["succeeded"], result["failed"]) == (0, 1)
+    assert result["message"] == "Job is failed"
+
+
+async def test_retries_end_with_one_success_after_one_failure(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(job_scripts=[FAILS, SUCCEEDS])
+    manifest = rayjob_manifest(mode="K8sJobMode", backoffLimit=1)
+    result = await _run(time_skipping_env, fake_worker, world, manifest)
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED")
+    assert (result["succeeded"], result["failed"]) == (1, 1)
+    first, second = world.called(names.CREATE_RAYCLUSTER)
+    first_name, second_name = first.body["metadata"]["name"], second.body["metadata"]["name"]
+    assert first_name != second_name
+    assert result["rayClusterName"] == second_name
+    # The failed attempt's cluster and submitter were released before the new attempt.
+    assert first_name not in world.clusters
+    assert [request.name for request in world.called(names.DELETE_JOB)] == ["sample"]
+    assert len(world.ray_jobs) == 2
+    assert result["jobId"] in world.ray_jobs
+    assert world.event_reasons() == [
+        "CreatedRayCluster",
+        "CreatedRayJobSubmitter",
+        "CreatedService",
+        "DeletedRayCluster",
+        "DeletedRayJobSubmitter",
+        "CreatedRayCluster",
+        "CreatedRayJobSubmitter",
+        "CreatedService",
+    ]
+
+
+async def test_retries_stop_at_backoff_limit_plus_one_attempts(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(job_scripts=[FAILS])
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(backoffLimit=2))
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "AppFailed")
+    assert (result["succeeded"], result["failed"]) == (0, 3)
+    assert len(world.called(names.CREATE_RAYCLUSTER)) == 3
+
+
+async def test_active_deadline_from_initializing_fails_without_retry(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(clusters_become_ready=False)
+    manifest = rayjob_manifest(activeDeadlineSeconds=3, backoffLimit=2)
+    result = await _run(time_skipping_env, fake_worker, world, manifest)
+
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "DeadlineExceeded")
+    start_time = _time(result["startTime"]).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    assert result["message"] == (
+        f"The RayJob has passed the activeDeadlineSeconds. StartTime: {start_time}. ActiveDeadlineSeconds: 3"
+    )
+    assert _elapsed(result) == timedelta(seconds=3)
+    assert result["failed"] == 1
+    assert len(world.called(names.CREATE_RAYCLUSTER)) == 1
+
+
+async def test_pre_running_deadline_fails_and_is_retried(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(clusters_become_ready=False)
+    manifest = rayjob_manifest(preRunningDeadlineSeconds=60, backoffLimit=1)
+    result = await _run(time_skipping_env, fake_worker, world, manifest)
+
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "PreRunningDeadlineExceeded")
+    assert result["message"].startswith("The RayJob has passed the preRunningDeadlineSeconds. StartTime: ")
+    assert result["message"].endswith("PreRunningDeadlineSeconds: 60")
+    assert _elapsed(result) == timedelta(seconds=60)
+    assert result["failed"] == 2
+    assert len(world.called(names.CREATE_RAYCLUSTER)) == 2
+
+
+async def test_active_deadline_while_running(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(job_scripts=[RUNS_FOREVER])
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(activeDeadlineSeconds=600))
+    assert (result["jobDeploymentStatus"], result["reason"], result["jobStatus"]) == (
+        "Failed",
+        "DeadlineExceeded",
+        "RUNNING",
+    )
+    assert _elapsed(result) == timedelta(seconds=600)
+
+
+async def test_grace_period_after_the_job_ended_but_the_submitter_did_not(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(submitter_outcome="never", config=OperatorConfig(job_transition_grace_seconds=120))
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode"))
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED")
+    assert result["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
+    assert result["message"] == GRACE_PERIOD_MESSAGE
+    # Counted from the Ray job's end (rayJobInfo.endTime, whole seconds).
+    assert _time(result["endTime"]) - _time(result["rayJobInfo"]["endTime"]) == timedelta(seconds=120)
+    assert result["succeeded"] == 1
+
+
+async def test_submitter_finished_but_the_ray_job_did_not(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(submitter_outcome="immediately", job_scripts=[RUNS_FOREVER])
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode"))
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Failed", "FAILED")
+    assert result["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
+    finished = world.jobs["sample"]["status"]["conditions"][0]["lastTransitionTime"]
+    finished_at = _time(finished)
+    stamp = finished_at.strftime("%Y-%m-%d %H:%M:%S")
+    assert result["message"] == (
+        f"The RayJob submitter finished at {stamp} but the ray job did not reach terminal state within 30s"
+    )
+    assert _time(result["endTime"]) - finished_at == timedelta(seconds=30)
+
+
+async def test_a_failed_submitter_is_a_submission_failure(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(submitter_outcome="fails")
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode"))
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "SubmissionFailed")
+    assert result["message"] == (
+        "Job submission has failed. Reason: BackoffLimitExceeded. "
+        "Message: Job has reached the specified backoff limit"
+    )
+
+
+async def test_failing_status_checks_time_out_and_are_not_retried(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(dashboard_unavailable=True, config=OperatorConfig(job_status_check_timeout_seconds=90))
+    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(backoffLimit=3))
+
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "JobStatusCheckTimeoutExceeded")
+    assert result["message"].startswith("Job status checks have been failing since ")
+    assert result["message"].endswith("; exceeded timeout of 90s")
+    assert result["failed"] == 1
+    # The workflow looked for its cluster once when the checks started failing, and found it.
+    assert len(world.called(names.GET_RAYCLUSTER)) == 1
