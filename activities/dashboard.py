@@ -121,12 +121,8 @@ async def fetch_job_info(client: DashboardClient, submission_id: str) -> JobInfo
 
 async def fetch_serve_details(client: DashboardClient) -> dict[str, Any]:
     what = "GetServeDetails fail"
-    try:
-        response = await client.request("GET", "/api/serve/applications/?api_type=declarative")
-    except httpx.HTTPError as exc:
-        raise client.transport_error(exc, what) from None
-    if not response.is_success:
-        raise client.error(response, what)
+    response = await client.call("GET", "/api/serve/applications/?api_type=declarative", what)
+    assert response is not None  # only a missing-tolerant call answers None
     try:
         return trim_serve_details(response.json())
     except (ValueError, AttributeError):
@@ -173,14 +169,10 @@ class DashboardActivities:
         is still running a retryable RayJobStillRunning error asks for another try."""
         client = await self._client(key.target)
         what = f"StopJob fail ({key.submission_id})"
-        try:
-            response = await client.request("POST", f"/api/jobs/{key.submission_id}/stop")
-        except httpx.HTTPError as exc:
-            raise client.transport_error(exc, what) from None
-        if response.status_code == 404:
+        path = f"/api/jobs/{key.submission_id}/stop"
+        response = await client.call("POST", path, what, none_if_missing=True)
+        if response is None:
             return StopJobResult(found=False, stopped=False)
-        if not response.is_success:
-            raise client.error(response, what)
         if json_object(response).get("stopped") is True:
             activity.logger.info("asked Ray job %s to stop", key.submission_id)
             return StopJobResult(found=True, stopped=True)
@@ -199,29 +191,18 @@ class DashboardActivities:
         """DELETE /api/jobs/<id> (its record only; the job must be terminal). False when it did not exist."""
         client = await self._client(key.target)
         what = f"DeleteJob fail ({key.submission_id})"
-        try:
-            response = await client.request("DELETE", f"/api/jobs/{key.submission_id}")
-        except httpx.HTTPError as exc:
-            raise client.transport_error(exc, what) from None
-        if response.status_code == 404:
-            return False
-        if not response.is_success:
-            raise client.error(response, what)
-        return True
+        path = f"/api/jobs/{key.submission_id}"
+        return await client.call("DELETE", path, what, none_if_missing=True) is not None
 
     @activity.defn(name=names.GET_JOB_LOGS)
     async def get_job_logs(self, request: JobLogs) -> str:
         """The last `tail_chars` characters of the job's driver log ("" when the job does not exist)."""
         client = await self._client(request.target)
         what = f"GetJobLogs fail ({request.submission_id})"
-        try:
-            response = await client.request("GET", f"/api/jobs/{request.submission_id}/logs")
-        except httpx.HTTPError as exc:
-            raise client.transport_error(exc, what) from None
-        if response.status_code == 404:
+        path = f"/api/jobs/{request.submission_id}/logs"
+        response = await client.call("GET", path, what, none_if_missing=True)
+        if response is None:
             return ""
-        if not response.is_success:
-            raise client.error(response, what)
         logs = str(json_object(response).get("logs") or "")
         return logs[-request.tail_chars :] if request.tail_chars > 0 else ""
 
@@ -235,13 +216,7 @@ class DashboardActivities:
         """PUT /api/serve/applications/ (declarative: applications not listed are removed). A 4xx (a config
         Serve rejects) is permanent; Serve applies an accepted config asynchronously."""
         client = await self._client(request.target)
-        what = "UpdateDeployments fail"
-        try:
-            response = await client.request("PUT", "/api/serve/applications/", request.config)
-        except httpx.HTTPError as exc:
-            raise client.transport_error(exc, what) from None
-        if not response.is_success:
-            raise client.error(response, what)
+        await client.call("PUT", "/api/serve/applications/", "UpdateDeployments fail", request.config)
         activity.logger.info(
             "applied Serve config with %d applications", len(request.config.get("applications") or [])
         )

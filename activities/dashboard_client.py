@@ -94,6 +94,21 @@ class DashboardClient:
             method, url, headers=headers, content=content, timeout=self.timeout
         )
 
+    async def call(
+        self, method: str, path: str, what: str, json_body: Any = None, *, none_if_missing: bool = False
+    ) -> httpx.Response | None:
+        """`request` with every failure classified: transport errors and non-2xx answers raise; a 404 gives
+        None when `none_if_missing` (the job or app does not exist, which the caller treats as an answer)."""
+        try:
+            response = await self.request(method, path, json_body)
+        except httpx.HTTPError as exc:
+            raise self.transport_error(exc, what) from None
+        if none_if_missing and response.status_code == 404:
+            return None
+        if not response.is_success:
+            raise self.error(response, what)
+        return response
+
     def error(self, response: httpx.Response, what: str) -> ApplicationError:
         """The classified error for a non-2xx answer: "<what>: HTTP <status>: <body>"."""
         return http_error(
