@@ -168,6 +168,15 @@ class ServiceEndpoints:
 
 
 @dataclass(frozen=True)
+class WaitReadyEndpoints:
+    """Until the ready-endpoint count of any of `service_names` differs from `last_counts`."""
+
+    namespace: str
+    service_names: list[str]
+    last_counts: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
 class WaitRayCluster:
     """Until the RayCluster's observed view differs from `last_view` ("change"), or it is ready (state
     `ready`) / its head pod is ready (HeadPodReady) - or it is gone, in every mode."""

@@ -33,8 +33,17 @@ from activities.dashboard_inputs import (
 )
 from activities.errors import KUBERNETES_GONE
 from activities.gateway import gateway_ready, route_ready
-from activities.inputs import GatewayObservation, Observation, WaitGateway, WaitObject, WaitRayCluster
+from activities.inputs import (
+    GatewayObservation,
+    Observation,
+    WaitGateway,
+    WaitObject,
+    WaitRayCluster,
+    WaitReadyEndpoints,
+)
+from activities.kubernetes import count_ready_addresses
 from activities.kubernetes_resources import (
+    ENDPOINT_SLICE,
     GATEWAY,
     HTTPROUTE,
     JOB,
@@ -71,6 +80,9 @@ def heartbeat_interval() -> float:
     if timeout is None or timeout.total_seconds() <= 0:
         return DEFAULT_HEARTBEAT_SECONDS
     return max(0.05, min(DEFAULT_HEARTBEAT_SECONDS, timeout.total_seconds() / 3))
+
+
+SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
 
 
 class Heartbeater:
@@ -194,6 +206,35 @@ class KubernetesWaits:
             lambda view: view != request.last_view,
         )
         return Observation(trim_job(current) if current is not None else None, view)
+
+    @activity.defn(name=names.WAIT_READY_ENDPOINTS)
+    async def wait_ready_endpoints(self, request: WaitReadyEndpoints) -> dict[str, int]:
+        """Until the ready endpoints (numServeEndpoints) of any of the Services differ from `last_counts`;
+        watches their EndpointSlices. Heartbeat timeout ~30 s."""
+        services = sorted(request.service_names)
+        selector = f"kubernetes.io/service-name in ({','.join(services)})"
+
+        def all_slices(items: Iterable[dict[str, Any]]) -> dict[str, Any]:
+            return {"items": list(items)}
+
+        def counts(current: dict[str, Any] | None) -> dict[str, int]:
+            slices = (current or {}).get("items") or []
+            return {
+                name: count_ready_addresses(
+                    [s for s in slices if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name]
+                )
+                for name in services
+            }
+
+        _, view = await self._watch_until(
+            ENDPOINT_SLICE,
+            request.namespace,
+            {"labelSelector": selector},
+            all_slices,
+            counts,
+            lambda view: view != request.last_counts,
+        )
+        return view
 
     @activity.defn(name=names.WAIT_HEAD_POD)
     async def wait_head_pod(self, request: WaitObject) -> Observation:

@@ -9,7 +9,6 @@ event), so an idle RayService costs no history at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
@@ -34,25 +33,13 @@ with workflow.unsafe.imports_passed_through():
         UpdateSpec,
         WaitGateway,
         WaitRayCluster,
+        WaitReadyEndpoints,
     )
     from models.naming import KIND_RAYSERVICE, LABEL_SERVE
     from workflows.decisions.rayservice_conditions import RayServiceEvent
     from workflows.decisions.rayservice_workflow_support import InPlaceUpdate
 
-__all__ = ["WAIT_READY_ENDPOINTS", "RayServiceCalls", "WaitReadyEndpoints"]
-
-# Not (yet) among activities.names: a wait on the ready endpoints of Services, returning when the counts
-# differ from `last_counts`. Until a worker registers it the workflow counts endpoints a few times instead.
-WAIT_READY_ENDPOINTS: Final = "k8s.wait_ready_endpoints"
-
-
-@dataclass(frozen=True)
-class WaitReadyEndpoints:
-    namespace: str
-    service_names: list[str]
-    last_counts: dict[str, int] | None = None
-    poll_seconds: float = 1.0
-
+__all__ = ["RayServiceCalls"]
 
 ACT_TIMEOUT: Final = timedelta(seconds=60)
 ACT_RETRY: Final = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
@@ -204,7 +191,7 @@ class RayServiceCalls:
         self, services: list[str], last_counts: dict[str, int]
     ) -> workflow.ActivityHandle[dict[str, int]]:
         request = WaitReadyEndpoints(self.namespace, services, last_counts)
-        return self._start_wait(WAIT_READY_ENDPOINTS, request, dict[str, int], "serve endpoints change")
+        return self._start_wait(names.WAIT_READY_ENDPOINTS, request, dict[str, int], "serve endpoints change")
 
     def wait_gateway(
         self, gateway: str, route: str | None, last_view: dict[str, Any] | None

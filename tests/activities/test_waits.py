@@ -13,7 +13,15 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import errors
-from activities.inputs import CreateObject, DeleteObject, ObjectKey, WaitGateway, WaitObject, WaitRayCluster
+from activities.inputs import (
+    CreateObject,
+    DeleteObject,
+    ObjectKey,
+    WaitGateway,
+    WaitObject,
+    WaitRayCluster,
+    WaitReadyEndpoints,
+)
 from activities.kubernetes import RayClusterActivities, ServiceActivities
 from activities.kubernetes_resources import RAYCLUSTER
 from activities.kubernetes_workloads import WorkloadActivities
@@ -241,3 +249,41 @@ async def test_wait_gateway_until_ready(
     assert observed.ready is True
     assert observed.gateway is not None
     assert observed.gateway["status"]["addresses"]
+
+
+async def test_wait_ready_endpoints_returns_when_a_ready_pod_appears(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api, recording: RecordingEnvironment
+) -> None:
+    service = client.V1Service(
+        metadata=client.V1ObjectMeta(name="serve"),
+        spec=client.V1ServiceSpec(
+            selector={"app": "serve"}, ports=[client.V1ServicePort(name="serve", port=8000)]
+        ),
+    )
+    core_api.create_namespaced_service(namespace, service)
+    waits = KubernetesWaits(deps)
+    first = await recording.env.run(waits.wait_ready_endpoints, WaitReadyEndpoints(namespace, ["serve"]))
+    assert first == {"serve": 0}
+    waiting = asyncio.create_task(
+        recording.env.run(waits.wait_ready_endpoints, WaitReadyEndpoints(namespace, ["serve"], first))
+    )
+    await asyncio.sleep(0.2)
+    assert not waiting.done()
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="serve-pod", labels={"app": "serve"}),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
+    )
+    core_api.create_namespaced_pod(namespace, pod)
+    core_api.patch_namespaced_pod_status(
+        "serve-pod",
+        namespace,
+        {
+            "status": {
+                "phase": "Running",
+                "podIP": "127.0.3.250",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
+        },
+    )
+    async with asyncio.timeout(10):
+        assert await waiting == {"serve": 1}

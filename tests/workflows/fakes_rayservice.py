@@ -43,6 +43,7 @@ from activities.inputs import (
     UpdateSpec,
     WaitGateway,
     WaitRayCluster,
+    WaitReadyEndpoints,
 )
 from activities.wait_views import gateway_view, raycluster_view, serve_view
 from models.naming import LABEL_CLUSTER, LABEL_SERVE
@@ -50,7 +51,6 @@ from models.operator import OperatorConfig
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
 from workflows.rayservice import RayServiceWorkflow
-from workflows.rayservice_activities import WAIT_READY_ENDPOINTS, WaitReadyEndpoints
 from workflows.rayservice_state import RayServiceState
 
 
@@ -368,7 +368,7 @@ class FakeRayWorld:
                 return observation
             raise world._unchanged()
 
-        @activity.defn(name=WAIT_READY_ENDPOINTS)
+        @activity.defn(name=names.WAIT_READY_ENDPOINTS)
         async def wait_ready_endpoints(request: WaitReadyEndpoints) -> dict[str, int]:
             counts = {name: world._endpoints(name) for name in request.service_names}
             if counts != request.last_counts:
