@@ -1,0 +1,153 @@
+"""An in-process raypilot installation for integration tests: a sandbox (simulated or real Ray) on its own
+thread, the Temporal dev server, and a worker with every real workflow and activity pointing at the sandbox.
+
+The worker runs on the test's event loop; the sandbox serves from its own thread, so the official (blocking)
+Kubernetes client can be used from tests through `asyncio.to_thread` or directly for quick reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import TypedSearchAttributes
+
+import sandbox.store
+from activities.registry import ActivityDependencies, build_activities
+from models.naming import workflow_id
+from raypilot.testing.worker import running_worker
+from sandbox.cluster import RayMode
+from sandbox.netalloc import AddressPool, Pools
+from sandbox.ray.simulated_timings import SimulationTimings
+from sandbox.testing import SandboxThread, wait_until
+
+WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"}
+
+
+def private_pools() -> Pools:
+    """Pod, Service and Gateway addresses in a random 127.N.0.0/16, so that this sandbox does not collide with
+    another sandbox on the same machine (the standard pools are fixed /24s)."""
+    second = random.randint(100, 250)
+    return Pools(
+        services=AddressPool(f"127.{second}.1.0/24"),
+        gateways=AddressPool(f"127.{second}.2.0/24"),
+        pods=AddressPool(f"127.{second}.3.0/24"),
+    )
+
+
+@dataclass
+class Stack:
+    """What an integration test talks to: Temporal (client, task queue) and the sandbox's Kubernetes API."""
+
+    cluster: SandboxThread
+    client: Client
+    task_queue: str
+    api_client: k8s.ApiClient
+
+    @property
+    def custom(self) -> k8s.CustomObjectsApi:
+        return k8s.CustomObjectsApi(self.api_client)
+
+    @property
+    def core(self) -> k8s.CoreV1Api:
+        return k8s.CoreV1Api(self.api_client)
+
+    @property
+    def batch(self) -> k8s.BatchV1Api:
+        return k8s.BatchV1Api(self.api_client)
+
+    async def start(self, manifest: dict[str, Any]) -> WorkflowHandle[Any, Any]:
+        """Start the workflow for a KubeRay manifest, as `raypilot apply` or the temporal CLI would."""
+        kind = manifest["kind"]
+        metadata = manifest["metadata"]
+        namespace = metadata.get("namespace", "default")
+        return await self.client.start_workflow(
+            WORKFLOW_TYPES[kind],
+            manifest,
+            id=workflow_id(kind, namespace, metadata["name"]),
+            task_queue=self.task_queue,
+            execution_timeout=timedelta(minutes=30),
+            search_attributes=TypedSearchAttributes.empty,
+        )
+
+    def namespace(self) -> str:
+        """A fresh Kubernetes namespace, so tests of one module do not see each other's objects."""
+        name = f"it-{uuid.uuid4().hex[:8]}"
+        self.core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+        return name
+
+    async def status(self, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+        status: dict[str, Any] = await handle.query("status")
+        return status
+
+    async def wait_status(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        holds: Callable[[dict[str, Any]], bool],
+        *,
+        within: float = 60.0,
+        what: str = "status",
+    ) -> dict[str, Any]:
+        """Poll the `status` query until `holds` is true for it; returns that status."""
+
+        async def probe() -> dict[str, Any] | None:
+            status = await self.status(handle)
+            return status if holds(status) else None
+
+        return await wait_until(probe, within=within, interval=0.2, what=what)
+
+    def exists(self, plural: str, namespace: str, name: str) -> bool:
+        try:
+            if plural == "jobs":
+                self.batch.read_namespaced_job(name, namespace)
+            elif plural == "services":
+                self.core.read_namespaced_service(name, namespace)
+            else:
+                self.custom.get_namespaced_custom_object("ray.io", "v1", namespace, plural, name)
+        except k8s.ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+
+@asynccontextmanager
+async def running_stack(
+    workdir: Path, client: Client, ray: RayMode, **sandbox_options: Any
+) -> AsyncIterator[Stack]:
+    """A sandbox plus a worker with the real activities, reaching dashboards through the API server proxy."""
+    if ray == "simulated":
+        sandbox_options.setdefault("simulated_options", {"timings": SimulationTimings.fast()})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox.store, "standard_pools", private_pools)
+        cluster = SandboxThread(workdir, ray, **sandbox_options)
+        await asyncio.to_thread(cluster.__enter__)
+    try:
+        dependencies = ActivityDependencies.from_env(
+            {
+                "KUBECONFIG": str(cluster.kubeconfig_path),
+                "RAYPILOT_DASHBOARD_ACCESS": "proxy",
+                "HOME": "/nonexistent",
+            }
+        )
+        api_client = cluster.api_client()
+        try:
+            async with running_worker(
+                client, activities=build_activities(dependencies), replay_every_task=False
+            ) as task_queue:
+                yield Stack(cluster, client, task_queue, api_client)
+        finally:
+            api_client.close()
+            await dependencies.aclose()
+    finally:
+        await asyncio.to_thread(cluster.__exit__, None, None, None)

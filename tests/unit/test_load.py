@@ -1,0 +1,60 @@
+"""SteadyLoad against a local HTTP server: versions counted, failures classified, waiting on a count."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from raypilot.load import FAILED, SteadyLoad, share
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[str]:
+    calls = {"n": 0}
+
+    async def answer(_: web.Request) -> web.Response:
+        calls["n"] += 1
+        if calls["n"] % 10 == 0:
+            return web.Response(status=503)
+        return web.json_response({"version": "v1" if calls["n"] % 2 else "v2"})
+
+    app = web.Application()
+    app.router.add_get("/", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}/"
+    await runner.cleanup()
+
+
+async def test_counts_versions_and_failures(server: str) -> None:
+    async with SteadyLoad(server, concurrency=2) as load:
+        await load.wait_for_requests(100)
+    counts = load.counts()
+    assert sum(counts.values()) == len(load.samples) >= 100
+    assert counts[FAILED] == len(load.failures) > 0
+    assert all(sample.detail == "HTTP 503" for sample in load.failures)
+    assert {"v1", "v2"} <= set(counts)
+
+
+async def test_unreachable_endpoint_is_a_failure() -> None:
+    async with SteadyLoad("http://127.0.0.1:9/", concurrency=1, timeout_s=1.0) as load:
+        await load.wait_for_requests(3)
+    assert load.counts()[FAILED] == len(load.samples)
+
+
+@pytest.mark.parametrize(
+    ("counts", "version", "expected"),
+    [
+        (Counter({"v1": 30, "v2": 70}), "v2", 70.0),
+        (Counter({"v1": 30, "v2": 70, FAILED: 100}), "v1", 30.0),
+        (Counter(), "v1", 0.0),
+    ],
+)
+def test_share_ignores_failures(counts: Counter[str], version: str, expected: float) -> None:
+    assert share(counts, version) == expected
