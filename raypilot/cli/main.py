@@ -10,9 +10,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_REJECTED = 2
+from raypilot.cli.apply import apply_manifest
+from raypilot.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, Console, run_command
+from raypilot.cli.control import UPGRADE_CONTROLS, delete_object, upgrade_control
+from raypilot.cli.status import show_status
+
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_REJECTED", "build_parser", "main"]
+
+REF_HELP = "KIND/NAMESPACE/NAME, e.g. rayjob/default/sample (KIND: rayjob or rayservice)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +29,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "worker", help="run a worker with every workflow and activity (same as python worker.py)"
     )
+    apply = commands.add_parser(
+        "apply", help="start the workflow for a manifest, or apply it to the running one (update-with-start)"
+    )
+    apply.add_argument(
+        "-f", "--filename", required=True, metavar="FILE", help="YAML or JSON manifest; - for stdin"
+    )
+    status = commands.add_parser("status", help="print the status of a RayJob or RayService")
+    status.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
+    status.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
+    status.add_argument("-w", "--watch", action="store_true", help="follow it live until the workflow closes")
+    delete = commands.add_parser("delete", help="delete a RayJob or RayService (the delete update)")
+    delete.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
+    delete.add_argument("--no-wait", action="store_true", help="return once the deletion was accepted")
+    upgrade = commands.add_parser("upgrade", help="control a RayService's incremental upgrade")
+    upgrade.add_argument("control", choices=UPGRADE_CONTROLS)
+    upgrade.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
     sandbox = commands.add_parser(
         "sandbox",
         help="a local cluster: Kubernetes API, RayCluster/Job/Service/Gateway controllers",
@@ -37,8 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    """Runs one command; `console` (streams and environment) defaults to the process's own."""
+    console = console or Console()
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
+        return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
+    if args.command in ("apply", "status", "delete", "upgrade"):
+        return run_command(_temporal_command(args, console), console, interrupted=_interrupted(args))
     if args.command == "worker":
         import worker
 
@@ -53,6 +81,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_demo(args.dir, exit_after=args.exit, ray_mode=args.ray)
     return EXIT_REJECTED
+
+
+def _interrupted(args: argparse.Namespace) -> int:
+    """Ctrl-C is how one leaves `status --watch`: success there, a failure anywhere else."""
+    return EXIT_OK if args.command == "status" and args.watch else EXIT_FAILURE
+
+
+async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
+    if args.command == "apply":
+        return await apply_manifest(args.filename, console)
+    if args.command == "status":
+        return await show_status(args.ref, console, output=args.output, watch=args.watch)
+    if args.command == "delete":
+        return await delete_object(args.ref, console, wait=not args.no_wait)
+    return await upgrade_control(args.control, args.ref, console)
 
 
 if __name__ == "__main__":

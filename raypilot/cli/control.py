@@ -1,0 +1,149 @@
+"""`raypilot delete KIND/NAMESPACE/NAME` and `raypilot upgrade pause|resume|promote|abort rayservice/NS/NAME`:
+the workflows' updates.
+
+A RayJob whose workflow has already completed (or a RayService whose workflow is gone) can still have
+objects left, e.g. the submitter Job that DeleteCluster keeps for its logs: `delete` then removes them by the
+ownership labels of CONTRACT section 5, through the Kubernetes API of KUBECONFIG."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
+
+from activities.kubernetes_client import KubeObjects, load_kube_configuration
+from activities.kubernetes_resources import OWNED_KINDS, RESOURCES_BY_KIND, object_ref
+from models.naming import ObjectRef, ownership_labels
+from raypilot.cli.common import (
+    CommandError,
+    Console,
+    application_cause,
+    client_for,
+    describe_ref,
+    parse_ref,
+    ref_id,
+    rejected,
+    settings_from,
+    with_worker_patience,
+    workflow_state,
+)
+
+UPGRADE_CONTROLS = ("pause", "resume", "promote", "abort")
+# Deleting owned objects and waiting for the clusters to go can take a while on a real cluster.
+DELETE_PATIENCE_SECONDS = 300.0
+
+
+def leftover_selector(ref: ObjectRef) -> str:
+    """All three ownership labels: objects raypilot created for this RayJob/RayService, never KubeRay's."""
+    return ",".join(f"{key}={value}" for key, value in ownership_labels(ref.kind, ref.name).items())
+
+
+def delete_leftovers(kube: KubeObjects, ref: ObjectRef) -> list[dict[str, str]]:
+    """Requests deletion of every object of OWNED_KINDS carrying the ownership labels, in OWNED_KINDS order
+    (traffic first); returns those it asked to delete. An API that is not installed (no Gateway API) has
+    none."""
+    deleted: list[dict[str, str]] = []
+    selector = leftover_selector(ref)
+    for kind in OWNED_KINDS:
+        resource = RESOURCES_BY_KIND[kind]
+        try:
+            items = kube.list(resource, ref.namespace, selector)
+        except ApiException as error:
+            if error.status == 404:
+                continue
+            raise
+        for item in items:
+            found = object_ref(item)
+            if kube.delete(resource, found["namespace"], found["name"], "Background", found["uid"] or None):
+                deleted.append(found)
+    return deleted
+
+
+def kube_objects(env: Mapping[str, str]) -> KubeObjects:
+    try:
+        configuration = load_kube_configuration(env)
+    except (ConfigException, OSError) as error:
+        raise CommandError(f"Kubernetes configuration: {error}") from None
+    return KubeObjects(k8s.ApiClient(configuration))
+
+
+async def delete_leftovers_for(ref: ObjectRef, console: Console) -> list[dict[str, str]]:
+    kube = kube_objects(console.env)
+    try:
+        return await asyncio.to_thread(delete_leftovers, kube, ref)
+    except ApiException as error:
+        raise CommandError(f"Kubernetes API: {error.status} {error.reason}") from None
+    finally:
+        kube.api_client.close()
+
+
+def describe_objects(refs: list[dict[str, str]]) -> str:
+    return ", ".join(f"{ref['kind']}/{ref['name']}" for ref in refs)
+
+
+async def delete_object(ref_text: str, console: Console, *, wait: bool) -> int:
+    ref = parse_ref(ref_text)
+    settings = settings_from(console)
+    client = await client_for(console)
+    handle = client.get_workflow_handle(ref_id(ref))
+    state = await workflow_state(handle)
+    target = ref_id(ref)
+    if state != WorkflowExecutionStatus.RUNNING:
+        deleted = await delete_leftovers_for(ref, console)
+        if state is None and not deleted:
+            raise CommandError(f"no {describe_ref(ref)}")
+        if deleted:
+            console.out(f"{target}: workflow not running; deleted what was left: {describe_objects(deleted)}")
+        else:
+            console.out(f"{target}: workflow already completed; nothing left to delete")
+        return 0
+    try:
+        await with_worker_patience(
+            handle.execute_update("delete", result_type=dict),
+            f"delete {describe_ref(ref)}",
+            settings.task_queue,
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = application_cause(error)
+        raise rejected(cause.message if cause is not None else str(error)) from None
+    if not wait:
+        console.out(f"{target} deleting")
+        return 0
+    try:
+        await asyncio.wait_for(handle.result(), DELETE_PATIENCE_SECONDS)
+    except TimeoutError:
+        raise CommandError(
+            f"{target}: deletion asked for, but the workflow did not finish "
+            f"within {DELETE_PATIENCE_SECONDS:.0f} s"
+        ) from None
+    except WorkflowFailureError:
+        pass  # deleted anyway: the workflow's failure is not the deletion's
+    console.out(f"{target} deleted")
+    return 0
+
+
+async def upgrade_control(control: str, ref_text: str, console: Console) -> int:
+    ref = parse_ref(ref_text)
+    if ref.kind != "RayService":
+        raise rejected(f"upgrade {control} applies to a rayservice, not to a {ref.kind.lower()}")
+    settings = settings_from(console)
+    client = await client_for(console)
+    handle = client.get_workflow_handle(ref_id(ref))
+    if await workflow_state(handle) != WorkflowExecutionStatus.RUNNING:
+        raise CommandError(f"no {describe_ref(ref)}")
+    try:
+        result: dict[str, Any] = await with_worker_patience(
+            handle.execute_update(control, result_type=dict),
+            f"{control} {describe_ref(ref)}",
+            settings.task_queue,
+        )
+    except WorkflowUpdateFailedError as error:
+        cause = application_cause(error)
+        raise rejected(cause.message if cause is not None else str(error)) from None
+    console.out(f"{ref_id(ref)}: {result.get('message') or control}")
+    return 0
