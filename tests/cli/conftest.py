@@ -1,0 +1,114 @@
+"""Fixtures for CLI tests: one simulated sandbox and one worker with the real workflows and activities per
+module (on the session's Temporal dev server), and a way to run `raypilot` in-process against them."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import random
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+import sandbox.store
+from activities.registry import ActivityDependencies, build_activities
+from raypilot.cli.common import Console
+from raypilot.cli.main import main
+from raypilot.testing.worker import running_worker
+from sandbox.netalloc import AddressPool, Pools
+from sandbox.ray.simulated_timings import SimulationTimings
+from sandbox.testing import SandboxThread
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+class _Pipe(io.StringIO):
+    """stdout as a pipe or log file is: not a terminal, so `--watch` prints a view per change."""
+
+    def isatty(self) -> bool:
+        return False
+
+
+@dataclass
+class CliStack:
+    """The environment `raypilot` sees (Temporal address, task queue, KUBECONFIG) and the sandbox behind
+    it."""
+
+    env: dict[str, str]
+    cluster: SandboxThread
+    client: Client
+    api_client: k8s.ApiClient
+
+    async def run(self, *argv: str, stdin: str = "") -> CliResult:
+        """`raypilot ARGV` in-process, on its own thread and event loop as the console script would run it."""
+        stdout, stderr = _Pipe(), _Pipe()
+        console = Console(stdout=stdout, stderr=stderr, env=dict(self.env), stdin=io.StringIO(stdin))
+        code = await asyncio.to_thread(main, list(argv), console)
+        return CliResult(code, stdout.getvalue(), stderr.getvalue())
+
+    def namespace(self) -> str:
+        name = f"cli-{uuid.uuid4().hex[:8]}"
+        k8s.CoreV1Api(self.api_client).create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+        return name
+
+    def owned(self, plural: str, namespace: str, kind: str, name: str) -> list[str]:
+        """Names of the RayClusters (plural "rayclusters") or Jobs ("jobs") with the ownership labels."""
+        selector = f"ray.io/originated-from-cr-name={name},ray.io/originated-from-crd={kind}"
+        if plural == "jobs":
+            jobs = k8s.BatchV1Api(self.api_client).list_namespaced_job(namespace, label_selector=selector)
+            return [job.metadata.name for job in jobs.items]
+        listing = k8s.CustomObjectsApi(self.api_client).list_namespaced_custom_object(
+            "ray.io", "v1", namespace, plural, label_selector=selector
+        )
+        return [item["metadata"]["name"] for item in listing["items"]]
+
+
+def _private_pools() -> Pools:
+    """Addresses in a random 127.N.0.0/16, apart from any other sandbox on this machine."""
+    second = random.randint(100, 250)
+    return Pools(
+        services=AddressPool(f"127.{second}.1.0/24"),
+        gateways=AddressPool(f"127.{second}.2.0/24"),
+        pods=AddressPool(f"127.{second}.3.0/24"),
+    )
+
+
+@pytest.fixture(scope="module")
+async def cli_stack(
+    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[CliStack]:
+    workdir: Path = tmp_path_factory.mktemp("cli-sandbox")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sandbox.store, "standard_pools", _private_pools)
+        cluster = SandboxThread(workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()})
+        await asyncio.to_thread(cluster.__enter__)
+    kube_env = {"KUBECONFIG": str(cluster.kubeconfig_path), "HOME": "/nonexistent"}
+    dependencies = ActivityDependencies.from_env({**kube_env, "RAYPILOT_DASHBOARD_ACCESS": "proxy"})
+    api_client = cluster.api_client()
+    client = dev_server_env.client
+    try:
+        async with running_worker(
+            client, activities=build_activities(dependencies), replay_every_task=False
+        ) as task_queue:
+            env = {
+                **kube_env,
+                "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+                "TEMPORAL_NAMESPACE": client.namespace,
+                "RAYPILOT_TASK_QUEUE": task_queue,
+            }
+            yield CliStack(env, cluster, client, api_client)
+    finally:
+        api_client.close()
+        await dependencies.aclose()
+        await asyncio.to_thread(cluster.__exit__, None, None, None)

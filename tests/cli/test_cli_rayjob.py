@@ -1,0 +1,173 @@
+"""`raypilot` end to end for RayJobs: the CLI in-process against the Temporal dev server and a worker with the
+real workflows and activities on a simulated sandbox."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from sandbox.testing import wait_until
+from tests.cli.conftest import CliStack
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
+
+EXAMPLE = json.loads((Path(__file__).parents[2] / "examples" / "rayjob.json").read_text())
+
+
+def rayjob(namespace: str, name: str, entrypoint: str, **spec: Any) -> dict[str, Any]:
+    manifest = copy.deepcopy(EXAMPLE)
+    manifest["metadata"] = {"name": name, "namespace": namespace}
+    manifest["spec"].update(entrypoint=entrypoint, **spec)
+    return manifest
+
+
+def test_console_script_is_installed_and_lists_the_commands() -> None:
+    script = Path(sys.executable).parent / "raypilot"
+    done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    for command in ("apply", "status", "delete", "upgrade", "worker", "sandbox", "demo"):
+        assert command in done.stdout
+
+
+async def test_rejected_input_exits_2_and_starts_nothing(cli_stack: CliStack) -> None:
+    name = "n" * 48  # one more than KubeRay allows a RayJob (the cluster suffix needs room)
+    manifest = rayjob("default", name, "true")
+    result = await cli_stack.run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+    assert result.code == 2
+    assert "RayJob name should be no more than 47 characters" in result.stderr
+    assert result.stdout == ""
+    with pytest.raises(RPCError) as raised:
+        await cli_stack.client.get_workflow_handle(f"rayjob/default/{name}").describe()
+    assert raised.value.status == RPCStatusCode.NOT_FOUND
+
+    unknown = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "x"}, "spec": {"bogus": 1}}
+    unknown_field = await cli_stack.run("apply", "-f", "-", stdin=json.dumps(unknown))
+    assert (unknown_field.code, unknown_field.stderr.strip()) == (2, 'error: unknown field "spec.bogus"')
+
+    missing_file = await cli_stack.run("apply", "-f", "/nonexistent/manifest.yaml")
+    assert missing_file.code == 2
+    malformed_ref = await cli_stack.run("status", "rayjob/default")
+    assert (malformed_ref.code, "expected KIND/NAMESPACE/NAME" in malformed_ref.stderr) == (2, True)
+    bad_kind = await cli_stack.run("delete", "raycluster/default/x")
+    assert bad_kind.code == 2
+    not_a_service = await cli_stack.run("upgrade", "pause", "rayjob/default/x")
+    assert not_a_service.code == 2
+
+
+async def test_unknown_workflow_is_a_failure_naming_it(cli_stack: CliStack) -> None:
+    for argv in (("status", "rayjob/default/nobody"), ("upgrade", "abort", "rayservice/default/nobody")):
+        result = await cli_stack.run(*argv)
+        assert result.code == 1, argv
+        assert "no ray" in result.stderr
+        assert "default/nobody" in result.stderr
+    missing = await cli_stack.run("status", "rayjob/default/nobody")
+    assert missing.stderr.strip() == "error: no rayjob default/nobody"
+
+
+async def test_apply_reapply_status_and_watch_until_the_job_completes(
+    cli_stack: CliStack, tmp_path: Path
+) -> None:
+    namespace = cli_stack.namespace()
+    manifest_file = tmp_path / "job.yaml"
+    manifest_file.write_text(
+        yaml.safe_dump(rayjob(namespace, "watched", "sleep 3", activeDeadlineSeconds=120))
+    )
+    ref = f"rayjob/{namespace}/watched"
+
+    started = await cli_stack.run("apply", "-f", str(manifest_file))
+    assert started.code == 0, started.stderr
+    assert started.stdout.startswith(f"{ref} started")
+    handle = cli_stack.client.get_workflow_handle(ref)
+    attributes = (await handle.describe()).typed_search_attributes
+    assert {pair.key.name: pair.value for pair in attributes}.items() >= {
+        "RayKind": "RayJob", "RayNamespace": namespace, "RayName": "watched"
+    }.items()  # fmt: skip
+
+    again = await cli_stack.run("apply", "-f", str(manifest_file))
+    assert again.code == 0, again.stderr
+    assert again.stdout.strip() == f"{ref} applied, generation 1"
+
+    as_json = await cli_stack.run("status", ref, "-o", "json")
+    assert as_json.code == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["jobDeploymentStatus"] in ("", "Initializing", "Running")
+    human = await cli_stack.run("status", ref)
+    assert human.code == 0
+    assert human.stdout.startswith(f"{ref}  ")
+
+    watched = await cli_stack.run("status", ref, "--watch")
+    assert watched.code == 0, watched.stderr
+    views = watched.stdout.split("--- ")[1:]
+    assert len(views) >= 2, watched.stdout  # at least one live view before the final one
+    final = views[-1]
+    assert f"{ref}  Complete  (workflow completed)" in final
+    assert "job status   SUCCEEDED" in final
+    assert "timeline:" in final
+    assert "deadline" in "".join(views)  # the run-time bar against activeDeadlineSeconds
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+
+    after = await cli_stack.run("status", ref, "-o", "json")
+    assert json.loads(after.stdout)["jobStatus"] == "SUCCEEDED"
+    assert "(workflow completed)" in (await cli_stack.run("status", ref)).stdout
+
+
+async def test_delete_a_running_job(cli_stack: CliStack) -> None:
+    namespace = cli_stack.namespace()
+    ref = f"rayjob/{namespace}/doomed"
+    applied = await cli_stack.run(
+        "apply", "-f", "-", stdin=json.dumps(rayjob(namespace, "doomed", "sleep 600"))
+    )
+    assert applied.code == 0, applied.stderr
+
+    async def running() -> bool | None:
+        status = json.loads((await cli_stack.run("status", ref, "-o", "json")).stdout)
+        return True if status.get("jobStatus") == "RUNNING" else None
+
+    await wait_until(running, within=60, interval=0.5, what="the Ray job running")
+    assert cli_stack.owned("rayclusters", namespace, "RayJob", "doomed")
+
+    deleted = await cli_stack.run("delete", ref)
+    assert deleted.code == 0, deleted.stderr
+    assert deleted.stdout.strip() == f"{ref} deleted"
+    assert (
+        await cli_stack.client.get_workflow_handle(ref).describe()
+    ).status == WorkflowExecutionStatus.COMPLETED
+    await wait_until(
+        lambda: not cli_stack.owned("rayclusters", namespace, "RayJob", "doomed") or None,
+        within=30,
+        what="the RayCluster gone",
+    )
+
+
+async def test_delete_what_a_finished_job_left_by_its_labels(cli_stack: CliStack) -> None:
+    namespace = cli_stack.namespace()
+    ref = f"rayjob/{namespace}/leftover"
+    # No shutdownAfterJobFinishes: the workflow completes and leaves its RayCluster running, as KubeRay does.
+    manifest = rayjob(namespace, "leftover", "true", shutdownAfterJobFinishes=False)
+    assert (await cli_stack.run("apply", "-f", "-", stdin=json.dumps(manifest))).code == 0
+    await cli_stack.client.get_workflow_handle(ref).result()
+    clusters = cli_stack.owned("rayclusters", namespace, "RayJob", "leftover")
+    assert len(clusters) == 1
+
+    deleted = await cli_stack.run("delete", ref)
+    assert deleted.code == 0, deleted.stderr
+    assert "deleted what was left: " in deleted.stdout
+    left = deleted.stdout.split("deleted what was left: ")[1].strip().split(", ")
+    assert set(left) == {"Service/leftover-head-svc", f"RayCluster/{clusters[0]}"}
+    await wait_until(
+        lambda: not cli_stack.owned("rayclusters", namespace, "RayJob", "leftover") or None,
+        within=30,
+        what="the RayCluster gone",
+    )
+    nothing_left = await cli_stack.run("delete", ref)
+    assert (nothing_left.code, "nothing left to delete" in nothing_left.stdout) == (0, True)
+    never_existed = await cli_stack.run("delete", f"rayjob/{namespace}/never")
+    assert (never_existed.code, never_existed.stderr.strip()) == (1, f"error: no rayjob {namespace}/never")
