@@ -15,11 +15,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from models.naming import ObjectRef, parse_object_ref, workflow_id
+from raypilot.cli.exits import EXIT_FAILURE, EXIT_REJECTED
 from raypilot.settings import SettingsError, TemporalSettings, connect
-
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_REJECTED = 2
 
 # How long a command waits for a worker to answer an update or query before it gives up: a worker that is not
 # running would otherwise leave the command waiting forever.

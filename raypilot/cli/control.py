@@ -33,7 +33,6 @@ from raypilot.cli.common import (
     workflow_state,
 )
 
-UPGRADE_CONTROLS = ("pause", "resume", "promote", "abort")
 # Deleting owned objects and waiting for the clusters to go can take a while on a real cluster.
 DELETE_PATIENCE_SECONDS = 300.0
 

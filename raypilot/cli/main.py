@@ -9,13 +9,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from raypilot.cli.apply import apply_manifest
-from raypilot.cli.common import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED, Console, run_command
-from raypilot.cli.control import UPGRADE_CONTROLS, delete_object, upgrade_control
-from raypilot.cli.status import show_status
+from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED
+
+if TYPE_CHECKING:
+    from raypilot.cli.common import Console
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_REJECTED", "build_parser", "main"]
+
+# The commands import Temporal, Kubernetes and the models only when they run: `raypilot --help` stays quick.
+UPGRADE_CONTROLS = ("pause", "resume", "promote", "abort")
 
 REF_HELP = "KIND/NAMESPACE/NAME, e.g. rayjob/default/sample (KIND: rayjob or rayservice)"
 
@@ -59,13 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    """Runs one command; `console` (streams and environment) defaults to the process's own."""
-    console = console or Console()
+    """Runs one command; `console` (streams and environment of the Temporal commands) defaults to the
+    process's own."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
     if args.command in ("apply", "status", "delete", "upgrade"):
+        from raypilot.cli.common import Console, run_command
+
+        console = console or Console()
         return run_command(_temporal_command(args, console), console, interrupted=_interrupted(args))
     if args.command == "worker":
         import worker
@@ -89,6 +96,10 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 
 async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
+    from raypilot.cli.apply import apply_manifest
+    from raypilot.cli.control import delete_object, upgrade_control
+    from raypilot.cli.status import show_status
+
     if args.command == "apply":
         return await apply_manifest(args.filename, console)
     if args.command == "status":
