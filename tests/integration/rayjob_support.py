@@ -1,0 +1,106 @@
+"""What the RayJob integration tests share: example manifests, Events on the RayJob, a user's view of a Ray
+dashboard (through the API server's service proxy, as `kubectl proxy` users reach it), and history sizes."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from temporalio.client import WorkflowHandle
+
+from sandbox.testing import ready_raycluster, wait_until
+from tests.integration.stack import Stack
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+def example(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    """examples/<name>.yaml in `namespace`, with `spec` fields replaced (None removes one)."""
+    manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
+    manifest = copy.deepcopy(manifest)
+    manifest["metadata"]["namespace"] = namespace
+    for key, value in spec.items():
+        if value is None:
+            manifest["spec"].pop(key, None)
+        else:
+            manifest["spec"][key] = value
+    return manifest
+
+
+def rayjob_events(stack: Stack, namespace: str, rayjob: str) -> list[dict[str, str]]:
+    """(reason, message, type) of the Kubernetes Events whose involved object is the RayJob."""
+    events = stack.core.list_namespaced_event(namespace).items
+    return [
+        {"reason": event.reason, "message": event.message, "type": event.type}
+        for event in events
+        if event.involved_object.kind == "RayJob" and event.involved_object.name == rayjob
+    ]
+
+
+def reasons(events: list[dict[str, str]]) -> list[str]:
+    return [event["reason"] for event in events]
+
+
+def dashboard_base(stack: Stack, namespace: str, service: str) -> str:
+    host = stack.api_client.configuration.host.rstrip("/")
+    return f"{host}/api/v1/namespaces/{namespace}/services/{service}:dashboard/proxy"
+
+
+async def dashboard(
+    stack: Stack, namespace: str, service: str, method: str, path: str, body: Any = None
+) -> httpx.Response:
+    """One request to a RayCluster's dashboard as a user outside the cluster makes it."""
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        return await http.request(method, dashboard_base(stack, namespace, service) + path, json=body)
+
+
+async def submit_ray_job(
+    stack: Stack, namespace: str, service: str, submission_id: str, entrypoint: str
+) -> None:
+    """What `ray job submit --submission-id ...` does: POST /api/jobs/."""
+    answer = await dashboard(
+        stack,
+        namespace,
+        service,
+        "POST",
+        "/api/jobs/",
+        {"entrypoint": entrypoint, "submission_id": submission_id},
+    )
+    assert answer.status_code == 200, answer.text
+
+
+async def ray_job(stack: Stack, namespace: str, service: str, submission_id: str) -> dict[str, Any]:
+    answer = await dashboard(stack, namespace, service, "GET", f"/api/jobs/{submission_id}")
+    assert answer.status_code == 200, answer.text
+    details: dict[str, Any] = answer.json()
+    return details
+
+
+async def history_length(handle: WorkflowHandle[Any, Any]) -> int:
+    history = await handle.fetch_history()
+    return len(history.events)
+
+
+def rayclusters(stack: Stack, namespace: str) -> list[dict[str, Any]]:
+    listed: dict[str, Any] = stack.custom.list_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters"
+    )
+    items: list[dict[str, Any]] = listed["items"]
+    return items
+
+
+async def create_raycluster(
+    stack: Stack, manifest: dict[str, Any], *, within: float = 60.0
+) -> dict[str, Any]:
+    """Create a RayCluster as a user would (kubectl apply) and wait until it is ready."""
+    namespace = manifest["metadata"]["namespace"]
+    name = manifest["metadata"]["name"]
+    stack.custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", manifest)
+
+    async def ready() -> dict[str, Any] | None:
+        return ready_raycluster(stack.custom, namespace, name)
+
+    return await wait_until(ready, within=within, interval=0.2, what=f"RayCluster {namespace}/{name} ready")

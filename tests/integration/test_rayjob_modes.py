@@ -1,0 +1,256 @@
+"""Each RayJob submission mode end to end: the real worker and activities against the simulated sandbox.
+
+What is checked is what a user sees: the workflow's result and status, the Kubernetes objects (RayCluster,
+submitter Job, head Service) and the Events on the RayJob, and the Ray job in the dashboard.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from sandbox.testing import raycluster_manifest
+from tests.integration.rayjob_support import (
+    create_raycluster,
+    example,
+    history_length,
+    ray_job,
+    rayclusters,
+    rayjob_events,
+    reasons,
+    submit_ray_job,
+)
+from tests.integration.stack import Stack
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
+
+# The issue's cost bounds for a happy path, whatever the job's duration.
+MAX_HTTP_MODE_EVENTS = 60
+MAX_K8S_JOB_MODE_EVENTS = 80
+
+
+def head_service(status: dict[str, Any]) -> str:
+    """The head Service named by status.dashboardURL (`<svc>.<ns>.svc.<domain>:<port>`)."""
+    return str(status["dashboardURL"]).split(".", 1)[0]
+
+
+def _running(status: dict[str, Any]) -> bool:
+    return status.get("jobDeploymentStatus") == "Running" and status.get("jobStatus") == "RUNNING"
+
+
+async def test_http_mode_completes_with_kuberay_events(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(example("rayjob-httpmode", namespace, entrypoint="echo hello"))
+    result = await handle.result()
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert result["succeeded"] == 1
+    assert result.get("failed", 0) == 0
+    assert result["rayJobInfo"]["startTime"] <= result["rayJobInfo"]["endTime"]
+    cluster = result["rayClusterName"]
+    assert cluster.startswith("rayjob-httpmode-")
+    assert not simulated_stack.exists("jobs", namespace, "rayjob-httpmode"), "HTTPMode has no submitter"
+    events = rayjob_events(simulated_stack, namespace, "rayjob-httpmode")
+    assert {
+        "reason": "CreatedRayCluster",
+        "message": f"Created RayCluster {namespace}/{cluster}",
+        "type": "Normal",
+    } in events
+    assert "CreatedRayJobSubmitter" not in reasons(events)
+    assert await history_length(handle) <= MAX_HTTP_MODE_EVENTS
+
+
+async def test_k8s_job_mode_runs_kuberays_submitter(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(example("rayjob-k8sjobmode", namespace))
+    status = await simulated_stack.wait_status(
+        handle, lambda s: simulated_stack.exists("jobs", namespace, "rayjob-k8sjobmode"), what="submitter Job"
+    )
+    submitter = simulated_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
+    container = submitter.spec.template.spec.containers[0]
+    job_id, address = status["jobId"], f"http://{status['dashboardURL']}"
+    assert container.command == ["/bin/bash", "-ce", "--"]
+    script = container.args[0]
+    assert script.startswith("until ")
+    assert f"{address}/api/gcs_healthz" in script
+    entrypoint = example("rayjob-k8sjobmode", namespace)["spec"]["entrypoint"]
+    # KubeRay quotes the JSON options with Go's %q, which for ASCII is what json.dumps does to a string.
+    runtime_env = json.dumps('{"env_vars":{"GREETING":"hello from raypilot"}}')
+    metadata = json.dumps('{"team":"examples"}')
+    expected_tail = (
+        f"done ; if ! ray job status --address {address} {job_id} >/dev/null 2>&1 ; then "
+        f"ray job submit --address {address} --no-wait --runtime-env-json {runtime_env} "
+        f"--metadata-json {metadata} --submission-id {job_id} "
+        f"--entrypoint-num-cpus 0.500000 -- {entrypoint} ; fi ; "
+        f"ray job logs --address {address} --follow {job_id}"
+    )
+    assert script.endswith(expected_tail), script
+    env = {variable.name: variable.value for variable in container.env}
+    assert env["RAY_DASHBOARD_ADDRESS"] == status["dashboardURL"]
+    assert env["RAY_JOB_SUBMISSION_ID"] == job_id
+    assert env["PYTHONUNBUFFERED"] == "1"
+    assert submitter.spec.backoff_limit == 2
+
+    result = await handle.result()
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    finished = simulated_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
+    assert finished.status.succeeded == 1, "the submitter itself ran `ray job submit` and followed the logs"
+    events = rayjob_events(simulated_stack, namespace, "rayjob-k8sjobmode")
+    assert {"CreatedRayCluster", "CreatedRayJobSubmitter"} <= set(reasons(events)), events
+    assert {
+        "reason": "CreatedRayJobSubmitter",
+        "message": f"Created Kubernetes Job {namespace}/rayjob-k8sjobmode",
+        "type": "Normal",
+    } in events
+    assert await history_length(handle) <= MAX_K8S_JOB_MODE_EVENTS
+
+
+async def test_sidecar_mode_judges_the_head_pods_submitter_container(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(example("rayjob-sidecarmode", namespace, entrypoint="echo hi"))
+    status = await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Running")
+    cluster = simulated_stack.custom.get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", status["rayClusterName"]
+    )
+    assert cluster["metadata"]["annotations"]["ray.io/disable-provisioned-head-restart"] == "true"
+    head_spec = cluster["spec"]["headGroupSpec"]["template"]["spec"]
+    assert head_spec["restartPolicy"] == "Never"
+    sidecar = next(c for c in head_spec["containers"] if c["name"] == "ray-job-submitter")
+    assert f"--submission-id {status['jobId']}" in sidecar["args"][0]
+    assert "--address http://127.0.0.1:8265" in sidecar["args"][0]
+
+    # The sandbox runs only a head pod's Ray container, so the test plays the sidecar: it submits the job as
+    # the container's command would, then reports the container terminated (exit 0) as the kubelet would.
+    await submit_ray_job(simulated_stack, namespace, head_service(status), status["jobId"], "echo hi")
+    await simulated_stack.wait_status(handle, lambda s: s.get("jobStatus") == "SUCCEEDED")
+    assert (await simulated_stack.status(handle))["jobDeploymentStatus"] == "Running", (
+        "Complete needs the submitter container to have finished too"
+    )
+    _terminate_container(
+        simulated_stack, namespace, status["rayClusterName"], "ray-job-submitter", exit_code=0
+    )
+    result = await handle.result()
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert not simulated_stack.exists("jobs", namespace, "rayjob-sidecarmode")
+
+
+def _terminate_container(
+    stack: Stack, namespace: str, cluster: str, container: str, *, exit_code: int
+) -> None:
+    pods = stack.core.list_namespaced_pod(
+        namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head"
+    ).items
+    assert len(pods) == 1
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = stack.api_client.sanitize_for_serialization(
+        stack.core.read_namespaced_pod(pods[0].metadata.name, namespace)
+    )
+    for status in body["status"]["containerStatuses"]:
+        if status["name"] == container:
+            started = (status.get("state") or {}).get("running", {}).get("startedAt", now)
+            status["state"] = {
+                "terminated": {
+                    "exitCode": exit_code,
+                    "reason": "Completed",
+                    "startedAt": started,
+                    "finishedAt": now,
+                }
+            }
+            status["ready"] = False
+    stack.core.replace_namespaced_pod_status(body["metadata"]["name"], namespace, body)
+
+
+async def test_interactive_mode_waits_for_the_users_job_id(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    manifest = example("rayjob-interactivemode", namespace)
+    handle = await simulated_stack.start(manifest)
+    status = await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Waiting")
+    assert not status.get("jobId")
+
+    await submit_ray_job(simulated_stack, namespace, head_service(status), "my-notebook-job", "sleep 0.5")
+    manifest["spec"]["jobId"] = "my-notebook-job"
+    assert (await handle.execute_update("apply", manifest))["generation"] >= 1
+    result = await handle.result()
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert result["jobId"] == "my-notebook-job"
+
+
+async def test_cluster_selector_uses_the_cluster_and_leaves_it_alone(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    shared = await create_raycluster(simulated_stack, raycluster_manifest("shared-cluster", namespace))
+    handle = await simulated_stack.start(example("rayjob-clusterselector", namespace, entrypoint="echo hi"))
+    result = await handle.result()
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert result["rayClusterName"] == "shared-cluster"
+    after = simulated_stack.custom.get_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", "shared-cluster"
+    )
+    assert after["metadata"]["generation"] == shared["metadata"]["generation"]
+    assert after["spec"] == shared["spec"], "the selected cluster's spec was changed"
+    assert [c["metadata"]["name"] for c in rayclusters(simulated_stack, namespace)] == ["shared-cluster"]
+    assert "CreatedRayCluster" not in reasons(
+        rayjob_events(simulated_stack, namespace, "rayjob-clusterselector")
+    )
+    details = await ray_job(simulated_stack, namespace, head_service(result), result["jobId"])
+    assert details["status"] == "SUCCEEDED"
+
+
+async def test_failing_entrypoint_fails_with_app_failed(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(
+        example("rayjob-httpmode", namespace, entrypoint="echo boom; exit 1")
+    )
+    result = await handle.result()
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Failed", "FAILED"), result
+    assert result["reason"] == "AppFailed"
+    assert result["message"].startswith("Job entrypoint command failed with exit code 1"), result["message"]
+    assert result["failed"] == 1
+    assert result.get("succeeded", 0) == 0
+
+
+async def test_created_suspended_creates_no_cluster(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(
+        example("rayjob-k8sjobmode", namespace, suspend=True, shutdownAfterJobFinishes=True)
+    )
+    await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Suspended")
+    assert rayclusters(simulated_stack, namespace) == []
+    assert not simulated_stack.exists("jobs", namespace, "rayjob-k8sjobmode")
+    assert rayjob_events(simulated_stack, namespace, "rayjob-k8sjobmode") == []
+    await handle.execute_update("delete")
+    await handle.result()
+
+
+async def test_delete_stops_the_ray_job_and_deletes_owned_objects(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    # A shared cluster keeps the dashboard reachable after the delete, to see the Ray job stopped there.
+    await create_raycluster(simulated_stack, raycluster_manifest("shared-cluster", namespace))
+    selector = await simulated_stack.start(
+        example("rayjob-clusterselector", namespace, entrypoint="sleep 60", submissionMode="K8sJobMode")
+    )
+    own = await simulated_stack.start(example("rayjob-httpmode", namespace, entrypoint="sleep 60"))
+    selector_status = await simulated_stack.wait_status(selector, _running, within=60)
+    own_status = await simulated_stack.wait_status(own, _running, within=60)
+    assert simulated_stack.exists("jobs", namespace, "rayjob-clusterselector")
+    own_cluster = own_status["rayClusterName"]
+    assert simulated_stack.exists("rayclusters", namespace, own_cluster)
+
+    await selector.execute_update("delete")
+    await own.execute_update("delete")
+    await selector.result()
+    await own.result()
+
+    service = head_service(selector_status)
+    details = await ray_job(simulated_stack, namespace, service, selector_status["jobId"])
+    assert details["status"] == "STOPPED", details
+    assert not simulated_stack.exists("jobs", namespace, "rayjob-clusterselector")
+    assert simulated_stack.exists("rayclusters", namespace, "shared-cluster"), (
+        "a selected cluster is never deleted"
+    )
+    assert not simulated_stack.exists("rayclusters", namespace, own_cluster)
+    assert not simulated_stack.exists("services", namespace, "rayjob-httpmode-head-svc")
