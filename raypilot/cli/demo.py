@@ -1,38 +1,37 @@
 """`raypilot demo`: everything end to end on this machine.
 
-Starts the Temporal dev server (Web UI), the sandbox with real Ray and a worker; creates a RayCluster,
-submits a Ray job to its dashboard through the Kubernetes API server's service proxy and shows it succeed.
-The workflow issues replace the middle part with RayJob and RayService workflows.
+Starts the Temporal dev server (Web UI, empty database), the sandbox (real Ray by default) and a worker; then,
+through the workflows as `raypilot apply` starts them:
+1. a K8sJobMode RayJob whose DeleteCluster rule removes its RayCluster 10 s after the job ended;
+2. a RayService v1, then v2 as a NewClusterWithIncrementalUpgrade under a steady load through the Gateway,
+   with a live view, a summary of the steps and an upgrade timeline PNG in the demo directory.
+Then it stays up until Ctrl-C (or, with --exit, stops at once) and stops everything it started.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-import httpx
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
-from kubernetes import watch as k8s_watch
+from temporalio.service import RPCError
 
-from models.manifest import load_manifest_text
-from raypilot.cli.stack import LocalStack, StackError
+from raypilot.cli.demo_rayjob import run_rayjob
+from raypilot.cli.demo_rayservice import SERVICE_NAME, deploy_first_version, upgrade_under_load
+from raypilot.cli.demo_support import DemoFailed
+from raypilot.cli.demo_view import JobReport, UpgradeReport, job_summary, upgrade_summary
+from raypilot.cli.stack import TEMPORAL_PORT, UI_PORT, LocalStack, StackError
+from raypilot.load import FAILED
+from raypilot.settings import TemporalSettings, connect
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CLUSTER_NAME = "demo-cluster"
 NAMESPACE = "default"
-CLUSTER_READY_PATIENCE = 180
-JOB_PATIENCE = 180
-DEMO_ENTRYPOINT = "python -c \"import ray; ray.init(); print('cluster resources:', ray.cluster_resources())\""
-
-
-class DemoFailed(RuntimeError):
-    pass
 
 
 @contextmanager
@@ -45,92 +44,106 @@ def step(title: str, timings: list[tuple[str, float]]) -> Iterator[None]:
     print(f"   done in {elapsed:.1f} s", flush=True)
 
 
-def demo_cluster_manifest() -> dict[str, Any]:
-    manifest = load_manifest_text((EXAMPLES / "raycluster.yaml").read_text())
-    manifest["metadata"] = {"name": CLUSTER_NAME, "namespace": NAMESPACE}
-    return manifest
+def emit(line: str) -> None:
+    print(line, flush=True)
 
 
-def wait_for_cluster_ready(api: k8s.CustomObjectsApi) -> dict[str, Any]:
-    watcher = k8s_watch.Watch()
-    for event in watcher.stream(
-        api.list_namespaced_custom_object, "ray.io", "v1", NAMESPACE, "rayclusters",
-        field_selector=f"metadata.name={CLUSTER_NAME}", timeout_seconds=CLUSTER_READY_PATIENCE,
-    ):  # fmt: skip
-        cluster: dict[str, Any] = event["object"]
-        if cluster.get("status", {}).get("state") == "ready":
-            watcher.stop()
-            return cluster
-    raise DemoFailed(f"RayCluster {CLUSTER_NAME} was not ready within {CLUSTER_READY_PATIENCE} s")
+def job_succeeded(report: JobReport) -> bool:
+    return (
+        report.phase == "Complete"
+        and report.job_status == "SUCCEEDED"
+        and report.cluster_deleted_after_end_s is not None
+    )
 
 
-def dashboard_proxy_url(api_client: k8s.ApiClient) -> str:
-    host = api_client.configuration.host.rstrip("/")
-    return f"{host}/api/v1/namespaces/{NAMESPACE}/services/{CLUSTER_NAME}-head-svc:dashboard/proxy"
+def upgrade_succeeded(report: UpgradeReport) -> bool:
+    """Completed, and not one request lost: the point of an incremental upgrade."""
+    return report.total_s is not None and report.counts.get(FAILED, 0) == 0 and bool(report.new_cluster)
 
 
-def run_job(dashboard: str, submission_id: str) -> dict[str, Any]:
-    with httpx.Client(timeout=10.0, headers={"User-Agent": "raypilot-demo"}) as http:
-        response = http.post(
-            f"{dashboard}/api/jobs/", json={"entrypoint": DEMO_ENTRYPOINT, "submission_id": submission_id}
-        )
-        response.raise_for_status()
-        deadline = time.monotonic() + JOB_PATIENCE
-        while time.monotonic() < deadline:
-            info: dict[str, Any] = http.get(f"{dashboard}/api/jobs/{submission_id}").json()
-            if info.get("status") in ("SUCCEEDED", "FAILED", "STOPPED"):
-                info["logs"] = http.get(f"{dashboard}/api/jobs/{submission_id}/logs").json().get("logs", "")
-                return info
-            time.sleep(0.5)  # the Jobs API has no watch: poll it gently
-    raise DemoFailed(f"job {submission_id} did not finish within {JOB_PATIENCE} s")
+async def run_workloads(
+    stack: LocalStack, kubeconfig: Path, timings: list[tuple[str, float]], reports: list[str]
+) -> bool:
+    """The RayJob, then the RayService upgrade; True when both did what they should."""
+    task_queue = TemporalSettings.from_env(os.environ).task_queue
+    client = await connect(TemporalSettings(address=stack.temporal_address, task_queue=task_queue))
+    api_client = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    custom = k8s.CustomObjectsApi(api_client)
+    try:
+        with step("RayJob (K8sJobMode, DeleteCluster 10 s after the end)", timings):
+            job = await run_rayjob(client, task_queue, custom, NAMESPACE, emit)
+        reports += job_summary(job)
+        with step(f"RayService {SERVICE_NAME} v1 first deployment", timings):
+            deployed = await deploy_first_version(client, task_queue, custom, NAMESPACE, emit)
+        with step("RayService v1 -> v2 incremental upgrade under load", timings):
+            upgrade = await upgrade_under_load(deployed, emit, stack.workdir)
+        reports += upgrade_summary(upgrade)
+        return job_succeeded(job) and upgrade_succeeded(upgrade)
+    finally:
+        api_client.close()
 
 
-def run_demo(workdir: Path, exit_after: bool, ray_mode: str = "real") -> int:
+def run_demo(
+    workdir: Path,
+    exit_after: bool,
+    ray_mode: str = "real",
+    temporal_port: int = TEMPORAL_PORT,
+    ui_port: int = UI_PORT,
+) -> int:
+    workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    stack = LocalStack(workdir=workdir, ray_mode=ray_mode)
+    signal.signal(signal.SIGTERM, _interrupt)  # a plain kill must still stop what the demo started
+    stack = LocalStack(workdir=workdir, ray_mode=ray_mode, temporal_port=temporal_port, ui_port=ui_port)
     timings: list[tuple[str, float]] = []
+    reports: list[str] = []
     ok = False
     try:
         with step("Temporal dev server", timings):
             stack.start_temporal()
-        print(f"   Web UI: {stack.web_ui}")
+        print(f"   Web UI: {stack.web_ui}", flush=True)
         with step(f"sandbox with {ray_mode} Ray", timings):
             kubeconfig = stack.start_sandbox()
-        print(f"   KUBECONFIG={kubeconfig}")
+        print(f"   KUBECONFIG={kubeconfig}", flush=True)
         with step("raypilot worker", timings):
             stack.start_worker()
-        api_client = k8s_config.new_client_from_config(config_file=str(kubeconfig))
-        objects = k8s.CustomObjectsApi(api_client)
-        with step(f"RayCluster {NAMESPACE}/{CLUSTER_NAME} ready", timings):
-            objects.create_namespaced_custom_object(
-                "ray.io", "v1", NAMESPACE, "rayclusters", demo_cluster_manifest()
-            )
-            wait_for_cluster_ready(objects)
-        submission_id = f"demo-{int(time.time())}"
-        with step(f"Ray job {submission_id}", timings):
-            info = run_job(dashboard_proxy_url(api_client), submission_id)
-        print(f"   status {info['status']}; last log lines:")
-        for line in str(info.get("logs", "")).strip().splitlines()[-3:]:
-            print(f"   | {line}")
-        ok = info["status"] == "SUCCEEDED"
-    except (StackError, DemoFailed, k8s.ApiException, httpx.HTTPError) as err:
-        print(f"demo failed: {err}")
-    print_summary(timings, ok, workdir)
-    if ok and not exit_after:
-        wait_for_interrupt(lambda: print("\nstopping everything the demo started ..."))
-    stack.stop()
+        ok = asyncio.run(run_workloads(stack, kubeconfig, timings, reports))
+    except (StackError, DemoFailed, k8s.ApiException, RPCError, RuntimeError, TimeoutError) as err:
+        print(f"demo failed: {type(err).__name__}: {err}", flush=True)
+    except KeyboardInterrupt:
+        print("\ninterrupted; stopping everything the demo started ...", flush=True)
+        stack.stop()
+        return 1
+    print_summary(timings, reports, ok, stack)
+    try:
+        if not exit_after:
+            wait_for_interrupt(stack, lambda: print("\nstopping everything the demo started ...", flush=True))
+    finally:
+        stack.stop()
     return 0 if ok else 1
 
 
-def print_summary(timings: list[tuple[str, float]], ok: bool, workdir: Path) -> None:
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def print_summary(timings: list[tuple[str, float]], reports: list[str], ok: bool, stack: LocalStack) -> None:
     print("\nsummary")
     for title, elapsed in timings:
         print(f"  {elapsed:6.1f} s  {title}")
-    print(f"  result: {'every step succeeded' if ok else 'FAILED'}; logs in {workdir}")
+    for line in reports:
+        print(f"  {line}")
+    print(f"  result: {'every step succeeded' if ok else 'FAILED'}; logs in {stack.workdir}")
+    print(f"  Web UI: {stack.web_ui}", flush=True)
 
 
-def wait_for_interrupt(on_interrupt: Callable[[], None]) -> None:
-    print("\neverything stays up (Web UI, sandbox, worker); press Ctrl-C to stop it all")
+def wait_for_interrupt(stack: LocalStack, on_interrupt: Callable[[], None]) -> None:
+    print(
+        "\neverything stays up (Web UI, sandbox, worker); try\n"
+        f"  TEMPORAL_ADDRESS={stack.temporal_address} raypilot status rayservice/{NAMESPACE}/{SERVICE_NAME}\n"
+        f"  KUBECONFIG={stack.kubeconfig} kubectl get rayclusters,gateways,httproutes\n"
+        "press Ctrl-C to stop it all",
+        flush=True,
+    )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--exit", action="store_true", help="run once, print the summary and exit")
     demo.add_argument("--dir", type=Path, default=Path.home() / ".raypilot" / "demo", help="state and logs")
     demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
+    demo.add_argument("--temporal-port", type=int, default=7233, help="the dev server's frontend port")
+    demo.add_argument("--ui-port", type=int, default=8233, help="the dev server's Web UI port")
     return parser
 
 
@@ -86,7 +88,13 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     if args.command == "demo":
         from raypilot.cli.demo import run_demo
 
-        return run_demo(args.dir, exit_after=args.exit, ray_mode=args.ray)
+        return run_demo(
+            args.dir,
+            exit_after=args.exit,
+            ray_mode=args.ray,
+            temporal_port=args.temporal_port,
+            ui_port=args.ui_port,
+        )
     return EXIT_REJECTED
 
 

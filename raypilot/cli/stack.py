@@ -21,6 +21,12 @@ from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 TEMPORAL_PORT = 7233
 UI_PORT = 8233
 STOP_PATIENCE_SECONDS = 20.0
+# The worker's graceful shutdown waits up to 30 s for running activities, and a RayService workflow always has
+# a heartbeating wait running: nothing is lost by cutting that short, the workflows are durable.
+WORKER_STOP_PATIENCE_SECONDS = 3.0
+REMOTE_TEMPORAL_SETTINGS = (
+    "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA",
+)  # fmt: skip
 
 
 class StackError(RuntimeError):
@@ -45,17 +51,19 @@ def wait_for_port(host: str, port: int, patience: float, what: str, log: Path) -
 class LocalStack:
     workdir: Path
     ray_mode: str = "real"
+    temporal_port: int = TEMPORAL_PORT
+    ui_port: int = UI_PORT
     processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     kubeconfig: Path | None = None
     logs: list[IO[bytes]] = field(default_factory=list)
 
     @property
     def temporal_address(self) -> str:
-        return f"127.0.0.1:{TEMPORAL_PORT}"
+        return f"127.0.0.1:{self.temporal_port}"
 
     @property
     def web_ui(self) -> str:
-        return f"http://127.0.0.1:{UI_PORT}"
+        return f"http://127.0.0.1:{self.ui_port}"
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Path:
         log_path = self.workdir / f"{name}.log"
@@ -68,22 +76,27 @@ class LocalStack:
         return log_path
 
     def start_temporal(self) -> None:
-        if port_is_open("127.0.0.1", TEMPORAL_PORT):
-            raise StackError(
-                f"something already listens on 127.0.0.1:{TEMPORAL_PORT}; stop it (or the earlier demo) first"
-            )
+        """A dev server with an empty database: workflows of an earlier demo would otherwise resume against a
+        sandbox that no longer holds their objects."""
+        for port in (self.temporal_port, self.ui_port):
+            if port_is_open("127.0.0.1", port):
+                raise StackError(
+                    f"something already listens on 127.0.0.1:{port}; stop it (or the earlier demo) first"
+                )
+        database = self.workdir / "temporal.db"
+        database.unlink(missing_ok=True)
         attributes = [
             arg for key in ALL_SEARCH_ATTRIBUTES for arg in ("--search-attribute", f"{key.name}=Keyword")
         ]
         log = self._spawn(
             "temporal",
             [
-                temporal_cli(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(TEMPORAL_PORT),
-                "--ui-port", str(UI_PORT), "--db-filename", str(self.workdir / "temporal.db"),
+                temporal_cli(), "server", "start-dev", "--ip", "127.0.0.1", "--port", str(self.temporal_port),
+                "--ui-port", str(self.ui_port), "--db-filename", str(database),
                 "--log-level", "warn", *attributes,
             ],
         )  # fmt: skip
-        wait_for_port("127.0.0.1", TEMPORAL_PORT, 60, "the Temporal dev server", log)
+        wait_for_port("127.0.0.1", self.temporal_port, 60, "the Temporal dev server", log)
 
     def start_sandbox(self) -> Path:
         sandbox_dir = self.workdir / "sandbox"
@@ -103,7 +116,9 @@ class LocalStack:
     def start_worker(self) -> None:
         if self.kubeconfig is None:
             raise StackError("start the sandbox before the worker")
-        env = {**os.environ, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
+        # The local dev server wants none of the credentials a shell may hold for another Temporal.
+        inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
+        env = {**inherited, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
         repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
         argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
         self._spawn("worker", argv, env)
@@ -114,11 +129,10 @@ class LocalStack:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)
                 try:
-                    process.wait(STOP_PATIENCE_SECONDS)
+                    process.wait(WORKER_STOP_PATIENCE_SECONDS if name == "worker" else STOP_PATIENCE_SECONDS)
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait()
-            del name
         self.processes.clear()
         if self.kubeconfig is not None:
             down = ["sandbox", "down", "--dir", str(self.workdir / "sandbox")]

@@ -1,0 +1,105 @@
+"""Demo step 1: a K8sJobMode RayJob through RayJobWorkflow, shown live until the DeleteCluster rule removed
+its RayCluster ttl seconds after the job's endTime."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from kubernetes import client as k8s
+from temporalio.client import Client
+
+from raypilot.cli.demo_support import (
+    POLL_INTERVAL_S,
+    ChangePrinter,
+    DemoFailed,
+    example_manifest,
+    query_status,
+    read_custom,
+    start_workflow,
+)
+from raypilot.cli.demo_view import JobReport, job_line
+
+JOB_NAME = "demo-job"
+DELETE_CLUSTER_TTL_S = 10
+TERMINAL_PHASES = ("Complete", "Failed")
+JOB_PATIENCE_S = 240.0  # cluster start (~7 s per real head), submitter, job; generous for a busy machine
+DELETION_PATIENCE_S = DELETE_CLUSTER_TTL_S + 30.0
+
+
+def demo_job_manifest(namespace: str) -> dict[str, Any]:
+    """examples/rayjob-k8sjobmode.yaml with one deletion rule: delete the RayCluster 10 s after the job ended
+    (succeeded or failed), keeping the RayJob and its submitter Job."""
+    manifest = example_manifest("rayjob-k8sjobmode.yaml", JOB_NAME, namespace)
+    manifest["spec"]["deletionStrategy"] = {
+        "deletionRules": [
+            {
+                "policy": "DeleteCluster",
+                "condition": {"jobStatus": status, "ttlSeconds": DELETE_CLUSTER_TTL_S},
+            }
+            for status in ("SUCCEEDED", "FAILED")
+        ]
+    }
+    return manifest
+
+
+def _time(value: object) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _run_seconds(status: dict[str, Any]) -> float | None:
+    started, ended = _time(status.get("startTime")), _time(status.get("endTime"))
+    return (ended - started).total_seconds() if started and ended else None
+
+
+async def run_rayjob(
+    client: Client, task_queue: str, custom: k8s.CustomObjectsApi, namespace: str, emit: Callable[[str], None]
+) -> JobReport:
+    """Starts the RayJob workflow, prints each change of phase / job status / cluster, then waits until the
+    RayCluster is gone and the workflow completed."""
+    handle = await start_workflow(client, task_queue, demo_job_manifest(namespace))
+    emit(f"  workflow {handle.id} started; DeleteCluster {DELETE_CLUSTER_TTL_S} s after the job ends")
+    printer = ChangePrinter(emit)
+    began = time.monotonic()
+
+    def show(status: dict[str, Any]) -> None:
+        printer.show(job_line(0.0, status), job_line(time.monotonic() - began, status))
+
+    status: dict[str, Any] = {}
+    while status.get("jobDeploymentStatus") not in TERMINAL_PHASES or not status.get("endTime"):
+        if time.monotonic() - began > JOB_PATIENCE_S:
+            raise DemoFailed(f"RayJob {JOB_NAME} did not finish within {JOB_PATIENCE_S:.0f} s")
+        status = await query_status(handle)
+        show(status)
+        await asyncio.sleep(POLL_INTERVAL_S)
+    cluster = str(status.get("rayClusterName") or "")
+    ended = _time(status["endTime"])
+    deleted_after: float | None = None
+    deadline = time.monotonic() + DELETION_PATIENCE_S
+    while cluster and time.monotonic() < deadline:
+        if await read_custom(custom, "ray.io", "rayclusters", namespace, cluster) is None:
+            deleted_after = (datetime.now(ended.tzinfo) - ended).total_seconds() if ended else None
+            emit(f"  {time.monotonic() - began:6.1f} s  RayCluster {cluster} deleted")
+            break
+        show(await query_status(handle))
+        await asyncio.sleep(POLL_INTERVAL_S)
+    final: dict[str, Any] = await asyncio.wait_for(handle.result(), DELETION_PATIENCE_S)
+    emit(f"  {time.monotonic() - began:6.1f} s  workflow completed ({final.get('jobDeploymentStatus')})")
+    return JobReport(
+        name=JOB_NAME,
+        phase=str(final.get("jobDeploymentStatus") or "?"),
+        job_status=str(final.get("jobStatus") or "?"),
+        job_id=str(final.get("jobId") or "?"),
+        cluster=cluster or "?",
+        run_s=_run_seconds(final),
+        cluster_deleted_after_end_s=deleted_after,
+        ttl_s=DELETE_CLUSTER_TTL_S,
+    )

@@ -1,0 +1,237 @@
+"""Demo step 2: a RayService v1 through RayServiceWorkflow, then v2 as a NewClusterWithIncrementalUpgrade
+while a steady load goes through the Gateway; a live line per change, the upgrade's steps, a timeline PNG."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from temporalio.client import Client, WorkflowHandle
+
+from models.naming import gateway_name
+from raypilot.cli.demo_support import (
+    POLL_INTERVAL_S,
+    ChangePrinter,
+    DemoFailed,
+    example_manifest,
+    query_status,
+    read_custom,
+    start_workflow,
+)
+from raypilot.cli.demo_view import UpgradeReport, service_line
+from raypilot.cli.timeline import (
+    StatusSample,
+    cluster_series,
+    share_series,
+    status_sample,
+    upgrade_steps,
+    write_timeline_png,
+)
+from raypilot.load import SteadyLoad
+
+SERVICE_NAME = "demo-service"
+OLD_VERSION, NEW_VERSION = "v1", "v2"
+# 4 traffic steps of 25 % every 5 s, capacity growing by at most 50 % per step: with the new cluster's start
+# this takes 30-60 s on real Ray, long enough to watch, short enough to wait for.
+STEP_SIZE_PERCENT = 25
+INTERVAL_S = 5
+MAX_SURGE_PERCENT = 50
+LOAD_CONCURRENCY = 4
+BASELINE_REQUESTS = 20  # answers from v1 through the Gateway before the upgrade starts
+SETTLE_S = 2.0  # load kept after the upgrade, so the picture shows v2 answering alone
+HEARTBEAT_S = 5.0  # a live line at least this often, so the request counts move on screen
+DEPLOY_PATIENCE_S = 240.0
+UPGRADE_PATIENCE_S = 240.0
+GATEWAY_LISTENING = re.compile(r"listening on ([0-9.]+):(\d+)")
+
+
+def demo_service_manifest(namespace: str, version: str) -> dict[str, Any]:
+    """examples/rayservice-incremental.yaml answering `version` (the head's APP_VERSION), with the demo's
+    step size, interval and surge."""
+    manifest = example_manifest("rayservice-incremental.yaml", SERVICE_NAME, namespace)
+    spec = manifest["spec"]
+    spec["upgradeStrategy"]["clusterUpgradeOptions"].update(
+        {
+            "maxSurgePercent": MAX_SURGE_PERCENT,
+            "stepSizePercent": STEP_SIZE_PERCENT,
+            "intervalSeconds": INTERVAL_S,
+        }
+    )
+    head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [entry for entry in head.get("env", []) if entry.get("name") != "APP_VERSION"]
+    head["env"].append({"name": "APP_VERSION", "value": version})
+    return manifest
+
+
+def gateway_url(gateway: dict[str, Any] | None) -> str | None:
+    """http://address:port/ of a programmed Gateway (the sandbox names the port it bound in the Programmed
+    condition's message; a privileged process gets the listener's own port)."""
+    if gateway is None:
+        return None
+    status = gateway.get("status") or {}
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "Programmed" and condition.get("status") == "True":
+            found = GATEWAY_LISTENING.search(str(condition.get("message") or ""))
+            if found:
+                return f"http://{found.group(1)}:{found.group(2)}/"
+            addresses = status.get("addresses") or []
+            listeners = (gateway.get("spec") or {}).get("listeners") or []
+            if addresses and listeners:
+                return f"http://{addresses[0]['value']}:{listeners[0]['port']}/"
+    return None
+
+
+def _active_cluster(status: dict[str, Any]) -> str:
+    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def _pending_cluster(status: dict[str, Any]) -> str:
+    return str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def _migrated_time(status: dict[str, Any]) -> datetime | None:
+    """The pending side's lastTrafficMigratedTime: set when the new cluster joins the route, then at each
+    traffic step (the active side is stamped at the same moments)."""
+    value = (status.get("pendingServiceStatus") or {}).get("lastTrafficMigratedTime")
+    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+
+
+async def _deploy_first_version(
+    handle: WorkflowHandle[Any, Any], show: Callable[[dict[str, Any]], None]
+) -> dict[str, Any]:
+    deadline = time.monotonic() + DEPLOY_PATIENCE_S
+    while time.monotonic() < deadline:
+        status = await query_status(handle)
+        show(status)
+        if status.get("serviceStatus") == "Running" and _active_cluster(status):
+            return status
+        await asyncio.sleep(POLL_INTERVAL_S)
+    raise DemoFailed(f"RayService {SERVICE_NAME} was not Running within {DEPLOY_PATIENCE_S:.0f} s")
+
+
+async def _wait_for_gateway(custom: k8s.CustomObjectsApi, namespace: str) -> str:
+    deadline = time.monotonic() + DEPLOY_PATIENCE_S
+    while time.monotonic() < deadline:
+        gateway = await read_custom(
+            custom, "gateway.networking.k8s.io", "gateways", namespace, gateway_name(SERVICE_NAME)
+        )
+        url = gateway_url(gateway)
+        if url is not None:
+            return url
+        await asyncio.sleep(POLL_INTERVAL_S)
+    raise DemoFailed(f"Gateway {gateway_name(SERVICE_NAME)} got no address within {DEPLOY_PATIENCE_S:.0f} s")
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """The first version, Running and answering through the Gateway at `url`."""
+
+    handle: WorkflowHandle[Any, Any]
+    namespace: str
+    url: str
+
+
+async def deploy_first_version(
+    client: Client, task_queue: str, custom: k8s.CustomObjectsApi, namespace: str, emit: Callable[[str], None]
+) -> Deployed:
+    """Starts the RayService workflow with v1 and waits until it is Running and its Gateway has an address."""
+    handle = await start_workflow(client, task_queue, demo_service_manifest(namespace, OLD_VERSION))
+    emit(f"  workflow {handle.id} started ({OLD_VERSION})")
+    began = time.monotonic()
+    printer = ChangePrinter(emit)
+    await _deploy_first_version(
+        handle,
+        lambda status: printer.show(
+            f"{status.get('serviceStatus')} {_active_cluster(status)} {_pending_cluster(status)}",
+            f"  {time.monotonic() - began:6.1f} s  serviceStatus {status.get('serviceStatus') or '-'}"
+            f"  cluster {_active_cluster(status) or _pending_cluster(status) or '-'}",
+        ),
+    )
+    url = await _wait_for_gateway(custom, namespace)
+    emit(f"  {time.monotonic() - began:6.1f} s  {OLD_VERSION} Running; its Gateway listens at {url}")
+    return Deployed(handle, namespace, url)
+
+
+async def upgrade_under_load(deployed: Deployed, emit: Callable[[str], None], workdir: Path) -> UpgradeReport:
+    """Sends a steady load through the Gateway, applies v2 once v1 answered, follows the upgrade to its
+    end."""
+    load_began = time.monotonic()
+    async with SteadyLoad(deployed.url, concurrency=LOAD_CONCURRENCY) as load:
+        await asyncio.wait_for(load.wait_for_requests(BASELINE_REQUESTS), 60)
+        emit(f"  load: {LOAD_CONCURRENCY} clients; answers so far {dict(load.counts())}")
+        return await _upgrade_under_load(deployed.handle, deployed.namespace, load, load_began, emit, workdir)
+
+
+async def _upgrade_under_load(
+    handle: WorkflowHandle[Any, Any],
+    namespace: str,
+    load: SteadyLoad,
+    load_began: float,
+    emit: Callable[[str], None],
+    workdir: Path,
+) -> UpgradeReport:
+    old_cluster = _active_cluster(await query_status(handle))
+    applied_at = time.monotonic()
+    result = await handle.execute_update("apply", demo_service_manifest(namespace, NEW_VERSION))
+    emit(
+        f"  {NEW_VERSION} applied (generation {result.get('generation')});"
+        f" traffic moves {STEP_SIZE_PERCENT} % every {INTERVAL_S} s, capacity surge {MAX_SURGE_PERCENT} %"
+    )
+    samples: list[StatusSample] = []
+    migrated: list[datetime] = []
+    new_cluster = ""
+    total_s: float | None = None
+    printer = ChangePrinter(emit)
+    while time.monotonic() - applied_at < UPGRADE_PATIENCE_S:
+        status = await query_status(handle)
+        elapsed = time.monotonic() - applied_at
+        samples.append(status_sample(elapsed, status))
+        migrated_at = _migrated_time(status)
+        if migrated_at is not None and migrated_at not in migrated:
+            migrated.append(migrated_at)
+        if not new_cluster and _pending_cluster(status) not in ("", old_cluster):
+            new_cluster = _pending_cluster(status)
+        counts = load.counts(load_began)
+        key = service_line(0.0, status, Counter(), NEW_VERSION) + str(int(elapsed // HEARTBEAT_S))
+        printer.show(key, service_line(elapsed, status, counts, NEW_VERSION))
+        if new_cluster and _active_cluster(status) == new_cluster and not _pending_cluster(status):
+            total_s = elapsed
+            emit(f"  {elapsed:6.1f} s  {NEW_VERSION} cluster {new_cluster} active with all traffic")
+            break
+        await asyncio.sleep(POLL_INTERVAL_S)
+    await asyncio.sleep(SETTLE_S)
+    load_ended = time.monotonic()
+    samples.append(status_sample(load_ended - applied_at, await query_status(handle)))
+    await load.stop()
+    labels = {old_cluster: f"{OLD_VERSION} ({old_cluster})"}
+    if new_cluster:
+        labels[new_cluster] = f"{NEW_VERSION} ({new_cluster})"
+    png = write_timeline_png(
+        workdir / "upgrade-timeline.png",
+        {label: cluster_series(samples, cluster) for cluster, label in labels.items()},
+        share_series(load.samples, NEW_VERSION, applied_at, load_ended),
+        f"RayService {SERVICE_NAME}: {OLD_VERSION} -> {NEW_VERSION}, NewClusterWithIncrementalUpgrade",
+        f"observed {NEW_VERSION} share of answers (1 s windows)",
+    )
+    return UpgradeReport(
+        old_cluster=old_cluster,
+        new_cluster=new_cluster,
+        old_version=OLD_VERSION,
+        new_version=NEW_VERSION,
+        counts=load.counts(load_began),
+        failure_details=Counter(sample.detail for sample in load.failures),
+        steps=upgrade_steps(samples, list(labels)),
+        migrated_times=sorted(migrated),
+        total_s=total_s,
+        strategy=f"NewClusterWithIncrementalUpgrade, step {STEP_SIZE_PERCENT} % every {INTERVAL_S} s,"
+        f" surge {MAX_SURGE_PERCENT} %",
+        timeline_png=png,
+    )
