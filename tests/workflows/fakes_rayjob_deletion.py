@@ -1,0 +1,110 @@
+"""The fake RayJob world with a clock: each deletion call is recorded with the test server's time at which it
+ran, so tests can assert that a policy fired at exactly endTime + TTL in workflow time.
+
+The clock is the time-skipping server's (`WorkflowEnvironment.get_current_time`): it does not skip while an
+activity runs, so the time an activity reads is the time of the workflow task that scheduled it (plus the
+milliseconds the worker needed). Local activities cannot tell workflow time themselves (their scheduled time
+is the worker's wall clock, which time skipping leaves behind).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import WorkflowHandle
+
+from activities import names
+from activities.inputs import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
+from tests.workflows.fakes_rayjob import FakeActivities, FakeWorld
+
+Clock = Callable[[], Awaitable[datetime]]
+
+# The summary of the workflow's deletion timer (workflows/rayjob_deletion.py).
+DELETION_TIMER_SUMMARY = "deletion policy due"
+
+# The calls a deletion policy makes: DeleteWorkers, DeleteCluster, and DeleteSelf's two.
+DELETION_CALLS = (
+    names.SUSPEND_WORKER_GROUPS,
+    names.DELETE_RAYCLUSTER,
+    names.DELETE_OWNED_OBJECTS,
+    names.DELETE_RAY_RESOURCE,
+)
+
+
+@dataclass
+class TimedWorld(FakeWorld):
+    clock: Clock | None = None
+    # (activity name, server time when it ran), in call order.
+    timed_calls: list[tuple[str, datetime]] = field(default_factory=list)
+
+    def activities(self) -> list[Callable[..., Any]]:
+        return TimedActivities(self).all()
+
+    def deletion_calls(self) -> list[tuple[str, datetime]]:
+        return [(name, at) for name, at in self.timed_calls if name in DELETION_CALLS]
+
+
+class TimedActivities(FakeActivities):
+    world: TimedWorld
+
+    def __init__(self, world: TimedWorld) -> None:
+        super().__init__(world)
+        self.world = world
+
+    async def _time(self, name: str) -> None:
+        if self.world.clock is not None:
+            self.world.timed_calls.append((name, await self.world.clock()))
+
+    @activity.defn(name=names.SUSPEND_WORKER_GROUPS)
+    async def suspend_worker_groups(self, key: ObjectKey) -> dict[str, Any] | None:
+        await self._time(names.SUSPEND_WORKER_GROUPS)
+        return await super().suspend_worker_groups(key)
+
+    @activity.defn(name=names.DELETE_RAYCLUSTER)
+    async def delete_raycluster(self, request: DeleteObject) -> bool:
+        await self._time(names.DELETE_RAYCLUSTER)
+        return await super().delete_raycluster(request)
+
+    @activity.defn(name=names.DELETE_OWNED_OBJECTS)
+    async def delete_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
+        await self._time(names.DELETE_OWNED_OBJECTS)
+        return await super().delete_owned_objects(request)
+
+    @activity.defn(name=names.DELETE_RAY_RESOURCE)
+    async def delete_ray_resource(self, key: RayResourceKey) -> bool:
+        await self._time(names.DELETE_RAY_RESOURCE)
+        return await super().delete_ray_resource(key)
+
+
+def kube_time(text: str) -> datetime:
+    """A status timestamp (`2026-01-01T00:00:00Z`) as a datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def due_after_end(result: dict[str, Any], ttl_seconds: int) -> datetime:
+    """endTime + TTL: when a policy with that TTL is due."""
+    return kube_time(result["endTime"]) + timedelta(seconds=ttl_seconds)
+
+
+async def deletion_timer_windows(handle: WorkflowHandle[Any, Any]) -> list[tuple[datetime, datetime]]:
+    """For each deletion timer in the history, the instants it can have been set for: the workflow armed it
+    at `workflow.now() + duration`, and workflow.now() lies between the start of that workflow task and the
+    recording of the timer. Unlike the time a timer fired, this does not depend on the machine's load."""
+    windows: list[tuple[datetime, datetime]] = []
+    task_started: datetime | None = None
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_task_started_event_attributes"):
+            task_started = event.event_time.ToDatetime(tzinfo=UTC)
+        elif (
+            event.HasField("timer_started_event_attributes")
+            and task_started is not None
+            and DELETION_TIMER_SUMMARY.encode() in event.user_metadata.summary.data
+        ):
+            duration = event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+            recorded = event.event_time.ToDatetime(tzinfo=UTC)
+            windows.append((task_started + duration, recorded + duration))
+    return windows
