@@ -1,0 +1,222 @@
+"""README.md stays true: every command block marked runnable runs and succeeds, and every example manifest has
+its line.
+
+A fenced block whose previous non-blank line is `<!-- runnable -->` runs with bash (-e -o pipefail) in a fresh
+directory holding a link to examples/, with the virtualenv's commands on PATH, the repository on PYTHONPATH
+and no Temporal server reachable. Blocks marked `<!-- runnable: stack -->` run in order, as one session,
+against the Temporal dev server, a simulated sandbox and a worker on the task queue `raypilot` (the README's
+temporal CLI examples), after which the workflow they drove must have completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowExecutionStatus
+from temporalio.testing import WorkflowEnvironment
+
+from activities.registry import ActivityDependencies, build_activities
+from raypilot.testing.worker import running_worker
+from sandbox.testing import SandboxThread
+from tests.integration.stack import private_pools
+
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+BLOCK_TIMEOUT_SECONDS = 120
+MARKER = re.compile(r"^<!--\s*runnable(?::\s*(?P<kind>[\w-]+))?\s*-->$")
+FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # "plain" or "stack"
+    line: int  # 1-based line of the opening fence
+    code: str
+
+    @property
+    def name(self) -> str:
+        first = self.code.strip().splitlines()[0]
+        return f"line {self.line}: {first[:60]}"
+
+
+def runnable_blocks(text: str) -> list[Block]:
+    """The fenced blocks marked runnable, in README order; a marker not followed by a fence is an error."""
+    lines = text.splitlines()
+    blocks = []
+    pending: tuple[str, int] | None = None
+    index = 0
+    while index < len(lines):
+        stripped = lines[index].strip()
+        marker = MARKER.match(stripped)
+        if marker:
+            pending = (marker.group("kind") or "plain", index + 1)
+        elif FENCE.match(stripped):
+            end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
+            if pending is not None:
+                blocks.append(Block(pending[0], index + 1, "\n".join(lines[index + 1 : end]) + "\n"))
+                pending = None
+            index = end
+        elif stripped and pending is not None:
+            raise AssertionError(f"README line {pending[1]}: a runnable marker must precede a fenced block")
+        index += 1
+    return blocks
+
+
+def test_markers_are_found_in_a_sample() -> None:
+    sample = [
+        "text",
+        "<!-- runnable -->",
+        "```bash",
+        "echo a",
+        "```",
+        "```bash",  # not marked
+        "echo b",
+        "```",
+        "<!-- runnable: stack -->",
+        "",
+        "```",
+        "c",
+        "```",
+    ]
+    assert runnable_blocks("\n".join(sample)) == [Block("plain", 3, "echo a\n"), Block("stack", 11, "c\n")]
+
+
+BLOCKS = runnable_blocks(README.read_text())
+PLAIN = [block for block in BLOCKS if block.kind == "plain"]
+STACK = [block for block in BLOCKS if block.kind == "stack"]
+
+
+def test_the_readme_has_runnable_blocks_of_both_kinds() -> None:
+    assert len(PLAIN) >= 3
+    assert len(STACK) >= 2
+    assert {block.kind for block in BLOCKS} == {"plain", "stack"}
+
+
+def block_environment(workdir: Path, **extra: str) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("TEMPORAL_", "RAYPILOT_")) and key != "KUBECONFIG"
+    }
+    env.update(
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        PYTHONPATH=str(REPO),
+        HOME=str(workdir),
+        # Nothing listens here: a plain block must not need a Temporal server.
+        TEMPORAL_ADDRESS="127.0.0.1:1",
+    )
+    env.update(extra)
+    return env
+
+
+def block_directory(tmp_path: Path) -> Path:
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    return tmp_path
+
+
+def outcome(block: Block, returncode: int | None, stdout: str, stderr: str) -> str:
+    return (
+        f"README {block.name} exited {returncode}\n--- stdout\n{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}"
+    )
+
+
+@pytest.mark.parametrize("block", PLAIN, ids=lambda block: f"line{block.line}")
+def test_runnable_block(block: Block, tmp_path: Path) -> None:
+    workdir = block_directory(tmp_path)
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", block.code],
+        cwd=workdir,
+        env=block_environment(workdir),
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert result.returncode == 0, outcome(block, result.returncode, result.stdout, result.stderr)
+
+
+def test_every_example_has_its_line_in_the_readme() -> None:
+    text = README.read_text()
+    examples = sorted(path.name for path in (REPO / "examples").iterdir() if path.is_file())
+    assert examples
+    missing = [name for name in examples if f"`examples/{name}`" not in text]
+    assert not missing, f"examples without a line in README.md: {missing}"
+
+
+@dataclass(frozen=True)
+class ReadmeStack:
+    address: str
+    kubeconfig: Path
+    env: WorkflowEnvironment
+
+
+@pytest.fixture(scope="module")
+async def readme_stack(
+    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ReadmeStack]:
+    """The dev server, a simulated sandbox and a worker with the real activities on the task queue the README
+    uses."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sandbox.store.standard_pools", private_pools)
+        cluster = SandboxThread(tmp_path_factory.mktemp("readme-sandbox"), "simulated")
+        await asyncio.to_thread(cluster.__enter__)
+    dependencies = ActivityDependencies.from_env(
+        {
+            "KUBECONFIG": str(cluster.kubeconfig_path),
+            "RAYPILOT_DASHBOARD_ACCESS": "proxy",
+            "HOME": "/nonexistent",
+        }
+    )
+    try:
+        async with running_worker(
+            dev_server_env.client,
+            activities=build_activities(dependencies),
+            task_queue="raypilot",
+            replay_every_task=False,
+        ):
+            address = dev_server_env.client.service_client.config.target_host
+            yield ReadmeStack(address, cluster.kubeconfig_path, dev_server_env)
+    finally:
+        await dependencies.aclose()
+        await asyncio.to_thread(cluster.__exit__, None, None, None)
+
+
+@pytest.mark.devserver
+async def test_runnable_stack_blocks_drive_a_workflow(readme_stack: ReadmeStack, tmp_path: Path) -> None:
+    workdir = block_directory(tmp_path)
+    env = block_environment(
+        workdir, TEMPORAL_ADDRESS=readme_stack.address, KUBECONFIG=str(readme_stack.kubeconfig)
+    )
+    workflow_ids: set[str] = set()
+    for block in STACK:
+        workflow_ids.update(re.findall(r"--workflow-id (\S+)", block.code))
+        # The worker runs on this event loop: the block must not block it.
+        process = await asyncio.create_subprocess_exec(
+            "bash", "-e", "-o", "pipefail", "-c", block.code,
+            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            async with asyncio.timeout(BLOCK_TIMEOUT_SECONDS):
+                stdout, stderr = await process.communicate()
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+            raise
+        print(outcome(block, process.returncode, stdout.decode(), stderr.decode()))  # shown with -s
+        assert process.returncode == 0, outcome(block, process.returncode, stdout.decode(), stderr.decode())
+    assert workflow_ids, "the stack blocks name no workflow"
+    for workflow_id in workflow_ids:
+        handle = readme_stack.env.client.get_workflow_handle(workflow_id)
+        async with asyncio.timeout(30):
+            await handle.result()
+        assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
