@@ -40,6 +40,13 @@ class _Pipe(io.StringIO):
         return False
 
 
+class _Terminal(io.StringIO):
+    """stdout as a terminal: `--watch` redraws the screen."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 @dataclass
 class CliStack:
     """The environment `raypilot` sees (Temporal address, task queue, KUBECONFIG) and the sandbox behind
@@ -50,9 +57,9 @@ class CliStack:
     client: Client
     api_client: k8s.ApiClient
 
-    async def run(self, *argv: str, stdin: str = "") -> CliResult:
+    async def run(self, *argv: str, stdin: str = "", terminal: bool = False) -> CliResult:
         """`raypilot ARGV` in-process, on its own thread and event loop as the console script would run it."""
-        stdout, stderr = _Pipe(), _Pipe()
+        stdout, stderr = (_Terminal() if terminal else _Pipe()), _Pipe()
         console = Console(stdout=stdout, stderr=stderr, env=dict(self.env), stdin=io.StringIO(stdin))
         code = await asyncio.to_thread(main, list(argv), console)
         return CliResult(code, stdout.getvalue(), stderr.getvalue())

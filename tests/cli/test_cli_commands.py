@@ -1,5 +1,5 @@
-"""`raypilot` end to end for RayJobs: the CLI in-process against the Temporal dev server and a worker with the
-real workflows and activities on a simulated sandbox."""
+"""`raypilot` end to end for RayJobs and RayServices: the CLI in-process against the Temporal dev server and a
+worker with the real workflows and activities on a simulated sandbox (one per module)."""
 
 from __future__ import annotations
 
@@ -117,6 +117,12 @@ async def test_apply_reapply_status_and_watch_until_the_job_completes(
     after = await cli_stack.run("status", ref, "-o", "json")
     assert json.loads(after.stdout)["jobStatus"] == "SUCCEEDED"
     assert "(workflow completed)" in (await cli_stack.run("status", ref)).stdout
+    # Watching what has already completed: the final view at once; on a terminal, drawn on a cleared screen.
+    on_terminal = await cli_stack.run("status", ref, "--watch", terminal=True)
+    assert on_terminal.code == 0
+    assert on_terminal.stdout.startswith(f"\x1b[H\x1b[2J{ref}  Complete  (workflow completed)")
+    as_lines = await cli_stack.run("status", ref, "--watch", "-o", "json")
+    assert [json.loads(line)["jobDeploymentStatus"] for line in as_lines.stdout.splitlines()] == ["Complete"]
 
 
 async def test_delete_a_running_job(cli_stack: CliStack) -> None:
@@ -171,3 +177,37 @@ async def test_delete_what_a_finished_job_left_by_its_labels(cli_stack: CliStack
     assert (nothing_left.code, "nothing left to delete" in nothing_left.stdout) == (0, True)
     never_existed = await cli_stack.run("delete", f"rayjob/{namespace}/never")
     assert (never_existed.code, never_existed.stderr.strip()) == (1, f"error: no rayjob {namespace}/never")
+
+
+async def test_rayservice_status_rejected_upgrade_control_and_delete(cli_stack: CliStack) -> None:
+    namespace = cli_stack.namespace()
+    manifest = yaml.safe_load(
+        (Path(__file__).parents[2] / "examples" / "rayservice-newcluster.yaml").read_text()
+    )
+    manifest["metadata"] = {"name": "svc", "namespace": namespace}
+    ref = f"rayservice/{namespace}/svc"
+    started = await cli_stack.run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+    assert started.code == 0, started.stderr
+    assert started.stdout.startswith(f"{ref} started")
+
+    async def running() -> str | None:
+        view = await cli_stack.run("status", ref)
+        return view.stdout if view.stdout.startswith(f"{ref}  Running") else None
+
+    view = await wait_until(running, within=60, interval=0.5, what="the RayService running")
+    assert "  active   svc-" in view
+    assert "app versioned: RUNNING" in view
+
+    for control in ("pause", "resume", "promote", "abort"):
+        rejected = await cli_stack.run("upgrade", control, ref)
+        assert rejected.code == 2, (control, rejected.stdout)
+        assert (
+            f"{control} rejected: no upgrade is in progress for RayService {namespace}/svc" in rejected.stderr
+        )
+
+    clusters = cli_stack.owned("rayclusters", namespace, "RayService", "svc")
+    assert len(clusters) == 1
+    deleted = await cli_stack.run("delete", ref)
+    assert deleted.code == 0, deleted.stderr
+    assert deleted.stdout.strip() == f"{ref} deleted"
+    assert not cli_stack.owned("rayclusters", namespace, "RayService", "svc")  # the workflow waited for it
