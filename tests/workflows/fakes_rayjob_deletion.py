@@ -1,5 +1,7 @@
-"""The fake RayJob world with a clock: each deletion call is recorded with the test server's time at which it
-ran, so tests can assert that a policy fired at exactly endTime + TTL in workflow time.
+"""The fake RayJob world with a clock, and what the deletion tests assert with it: each deletion call is
+recorded with the test server's time at which it ran, so tests can assert that a policy fired at exactly
+endTime + TTL in workflow time; `config_from_env` makes the worker read the operator configuration from the
+environment with the real activity, as a deployed worker does.
 
 The clock is the time-skipping server's (`WorkflowEnvironment.get_current_time`): it does not skip while an
 activity runs, so the time an activity reads is the time of the workflow task that scheduled it (plus the
@@ -10,16 +12,23 @@ is the worker's wall clock, which time skipping leaves behind).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import activity
 from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
 
 from activities import names
+from activities.config import READ_OPERATOR_CONFIG
+from activities.config import read_operator_config as read_operator_config_from_env
 from activities.inputs import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
+from models.operator import OperatorConfig
+from models.rayjob import DeletionPolicyType
 from tests.workflows.fakes_rayjob import FakeActivities, FakeWorld
+from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
 
 Clock = Callable[[], Awaitable[datetime]]
 
@@ -38,6 +47,7 @@ DELETION_CALLS = (
 @dataclass
 class TimedWorld(FakeWorld):
     clock: Clock | None = None
+    config_from_env: bool = False
     # (activity name, server time when it ran), in call order.
     timed_calls: list[tuple[str, datetime]] = field(default_factory=list)
 
@@ -54,6 +64,12 @@ class TimedActivities(FakeActivities):
     def __init__(self, world: TimedWorld) -> None:
         super().__init__(world)
         self.world = world
+
+    @activity.defn(name=READ_OPERATOR_CONFIG)
+    async def read_operator_config(self) -> OperatorConfig:
+        if self.world.config_from_env:
+            return read_operator_config_from_env()
+        return await super().read_operator_config()
 
     async def _time(self, name: str) -> None:
         if self.world.clock is not None:
@@ -108,3 +124,76 @@ async def deletion_timer_windows(handle: WorkflowHandle[Any, Any]) -> list[tuple
             recorded = event.event_time.ToDatetime(tzinfo=UTC)
             windows.append((task_started + duration, recorded + duration))
     return windows
+
+
+FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
+P = DeletionPolicyType
+# How late after its due time a call may come: loose on purpose (a loaded CI machine); precision is what
+# `deletion_timer_windows` checks.
+WORKER_LATENCY = timedelta(seconds=5)
+# What each policy calls, in order.
+CALLS: dict[P, list[str]] = {
+    P.DELETE_WORKERS: [names.SUSPEND_WORKER_GROUPS],
+    P.DELETE_CLUSTER: [names.DELETE_RAYCLUSTER],
+    P.DELETE_SELF: [names.DELETE_OWNED_OBJECTS, names.DELETE_RAY_RESOURCE],
+    P.DELETE_NONE: [],
+}
+
+
+def rule(policy: P, ttl: int, job_status: str | None = None, deployment: str | None = None) -> dict[str, Any]:
+    condition: dict[str, Any] = {"ttlSeconds": ttl}
+    if job_status is not None:
+        condition["jobStatus"] = job_status
+    if deployment is not None:
+        condition["jobDeploymentStatus"] = deployment
+    return {"policy": policy.value, "condition": condition}
+
+
+def with_rules(*rules: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return rayjob_manifest(deletionStrategy={"deletionRules": list(rules)}, **spec)
+
+
+async def run_to_end(
+    env: WorkflowEnvironment, fake_worker: FakeWorker, world: TimedWorld, manifest: dict[str, Any]
+) -> tuple[dict[str, Any], list[tuple[datetime, datetime]]]:
+    """Runs the workflow until it completes: its result and its deletion timers' windows."""
+    world.clock = env.get_current_time
+    async with fake_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
+        result: dict[str, Any] = await handle.result()
+    return result, await deletion_timer_windows(handle)
+
+
+def assert_timers_set_for(windows: list[tuple[datetime, datetime]], dues: list[datetime]) -> None:
+    assert len(windows) == len(dues), (windows, dues)
+    for (earliest, latest), due in zip(windows, dues, strict=True):
+        assert earliest <= due <= latest, (earliest, due, latest)
+
+
+def assert_fired_at(world: TimedWorld, expected: list[tuple[P, datetime]]) -> None:
+    """The fake saw exactly these policies' calls, in this order, each policy starting at its due time."""
+    calls = world.deletion_calls()
+    assert [name for name, _ in calls] == [name for policy, _ in expected for name in CALLS[policy]]
+    first = 0
+    for policy, due in expected:
+        if CALLS[policy]:
+            at = calls[first][1]
+            assert due <= at < due + WORKER_LATENCY, (policy, due, at)
+        first += len(CALLS[policy])
+
+
+def assert_effect(world: TimedWorld, policy: P, cluster_name: str) -> None:
+    if policy == P.DELETE_WORKERS:
+        groups = world.clusters[cluster_name]["spec"]["workerGroupSpecs"]
+        assert [group.get("suspend") for group in groups] == [True]
+        assert world.clusters[cluster_name]["status"]["state"] == "ready"  # the head is untouched
+    elif policy == P.DELETE_CLUSTER:
+        assert cluster_name not in world.clusters
+        assert "sample-head-svc" in world.services
+        assert world.deleted_resources == []
+    elif policy == P.DELETE_SELF:
+        assert (world.clusters, world.services) == ({}, {})
+        [rayjob] = world.deleted_resources
+        assert (rayjob.kind, rayjob.namespace, rayjob.name) == ("RayJob", "default", "sample")
+    if policy != P.DELETE_SELF:
+        assert world.deleted_resources == []

@@ -11,94 +11,31 @@ bound only catches a missed or extra wait.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from activities import names
-from models.rayjob import DeletionPolicyType
 from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.fakes_rayjob_deletion import (
+    WORKER_LATENCY,
+    FakeWorker,
+    P,
     TimedWorld,
+    assert_effect,
+    assert_fired_at,
+    assert_timers_set_for,
     deletion_timer_windows,
     due_after_end,
+    rule,
+    run_to_end,
+    with_rules,
 )
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start, until_phase
+from tests.workflows.fakes_rayjob_manifests import start, until_phase
 
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
-P = DeletionPolicyType
-WORKER_LATENCY = timedelta(seconds=5)
 OUTCOMES = {"SUCCEEDED": (SUCCEEDS, "Complete"), "FAILED": (FAILS, "Failed")}
-# What each policy calls, in order.
-CALLS: dict[P, list[str]] = {
-    P.DELETE_WORKERS: [names.SUSPEND_WORKER_GROUPS],
-    P.DELETE_CLUSTER: [names.DELETE_RAYCLUSTER],
-    P.DELETE_SELF: [names.DELETE_OWNED_OBJECTS, names.DELETE_RAY_RESOURCE],
-    P.DELETE_NONE: [],
-}
-
-
-def rule(policy: P, ttl: int, job_status: str | None = None, deployment: str | None = None) -> dict[str, Any]:
-    condition: dict[str, Any] = {"ttlSeconds": ttl}
-    if job_status is not None:
-        condition["jobStatus"] = job_status
-    if deployment is not None:
-        condition["jobDeploymentStatus"] = deployment
-    return {"policy": policy.value, "condition": condition}
-
-
-def with_rules(*rules: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return rayjob_manifest(deletionStrategy={"deletionRules": list(rules)}, **spec)
-
-
-async def run_to_end(
-    env: WorkflowEnvironment, fake_worker: FakeWorker, world: TimedWorld, manifest: dict[str, Any]
-) -> tuple[dict[str, Any], list[tuple[datetime, datetime]]]:
-    """Runs the workflow until it completes: its result and its deletion timers' windows."""
-    world.clock = env.get_current_time
-    async with fake_worker(env.client, activities=world.activities()) as queue:
-        handle = await start(env.client, manifest, queue)
-        result: dict[str, Any] = await handle.result()
-    return result, await deletion_timer_windows(handle)
-
-
-def assert_timers_set_for(windows: list[tuple[datetime, datetime]], dues: list[datetime]) -> None:
-    assert len(windows) == len(dues), (windows, dues)
-    for (earliest, latest), due in zip(windows, dues, strict=True):
-        assert earliest <= due <= latest, (earliest, due, latest)
-
-
-def assert_fired_at(world: TimedWorld, expected: list[tuple[P, datetime]]) -> None:
-    """The fake saw exactly these policies' calls, in this order, each policy starting at its due time."""
-    calls = world.deletion_calls()
-    assert [name for name, _ in calls] == [name for policy, _ in expected for name in CALLS[policy]]
-    first = 0
-    for policy, due in expected:
-        if CALLS[policy]:
-            at = calls[first][1]
-            assert due <= at < due + WORKER_LATENCY, (policy, due, at)
-        first += len(CALLS[policy])
-
-
-def assert_effect(world: TimedWorld, policy: P, cluster_name: str) -> None:
-    if policy == P.DELETE_WORKERS:
-        groups = world.clusters[cluster_name]["spec"]["workerGroupSpecs"]
-        assert [group.get("suspend") for group in groups] == [True]
-        assert world.clusters[cluster_name]["status"]["state"] == "ready"  # the head is untouched
-    elif policy == P.DELETE_CLUSTER:
-        assert cluster_name not in world.clusters
-        assert "sample-head-svc" in world.services
-        assert world.deleted_resources == []
-    elif policy == P.DELETE_SELF:
-        assert (world.clusters, world.services) == ({}, {})
-        [rayjob] = world.deleted_resources
-        assert (rayjob.kind, rayjob.namespace, rayjob.name) == ("RayJob", "default", "sample")
-    if policy != P.DELETE_SELF:
-        assert world.deleted_resources == []
 
 
 @pytest.mark.parametrize("policy", [P.DELETE_WORKERS, P.DELETE_CLUSTER, P.DELETE_SELF])
