@@ -164,3 +164,20 @@ async def test_after_downtime_only_the_most_impactful_overdue_rule_runs(
     # The timer for the first rule, and one for each rule still to come after the recovery.
     dues = [due_after_end(result, 5), *(due_after_end(result, ttl) for _, ttl in later)]
     assert_timers_set_for(await deletion_timer_windows(handle), dues)
+
+
+async def test_a_rule_whose_aim_already_holds_is_a_no_op(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    # Both rules match a failed Ray job; the second finds every worker group suspended already.
+    world = TimedWorld(job_scripts=[FAILS])
+    manifest = with_rules(
+        rule(P.DELETE_WORKERS, 0, "FAILED"),
+        rule(P.DELETE_WORKERS, 30, deployment="Failed"),
+    )
+    result, timers = await run_to_end(time_skipping_env, fake_worker, world, manifest)
+
+    assert result["jobDeploymentStatus"] == "Failed"
+    assert_timers_set_for(timers, [due_after_end(result, 30)])
+    assert_fired_at(world, [(P.DELETE_WORKERS, due_after_end(result, 0))])
+    assert_effect(world, P.DELETE_WORKERS, result["rayClusterName"])
