@@ -128,9 +128,8 @@ async def test_apply_reapply_status_and_watch_until_the_job_completes(
 async def test_delete_a_running_job(cli_stack: CliStack) -> None:
     namespace = cli_stack.namespace()
     ref = f"rayjob/{namespace}/doomed"
-    applied = await cli_stack.run(
-        "apply", "-f", "-", stdin=json.dumps(rayjob(namespace, "doomed", "sleep 600"))
-    )
+    manifest = rayjob(namespace, "doomed", "sleep 600", managedBy="ray.io/kuberay-operator")
+    applied = await cli_stack.run("apply", "-f", "-", stdin=json.dumps(manifest))
     assert applied.code == 0, applied.stderr
 
     async def running() -> bool | None:
@@ -139,6 +138,11 @@ async def test_delete_a_running_job(cli_stack: CliStack) -> None:
 
     await wait_until(running, within=60, interval=0.5, what="the Ray job running")
     assert cli_stack.owned("rayclusters", namespace, "RayJob", "doomed")
+
+    # Valid on its own, so only the workflow's update validator can reject it (KubeRay's CEL transition rule).
+    manifest["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
+    changed = await cli_stack.run("apply", "-f", "-", stdin=json.dumps(manifest))
+    assert (changed.code, changed.stderr.strip()) == (2, "error: the managedBy field is immutable")
 
     deleted = await cli_stack.run("delete", ref)
     assert deleted.code == 0, deleted.stderr
