@@ -30,6 +30,10 @@ class SteadyLoad:
     url: str
     concurrency: int = 8
     timeout_s: float = 10.0
+    # False: a new TCP connection per request. A Service (kube-proxy, the sandbox's forwarder) picks the pod
+    # when a connection opens, so a kept-alive connection stays on the old cluster until that one is deleted,
+    # and requests in flight then fail; short connections follow a selector switch at once.
+    keep_alive: bool = True
     samples: list[Sample] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
@@ -37,8 +41,12 @@ class SteadyLoad:
     _waiters: list[tuple[int, asyncio.Event]] = field(default_factory=list, init=False)
 
     async def __aenter__(self) -> SteadyLoad:
-        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        self._client = httpx.AsyncClient(timeout=self.timeout_s, limits=limits, trust_env=False)
+        kept = self.concurrency if self.keep_alive else 0
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=kept)
+        headers = {} if self.keep_alive else {"Connection": "close"}
+        self._client = httpx.AsyncClient(
+            timeout=self.timeout_s, limits=limits, headers=headers, trust_env=False
+        )
         self._tasks = [asyncio.create_task(self._send_until_stopped()) for _ in range(self.concurrency)]
         return self
 

@@ -48,6 +48,32 @@ async def test_unreachable_endpoint_is_a_failure() -> None:
     assert load.counts()[FAILED] == len(load.samples)
 
 
+@pytest.mark.parametrize(("keep_alive", "fewer_connections_than_requests"), [(True, True), (False, False)])
+async def test_keep_alive_off_opens_a_connection_per_request(
+    keep_alive: bool, fewer_connections_than_requests: bool
+) -> None:
+    peers: set[tuple[str, int]] = set()
+
+    async def answer(request: web.Request) -> web.Response:
+        peers.add(request.transport.get_extra_info("peername"))  # type: ignore[union-attr]
+        return web.json_response({"version": "v1"})
+
+    app = web.Application()
+    app.router.add_get("/", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        async with SteadyLoad(f"http://127.0.0.1:{port}/", concurrency=2, keep_alive=keep_alive) as load:
+            await load.wait_for_requests(40)
+    finally:
+        await runner.cleanup()
+    assert load.counts() == {"v1": len(load.samples)}
+    assert (len(peers) < len(load.samples)) is fewer_connections_than_requests
+
+
 @pytest.mark.parametrize(
     ("counts", "version", "expected"),
     [
