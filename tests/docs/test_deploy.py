@@ -29,14 +29,18 @@ def kubectl() -> str:
     return found
 
 
-@pytest.fixture(scope="module")
-def rendered() -> dict[tuple[str, str], dict[str, Any]]:
-    """`kubectl kustomize deploy/` as {(kind, name): object}."""
+def kustomize(directory: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """`kubectl kustomize DIRECTORY` as {(kind, name): object}."""
     output = subprocess.run(
-        [kubectl(), "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60, check=True
+        [kubectl(), "kustomize", str(directory)], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     objects = [doc for doc in yaml.safe_load_all(output) if doc]
     return {(obj["kind"], obj["metadata"]["name"]): obj for obj in objects}
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[tuple[str, str], dict[str, Any]]:
+    return kustomize(DEPLOY)
 
 
 def test_the_base_holds_the_worker_and_its_rbac(rendered: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -56,6 +60,22 @@ def test_the_base_holds_the_worker_and_its_rbac(rendered: dict[tuple[str, str], 
     assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [("ServiceAccount", "raypilot-worker")]
     pod = rendered[("Deployment", "raypilot-worker")]["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == "raypilot-worker"
+
+
+def test_the_example_overlay_moves_everything_into_its_namespace() -> None:
+    """An overlay's `namespace:` also rewrites the binding's subject, or the worker would have no rights."""
+    overlay = kustomize(DEPLOY / "overlay-example")
+    binding = overlay[("ClusterRoleBinding", "raypilot-worker")]
+    assert binding["subjects"][0]["namespace"] == "raypilot"
+    deployment = overlay[("Deployment", "raypilot-worker")]
+    assert deployment["metadata"]["namespace"] == "raypilot"
+    assert overlay[("ServiceAccount", "raypilot-worker")]["metadata"]["namespace"] == "raypilot"
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value") for item in container["env"]}
+    assert env["TEMPORAL_ADDRESS"] == "temporal-frontend.temporal.svc:7233"
+    mounts = {mount["name"]: mount["mountPath"] for mount in container["volumeMounts"]}
+    for variable in ("TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA"):
+        assert env[variable].startswith(mounts["temporal-tls"] + "/")
 
 
 def test_the_worker_runs_unprivileged_with_the_contract_settings(

@@ -5,7 +5,8 @@ run once in a subprocess with tests/docs/rbac_audit.py logging every API request
 Each request becomes the (API group, resource, verb) an API server authorizes it as, and the comparison goes
 both ways: a request the role does not allow fails, and so does a permission in the role that no request used.
 Proxy requests (the Ray dashboard and the Serve health check through the API server, RAYPILOT_DASHBOARD_ACCESS
-=proxy) belong to clusterrole-dashboard-proxy.yaml; everything else to the worker's clusterrole.yaml.
+=proxy) belong to deploy/clusterrole-dashboard-proxy.yaml; everything else to the worker's
+deploy/base/clusterrole.yaml.
 """
 
 from __future__ import annotations
@@ -163,7 +164,7 @@ def test_every_activity_that_talks_to_kubernetes_was_exercised(activity_requests
 
 
 @pytest.mark.parametrize(
-    ("role_file", "proxy"), [("clusterrole.yaml", False), ("clusterrole-dashboard-proxy.yaml", True)]
+    ("role_file", "proxy"), [("base/clusterrole.yaml", False), ("clusterrole-dashboard-proxy.yaml", True)]
 )
 def test_role_allows_every_request_and_nothing_more(
     activity_requests: ActivityRequests, role_file: str, proxy: bool
