@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice_serve import (
         ServeConfigError,
         cache_submitted_serve_config,
+        expected_target_capacity,
         serve_config_json,
         serve_config_target_capacity,
         should_skip_serve_config_submission,
@@ -146,7 +147,8 @@ class RayServiceServing:
                 if submitted:
                     self.world.submitted_on[name] = seen
         capacity = serve_config_target_capacity(name, state.status, incremental)
-        ready = not submitted and runs_target_capacity(details, capacity)
+        expected = expected_target_capacity(rayservice.spec.serve_config_v2, capacity)
+        ready = not submitted and runs_target_capacity(details, expected)
         return ServeResult(ready, applications)
 
     async def _submit_serve_config(

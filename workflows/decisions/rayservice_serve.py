@@ -31,6 +31,7 @@ __all__ = [
     "REASON_NO_APPLICATIONS",
     "ServeConfigError",
     "cache_submitted_serve_config",
+    "expected_target_capacity",
     "parse_serve_config",
     "prune_serve_config_cache",
     "serve_config_json",
@@ -118,6 +119,19 @@ def serve_config_target_capacity(
     if cluster_name == pending.ray_cluster_name and pending.target_capacity is not None:
         return pending.target_capacity
     return None
+
+
+def expected_target_capacity(serve_config_v2: str, injected: int | None) -> int | float | None:
+    """The target_capacity Serve should report once the config is applied: the one raypilot injects
+    (incremental upgrades), else the user's own `target_capacity` in serveConfigV2 (passed through as KubeRay
+    does), else None (Serve's 100). An unreadable config counts as naming none."""
+    if injected is not None:
+        return injected
+    try:
+        configured = parse_serve_config(serve_config_v2).get("target_capacity")
+    except ServeConfigError:
+        return None
+    return configured if isinstance(configured, int | float) and not isinstance(configured, bool) else None
 
 
 def serve_config_json(serve_config_v2: str, target_capacity: int | None) -> dict[str, Any]:

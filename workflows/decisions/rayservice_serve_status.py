@@ -167,7 +167,7 @@ def check_serve_status(details: ServeDetails) -> ServeReadiness:
     return ServeReadiness(kuberay_ready, replicas_ready, statuses, "; ".join(waiting))
 
 
-def runs_target_capacity(details: ServeDetails, target_capacity: int | None) -> bool:
+def runs_target_capacity(details: ServeDetails, target_capacity: int | float | None) -> bool:
     """Serve applied `target_capacity` (None = 100) and every application is ready with its replicas
     running."""
     applied = 100.0 if details.target_capacity is None else details.target_capacity

@@ -16,6 +16,7 @@ from workflows.decisions.rayservice_serve import (
     REASON_NOTHING_CACHED,
     ServeConfigError,
     cache_submitted_serve_config,
+    expected_target_capacity,
     prune_serve_config_cache,
     serve_config_json,
     serve_config_target_capacity,
@@ -133,3 +134,18 @@ def test_serve_config_cache_rules() -> None:
     assert prune_serve_config_cache(cache, "svc-b", "") == {"svc-b": "config-2"}
     assert prune_serve_config_cache(cache, "svc-a", "svc-b") == cache
     assert cache == {"svc-a": "config-1", "svc-b": "config-2"}
+
+
+@pytest.mark.parametrize(
+    ("config", "injected", "expected"),
+    [
+        ("applications: []\n", None, None),
+        ("target_capacity: 50\napplications: []\n", None, 50),
+        ("target_capacity: 12.5\napplications: []\n", None, 12.5),
+        ("target_capacity: 50\napplications: []\n", 30, 30),
+        ("applications: [\n", None, None),
+    ],
+    ids=["none", "the user's (NewCluster passes it through)", "fractional", "injected wins", "unreadable"],
+)
+def test_expected_target_capacity(config: str, injected: int | None, expected: float | None) -> None:
+    assert expected_target_capacity(config, injected) == expected
