@@ -179,3 +179,23 @@ def test_role_allows_every_request_and_nothing_more(
     )
     assert not denied, report
     assert not unused, report
+
+
+def readme_table_permissions(text: str) -> set[Permission]:
+    """The permissions of the table under "## Permissions" in deploy/README.md (group `core` is "")."""
+    section = text.split("## Permissions", 1)[1]
+    listed: set[Permission] = set()
+    for line in section.splitlines():
+        cells = [cell.strip().strip("`") for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or cells[0] in ("API group", "") or set(cells[0]) <= {"-"}:
+            continue
+        group = "" if cells[0] == "core" else cells[0]
+        for resource in cells[1].split(", "):
+            for verb in cells[2].split(", "):
+                listed.add(Permission(group, resource, verb))
+    return listed
+
+
+def test_the_deploy_readme_table_is_the_worker_role() -> None:
+    table = readme_table_permissions((DEPLOY / "README.md").read_text())
+    assert table == role_permissions(DEPLOY / "base" / "clusterrole.yaml")
