@@ -1,0 +1,29 @@
+"""Every committed history still replays with the current workflow code (CONTRACT: replay test over committed
+histories).
+
+The histories (histories/*.json) are typical runs of both workflows on their fake activities, recorded by
+`python -m tests.replay.record_histories` (see its docstring for when to re-record). A failure here means a
+workflow change would break runs already in flight on a deployed worker: keep the old behaviour for them
+behind `workflow.patched("<change-id>")` instead of re-recording the history.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from raypilot.testing.replay import replay_history_file
+from tests.replay.record_histories import HISTORIES, SCENARIOS
+
+HISTORY_FILES = sorted(HISTORIES.glob("*.json"))
+
+
+def test_every_scenario_has_a_committed_history() -> None:
+    assert sorted(path.stem for path in HISTORY_FILES) == sorted(SCENARIOS)
+
+
+@pytest.mark.parametrize("path", HISTORY_FILES, ids=lambda path: path.stem)
+async def test_history_replays_with_the_current_workflow_code(path: Path) -> None:
+    result = await replay_history_file(path)
+    assert result.replay_failure is None
