@@ -20,7 +20,8 @@ HISTORY_FILES = sorted(HISTORIES.glob("*.json"))
 
 
 def test_every_scenario_has_a_committed_history() -> None:
-    assert sorted(path.stem for path in HISTORY_FILES) == sorted(SCENARIOS)
+    # More histories may sit beside them (e.g. recorded with RAYPILOT_RECORD_HISTORIES); all are replayed.
+    assert set(SCENARIOS) <= {path.stem for path in HISTORY_FILES}
 
 
 @pytest.mark.parametrize("path", HISTORY_FILES, ids=lambda path: path.stem)
