@@ -100,7 +100,7 @@ def test_the_image_runs_the_worker_as_a_non_root_user() -> None:
     final_stage = dockerfile.rsplit("\nFROM ", 1)[1]
     assert re.search(r"^USER 10001", final_stage, re.MULTILINE)
     assert 'CMD ["python", "worker.py"]' in final_stage
-    assert "--constraint /tmp/build/requirements.lock" in final_stage
+    assert "--constraint /build/requirements.lock" in final_stage
     assert "pip install --no-deps" in final_stage
 
 
