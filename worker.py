@@ -26,6 +26,11 @@ log = logging.getLogger("raypilot.worker")
 
 MAX_CONCURRENT_ACTIVITIES = 100
 GRACEFUL_SHUTDOWN = timedelta(seconds=30)
+# A wait learns that the workflow cancelled it (an `apply`, `delete` or upgrade control changed the desired
+# state) only when one of its heartbeats reaches the server. The SDK sends them at most every 0.8 x the
+# heartbeat timeout (24 s for the waits' 30 s); capping that at 2 s lets handlers act within seconds.
+# Heartbeats are RPCs, not history events, so this costs no Temporal actions.
+MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
 
 
 async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
@@ -43,6 +48,8 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 activity_executor=executor,
                 max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
                 graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+                max_heartbeat_throttle_interval=MAX_HEARTBEAT_THROTTLE,
+                default_heartbeat_throttle_interval=MAX_HEARTBEAT_THROTTLE,
             ):
                 log.info(
                     "worker started: address=%s namespace=%s task_queue=%s",

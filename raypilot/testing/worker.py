@@ -6,6 +6,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -41,5 +42,8 @@ async def running_worker(
             activity_executor=executor,
             max_cached_workflows=0 if replay_every_task else 1000,
             workflow_failure_exception_types=[workflow.NondeterminismError],
+            # As worker.py: cancellation reaches a wait within ~2 s instead of 0.8 x its heartbeat timeout.
+            max_heartbeat_throttle_interval=timedelta(seconds=2),
+            default_heartbeat_throttle_interval=timedelta(seconds=2),
         ):
             yield queue
