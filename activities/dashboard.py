@@ -75,8 +75,8 @@ def job_info_answer(body: Any) -> JobInfoAnswer:
 
 def trim_serve_details(body: Mapping[str, Any]) -> dict[str, Any]:
     """ServeInstanceDetails reduced to what `parse_serve_details` reads: per application status, message,
-    route prefix and deployments (status, message, target replicas, replicas' id/state/rank), and the
-    applied target_capacity."""
+    route prefix and deployments (status, message, target and configured replicas, replicas' id/state/rank),
+    and the applied target_capacity."""
     applications: dict[str, Any] = {}
     for app_name, app in (body.get("applications") or {}).items():
         deployments: dict[str, Any] = {}
@@ -85,6 +85,8 @@ def trim_serve_details(body: Mapping[str, Any]) -> dict[str, Any]:
                 "status": deployment.get("status"),
                 "message": shorten_middle(str(deployment.get("message") or ""), MAX_SERVE_MESSAGE_CHARS),
                 "target_num_replicas": deployment.get("target_num_replicas"),
+                # The configured num_replicas: what a replica sees as its world_size.
+                "num_replicas": (deployment.get("deployment_config") or {}).get("num_replicas"),
                 "replicas": [
                     {key: replica[key] for key in _REPLICA_FIELDS if key in replica}
                     for replica in deployment.get("replicas") or []

@@ -118,6 +118,24 @@ class HeadServeHealth:
     serve_port: int = DEFAULT_SERVE_PORT
 
 
+@dataclass(frozen=True)
+class ReadReplicaRanks:
+    """Run the replica ranks driver as the Ray job `submission_id` (see activities/replica_ranks.py)."""
+
+    target: DashboardTarget
+    submission_id: str
+    poll_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class ReplicaRanks:
+    """application -> deployment -> replica id -> [rank, node_rank, local_rank] as the Serve controller
+    holds them (node and local rank None on a Ray that has only a global rank); `error` when not read."""
+
+    ranks: dict[str, dict[str, dict[str, list[int | None]]]]
+    error: str = ""
+
+
 # ---- waits ----------------------------------------------------------------------------------------------
 
 

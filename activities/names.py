@@ -59,6 +59,7 @@ GET_JOB_LOGS: Final = "dashboard.get_job_logs"
 GET_SERVE_APPLICATIONS: Final = "dashboard.get_serve_applications"
 PUT_SERVE_CONFIG: Final = "dashboard.put_serve_config"
 CHECK_SERVE_HEALTH: Final = "dashboard.check_serve_health"
+READ_REPLICA_RANKS: Final = "dashboard.read_replica_ranks"
 
 # ---- Waits (heartbeating, return on change) ---------------------------------------------------------------
 WAIT_RAYCLUSTER: Final = "k8s.wait_raycluster"

@@ -100,6 +100,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
     from activities.kubernetes import RayClusterActivities, ServiceActivities
     from activities.kubernetes_events import EventActivities, OwnershipActivities
     from activities.kubernetes_workloads import WorkloadActivities
+    from activities.replica_ranks import ReplicaRankActivities
     from activities.waits import DashboardWaits, KubernetesWaits
 
     instances: list[object] = [
@@ -110,6 +111,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         OwnershipActivities(dependencies),
         GatewayActivities(dependencies),
         DashboardActivities(dependencies),
+        ReplicaRankActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
     ]

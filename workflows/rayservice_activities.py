@@ -17,7 +17,14 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities import names
-    from activities.dashboard_inputs import DashboardTarget, PutServeConfig, ServeObservation, WaitServe
+    from activities.dashboard_inputs import (
+        DashboardTarget,
+        PutServeConfig,
+        ReadReplicaRanks,
+        ReplicaRanks,
+        ServeObservation,
+        WaitServe,
+    )
     from activities.inputs import (
         CreateObject,
         DeleteObject,
@@ -51,6 +58,9 @@ WAIT_RETRY: Final = RetryPolicy(
     non_retryable_error_types=["NotFoundError"],
 )
 SERVE_POLL_SECONDS: Final = 2.0
+# Reading replica ranks runs a Ray job (a driver start: seconds); a few tries, then the status goes without.
+RANKS_ATTEMPT: Final = timedelta(minutes=3)
+RANKS_RETRY: Final = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=3)
 
 
 class RayServiceCalls:
@@ -186,6 +196,20 @@ class RayServiceCalls:
     ) -> workflow.ActivityHandle[ServeObservation]:
         request = WaitServe(target, cluster, serve_port, True, last_view, SERVE_POLL_SECONDS)
         return self._start_wait(names.WAIT_SERVE, request, ServeObservation, f"Serve of {cluster} changes")
+
+    def read_replica_ranks(
+        self, target: DashboardTarget, cluster: str, submission_id: str
+    ) -> workflow.ActivityHandle[ReplicaRanks]:
+        return workflow.start_activity(
+            names.READ_REPLICA_RANKS,
+            ReadReplicaRanks(target, submission_id),
+            result_type=ReplicaRanks,
+            start_to_close_timeout=RANKS_ATTEMPT,
+            heartbeat_timeout=WAIT_HEARTBEAT,
+            retry_policy=RANKS_RETRY,
+            summary=f"Serve replica ranks of {cluster}",
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
 
     def wait_ready_endpoints(
         self, services: list[str], last_counts: dict[str, int]

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         should_update_in_place_without_upgrade,
     )
     from workflows.decisions.rayservice_conditions import RayServiceEvent, is_initializing_timeout
+    from workflows.decisions.rayservice_replica_ranks import rank_read_watches
     from workflows.decisions.rayservice_serve import (
         prune_serve_config_cache,
     )
@@ -214,6 +215,14 @@ class RayServiceReconciler:
             self.world.endpoints,
             ready_serving,
             self.gate_conditions,
+        )
+        watches += rank_read_watches(
+            {
+                name: self.world.serve[name].details
+                for name in cluster_names(state.status)
+                if name in self.world.serve
+            },
+            {name: read[0] for name, read in self.world.ranks.items()},
         )
         if incremental:
             watches += upgrade.watches(rayservice)

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import AppStatus, RayService, RayServiceStatuses
     from workflows.decisions.rayservice_cluster import is_incremental_upgrade_enabled
     from workflows.decisions.rayservice_conditions import RayServiceEvent
+    from workflows.decisions.rayservice_replica_ranks import with_replica_ranks
     from workflows.decisions.rayservice_serve import (
         ServeConfigError,
         cache_submitted_serve_config,
@@ -130,7 +131,7 @@ class RayServiceServing:
         state = self.state
         details = parse_serve_details(observation.details)
         applications = check_serve_status(details).application_statuses
-        state.serve_details[name] = observation.details
+        state.serve_details[name] = with_replica_ranks(observation.details, self.world.ranks.get(name))
         incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
         seen = view_key(observation.view)
         if self.world.submitted_on.get(name) == seen:

@@ -17,10 +17,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dashboard_inputs import DashboardTarget, ServeObservation, auth_secret_name
+    from activities.dashboard_inputs import DashboardTarget, ReplicaRanks, ServeObservation, auth_secret_name
     from activities.inputs import GatewayObservation, Observation
     from models.raycluster import RayCluster
     from models.rayservice import RayService
+    from workflows.decisions.rayservice_replica_ranks import rank_submission_id
     from workflows.decisions.rayservice_services import serve_port
     from workflows.decisions.rayservice_workflow_support import (
         Watch,
@@ -65,6 +66,8 @@ class RayServiceWorld:
         self.clusters: dict[str, dict[str, Any] | None] = {}
         self.serve: dict[str, ServeObservation] = {}
         self.endpoints: dict[str, int] = {}
+        # cluster -> (the settled replica set's key, the replica ranks read for it)
+        self.ranks: dict[str, tuple[str, ReplicaRanks]] = {}
         # Clusters whose Pods may have gained or lost ready serve endpoints ("*": every cluster).
         self.stale_endpoints: set[str] = {"*"}
         # cluster -> the Serve view seen when the config was last PUT (no decision on that view again)
@@ -110,11 +113,13 @@ class RayServiceWorld:
         for name in names:
             self.clusters.pop(name, None)
             self.serve.pop(name, None)
+            self.ranks.pop(name, None)
             self._refresh.discard(name)
 
     def forget_everything(self) -> None:
         self.clusters.clear()
         self.serve.clear()
+        self.ranks.clear()
         self.endpoints.clear()
         self.stale_endpoints = {"*"}
         self.gateway = None
@@ -162,6 +167,11 @@ class RayServiceWorld:
             return self.calls.wait_serve(
                 dashboard_target(cluster), watch.target, serve_port(cluster), last.view if last else None
             )
+        if watch.kind == "ranks":
+            cluster = self.cluster(watch.target, rayservice)
+            assert cluster is not None
+            submission_id = rank_submission_id(watch.target, watch.last_view_key)
+            return self.calls.read_replica_ranks(dashboard_target(cluster), watch.target, submission_id)
         if watch.kind == "gateway":
             gateway, route = watch.target.split(",")
             return self.calls.wait_gateway(gateway, route, self.gateway.view if self.gateway else None)
@@ -278,6 +288,8 @@ class RayServiceWorld:
                 self._refresh.add(watch.target)
                 self.stale_endpoints.add(watch.target)
             self.serve[watch.target] = serve
+        elif watch.kind == "ranks":
+            self.ranks[watch.target] = (watch.last_view_key, result)
         elif watch.kind == "gateway":
             gateway: GatewayObservation = result
             self.gateway = gateway

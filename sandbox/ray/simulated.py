@@ -18,6 +18,7 @@ from aiohttp import web
 
 from sandbox.ray.ports import claim_ports, release_ports, reserve_ports
 from sandbox.ray.real_params import auth_token
+from sandbox.ray.simulated_entrypoint import EntrypointPlan
 from sandbox.ray.simulated_jobs import SimulatedJobs
 from sandbox.ray.simulated_serve import SimulatedServe, load_serve_schema
 from sandbox.ray.simulated_timings import SimulationTimings
@@ -118,7 +119,9 @@ class SimulatedDashboard:
         claim_ports(self._ports.values())
         node_id = secrets.token_hex(28)
         self.session_name = f"session_simulated_{secrets.token_hex(4)}"
-        self.jobs = SimulatedJobs(self.timings, agent_address=self.dashboard_url, node_id=node_id)
+        self.jobs = SimulatedJobs(
+            self.timings, agent_address=self.dashboard_url, node_id=node_id, drivers=self._driver_plan
+        )
         self.serve = SimulatedServe(
             self.timings, host=self.host, port=self._ports["serve"], head_env=self._env, node_id=node_id
         )
@@ -132,6 +135,10 @@ class SimulatedDashboard:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self._ports["dashboard"], reuse_address=True).start()
+
+    def _driver_plan(self, entrypoint: str) -> EntrypointPlan | None:
+        serve = self.serve
+        return serve.ranks_driver(entrypoint, self.timings.command_s) if serve is not None else None
 
     async def _shutdown(self) -> None:
         if self._runner is not None:

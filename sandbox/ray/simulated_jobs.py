@@ -13,12 +13,13 @@ import datetime
 import random
 import string
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from sandbox.ray.simulated_entrypoint import plan_entrypoint
+from sandbox.ray.simulated_entrypoint import EntrypointPlan, plan_entrypoint
 from sandbox.ray.simulated_timings import SimulationTimings
 
 TERMINAL_STATES = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
@@ -132,8 +133,18 @@ class SimulatedJob:
 class SimulatedJobs:
     """Job state and the `/api/jobs/` and `/api/packages/` routes."""
 
-    def __init__(self, timings: SimulationTimings, *, agent_address: str, node_id: str) -> None:
+    def __init__(
+        self,
+        timings: SimulationTimings,
+        *,
+        agent_address: str,
+        node_id: str,
+        drivers: Callable[[str], EntrypointPlan | None] | None = None,
+    ) -> None:
         self._timings = timings
+        # Entrypoints that talk to the cluster's Ray (e.g. a driver reading Serve's controller) are planned
+        # by `drivers` when they start running; None leaves them to the entrypoint interpreter.
+        self._drivers = drivers
         self._agent_address = agent_address
         self._node_id = node_id
         self.jobs: dict[str, SimulatedJob] = {}
@@ -205,6 +216,8 @@ class SimulatedJobs:
         job.driver_agent_http_address = self._agent_address
         job.driver_node_id = self._node_id
         job.append_log(f"Running entrypoint for job {job.submission_id}: {job.entrypoint}")
+        driven = self._drivers(job.entrypoint) if self._drivers is not None else None
+        plan = driven if driven is not None else plan
         for step in plan.steps:
             if step.seconds > 0:
                 await asyncio.sleep(step.seconds)

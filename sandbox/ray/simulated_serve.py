@@ -21,12 +21,23 @@ from typing import Any
 
 from aiohttp import web
 
+from sandbox.ray.simulated_entrypoint import EntrypointPlan, Step
 from sandbox.ray.simulated_replicas import world_size
 from sandbox.ray.simulated_serve_render import EMPTY_INSTANCE_DETAILS, ServeIdentity, instance_details
 from sandbox.ray.simulated_serve_state import SimulatedApp, SimulatedReplica, SimulatedServeState
 from sandbox.ray.simulated_timings import SimulationTimings
 
 SERVE_PATH = "/api/serve/applications/"
+# The Ray job raypilot submits to read replica ranks (activities/replica_ranks.py) calls the Serve
+# controller's private `_get_replica_ranks_mapping` and prints one line: this prefix, then app -> deployment
+# -> replica id -> [rank, node_rank, local_rank] as JSON. The simulated Serve answers it from its state.
+RANKS_DRIVER_CALL = "_get_replica_ranks_mapping"
+RANKS_OUTPUT_PREFIX = "RAYPILOT_REPLICA_RANKS "
+NO_CONTROLLER = (
+    "ValueError: Failed to look up actor with name 'SERVE_CONTROLLER_ACTOR'. This could because 1. You are "
+    "trying to look up a named actor you didn't create. 2. The named actor died. 3. You did not use a "
+    "namespace matching the namespace of the actor."
+)
 VALID_API_TYPES = ("imperative", "declarative")
 _schema: Any = None
 
@@ -147,6 +158,28 @@ class SimulatedServe:
             await self._proxy.cleanup()
             self._proxy = None
         self.state = None
+
+    def ranks_driver(self, entrypoint: str, command_s: float) -> EntrypointPlan | None:
+        """The plan of a replica ranks driver (None for any other entrypoint): the ranks of every replica
+        that holds one (all but those stopping; one node, so node rank 0 and local rank = rank), or the
+        failure of a driver that finds no Serve controller."""
+        if RANKS_DRIVER_CALL not in entrypoint:
+            return None
+        if self.state is None:
+            return EntrypointPlan((Step(command_s, NO_CONTROLLER),), 1)
+        found = {
+            app.name: {
+                deployment.name: {
+                    replica.replica_id: [replica.rank, 0, replica.rank]
+                    for replica in deployment.replicas
+                    if replica.state != "STOPPING"
+                }
+                for deployment in app.deployments.values()
+            }
+            for app in self.state.apps.values()
+            if not app.deleting
+        }
+        return EntrypointPlan((Step(command_s, RANKS_OUTPUT_PREFIX + json.dumps(found)),), 0)
 
     async def _control_loop(self) -> None:
         loop = asyncio.get_running_loop()

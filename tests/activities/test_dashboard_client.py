@@ -226,6 +226,7 @@ def test_trim_serve_details_keeps_what_decisions_read() -> None:
                         "status": "HEALTHY",
                         "message": "",
                         "target_num_replicas": 1,
+                        "num_replicas": 1,
                         "replicas": [{"replica_id": "r1", "state": "RUNNING", "rank": 0}],
                     }
                 },

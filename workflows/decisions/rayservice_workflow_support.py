@@ -60,7 +60,7 @@ __all__ = [
     "with_gated_upgrade_strategy",
 ]
 
-WatchKind = Literal["head_ready", "serve", "endpoints", "gateway"]
+WatchKind = Literal["head_ready", "serve", "endpoints", "gateway", "ranks"]
 
 
 def next_generation(
@@ -177,7 +177,8 @@ class Watch:
     """One long wait activity: `head_ready` (the RayCluster until its head Pod is ready or it is gone),
     `serve` (Serve and the head Pod of a ready cluster until they differ from `last_view`), `endpoints`
     (the serve Services' ready endpoints until they differ from the counts in `last_view`) or `gateway`
-    (the Gateway and HTTPRoute statuses, target "<gateway>,<route>")."""
+    (the Gateway and HTTPRoute statuses, target "<gateway>,<route>") or `ranks` (one read of a cluster's
+    Serve replica ranks, `last_view_key` the settled replica set read)."""
 
     kind: WatchKind
     target: str  # the cluster name; for endpoints the Service names joined by ","
