@@ -25,13 +25,14 @@ from temporalio.service import RPCError
 
 from raypilot.cli.demo_rayjob import run_rayjob
 from raypilot.cli.demo_rayservice import SERVICE_NAME, deploy_first_version, upgrade_under_load
-from raypilot.cli.demo_support import DemoFailed
+from raypilot.cli.demo_support import DemoFailed, DemoPace
 from raypilot.cli.demo_view import JobReport, UpgradeReport, job_summary, upgrade_summary
 from raypilot.cli.stack import TEMPORAL_PORT, UI_PORT, LocalStack, StackError
 from raypilot.load import FAILED
 from raypilot.settings import TemporalSettings, connect
 
 NAMESPACE = "default"
+DEMO_PACE = DemoPace()
 
 
 @contextmanager
@@ -62,7 +63,7 @@ def upgrade_succeeded(report: UpgradeReport) -> bool:
 
 
 async def run_workloads(
-    stack: LocalStack, kubeconfig: Path, timings: list[tuple[str, float]], reports: list[str]
+    stack: LocalStack, kubeconfig: Path, pace: DemoPace, timings: list[tuple[str, float]], reports: list[str]
 ) -> bool:
     """The RayJob, then the RayService upgrade; True when both did what they should."""
     task_queue = TemporalSettings.from_env(os.environ).task_queue
@@ -70,11 +71,11 @@ async def run_workloads(
     api_client = k8s_config.new_client_from_config(config_file=str(kubeconfig))
     custom = k8s.CustomObjectsApi(api_client)
     try:
-        with step("RayJob (K8sJobMode, DeleteCluster 10 s after the end)", timings):
-            job = await run_rayjob(client, task_queue, custom, NAMESPACE, emit)
+        with step(f"RayJob (K8sJobMode, DeleteCluster {pace.delete_cluster_ttl_s} s after the end)", timings):
+            job = await run_rayjob(client, task_queue, custom, NAMESPACE, emit, pace)
         reports += job_summary(job)
         with step(f"RayService {SERVICE_NAME} v1 first deployment", timings):
-            deployed = await deploy_first_version(client, task_queue, custom, NAMESPACE, emit)
+            deployed = await deploy_first_version(client, task_queue, custom, NAMESPACE, emit, pace)
         with step("RayService v1 -> v2 incremental upgrade under load", timings):
             upgrade = await upgrade_under_load(deployed, emit, stack.workdir)
         reports += upgrade_summary(upgrade)
@@ -89,6 +90,7 @@ def run_demo(
     ray_mode: str = "real",
     temporal_port: int = TEMPORAL_PORT,
     ui_port: int = UI_PORT,
+    pace: DemoPace = DEMO_PACE,
 ) -> int:
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -106,7 +108,7 @@ def run_demo(
         print(f"   KUBECONFIG={kubeconfig}", flush=True)
         with step("raypilot worker", timings):
             stack.start_worker()
-        ok = asyncio.run(run_workloads(stack, kubeconfig, timings, reports))
+        ok = asyncio.run(run_workloads(stack, kubeconfig, pace, timings, reports))
     except (StackError, DemoFailed, k8s.ApiException, RPCError, RuntimeError, TimeoutError) as err:
         print(f"demo failed: {type(err).__name__}: {err}", flush=True)
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from raypilot.cli.demo_support import (
     POLL_INTERVAL_S,
     ChangePrinter,
     DemoFailed,
+    DemoPace,
     example_manifest,
     query_status,
     read_custom,
@@ -24,21 +25,20 @@ from raypilot.cli.demo_support import (
 from raypilot.cli.demo_view import JobReport, job_line
 
 JOB_NAME = "demo-job"
-DELETE_CLUSTER_TTL_S = 10
 TERMINAL_PHASES = ("Complete", "Failed")
 JOB_PATIENCE_S = 240.0  # cluster start (~7 s per real head), submitter, job; generous for a busy machine
-DELETION_PATIENCE_S = DELETE_CLUSTER_TTL_S + 30.0
+DELETION_PATIENCE_S = 30.0  # beyond the rule's ttl
 
 
-def demo_job_manifest(namespace: str) -> dict[str, Any]:
-    """examples/rayjob-k8sjobmode.yaml with one deletion rule: delete the RayCluster 10 s after the job ended
+def demo_job_manifest(namespace: str, ttl_s: int) -> dict[str, Any]:
+    """examples/rayjob-k8sjobmode.yaml with one deletion rule: delete the RayCluster ttl_s after the job ended
     (succeeded or failed), keeping the RayJob and its submitter Job."""
     manifest = example_manifest("rayjob-k8sjobmode.yaml", JOB_NAME, namespace)
     manifest["spec"]["deletionStrategy"] = {
         "deletionRules": [
             {
                 "policy": "DeleteCluster",
-                "condition": {"jobStatus": status, "ttlSeconds": DELETE_CLUSTER_TTL_S},
+                "condition": {"jobStatus": status, "ttlSeconds": ttl_s},
             }
             for status in ("SUCCEEDED", "FAILED")
         ]
@@ -61,12 +61,18 @@ def _run_seconds(status: dict[str, Any]) -> float | None:
 
 
 async def run_rayjob(
-    client: Client, task_queue: str, custom: k8s.CustomObjectsApi, namespace: str, emit: Callable[[str], None]
+    client: Client,
+    task_queue: str,
+    custom: k8s.CustomObjectsApi,
+    namespace: str,
+    emit: Callable[[str], None],
+    pace: DemoPace,
 ) -> JobReport:
     """Starts the RayJob workflow, prints each change of phase / job status / cluster, then waits until the
     RayCluster is gone and the workflow completed."""
-    handle = await start_workflow(client, task_queue, demo_job_manifest(namespace))
-    emit(f"  workflow {handle.id} started; DeleteCluster {DELETE_CLUSTER_TTL_S} s after the job ends")
+    ttl_s = pace.delete_cluster_ttl_s
+    handle = await start_workflow(client, task_queue, demo_job_manifest(namespace, ttl_s))
+    emit(f"  workflow {handle.id} started; DeleteCluster {ttl_s} s after the job ends")
     printer = ChangePrinter(emit)
     began = time.monotonic()
 
@@ -83,7 +89,7 @@ async def run_rayjob(
     cluster = str(status.get("rayClusterName") or "")
     ended = _time(status["endTime"])
     deleted_after: float | None = None
-    deadline = time.monotonic() + DELETION_PATIENCE_S
+    deadline = time.monotonic() + ttl_s + DELETION_PATIENCE_S
     while cluster and time.monotonic() < deadline:
         if await read_custom(custom, "ray.io", "rayclusters", namespace, cluster) is None:
             deleted_after = (datetime.now(ended.tzinfo) - ended).total_seconds() if ended else None
@@ -91,7 +97,7 @@ async def run_rayjob(
             break
         show(await query_status(handle))
         await asyncio.sleep(POLL_INTERVAL_S)
-    final: dict[str, Any] = await asyncio.wait_for(handle.result(), DELETION_PATIENCE_S)
+    final: dict[str, Any] = await asyncio.wait_for(handle.result(), ttl_s + DELETION_PATIENCE_S)
     emit(f"  {time.monotonic() - began:6.1f} s  workflow completed ({final.get('jobDeploymentStatus')})")
     return JobReport(
         name=JOB_NAME,
@@ -101,5 +107,5 @@ async def run_rayjob(
         cluster=cluster or "?",
         run_s=_run_seconds(final),
         cluster_deleted_after_end_s=deleted_after,
-        ttl_s=DELETE_CLUSTER_TTL_S,
+        ttl_s=ttl_s,
     )

@@ -21,12 +21,13 @@ from raypilot.cli.demo_support import (
     POLL_INTERVAL_S,
     ChangePrinter,
     DemoFailed,
+    DemoPace,
     example_manifest,
     query_status,
     read_custom,
     start_workflow,
 )
-from raypilot.cli.demo_view import UpgradeReport, service_line
+from raypilot.cli.demo_view import RECENT_S, UpgradeReport, service_line
 from raypilot.cli.timeline import (
     StatusSample,
     cluster_series,
@@ -39,11 +40,6 @@ from raypilot.load import SteadyLoad
 
 SERVICE_NAME = "demo-service"
 OLD_VERSION, NEW_VERSION = "v1", "v2"
-# 4 traffic steps of 25 % every 5 s, capacity growing by at most 50 % per step: with the new cluster's start
-# this takes 30-60 s on real Ray, long enough to watch, short enough to wait for.
-STEP_SIZE_PERCENT = 25
-INTERVAL_S = 5
-MAX_SURGE_PERCENT = 50
 LOAD_CONCURRENCY = 4
 BASELINE_REQUESTS = 20  # answers from v1 through the Gateway before the upgrade starts
 SETTLE_S = 2.0  # load kept after the upgrade, so the picture shows v2 answering alone
@@ -53,16 +49,16 @@ UPGRADE_PATIENCE_S = 240.0
 GATEWAY_LISTENING = re.compile(r"listening on ([0-9.]+):(\d+)")
 
 
-def demo_service_manifest(namespace: str, version: str) -> dict[str, Any]:
+def demo_service_manifest(namespace: str, version: str, pace: DemoPace) -> dict[str, Any]:
     """examples/rayservice-incremental.yaml answering `version` (the head's APP_VERSION), with the demo's
     step size, interval and surge."""
     manifest = example_manifest("rayservice-incremental.yaml", SERVICE_NAME, namespace)
     spec = manifest["spec"]
     spec["upgradeStrategy"]["clusterUpgradeOptions"].update(
         {
-            "maxSurgePercent": MAX_SURGE_PERCENT,
-            "stepSizePercent": STEP_SIZE_PERCENT,
-            "intervalSeconds": INTERVAL_S,
+            "maxSurgePercent": pace.max_surge_percent,
+            "stepSizePercent": pace.step_size_percent,
+            "intervalSeconds": pace.interval_s,
         }
     )
     head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
@@ -137,13 +133,19 @@ class Deployed:
     handle: WorkflowHandle[Any, Any]
     namespace: str
     url: str
+    pace: DemoPace
 
 
 async def deploy_first_version(
-    client: Client, task_queue: str, custom: k8s.CustomObjectsApi, namespace: str, emit: Callable[[str], None]
+    client: Client,
+    task_queue: str,
+    custom: k8s.CustomObjectsApi,
+    namespace: str,
+    emit: Callable[[str], None],
+    pace: DemoPace,
 ) -> Deployed:
     """Starts the RayService workflow with v1 and waits until it is Running and its Gateway has an address."""
-    handle = await start_workflow(client, task_queue, demo_service_manifest(namespace, OLD_VERSION))
+    handle = await start_workflow(client, task_queue, demo_service_manifest(namespace, OLD_VERSION, pace))
     emit(f"  workflow {handle.id} started ({OLD_VERSION})")
     began = time.monotonic()
     printer = ChangePrinter(emit)
@@ -157,7 +159,7 @@ async def deploy_first_version(
     )
     url = await _wait_for_gateway(custom, namespace)
     emit(f"  {time.monotonic() - began:6.1f} s  {OLD_VERSION} Running; its Gateway listens at {url}")
-    return Deployed(handle, namespace, url)
+    return Deployed(handle, namespace, url, pace)
 
 
 async def upgrade_under_load(deployed: Deployed, emit: Callable[[str], None], workdir: Path) -> UpgradeReport:
@@ -167,24 +169,22 @@ async def upgrade_under_load(deployed: Deployed, emit: Callable[[str], None], wo
     async with SteadyLoad(deployed.url, concurrency=LOAD_CONCURRENCY) as load:
         await asyncio.wait_for(load.wait_for_requests(BASELINE_REQUESTS), 60)
         emit(f"  load: {LOAD_CONCURRENCY} clients; answers so far {dict(load.counts())}")
-        return await _upgrade_under_load(deployed.handle, deployed.namespace, load, load_began, emit, workdir)
+        return await _upgrade_under_load(deployed, load, load_began, emit, workdir)
 
 
 async def _upgrade_under_load(
-    handle: WorkflowHandle[Any, Any],
-    namespace: str,
+    deployed: Deployed,
     load: SteadyLoad,
     load_began: float,
     emit: Callable[[str], None],
     workdir: Path,
 ) -> UpgradeReport:
+    handle, pace = deployed.handle, deployed.pace
     old_cluster = _active_cluster(await query_status(handle))
     applied_at = time.monotonic()
-    result = await handle.execute_update("apply", demo_service_manifest(namespace, NEW_VERSION))
-    emit(
-        f"  {NEW_VERSION} applied (generation {result.get('generation')});"
-        f" traffic moves {STEP_SIZE_PERCENT} % every {INTERVAL_S} s, capacity surge {MAX_SURGE_PERCENT} %"
-    )
+    manifest = demo_service_manifest(deployed.namespace, NEW_VERSION, pace)
+    result = await handle.execute_update("apply", manifest)
+    emit(f"  {NEW_VERSION} applied (generation {result.get('generation')}); {pace.upgrade_text()}")
     samples: list[StatusSample] = []
     migrated: list[datetime] = []
     new_cluster = ""
@@ -199,9 +199,10 @@ async def _upgrade_under_load(
             migrated.append(migrated_at)
         if not new_cluster and _pending_cluster(status) not in ("", old_cluster):
             new_cluster = _pending_cluster(status)
-        counts = load.counts(load_began)
-        key = service_line(0.0, status, Counter(), NEW_VERSION) + str(int(elapsed // HEARTBEAT_S))
-        printer.show(key, service_line(elapsed, status, counts, NEW_VERSION))
+        now = time.monotonic()
+        counts, recent = load.counts(load_began), load.counts(now - RECENT_S)
+        key = service_line(0.0, status, Counter(), Counter(), NEW_VERSION) + str(int(elapsed // HEARTBEAT_S))
+        printer.show(key, service_line(elapsed, status, counts, recent, NEW_VERSION))
         if new_cluster and _active_cluster(status) == new_cluster and not _pending_cluster(status):
             total_s = elapsed
             emit(f"  {elapsed:6.1f} s  {NEW_VERSION} cluster {new_cluster} active with all traffic")
@@ -231,7 +232,6 @@ async def _upgrade_under_load(
         steps=upgrade_steps(samples, list(labels)),
         migrated_times=sorted(migrated),
         total_s=total_s,
-        strategy=f"NewClusterWithIncrementalUpgrade, step {STEP_SIZE_PERCENT} % every {INTERVAL_S} s,"
-        f" surge {MAX_SURGE_PERCENT} %",
+        strategy=f"NewClusterWithIncrementalUpgrade: {pace.upgrade_text()}",
         timeline_png=png,
     )

@@ -27,6 +27,23 @@ class DemoFailed(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class DemoPace:
+    """How fast the demo's objects move. The defaults are what `raypilot demo` shows: the RayCluster deleted
+    10 s after the job, and traffic moving 25 % every 5 s (30-60 s on real Ray); a test may go quicker."""
+
+    delete_cluster_ttl_s: int = 10
+    step_size_percent: int = 25
+    interval_s: int = 5
+    max_surge_percent: int = 50
+
+    def upgrade_text(self) -> str:
+        return (
+            f"traffic moves {self.step_size_percent} % every {self.interval_s} s,"
+            f" capacity surge {self.max_surge_percent} %"
+        )
+
+
 def example_manifest(file_name: str, name: str, namespace: str) -> dict[str, Any]:
     """An examples/ manifest under another name (the examples are what the README documents)."""
     manifest = load_manifest_text((EXAMPLES / file_name).read_text(encoding="utf-8"))

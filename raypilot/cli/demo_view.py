@@ -17,6 +17,8 @@ from typing import Any
 from raypilot.cli.timeline import SideView, Step, side_view
 from raypilot.load import FAILED, share
 
+RECENT_S = 2.0  # the live share of the new version is over this many seconds: the current split, not history
+
 __all__ = [
     "JobReport",
     "UpgradeReport",
@@ -53,18 +55,17 @@ def _side_text(label: str, side: SideView | None, default_percent: int) -> str:
 
 
 def service_line(
-    elapsed: float, status: Mapping[str, Any], counts: Counter[str], new_version: str, label: str = ""
+    elapsed: float, status: Mapping[str, Any], counts: Counter[str], recent: Counter[str], new_version: str
 ) -> str:
-    """`  12.3 s  active demo-svc-ab traffic  75% capacity 100% | pending ... | ok 812 failed 0 | v2 25.0%`
-    (label: which version each side runs, e.g. "v1 -> v2", when the caller knows it)."""
+    """`  12.3 s  active demo-svc-ab traffic  75% capacity 100% | pending ... | ok 812 failed 0 | v2 25.0%`:
+    both sides, the answers so far (`counts`) and the new version's share of the `recent` ones."""
     active = _side_text("active", side_view(status.get("activeServiceStatus")), 100)
     pending = _side_text("pending", side_view(status.get("pendingServiceStatus")), 0)
     answered = sum(number for version, number in counts.items() if version != FAILED)
     failed = counts.get(FAILED, 0)
-    prefix = f"{label}  " if label else ""
     return (
-        f"  {elapsed:6.1f} s  {prefix}{active} | {pending} | ok {answered} failed {failed}"
-        f" | {new_version} share {share(counts, new_version):5.1f}%"
+        f"  {elapsed:6.1f} s  {active} | {pending} | ok {answered} failed {failed}"
+        f" | {new_version} share {share(recent, new_version):5.1f}% (last {RECENT_S:.0f} s)"
     )
 
 

@@ -14,8 +14,9 @@ from models.features import FeatureGates
 from models.manifest import parse_manifest
 from models.validation import validate
 from raypilot.cli.demo import job_succeeded, upgrade_succeeded
-from raypilot.cli.demo_rayjob import DELETE_CLUSTER_TTL_S, demo_job_manifest
+from raypilot.cli.demo_rayjob import demo_job_manifest
 from raypilot.cli.demo_rayservice import demo_service_manifest, gateway_url
+from raypilot.cli.demo_support import DemoPace
 from raypilot.cli.demo_view import (
     JobReport,
     UpgradeReport,
@@ -86,12 +87,16 @@ def test_service_line_shows_both_sides_and_the_load() -> None:
             "targetCapacity": 50,
         },
     }
-    line = service_line(5.0, status, Counter({"v1": 30, "v2": 10, FAILED: 2}), "v2")
+    line = service_line(
+        5.0, status, Counter({"v1": 30, "v2": 10, FAILED: 2}), Counter({"v1": 3, "v2": 1}), "v2"
+    )
     assert "active svc-old traffic  75% capacity 100%" in line
     assert "pending svc-new traffic  25% capacity  50%" in line
     assert "ok 40 failed 2" in line
-    assert line.endswith("v2 share  25.0%")
-    idle = service_line(1.0, {"activeServiceStatus": {"rayClusterName": "svc-old"}}, Counter(), "v2")
+    assert line.endswith("v2 share  25.0% (last 2 s)")
+    idle = service_line(
+        1.0, {"activeServiceStatus": {"rayClusterName": "svc-old"}}, Counter(), Counter(), "v2"
+    )
     assert "active svc-old traffic 100% capacity 100% | pending -" in idle
 
 
@@ -164,14 +169,15 @@ def test_gateway_url(gateway: dict[str, Any] | None, url: str | None) -> None:
 
 
 def test_demo_manifests_are_valid_for_kuberay() -> None:
-    job = demo_job_manifest("default")
+    pace = DemoPace()
+    job = demo_job_manifest("default", pace.delete_cluster_ttl_s)
     assert validate(parse_manifest(job), FeatureGates()) is None
     rules = job["spec"]["deletionStrategy"]["deletionRules"]
     assert {rule["policy"] for rule in rules} == {"DeleteCluster"}
-    assert {rule["condition"]["ttlSeconds"] for rule in rules} == {DELETE_CLUSTER_TTL_S}
+    assert {rule["condition"]["ttlSeconds"] for rule in rules} == {10}
     assert job["spec"]["submissionMode"] == "K8sJobMode"
     for version in ("v1", "v2"):
-        service = demo_service_manifest("default", version)
+        service = demo_service_manifest("default", version, pace)
         assert validate(parse_manifest(service), FeatureGates()) is None
         head = service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
         assert [e["value"] for e in head["env"] if e["name"] == "APP_VERSION"] == [version]
