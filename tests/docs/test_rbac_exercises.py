@@ -1,25 +1,37 @@
 """Activity code paths the activity tests do not reach, so that the RBAC comparison (test_rbac.py, which runs
 tests/activities and this module with an API request log) sees every request the worker can make: the Gateway
-and HTTPRoute read/update/delete activities, an in-place RayCluster spec update, the submitter-Job wait that
-has to watch, and deleting a RayService resource. Each also checks what the activity returns."""
+and HTTPRoute read/update/delete activities, an in-place RayCluster spec update, each wait's watch (made
+certain here, whatever the machine's speed), and deleting a RayService resource. Each also checks what the
+activity returns."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.gateway import GatewayActivities
-from activities.inputs import CreateObject, DeleteObject, ObjectKey, RayResourceKey, UpdateSpec, WaitObject
+from activities.inputs import (
+    CreateObject,
+    DeleteObject,
+    ObjectKey,
+    RayResourceKey,
+    UpdateSpec,
+    WaitObject,
+    WaitRayCluster,
+    WaitReadyEndpoints,
+)
 from activities.kubernetes import RayClusterActivities
 from activities.kubernetes_events import OwnershipActivities
 from activities.kubernetes_workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
-from activities.wait_views import job_view
+from activities.wait_views import job_view, pod_view, raycluster_view
 from activities.waits import KubernetesWaits
-from sandbox.testing import raycluster_manifest
+from sandbox.testing import raycluster_manifest, wait_until
 from tests.activities.conftest import RecordingEnvironment
 
 pytestmark = pytest.mark.timeout(60)
@@ -85,16 +97,8 @@ def test_raycluster_spec_update_in_place(deps: ActivityDependencies, namespace: 
     assert updated["metadata"]["generation"] > created["metadata"]["generation"]
 
 
-async def test_submitter_wait_watches_until_the_job_appears(
-    deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
-) -> None:
-    waits = KubernetesWaits(deps)
-    waiting = asyncio.create_task(
-        recording.env.run(waits.wait_submitter_job, WaitObject(namespace, "submitter", job_view(None)))
-    )
-    await asyncio.sleep(0.2)  # nothing to await: the point is that the wait has not returned on its own
-    assert not waiting.done()
-    body = {
+def job_body(namespace: str) -> dict[str, Any]:
+    return {
         "metadata": {"name": "submitter", "namespace": namespace},
         "spec": {
             "backoffLimit": 0,
@@ -106,10 +110,83 @@ async def test_submitter_wait_watches_until_the_job_appears(
             },
         },
     }
-    await asyncio.to_thread(run, WorkloadActivities(deps).create_job, CreateObject(body))
-    async with asyncio.timeout(10):
+
+
+def pod(name: str, labels: dict[str, str]) -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
+    )
+
+
+def make_ready_serve_endpoint(core_api: client.CoreV1Api, namespace: str) -> None:
+    service = client.V1Service(
+        metadata=client.V1ObjectMeta(name="serve"),
+        spec=client.V1ServiceSpec(selector={"app": "serve"}, ports=[client.V1ServicePort(port=8000)]),
+    )
+    core_api.create_namespaced_service(namespace, service)
+    core_api.create_namespaced_pod(namespace, pod("serve-pod", {"app": "serve"}))
+    ready = {"phase": "Running", "podIP": "127.0.3.251", "conditions": [{"type": "Ready", "status": "True"}]}
+    core_api.patch_namespaced_pod_status("serve-pod", namespace, {"status": ready})
+
+
+WAITS_THAT_WATCH = ["raycluster", "submitter_job", "head_pod", "ready_endpoints"]
+
+
+@pytest.mark.parametrize("wait", WAITS_THAT_WATCH)
+async def test_each_wait_watches_until_its_object_appears(
+    wait: str,
+    deps: ActivityDependencies,
+    namespace: str,
+    core_api: client.CoreV1Api,
+    recording: RecordingEnvironment,
+) -> None:
+    """The wait lists (nothing there, as last seen), watches, and returns on the object's appearance; the
+    object is created only after the wait's first listed view, so the watch request is certain."""
+    waits = KubernetesWaits(deps)
+    started: dict[str, tuple[Any, Any, Callable[[], Any]]] = {
+        "raycluster": (
+            waits.wait_raycluster,
+            WaitRayCluster(namespace, "rc", raycluster_view(None)),
+            lambda: run(
+                RayClusterActivities(deps).create_raycluster,
+                CreateObject(raycluster_manifest("rc", namespace, workers=0)),
+            ),
+        ),
+        "submitter_job": (
+            waits.wait_submitter_job,
+            WaitObject(namespace, "submitter", job_view(None)),
+            lambda: run(WorkloadActivities(deps).create_job, CreateObject(job_body(namespace))),
+        ),
+        "head_pod": (
+            waits.wait_head_pod,
+            WaitObject(namespace, "rc", pod_view(None)),
+            lambda: core_api.create_namespaced_pod(
+                namespace, pod("rc-head", {"ray.io/cluster": "rc", "ray.io/node-type": "head"})
+            ),
+        ),
+        "ready_endpoints": (
+            waits.wait_ready_endpoints,
+            WaitReadyEndpoints(namespace, ["serve"], {"serve": 0}),
+            lambda: make_ready_serve_endpoint(core_api, namespace),
+        ),
+    }
+    activity_fn, request, appear = started[wait]
+    waiting = asyncio.create_task(recording.env.run(activity_fn, request))
+    await wait_until(
+        lambda: any(isinstance(beat, dict) and "view" in beat for beat in recording.heartbeats),
+        within=30,
+        interval=0.05,
+        what="the wait's first listed view",
+    )
+    assert not waiting.done()
+    await asyncio.to_thread(appear)
+    async with asyncio.timeout(30):
         observed = await waiting
-    assert observed.view["exists"] is True
+    if wait == "ready_endpoints":
+        assert observed == {"serve": 1}
+    else:
+        assert observed.view["exists"] is True
 
 
 def test_deleting_an_absent_rayservice_resource_is_not_an_error(
