@@ -217,6 +217,6 @@ async def test_runnable_stack_blocks_drive_a_workflow(readme_stack: ReadmeStack,
     assert workflow_ids, "the stack blocks name no workflow"
     for workflow_id in workflow_ids:
         handle = readme_stack.env.client.get_workflow_handle(workflow_id)
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(90):
             await handle.result()
         assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
