@@ -24,6 +24,8 @@ STOP_PATIENCE_SECONDS = 20.0
 # The worker's graceful shutdown waits up to 30 s for running activities, and a RayService workflow always has
 # a heartbeating wait running: nothing is lost by cutting that short, the workflows are durable.
 WORKER_STOP_PATIENCE_SECONDS = 3.0
+WORKER_START_PATIENCE_SECONDS = 120.0
+WORKER_READY_LINE = "worker started:"
 REMOTE_TEMPORAL_SETTINGS = (
     "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA",
 )  # fmt: skip
@@ -67,7 +69,7 @@ class LocalStack:
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Path:
         log_path = self.workdir / f"{name}.log"
-        log = log_path.open("ab")
+        log = log_path.open("wb")  # each run starts with fresh logs, as with a fresh database
         self.logs.append(log)
         process = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=self.workdir
@@ -121,7 +123,14 @@ class LocalStack:
         env = {**inherited, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
         repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
         argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
-        self._spawn("worker", argv, env)
+        log = self._spawn("worker", argv, env)
+        process = self.processes[-1][1]
+        # Ready once it polls: the line worker.py logs inside its running Worker (imports take seconds).
+        deadline = time.monotonic() + WORKER_START_PATIENCE_SECONDS
+        while WORKER_READY_LINE not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise StackError(f"the worker did not start; see {log}")
+            time.sleep(0.2)
 
     def stop(self) -> None:
         """Stops the worker, the sandbox and the dev server, newest first."""
