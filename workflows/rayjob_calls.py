@@ -17,6 +17,8 @@ from typing import Any, Final
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
 ACT_ATTEMPT_TIMEOUT: Final = timedelta(seconds=30)
 ACT_BUDGET: Final = timedelta(minutes=2)
@@ -35,16 +37,31 @@ WAIT_RETRY: Final = RetryPolicy(
 
 
 async def act(name: str, *args: Any, result_type: Any = None, budget: timedelta = ACT_BUDGET) -> Any:
-    """One API call as a local activity (`args`: none or the activity's one input)."""
-    return await workflow.execute_local_activity(
-        name,
-        args=list(args),
-        result_type=result_type,
-        start_to_close_timeout=ACT_ATTEMPT_TIMEOUT,
-        schedule_to_close_timeout=budget,
-        retry_policy=ACT_RETRY,
-        summary=name,
-    )
+    """One API call as a local activity (`args`: none or the activity's one input). Its failure is raised
+    as an `ActivityError`, as an ordinary activity's is."""
+    try:
+        return await workflow.execute_local_activity(
+            name,
+            args=list(args),
+            result_type=result_type,
+            start_to_close_timeout=ACT_ATTEMPT_TIMEOUT,
+            schedule_to_close_timeout=budget,
+            retry_policy=ACT_RETRY,
+            summary=name,
+        )
+    except (ApplicationError, ActivityTimeoutError) as failure:
+        # A failed local activity reaches the workflow bare: the ApplicationError it raised (a permanent 4xx)
+        # or the TimeoutError of its spent budget, not wrapped in an ActivityError (measured with temporalio
+        # 1.35). Unwrapped, it would fail the whole workflow instead of the step that recovers from it.
+        raise ActivityError(
+            f"{name} failed",
+            scheduled_event_id=0,
+            started_event_id=0,
+            identity="",
+            activity_type=name,
+            activity_id="",
+            retry_state=None,
+        ) from failure
 
 
 async def act_remotely(name: str, *args: Any, result_type: Any = None) -> Any:

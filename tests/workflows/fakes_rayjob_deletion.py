@@ -19,6 +19,7 @@ from typing import Any
 
 from temporalio import activity
 from temporalio.client import WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from activities import names
@@ -48,6 +49,8 @@ DELETION_CALLS = (
 class TimedWorld(FakeWorld):
     clock: Clock | None = None
     config_from_env: bool = False
+    # How many DeleteCluster / DeleteWorkers calls the API server rejects for good (as a 403 would be).
+    rejected_deletions: int = 0
     # (activity name, server time when it ran), in call order.
     timed_calls: list[tuple[str, datetime]] = field(default_factory=list)
 
@@ -75,14 +78,21 @@ class TimedActivities(FakeActivities):
         if self.world.clock is not None:
             self.world.timed_calls.append((name, await self.world.clock()))
 
+    def _maybe_reject(self) -> None:
+        if self.world.rejected_deletions > 0:
+            self.world.rejected_deletions -= 1
+            raise ApplicationError("forbidden", type="Forbidden", non_retryable=True)
+
     @activity.defn(name=names.SUSPEND_WORKER_GROUPS)
     async def suspend_worker_groups(self, key: ObjectKey) -> dict[str, Any] | None:
         await self._time(names.SUSPEND_WORKER_GROUPS)
+        self._maybe_reject()
         return await super().suspend_worker_groups(key)
 
     @activity.defn(name=names.DELETE_RAYCLUSTER)
     async def delete_raycluster(self, request: DeleteObject) -> bool:
         await self._time(names.DELETE_RAYCLUSTER)
+        self._maybe_reject()
         return await super().delete_raycluster(request)
 
     @activity.defn(name=names.DELETE_OWNED_OBJECTS)

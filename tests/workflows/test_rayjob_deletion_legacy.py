@@ -9,6 +9,7 @@ asserted: see test_rayjob_deletion.
 from __future__ import annotations
 
 import copy
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 from models.features import FEATURE_GATES_ENV
 from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.fakes_rayjob_deletion import (
+    WORKER_LATENCY,
     FakeWorker,
     P,
     TimedWorld,
@@ -206,3 +208,33 @@ async def test_deletion_strategy_is_a_validation_error_when_the_gate_is_off_in_t
     )
     assert (status["jobDeploymentStatus"], status["reason"]) == ("ValidationFailed", "ValidationFailed")
     assert world.calls == []
+
+
+@pytest.mark.parametrize(
+    ("policy", "failure_event", "success_event"),
+    [
+        (P.DELETE_CLUSTER, "FailedToDeleteRayCluster", "DeletedRayCluster"),
+        (P.DELETE_WORKERS, "FailedToUpdateRayCluster", "UpdatedRayCluster"),
+    ],
+)
+async def test_a_rejected_deletion_is_reported_and_tried_again_after_a_backoff(
+    time_skipping_env: WorkflowEnvironment,
+    fake_worker: FakeWorker,
+    policy: P,
+    failure_event: str,
+    success_event: str,
+) -> None:
+    world = TimedWorld(rejected_deletions=1)
+    result, _ = await run_to_end(
+        time_skipping_env, fake_worker, world, with_rules(rule(policy, TTL, "SUCCEEDED"))
+    )
+
+    due = due_after_end(result, TTL)
+    (_, rejected_at), (_, retried_at) = world.deletion_calls()
+    assert due <= rejected_at < due + WORKER_LATENCY
+    # The first backoff after a failed act is 10 s (a controller's rate-limited requeue).
+    assert timedelta(seconds=10) <= retried_at - rejected_at < timedelta(seconds=10) + WORKER_LATENCY
+    reasons = world.event_reasons()
+    assert reasons[-2:] == [failure_event, success_event]
+    assert "Forbidden" in world.events[-2].message or "forbidden" in world.events[-2].message
+    assert_effect(world, policy, result["rayClusterName"])
