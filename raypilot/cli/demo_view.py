@@ -150,6 +150,12 @@ def upgrade_summary(report: UpgradeReport) -> list[str]:
             f"  total upgrade time {report.total_s:.1f} s"
             " (new manifest applied -> new cluster active, pending side empty)"
         )
+        if report.steps:
+            first_step, last_step = report.steps[0].at, report.steps[-1].at
+            lines.append(
+                f"    of which {first_step:.1f} s until the new cluster served (its first step),"
+                f" {last_step - first_step:.1f} s of traffic and capacity steps"
+            )
     if report.timeline_png is not None:
         lines.append(f"  timeline picture: {report.timeline_png}")
     return lines

@@ -117,6 +117,10 @@ def test_upgrade_summary_has_requests_steps_intervals_and_total() -> None:
     assert "failed 10 x: HTTP 503" in text
     assert "traffic migrations (lastTrafficMigratedTime): 3, first at 00:00:01, then every 6, 5 s" in text
     assert "total upgrade time 31.2 s" in text
+    assert (
+        "of which 2.5 s until the new cluster served (its first step), 0.5 s of traffic and capacity steps"
+        in text
+    )
     assert "timeline picture: demo/upgrade-timeline.png" in text
 
 
