@@ -182,3 +182,15 @@ async def test_a_rule_whose_aim_already_holds_is_a_no_op(
     assert_timers_set_for(timers, [due_after_end(result, 30)])
     assert_fired_at(world, [(P.DELETE_WORKERS, due_after_end(result, 0))])
     assert_effect(world, P.DELETE_WORKERS, result["rayClusterName"])
+
+
+async def test_rules_all_due_at_the_end_run_delete_self_directly(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = TimedWorld()
+    rules = [rule(policy, 0, "SUCCEEDED") for policy in (P.DELETE_WORKERS, P.DELETE_CLUSTER, P.DELETE_SELF)]
+    result, timers = await run_to_end(time_skipping_env, fake_worker, world, with_rules(*rules))
+
+    assert timers == []
+    assert_fired_at(world, [(P.DELETE_SELF, due_after_end(result, 0))])
+    assert_effect(world, P.DELETE_SELF, result["rayClusterName"])
