@@ -1,0 +1,122 @@
+"""Following an HTTPRoute's weights while load runs, and cutting the load's samples into one segment per
+weight setting, so that a test can compare the share each version got with the weight the route gave it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+
+from raypilot.load import FAILED, SteadyLoad
+
+GATEWAY_API = ("gateway.networking.k8s.io", "v1")
+
+
+def route_weights(route: dict[str, Any]) -> dict[str, int]:
+    """Backend Service name -> weight, over every rule of the route."""
+    weights: dict[str, int] = {}
+    for rule in (route.get("spec") or {}).get("rules") or []:
+        for ref in rule.get("backendRefs") or []:
+            weights[str(ref["name"])] = int(ref.get("weight", 1))
+    return weights
+
+
+@dataclass(frozen=True)
+class WeightChange:
+    at: float  # time.monotonic() when the poll saw the new weights
+    weights: dict[str, int]
+
+    def weight_of(self, backend: str) -> int:
+        return self.weights.get(backend, 0)
+
+
+@dataclass
+class RouteRecorder:
+    """Polls the HTTPRoute every `period_s` (through the blocking client, off the event loop) and records
+    every change of its weights. A poll, not a watch: it cannot silently miss changes after a dropped
+    stream, and 50 ms of uncertainty is far below the segment trimming."""
+
+    custom: k8s.CustomObjectsApi
+    namespace: str
+    name: str
+    period_s: float = 0.05
+    changes: list[WeightChange] = field(default_factory=list)
+    _task: asyncio.Task[None] | None = None
+
+    def _read(self) -> dict[str, Any] | None:
+        try:
+            route: dict[str, Any] = self.custom.get_namespaced_custom_object(  # type: ignore[assignment]
+                *GATEWAY_API, self.namespace, "httproutes", self.name
+            )
+        except k8s.ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        return route
+
+    async def _poll(self) -> None:
+        while True:
+            route = await asyncio.to_thread(self._read)
+            weights = route_weights(route) if route is not None else {}
+            if not self.changes or self.changes[-1].weights != weights:
+                self.changes.append(WeightChange(time.monotonic(), weights))
+            await asyncio.sleep(self.period_s)
+
+    async def __aenter__(self) -> RouteRecorder:
+        self._task = asyncio.create_task(self._poll())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def latest(self) -> WeightChange | None:
+        return self.changes[-1] if self.changes else None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The samples answered while the route had one weight for `backend`."""
+
+    start: float
+    end: float
+    weight: int
+    counts: Counter[str]
+
+    def share(self, version: str) -> float:
+        answered = sum(n for name, n in self.counts.items() if name != FAILED)
+        return 100.0 * self.counts.get(version, 0) / answered if answered else 0.0
+
+    @property
+    def answered(self) -> int:
+        return sum(n for name, n in self.counts.items() if name != FAILED)
+
+
+def segments(
+    changes: list[WeightChange],
+    backend: str,
+    load: SteadyLoad,
+    until: float,
+    trim_start_s: float = 0.4,
+    trim_end_s: float = 0.1,
+) -> list[Segment]:
+    """One segment per distinct weight of `backend` (consecutive changes that leave it alone are merged),
+    trimmed at both edges: the proxy applies a new route a little after the API server has it, and answers
+    arriving just after a change were mostly routed before it."""
+    boundaries: list[tuple[float, int]] = []
+    for change in changes:
+        weight = change.weight_of(backend)
+        if not boundaries or boundaries[-1][1] != weight:
+            boundaries.append((change.at, weight))
+    result = []
+    for index, (start, weight) in enumerate(boundaries):
+        end = boundaries[index + 1][0] if index + 1 < len(boundaries) else until
+        since, before = start + trim_start_s, end - trim_end_s
+        if before > since:
+            result.append(Segment(start, end, weight, load.counts(since, before)))
+    return result

@@ -1,0 +1,286 @@
+"""NewClusterWithIncrementalUpgrade on real Ray Serve, under continuous load through the sandbox Gateway.
+
+One RayService for the module (two real heads at most at any time): v1 is deployed once; the first test
+upgrades it to v2 step by step and checks, per traffic step, that the share of answers from v2 follows the
+HTTPRoute weight; the second starts v3, pauses it (the weights freeze), resumes, then aborts half-way and
+checks that all traffic returns to v2 without a failed request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
+
+from raypilot.load import SteadyLoad
+from sandbox.testing import ConditionTimeout, wait_until
+from tests.integration.route_watch import GATEWAY_API, RouteRecorder, Segment, segments
+from tests.integration.stack import Stack
+
+pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(900)]
+
+T = TypeVar("T")
+EXAMPLE = yaml.safe_load((Path(__file__).parents[2] / "examples" / "rayservice-incremental.yaml").read_text())
+NAME = "rs-inc"
+STEP_PERCENT = 20
+INTERVAL_S = 5
+SURGE_PERCENT = 50
+SHARE_TOLERANCE = 10.0
+MIN_REQUESTS = 5000
+
+
+def manifest(namespace: str, version: str) -> dict[str, Any]:
+    """The example with step 20 / interval 5 s / surge 50 and a 5 s deletion delay; `version` is what the
+    sandbox app answers (APP_VERSION of the head), so each version is a new RayCluster spec."""
+    body: dict[str, Any] = copy.deepcopy(EXAMPLE)
+    body["metadata"] = {"name": NAME, "namespace": namespace}
+    spec = body["spec"]
+    spec["rayClusterDeletionDelaySeconds"] = 5
+    spec["upgradeStrategy"]["clusterUpgradeOptions"].update(
+        maxSurgePercent=SURGE_PERCENT, stepSizePercent=STEP_PERCENT, intervalSeconds=INTERVAL_S
+    )
+    head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return body
+
+
+def sides(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    return status.get("activeServiceStatus") or {}, status.get("pendingServiceStatus") or {}
+
+
+def split(status: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """(targetCapacity, trafficRoutedPercent) of the active and the pending side."""
+    return [(side.get("targetCapacity"), side.get("trafficRoutedPercent")) for side in sides(status)]
+
+
+def serving_alone(status: dict[str, Any]) -> bool:
+    """Running on an active cluster with no pending one (in incremental mode Ready alone is not enough: it
+    counts the pending cluster's serve endpoints too, as KubeRay does)."""
+    active, pending = sides(status)
+    return (
+        status.get("serviceStatus") == "Running"
+        and bool(active.get("rayClusterName"))
+        and not pending.get("rayClusterName")
+    )
+
+
+def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), {})
+
+
+@dataclass
+class Service:
+    stack: Stack
+    namespace: str
+    handle: WorkflowHandle[Any, Any]
+    url: str
+
+    async def status(self) -> dict[str, Any]:
+        return await self.stack.status(self.handle)
+
+    async def wait_status(
+        self, holds: Callable[[dict[str, Any]], bool], within: float, what: str
+    ) -> dict[str, Any]:
+        """`Stack.wait_status`, failing with the last status."""
+        try:
+            return await self.stack.wait_status(self.handle, holds, within=within, what=what)
+        except ConditionTimeout as timeout:
+            description = await self.handle.describe()
+            activities = [
+                (a.activity_type.name, a.attempt, a.last_failure.message)
+                for a in description.raw_description.pending_activities
+            ]
+            raise AssertionError(
+                f"{timeout}\nstatus: {await self.status()}\npending activities: {activities}\n"
+                f"history tail:\n{await history_tail(self.handle)}"
+            ) from None
+
+    def cluster_exists(self, name: str) -> bool:
+        return self.stack.exists("rayclusters", self.namespace, name)
+
+    def recorder(self) -> RouteRecorder:
+        return RouteRecorder(self.stack.custom, self.namespace, f"{NAME}-httproute")
+
+
+async def history_tail(handle: WorkflowHandle[Any, Any], count: int = 60) -> str:
+    """The last events of the workflow's history, one line each (for failure messages)."""
+    history = await handle.fetch_history()
+    scheduled: dict[int, str] = {}
+    lines = []
+    for event in history.events:
+        kind = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+        detail = ""
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            detail = event.activity_task_scheduled_event_attributes.activity_type.name
+            scheduled[event.event_id] = detail
+        for field in ("activity_task_completed", "activity_task_failed", "activity_task_canceled"):
+            if event.WhichOneof("attributes") == f"{field}_event_attributes":
+                attributes = getattr(event, f"{field}_event_attributes")
+                detail = scheduled.get(attributes.scheduled_event_id, "")
+                if field == "activity_task_failed":
+                    detail += " " + attributes.failure.message
+        if event.HasField("timer_started_event_attributes"):
+            detail = str(event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta())
+        lines.append(f"{event.event_time.ToDatetime():%H:%M:%S.%f} {kind} {detail}")
+    return "\n".join(lines[-count:])
+
+
+def gateway_url(gateway: dict[str, Any]) -> str | None:
+    """http://address:port of the Gateway's port-80 listener: the address from status.addresses, the port
+    from the Programmed message when the sandbox had to bind another one (no privilege for port 80)."""
+    addresses = (gateway.get("status") or {}).get("addresses") or []
+    if not addresses:
+        return None
+    address = addresses[0]["value"]
+    programmed: dict[str, Any] = next(
+        (c for c in gateway["status"].get("conditions") or [] if c.get("type") == "Programmed"), {}
+    )
+    if programmed.get("status") != "True":
+        return None
+    bound = re.search(rf"{re.escape(address)}:(\d+)", programmed.get("message", ""))
+    return f"http://{address}:{bound.group(1) if bound else 80}/"
+
+
+@pytest.fixture(scope="module")
+async def service(real_stack: Stack) -> AsyncIterator[Service]:
+    namespace = real_stack.namespace()
+    handle = await real_stack.start(manifest(namespace, "v1"))
+    await real_stack.wait_status(handle, serving_alone, within=240, what="v1 active")
+
+    def read_gateway() -> dict[str, Any]:
+        gateway: dict[str, Any] = real_stack.custom.get_namespaced_custom_object(  # type: ignore[assignment]
+            *GATEWAY_API, namespace, "gateways", f"{NAME}-gateway"
+        )
+        return gateway
+
+    async def url() -> str | None:
+        return gateway_url(await asyncio.to_thread(read_gateway))
+
+    address = await eventually(url, within=60, what="Gateway programmed")
+    yield Service(real_stack, namespace, handle, address)
+    await handle.execute_update("delete", result_type=dict)
+
+
+async def start_upgrade(service: Service, version: str, old: str) -> str:
+    """Apply the new version; returns the pending cluster's name once the upgrade started."""
+    await service.handle.execute_update("apply", manifest(service.namespace, version), result_type=dict)
+    status = await service.wait_status(
+        lambda s: sides(s)[1].get("rayClusterName") not in (None, "", old),
+        within=60,
+        what=f"{version} pending",
+    )
+    return str(sides(status)[1]["rayClusterName"])
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], *, within: float, what: str) -> T:
+    """`wait_until` for an async probe, typed."""
+    found: T = await wait_until(probe, within=within, interval=0.1, what=what)
+    return found
+
+
+def cluster_gone(service: Service, name: str) -> Callable[[], Awaitable[bool | None]]:
+    async def probe() -> bool | None:
+        return await asyncio.to_thread(lambda: not service.cluster_exists(name) or None)
+
+    return probe
+
+
+def describe(found: list[Segment], version: str) -> str:
+    return ", ".join(
+        f"w{s.weight}:{s.share(version):.1f}%/{s.answered}@{s.end - s.start:.1f}s" for s in found
+    )
+
+
+async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: Service) -> None:
+    old = str(sides(await service.status())[0]["rayClusterName"])
+    async with SteadyLoad(service.url) as load, service.recorder() as route:
+        await load.wait_for_requests(200)
+        assert set(load.counts()) == {"v1"}, load.counts()
+        began = time.monotonic()
+        new = await start_upgrade(service, "v2", old)
+        final = await service.wait_status(
+            lambda s: sides(s)[0].get("rayClusterName") == new and not sides(s)[1].get("rayClusterName"),
+            within=300,
+            what="v2 promoted",
+        )
+        promoted = time.monotonic()
+        await eventually(cluster_gone(service, old), within=60, what="old cluster deleted")
+        deleted = time.monotonic()
+        await load.wait_for_requests(MIN_REQUESTS)
+        ended = time.monotonic()
+    found = segments(route.changes, f"{new}-serve-svc", load, ended)
+    report = (
+        f"{len(load.samples)} requests, {len(load.failures)} failed; upgrade {promoted - began:.1f}s, "
+        f"old deleted {deleted - promoted:.1f}s after promotion; v2 share per weight: {describe(found, 'v2')}"
+    )
+    print(report)
+    assert not load.failures, (load.failures[:5], report)
+    assert len(load.samples) >= MIN_REQUESTS
+    assert final["serviceStatus"] == "Running"
+    assert condition(final, "UpgradeInProgress").get("status") == "False"
+    weights = [s.weight for s in found]
+    assert weights[0] == 0, report
+    assert weights[-1] == 100, report
+    assert weights == sorted(weights), report
+    for segment in found:
+        assert abs(segment.share("v2") - segment.weight) <= SHARE_TOLERANCE, report
+    steps = [s.start for s in found[1:]]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(steps)]
+    print("traffic step gaps (s):", [round(g, 2) for g in gaps])
+    assert all(gap >= INTERVAL_S - 0.3 for gap in gaps), gaps
+    assert all(gap <= INTERVAL_S + 5 for gap in gaps), gaps
+
+
+async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) -> None:
+    active = str(sides(await service.status())[0]["rayClusterName"])
+    async with SteadyLoad(service.url) as load, service.recorder() as route:
+        await load.wait_for_requests(200)
+        assert set(load.counts()) == {"v2"}, load.counts()
+        pending = await start_upgrade(service, "v3", active)
+        backend = f"{pending}-serve-svc"
+
+        def pending_weight() -> int:
+            latest = route.latest()
+            return latest.weight_of(backend) if latest is not None else 0
+
+        await wait_until(lambda: pending_weight() >= STEP_PERCENT, within=300, interval=0.1, what="step 1")
+        await service.handle.execute_update("pause", result_type=dict)
+        paused_at, frozen = time.monotonic(), pending_weight()
+        paused_status = await service.status()
+        await asyncio.sleep(2.5 * INTERVAL_S)
+        changed = [c for c in route.changes if c.at > paused_at + 0.5]
+        assert not changed, changed
+        assert split(await service.status()) == split(paused_status)
+        await service.handle.execute_update("resume", result_type=dict)
+        await wait_until(lambda: pending_weight() >= 40, within=120, interval=0.1, what="pending at 40")
+        await service.handle.execute_update("abort", result_type=dict)
+        aborted = await service.status()
+        final = await service.wait_status(serving_alone, within=300, what="rolled back")
+        rolled_back = time.monotonic()
+        await eventually(cluster_gone(service, pending), within=60, what="pending cluster deleted")
+        await load.wait_for_requests(len(load.samples) + 500)
+        ended = time.monotonic()
+    found = segments(route.changes, backend, load, ended)
+    report = (
+        f"{len(load.samples)} requests, {len(load.failures)} failed; paused at w{frozen}; "
+        f"v3 share per weight: {describe(found, 'v3')}"
+    )
+    print(report)
+    assert not load.failures, (load.failures[:5], report)
+    assert condition(aborted, "RollbackInProgress").get("status") == "True", aborted
+    assert sides(final)[0]["rayClusterName"] == active
+    assert final["serviceStatus"] == "Running"
+    assert load.counts(rolled_back, ended).keys() == {"v2"}
+    for segment in found:
+        assert abs(segment.share("v3") - segment.weight) <= SHARE_TOLERANCE, report
