@@ -4,12 +4,14 @@ tells Kubernetes and the Web UI, and what it costs in history events."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities import names
@@ -18,6 +20,7 @@ from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import (
     eventually,
     history_event_count,
+    history_event_types,
     rayjob_manifest,
     start,
     status_of,
@@ -166,14 +169,34 @@ async def test_history_does_not_grow_with_the_job_duration(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker, mode: str, budget: int
 ) -> None:
     manifest = rayjob_manifest(mode=mode, shutdownAfterJobFinishes=True)
-    _, short_count, _ = await _run(time_skipping_env, fake_worker, FakeWorld(), {**manifest})
+    short_handle, short_count = await _run_counted(time_skipping_env, fake_worker, FakeWorld(), {**manifest})
+    short_work = await _work_events(short_handle)
     manifest["metadata"]["name"] = "long"
     long_world = FakeWorld(job_duration=timedelta(hours=1))
-    result, long_count, _ = await _run(time_skipping_env, fake_worker, long_world, manifest)
+    long_handle, long_count = await _run_counted(time_skipping_env, fake_worker, long_world, manifest)
 
-    job_info = result["rayJobInfo"]
+    job_info = (await long_handle.result())["rayJobInfo"]
     assert job_info["endTime"] > job_info["startTime"]
-    assert long_count == short_count <= budget
+    # The same activities and timers whatever the duration. How many workflow tasks carry them depends on
+    # how completions happen to batch on a loaded machine, so those are only held to the budget.
+    assert await _work_events(long_handle) == short_work
+    assert short_count <= budget
+    assert long_count <= budget
+
+
+async def _run_counted(
+    env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld, manifest: dict[str, Any]
+) -> tuple[WorkflowHandle[Any, Any], int]:
+    async with fake_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
+        await handle.result()
+        return handle, await history_event_count(handle)
+
+
+async def _work_events(handle: WorkflowHandle[Any, Any]) -> Counter[str]:
+    """How many events of each type the history has, without the workflow-task bookkeeping."""
+    kinds = await history_event_types(handle)
+    return Counter(kind for kind in kinds if not kind.startswith("EVENT_TYPE_WORKFLOW_TASK"))
 
 
 async def test_web_ui_search_attributes_and_details(
