@@ -39,6 +39,7 @@ NO_CONTROLLER = (
     "namespace matching the namespace of the actor."
 )
 VALID_API_TYPES = ("imperative", "declarative")
+REPLICA_WAIT_S = 30.0  # how long the proxy holds a request for an app with no running replica
 _schema: Any = None
 
 
@@ -218,7 +219,7 @@ class SimulatedServe:
                 status=404,
                 text=f"Path '{request.path}' not found. Ping http://.../-/routes for available routes.",
             )
-        replica = self._pick_replica(app)
+        replica = await self._wait_for_replica(app)
         if replica is None:
             return web.Response(status=503, text=f"No replica of application '{app.name}' is running.")
         ingress = app.ingress
@@ -231,6 +232,18 @@ class SimulatedServe:
                 "world_size": world_size(ingress.options.get("num_replicas")),
             }
         )
+
+    async def _wait_for_replica(self, app: SimulatedApp) -> SimulatedReplica | None:
+        """A running replica of the app's ingress deployment. As Serve's router does, a request that finds
+        none (the app scaled to target_capacity 0, a capacity step still starting replicas) is held until one
+        runs instead of failing; it fails only when the app goes away or after REPLICA_WAIT_S."""
+        deadline = time.monotonic() + REPLICA_WAIT_S
+        while True:
+            replica = self._pick_replica(app)
+            current = self.state.apps.get(app.name) if self.state is not None else None
+            if replica is not None or current is not app or app.deleting or time.monotonic() > deadline:
+                return replica
+            await asyncio.sleep(self._timings.tick_s)
 
     def _pick_replica(self, app: SimulatedApp) -> SimulatedReplica | None:
         ingress = app.ingress

@@ -382,3 +382,25 @@ async def _serve_port_closed(dashboard: Dashboard) -> bool:
     except httpx.TransportError:
         return True
     return False
+
+
+async def test_a_request_is_held_until_a_replica_runs(dashboard: Dashboard) -> None:
+    """With target_capacity 0 the app has no replica; a request sent then is held by Serve, not failed, and
+    answered once target_capacity 100 started one (an incremental upgrade routes traffic to a cluster right
+    after its capacity step)."""
+    # Serve is not running (test_serve_lifecycle ends with a DELETE); starting it on a real head can take
+    # longer than the usual client timeout on a busy machine.
+    async with httpx.AsyncClient(base_url=dashboard.url, headers=dashboard.auth, timeout=120.0) as client:
+        app = versioned_app(num_replicas=1)
+        put = await client.put(SERVE, json={"target_capacity": 0, "applications": [app]})
+        assert put.status_code == 200, put.text
+        await eventually(lambda: _app_status(client, "app1", "RUNNING"))
+        async with httpx.AsyncClient(base_url=dashboard.serve_url, timeout=60.0) as serve:
+            held = asyncio.create_task(serve.get("/a/held"))
+            await asyncio.sleep(1.0)
+            assert not held.done()
+            await client.put(SERVE, json={"target_capacity": 100, "applications": [app]})
+            answer = await held
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["version"] == "v1"
+        assert (await client.delete(SERVE)).status_code == 200
