@@ -4,11 +4,14 @@ dashboard (through the API server's service proxy, as `kubectl proxy` users reac
 from __future__ import annotations
 
 import copy
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
+from kubernetes import watch
 from temporalio.client import WorkflowHandle
 
 from sandbox.testing import ready_raycluster, wait_until
@@ -17,11 +20,14 @@ from tests.integration.stack import Stack
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-def example(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    """examples/<name>.yaml in `namespace`, with `spec` fields replaced (None removes one)."""
+def example(name: str, namespace: str, *, rename: str = "", **spec: Any) -> dict[str, Any]:
+    """examples/<name>.yaml in `namespace` (named `rename` if given), with `spec` fields replaced (None
+    removes one)."""
     manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
     manifest = copy.deepcopy(manifest)
     manifest["metadata"]["namespace"] = namespace
+    if rename:
+        manifest["metadata"]["name"] = rename
     for key, value in spec.items():
         if value is None:
             manifest["spec"].pop(key, None)
@@ -34,7 +40,7 @@ def rayjob_events(stack: Stack, namespace: str, rayjob: str) -> list[dict[str, s
     """(reason, message, type) of the Kubernetes Events whose involved object is the RayJob."""
     events = stack.core.list_namespaced_event(namespace).items
     return [
-        {"reason": event.reason, "message": event.message, "type": event.type}
+        {"reason": str(event.reason), "message": str(event.message), "type": str(event.type)}
         for event in events
         if event.involved_object.kind == "RayJob" and event.involved_object.name == rayjob
     ]
@@ -85,9 +91,7 @@ async def history_length(handle: WorkflowHandle[Any, Any]) -> int:
 
 
 def rayclusters(stack: Stack, namespace: str) -> list[dict[str, Any]]:
-    listed: dict[str, Any] = stack.custom.list_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters"
-    )
+    listed = stack.custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")
     items: list[dict[str, Any]] = listed["items"]
     return items
 
@@ -104,3 +108,29 @@ async def create_raycluster(
         return ready_raycluster(stack.custom, namespace, name)
 
     return await wait_until(ready, within=within, interval=0.2, what=f"RayCluster {namespace}/{name} ready")
+
+
+def first_raycluster_deletion(stack: Stack, namespace: str, *, within: float) -> float:
+    """Blocks until a RayCluster of `namespace` starts being deleted (a watch sees its deletionTimestamp or
+    its DELETED event); returns that wall-clock moment (time.time()). Run it in a thread."""
+    watcher = watch.Watch()
+    try:
+        for event in watcher.stream(
+            stack.custom.list_namespaced_custom_object,
+            "ray.io",
+            "v1",
+            namespace,
+            "rayclusters",
+            timeout_seconds=int(within),
+        ):
+            deleting = event["type"] == "DELETED" or event["object"]["metadata"].get("deletionTimestamp")
+            if deleting:
+                return time.time()
+    finally:
+        watcher.stop()
+    raise AssertionError(f"no RayCluster of {namespace} was deleted within {within} s")
+
+
+def parse_time(text: str) -> float:
+    """An RFC3339 "Z" time of a status as seconds since the epoch."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
