@@ -8,6 +8,7 @@ field `version` (sandbox.apps.versioned) tells the versions apart; anything else
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ class SteadyLoad:
     # when a connection opens, so a kept-alive connection stays on the old cluster until that one is deleted,
     # and requests in flight then fail; short connections follow a selector switch at once.
     keep_alive: bool = True
+    # Each client waits this long after an answer: a bounded rate leaves CPU to what is being measured when
+    # load, worker and cluster share a small machine (0: as fast as answers come).
+    pause_s: float = 0.0
     samples: list[Sample] = field(default_factory=list)
     _stop: asyncio.Event = field(default_factory=asyncio.Event, init=False)
     _tasks: list[asyncio.Task[None]] = field(default_factory=list, init=False)
@@ -70,6 +74,9 @@ class SteadyLoad:
             for count, reached in self._waiters:
                 if len(self.samples) >= count:
                     reached.set()
+            if self.pause_s > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self.pause_s)
 
     async def _one_request(self, http: httpx.AsyncClient) -> Sample:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
 
@@ -72,6 +73,12 @@ async def test_keep_alive_off_opens_a_connection_per_request(
         await runner.cleanup()
     assert load.counts() == {"v1": len(load.samples)}
     assert (len(peers) < len(load.samples)) is fewer_connections_than_requests
+
+
+async def test_pause_bounds_the_rate(server: str) -> None:
+    async with SteadyLoad(server, concurrency=1, pause_s=0.05) as load:
+        await asyncio.sleep(0.5)
+    assert 3 <= len(load.samples) <= 11
 
 
 @pytest.mark.parametrize(
