@@ -6,6 +6,7 @@ submitter Job, head Service) and the Events on the RayJob, and the Ray job in th
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,9 @@ from sandbox.testing import raycluster_manifest
 from tests.integration.rayjob_support import (
     create_raycluster,
     example,
+    first_raycluster_deletion,
     history_length,
+    parse_time,
     ray_job,
     rayclusters,
     rayjob_events,
@@ -254,3 +257,29 @@ async def test_delete_stops_the_ray_job_and_deletes_owned_objects(simulated_stac
     )
     assert not simulated_stack.exists("rayclusters", namespace, own_cluster)
     assert not simulated_stack.exists("services", namespace, "rayjob-httpmode-head-svc")
+
+
+async def test_delete_cluster_rule_fires_at_end_time_plus_ttl(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    ttl = 2
+    rules = [{"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": ttl}}]
+    manifest = example(
+        "rayjob-httpmode", namespace, entrypoint="echo hi", deletionStrategy={"deletionRules": rules}
+    )
+    deletion_seen = asyncio.create_task(
+        asyncio.to_thread(first_raycluster_deletion, simulated_stack, namespace, within=120)
+    )
+    handle = await simulated_stack.start(manifest)
+    deleted_at = await deletion_seen
+    result = await handle.result()
+
+    lag = deleted_at - (parse_time(result["endTime"]) + ttl)
+    assert -0.05 <= lag <= 1.0, f"RayCluster deletion observed {lag:+.3f} s from endTime + TTL"
+    cluster = result["rayClusterName"]
+    assert not simulated_stack.exists("rayclusters", namespace, cluster)
+    events = rayjob_events(simulated_stack, namespace, "rayjob-httpmode")
+    assert {
+        "reason": "DeletedRayCluster",
+        "message": f"Deleted cluster {namespace}/{cluster}",
+        "type": "Normal",
+    } in events
