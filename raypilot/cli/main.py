@@ -67,8 +67,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Runs one command; `console` (streams and environment of the Temporal commands) defaults to the
     process's own."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["sandbox"]:
+        # Everything after `sandbox` is the sandbox's own command line (argparse's REMAINDER would not take a
+        # leading option such as `--help`). Imported lazily: the sandbox is a local tool, never in the worker.
+        from sandbox.main import sandbox_command
+
+        return sandbox_command(arguments[1:])
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
     if args.command in ("apply", "status", "delete", "upgrade"):
@@ -80,11 +87,6 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         import worker
 
         return worker.main()
-    if args.command == "sandbox":
-        # Imported lazily: the sandbox is a local tool, never part of the worker.
-        from sandbox.main import sandbox_command
-
-        return sandbox_command(list(args.sandbox_args))
     if args.command == "demo":
         from raypilot.cli.demo import run_demo
 

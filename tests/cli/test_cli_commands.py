@@ -38,6 +38,13 @@ def test_console_script_is_installed_and_lists_the_commands() -> None:
         assert command in done.stdout
 
 
+def test_sandbox_help_is_the_sandbox_commands_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from raypilot.cli.main import main
+
+    assert main(["sandbox", "--help"]) == 0
+    assert "{up,down" in capsys.readouterr().out
+
+
 async def test_rejected_input_exits_2_and_starts_nothing(cli_stack: CliStack) -> None:
     name = "n" * 48  # one more than KubeRay allows a RayJob (the cluster suffix needs room)
     manifest = rayjob("default", name, "true")
