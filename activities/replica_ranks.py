@@ -15,6 +15,7 @@ The private API may change between Ray minor versions; then the job fails and th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shlex
 from typing import TYPE_CHECKING, Any, Final
@@ -26,7 +27,7 @@ from temporalio.exceptions import ApplicationError
 from activities import names
 from activities.dashboard import SUBMISSION_ID_TAKEN, fetch_job_info, json_object, shorten_middle
 from activities.dashboard_client import DashboardClient
-from activities.dashboard_inputs import ReadReplicaRanks, ReplicaRanks
+from activities.dashboard_inputs import JobInfoAnswer, ReadReplicaRanks, ReplicaRanks
 from activities.waits import Heartbeater
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ print({RANKS_MARKER!r} + json.dumps(found))
 RANKS_ENTRYPOINT: Final = f"python -c {shlex.quote(RANKS_DRIVER)}"
 JOB_METADATA: Final = {"raypilot": "replica-ranks"}
 MAX_ERROR_CHARS: Final = 600
+CLEANUP_SECONDS: Final = 20.0
 
 
 def ranks_job_request(submission_id: str) -> dict[str, Any]:
@@ -97,6 +99,26 @@ def parse_ranks_output(logs: str) -> dict[str, dict[str, dict[str, list[int | No
     return ranks
 
 
+async def until_terminal(client: DashboardClient, submission_id: str, poll_seconds: float) -> JobInfoAnswer:
+    """The job's info once it is terminal or gone."""
+    while True:
+        info = await fetch_job_info(client, submission_id)
+        if info.outcome == "not_found" or info.terminal:
+            return info
+        await asyncio.sleep(poll_seconds)
+
+
+async def remove_job(client: DashboardClient, submission_id: str, poll_seconds: float) -> None:
+    """Best effort, bounded: stop the job, wait until it is terminal (a running job's record cannot be
+    deleted), delete its record."""
+    with contextlib.suppress(ApplicationError, httpx.HTTPError, TimeoutError):
+        async with asyncio.timeout(CLEANUP_SECONDS):
+            await client.call("POST", f"/api/jobs/{submission_id}/stop", "StopJob", none_if_missing=True)
+            info = await until_terminal(client, submission_id, poll_seconds)
+            if info.outcome == "found":
+                await client.call("DELETE", f"/api/jobs/{submission_id}", "DeleteJob", none_if_missing=True)
+
+
 class ReplicaRankActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
@@ -115,15 +137,16 @@ class ReplicaRankActivities:
             raise client.transport_error(exc, what) from None
         if not response.is_success and SUBMISSION_ID_TAKEN not in response.text:
             raise client.error(response, what)
-        async with Heartbeater():
-            while True:
-                info = await fetch_job_info(client, submission_id)
-                if info.outcome == "not_found":
-                    # Its record went away (a head restart): the next attempt submits it again.
-                    raise ApplicationError(f"{what}: the job disappeared", type="RanksJobLost")
-                if info.terminal:
-                    break
-                await asyncio.sleep(request.poll_seconds)
+        try:
+            async with Heartbeater():
+                info = await until_terminal(client, submission_id, request.poll_seconds)
+        except asyncio.CancelledError:
+            # The workflow no longer wants this read (the replica set moved on): leave no job record behind.
+            await remove_job(client, submission_id, request.poll_seconds)
+            raise
+        if info.outcome == "not_found":
+            # Its record went away (a head restart): the next attempt submits it again.
+            raise ApplicationError(f"{what}: the job disappeared", type="RanksJobLost")
         logs_response = await client.call(
             "GET", f"/api/jobs/{submission_id}/logs", what, none_if_missing=True
         )

@@ -11,11 +11,13 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities
+from activities.dashboard_client import DashboardClient
 from activities.dashboard_inputs import (
     DashboardTarget,
     PutServeConfig,
     RayJobKey,
     ReadReplicaRanks,
+    SubmitJob,
     WaitServe,
 )
 from activities.inputs import CreateObject, WaitRayCluster
@@ -27,6 +29,7 @@ from activities.replica_ranks import (
     ReplicaRankActivities,
     parse_ranks_output,
     ranks_job_request,
+    remove_job,
 )
 from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.ray.simulated_serve import RANKS_DRIVER_CALL, RANKS_OUTPUT_PREFIX
@@ -149,3 +152,15 @@ async def test_ranks_of_running_replicas_are_read_and_the_job_record_deleted(
         ReplicaRankActivities(deps).read_replica_ranks, ReadReplicaRanks(target, "ranks-1", 0.05)
     )
     assert again == ranks
+
+
+async def test_a_cancelled_read_removes_its_running_job(
+    deps: ActivityDependencies, target: DashboardTarget
+) -> None:
+    dashboard = DashboardActivities(deps)
+    request = {"entrypoint": "sleep 30", "submission_id": "ranks-cancelled"}
+    await ActivityEnvironment().run(dashboard.submit_job, SubmitJob(target, request))
+    client = await DashboardClient.open(deps, target)
+    await remove_job(client, "ranks-cancelled", 0.05)
+    missing = await ActivityEnvironment().run(dashboard.get_job_info, RayJobKey(target, "ranks-cancelled"))
+    assert missing.outcome == "not_found"
