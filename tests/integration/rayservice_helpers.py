@@ -1,0 +1,117 @@
+"""RayService manifests and status readers shared by the RayService integration tests."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sandbox.testing import ConditionTimeout
+from tests.integration.stack import Stack
+
+EXAMPLE = yaml.safe_load((Path(__file__).parents[2] / "examples" / "rayservice-newcluster.yaml").read_text())
+DELETION_DELAY_S = 5
+
+
+def rayservice(namespace: str, name: str, version: str) -> dict[str, Any]:
+    manifest: dict[str, Any] = copy.deepcopy(EXAMPLE)
+    manifest["metadata"] = {"name": name, "namespace": namespace}
+    manifest["spec"]["rayClusterDeletionDelaySeconds"] = DELETION_DELAY_S
+    head = manifest["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return manifest
+
+
+def active_cluster(status: dict[str, Any]) -> str:
+    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def pending_cluster(status: dict[str, Any]) -> str:
+    return str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def is_running(status: dict[str, Any]) -> bool:
+    return status.get("serviceStatus") == "Running" and bool(active_cluster(status))
+
+
+async def wait_for_status(
+    stack: Stack, handle: Any, holds: Any, *, within: float, what: str
+) -> dict[str, Any]:
+    """`stack.wait_status`, failing with the last status seen (what the workflow was waiting for)."""
+    try:
+        return await stack.wait_status(handle, holds, within=within, what=what)
+    except ConditionTimeout:
+        status = await stack.status(handle)
+        raise AssertionError(
+            f"{what} not reached within {within} s; status: {json.dumps(status)[:3000]}"
+        ) from None
+
+
+def selected_cluster(stack: Stack, namespace: str, service: str) -> str:
+    spec = stack.core.read_namespaced_service(service, namespace).spec
+    assert spec is not None
+    return str((spec.selector or {}).get("ray.io/cluster") or "")
+
+
+RANKED_SERVE_CONFIG = """\
+target_capacity: {capacity}
+applications:
+  - name: ranked
+    import_path: sandbox.apps.versioned:app
+    route_prefix: /
+    runtime_env: {{}}
+    deployments:
+      - name: Versioned
+        num_replicas: 4
+        ray_actor_options:
+          num_cpus: 0.1
+"""
+
+
+def ranked_rayservice(namespace: str, capacity: int) -> dict[str, Any]:
+    manifest = rayservice(namespace, "ranks", "v1")
+    manifest["spec"]["serveConfigV2"] = RANKED_SERVE_CONFIG.format(capacity=capacity)
+    return manifest
+
+
+def settled_ranks(status: dict[str, Any], count: int) -> list[tuple[int, int]] | None:
+    """(rank, worldSize) of the ranked deployment's replicas once `count` replicas all report a rank."""
+    app = ((status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}).get("ranked") or {}
+    deployment = (app.get("serveDeploymentStatuses") or {}).get("Versioned") or {}
+    replicas = deployment.get("replicas") or []
+    if len(replicas) != count or any("rank" not in replica for replica in replicas):
+        return None
+    return sorted((replica["rank"], replica.get("worldSize", -1)) for replica in replicas)
+
+
+def rank_jobs_left(stack: Stack, namespace: str, cluster: str) -> list[Any]:
+    response = stack.core.connect_get_namespaced_service_proxy_with_path(
+        f"{cluster}-head-svc:dashboard", namespace, "api/jobs/", _preload_content=False
+    )
+    jobs = json.loads(response.data)
+    return [job for job in jobs if (job.get("metadata") or {}).get("raypilot") == "replica-ranks"]
+
+
+async def check_ranks_through_target_capacities(stack: Stack, within: float) -> None:
+    """A 4-replica deployment at target_capacity 50, 100, 50: ranks 0..N-1 with worldSize 4 once settled
+    (N = 2, 4, 2), and no ranks job record left behind."""
+    namespace = stack.namespace()
+    handle = await stack.start(ranked_rayservice(namespace, 50))
+    for step, (capacity, count) in enumerate(((50, 2), (100, 4), (50, 2))):
+        if step > 0:  # a Serve config change only: applied to the running cluster
+            await handle.execute_update("apply", ranked_rayservice(namespace, capacity))
+        status = await wait_for_status(
+            stack,
+            handle,
+            lambda status, count=count: settled_ranks(status, count) is not None,  # type: ignore[misc]
+            within=within,
+            what=f"{count} ranked replicas at target_capacity {capacity}",
+        )
+        # world_size is the configured num_replicas, not scaled by target_capacity (seed 003).
+        assert settled_ranks(status, count) == [(rank, 4) for rank in range(count)], status
+        assert status["serviceStatus"] == "Running"
+    assert rank_jobs_left(stack, namespace, active_cluster(status)) == []
+    await handle.execute_update("delete")

@@ -1,0 +1,95 @@
+"""RayService on real Ray heads: a NewCluster blue-green upgrade v1 -> v2 under steady load, and Serve replica
+ranks in the status while target_capacity moves 50 -> 100 -> 50.
+
+One real-Ray stack for the module; the blue-green test costs two heads (old and new cluster), the ranks test
+one more.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from raypilot.load import SteadyLoad
+from sandbox.testing import wait_until
+from tests.integration.rayservice_helpers import (
+    DELETION_DELAY_S,
+    active_cluster,
+    check_ranks_through_target_capacities,
+    is_running,
+    pending_cluster,
+    rayservice,
+    selected_cluster,
+    wait_for_status,
+)
+from tests.integration.stack import Stack
+
+pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(600)]
+
+MIN_REQUESTS = 3000
+
+
+async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack) -> None:
+    stack = real_stack
+    namespace, name = stack.namespace(), "bluegreen"
+    handle = await stack.start(rayservice(namespace, name, "v1"))
+    first = await wait_for_status(stack, handle, is_running, within=180, what="v1 Running")
+    old = active_cluster(first)
+    serve_spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
+    assert serve_spec is not None
+    url = f"http://{serve_spec.cluster_ip}:8000/"
+
+    # A connection per request: a Service routes connections, so only new ones follow a selector switch (with
+    # kept-alive connections the answers switch when the old cluster is deleted, failing what is in flight).
+    async with SteadyLoad(url, concurrency=4, keep_alive=False, pause_s=0.02) as load:
+        await load.wait_for_requests(200)
+        assert load.counts() == {"v1": len(load.samples)}, load.failures[:3]
+        await handle.execute_update("apply", rayservice(namespace, name, "v2"))
+        switched = await wait_for_status(
+            stack,
+            handle,
+            lambda status: active_cluster(status) not in ("", old) and not pending_cluster(status),
+            within=240,
+            what="the new cluster promoted",
+        )
+        switched_at = time.monotonic()
+        new = active_cluster(switched)
+        # The Services were re-pointed before the status named the new cluster active; the old cluster is kept
+        # for rayClusterDeletionDelaySeconds.
+        assert selected_cluster(stack, namespace, f"{name}-serve-svc") == new
+        assert selected_cluster(stack, namespace, f"{name}-head-svc") == new
+        assert stack.exists("rayclusters", namespace, old)
+
+        await wait_until(
+            lambda: not stack.exists("rayclusters", namespace, old),
+            within=DELETION_DELAY_S + 30,
+            interval=0.2,
+            what="old cluster deleted",
+        )
+        assert time.monotonic() - switched_at >= DELETION_DELAY_S - 1
+        gone_at = time.monotonic()
+        await load.wait_for_requests(max(MIN_REQUESTS, len(load.samples) + 300))
+
+    failures = load.failures
+    assert not failures, f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
+    assert len(load.samples) >= MIN_REQUESTS
+    counts = load.counts()
+    assert counts["v1"] > 0, counts
+    assert counts["v2"] > 0, counts
+    # v1 answers end and v2 answers begin around the switch; after it (the sandbox's Service proxies learn the
+    # new selector within a moment) only v2 answers.
+    last_v1 = max(sample.at for sample in load.samples if sample.version == "v1")
+    assert last_v1 < switched_at + 1.0
+    assert set(load.counts(since=switched_at + 1.0)) == {"v2"}
+    assert load.counts(since=gone_at)["v2"] >= 300
+    print(  # visible with -s: what the run measured
+        f"blue-green: {len(load.samples)} requests {dict(counts)}, 0 failed; last v1 "
+        f"{last_v1 - switched_at:+.2f} s from the switch; old cluster gone {gone_at - switched_at:.1f} s "
+        "after it"
+    )
+    await handle.execute_update("delete")  # frees its Ray head for the next test
+
+
+async def test_replica_ranks_are_contiguous_once_settled_at_each_target_capacity(real_stack: Stack) -> None:
+    await check_ranks_through_target_capacities(real_stack, within=240)
