@@ -60,7 +60,9 @@ WAIT_RETRY: Final = RetryPolicy(
 SERVE_POLL_SECONDS: Final = 2.0
 # Reading replica ranks runs a Ray job (a driver start: seconds); a few tries, then the status goes without.
 RANKS_ATTEMPT: Final = timedelta(minutes=3)
-RANKS_RETRY: Final = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_attempts=3)
+RANKS_RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=20), maximum_attempts=5
+)
 
 
 class RayServiceCalls:
