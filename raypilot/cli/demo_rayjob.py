@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
@@ -23,6 +23,7 @@ from raypilot.cli.demo_support import (
     start_workflow,
 )
 from raypilot.cli.demo_view import JobReport, job_line
+from raypilot.cli.render import PhaseMark, advance_timeline, parse_time, render_status, status_phase
 
 JOB_NAME = "demo-job"
 TERMINAL_PHASES = ("Complete", "Failed")
@@ -46,17 +47,8 @@ def demo_job_manifest(namespace: str, ttl_s: int) -> dict[str, Any]:
     return manifest
 
 
-def _time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
 def _run_seconds(status: dict[str, Any]) -> float | None:
-    started, ended = _time(status.get("startTime")), _time(status.get("endTime"))
+    started, ended = parse_time(status.get("startTime")), parse_time(status.get("endTime"))
     return (ended - started).total_seconds() if started and ended else None
 
 
@@ -75,9 +67,11 @@ async def run_rayjob(
     emit(f"  workflow {handle.id} started; DeleteCluster {ttl_s} s after the job ends")
     printer = ChangePrinter(emit)
     began = time.monotonic()
+    phases: list[tuple[PhaseMark, ...]] = [()]  # the phases seen, for the `raypilot status` view at the end
 
     def show(status: dict[str, Any]) -> None:
         printer.show(job_line(0.0, status), job_line(time.monotonic() - began, status))
+        phases[0] = advance_timeline(phases[0], status_phase("RayJob", status), datetime.now(UTC))
 
     status: dict[str, Any] = {}
     while status.get("jobDeploymentStatus") not in TERMINAL_PHASES or not status.get("endTime"):
@@ -87,7 +81,7 @@ async def run_rayjob(
         show(status)
         await asyncio.sleep(POLL_INTERVAL_S)
     cluster = str(status.get("rayClusterName") or "")
-    ended = _time(status["endTime"])
+    ended = parse_time(status["endTime"])
     deleted_after: float | None = None
     deadline = time.monotonic() + ttl_s + DELETION_PATIENCE_S
     while cluster and time.monotonic() < deadline:
@@ -99,6 +93,11 @@ async def run_rayjob(
         await asyncio.sleep(POLL_INTERVAL_S)
     final: dict[str, Any] = await asyncio.wait_for(handle.result(), ttl_s + DELETION_PATIENCE_S)
     emit(f"  {time.monotonic() - began:6.1f} s  workflow completed ({final.get('jobDeploymentStatus')})")
+    view = render_status(
+        "RayJob", final, ref=handle.id, now=datetime.now(UTC), timeline=phases[0], completed=True
+    )
+    for line in view.splitlines():
+        emit(f"  | {line}")
     return JobReport(
         name=JOB_NAME,
         phase=str(final.get("jobDeploymentStatus") or "?"),

@@ -9,10 +9,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 from kubernetes import client as k8s
 from temporalio.client import Client, WorkflowHandle
 
@@ -28,6 +29,7 @@ from raypilot.cli.demo_support import (
     start_workflow,
 )
 from raypilot.cli.demo_view import RECENT_S, UpgradeReport, service_line
+from raypilot.cli.render import PhaseMark, advance_timeline, render_status, status_phase
 from raypilot.cli.timeline import (
     StatusSample,
     cluster_series,
@@ -113,17 +115,31 @@ async def _deploy_first_version(
     raise DemoFailed(f"RayService {SERVICE_NAME} was not Running within {DEPLOY_PATIENCE_S:.0f} s")
 
 
+async def _answers_through(url: str, version: str) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=5.0, trust_env=False) as http:
+            response = await http.get(url)
+        return response.status_code == 200 and response.json().get("version") == version
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+
+
 async def _wait_for_gateway(custom: k8s.CustomObjectsApi, namespace: str) -> str:
+    """The Gateway's URL once the first version answers through it: Running counts serve endpoints, and the
+    Gateway listens before its HTTPRoute is attached, so early requests would meet a 404."""
     deadline = time.monotonic() + DEPLOY_PATIENCE_S
     while time.monotonic() < deadline:
         gateway = await read_custom(
             custom, "gateway.networking.k8s.io", "gateways", namespace, gateway_name(SERVICE_NAME)
         )
         url = gateway_url(gateway)
-        if url is not None:
+        if url is not None and await _answers_through(url, OLD_VERSION):
             return url
         await asyncio.sleep(POLL_INTERVAL_S)
-    raise DemoFailed(f"Gateway {gateway_name(SERVICE_NAME)} got no address within {DEPLOY_PATIENCE_S:.0f} s")
+    raise DemoFailed(
+        f"{OLD_VERSION} did not answer through Gateway {gateway_name(SERVICE_NAME)} within"
+        f" {DEPLOY_PATIENCE_S:.0f} s"
+    )
 
 
 @dataclass(frozen=True)
@@ -154,11 +170,11 @@ async def deploy_first_version(
         lambda status: printer.show(
             f"{status.get('serviceStatus')} {_active_cluster(status)} {_pending_cluster(status)}",
             f"  {time.monotonic() - began:6.1f} s  serviceStatus {status.get('serviceStatus') or '-'}"
-            f"  cluster {_active_cluster(status) or _pending_cluster(status) or '-'}",
+            f"  active {_active_cluster(status) or '-'}  pending {_pending_cluster(status) or '-'}",
         ),
     )
     url = await _wait_for_gateway(custom, namespace)
-    emit(f"  {time.monotonic() - began:6.1f} s  {OLD_VERSION} Running; its Gateway listens at {url}")
+    emit(f"  {time.monotonic() - began:6.1f} s  {OLD_VERSION} answers through the Gateway at {url}")
     return Deployed(handle, namespace, url, pace)
 
 
@@ -186,6 +202,7 @@ async def _upgrade_under_load(
     result = await handle.execute_update("apply", manifest)
     emit(f"  {NEW_VERSION} applied (generation {result.get('generation')}); {pace.upgrade_text()}")
     samples: list[StatusSample] = []
+    phases: tuple[PhaseMark, ...] = ()  # for the `raypilot status` view at the end
     migrated: list[datetime] = []
     new_cluster = ""
     total_s: float | None = None
@@ -194,6 +211,7 @@ async def _upgrade_under_load(
         status = await query_status(handle)
         elapsed = time.monotonic() - applied_at
         samples.append(status_sample(elapsed, status))
+        phases = advance_timeline(phases, status_phase("RayService", status), datetime.now(UTC))
         migrated_at = _migrated_time(status)
         if migrated_at is not None and migrated_at not in migrated:
             migrated.append(migrated_at)
@@ -210,8 +228,12 @@ async def _upgrade_under_load(
         await asyncio.sleep(POLL_INTERVAL_S)
     await asyncio.sleep(SETTLE_S)
     load_ended = time.monotonic()
-    samples.append(status_sample(load_ended - applied_at, await query_status(handle)))
+    final = await query_status(handle)
+    samples.append(status_sample(load_ended - applied_at, final))
     await load.stop()
+    view = render_status("RayService", final, ref=handle.id, now=datetime.now(UTC), timeline=phases)
+    for line in view.splitlines():
+        emit(f"  | {line}")
     labels = {old_cluster: f"{OLD_VERSION} ({old_cluster})"}
     if new_cluster:
         labels[new_cluster] = f"{NEW_VERSION} ({new_cluster})"
