@@ -83,7 +83,8 @@ class LocalStack:
         for port in (self.temporal_port, self.ui_port):
             if port_is_open("127.0.0.1", port):
                 raise StackError(
-                    f"something already listens on 127.0.0.1:{port}; stop it (or the earlier demo) first"
+                    f"something already listens on 127.0.0.1:{port}; stop it (or the earlier demo) first,"
+                    " or choose other ports (raypilot demo --temporal-port P --ui-port Q)"
                 )
         database = self.workdir / "temporal.db"
         database.unlink(missing_ok=True)
