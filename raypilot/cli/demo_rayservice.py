@@ -237,12 +237,15 @@ async def _upgrade_under_load(
     labels = {old_cluster: f"{OLD_VERSION} ({old_cluster})"}
     if new_cluster:
         labels[new_cluster] = f"{NEW_VERSION} ({new_cluster})"
+    steps = upgrade_steps(samples, list(labels))
+    serving = [(steps[0].at, f"{NEW_VERSION} cluster serving")] if steps else []
     png = write_timeline_png(
         workdir / "upgrade-timeline.png",
         {label: cluster_series(samples, cluster) for cluster, label in labels.items()},
         share_series(load.samples, NEW_VERSION, applied_at, load_ended),
         f"RayService {SERVICE_NAME}: {OLD_VERSION} -> {NEW_VERSION}, NewClusterWithIncrementalUpgrade",
         f"observed {NEW_VERSION} share of answers (1 s windows)",
+        serving,
     )
     return UpgradeReport(
         old_cluster=old_cluster,
@@ -251,7 +254,7 @@ async def _upgrade_under_load(
         new_version=NEW_VERSION,
         counts=load.counts(load_began),
         failure_details=Counter(sample.detail for sample in load.failures),
-        steps=upgrade_steps(samples, list(labels)),
+        steps=steps,
         migrated_times=sorted(migrated),
         total_s=total_s,
         strategy=f"NewClusterWithIncrementalUpgrade: {pace.upgrade_text()}",

@@ -149,9 +149,10 @@ def write_timeline_png(
     share: Sequence[tuple[float, float]],
     title: str,
     share_label: str,
+    marks: Sequence[tuple[float, str]] = (),
 ) -> Path:
     """Traffic (solid) and target capacity (dashed) per cluster label as step lines, the observed share as
-    dots; returns `path`."""
+    dots, `marks` as labelled vertical lines; returns `path`."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display: this only ever writes a file
@@ -176,6 +177,9 @@ def write_timeline_png(
             [at for at, _ in share], [value for _, value in share], "o", color="black", markersize=3,
             label=share_label,
         )  # fmt: skip
+    for at, label in marks:
+        axes.axvline(at, color="gray", linestyle=":", linewidth=1)
+        axes.annotate(label, (at, 102), fontsize="small", color="gray", ha="right", rotation=90, va="top")
     axes.set_xlabel("seconds since the upgrade was applied")
     axes.set_ylabel("%")
     axes.set_ylim(-5, 105)

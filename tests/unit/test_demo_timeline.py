@@ -117,7 +117,9 @@ def test_share_series_of_nothing_is_empty() -> None:
 def test_png_is_written_from_a_synthetic_upgrade(tmp_path: Path) -> None:
     series = {"v1": cluster_series(UPGRADE, OLD), "v2": cluster_series(UPGRADE, NEW)}
     share = [(0.5, 0.0), (3.5, 48.0), (6.5, 100.0)]
-    path = write_timeline_png(tmp_path / "out" / "timeline.png", series, share, "upgrade", "v2 share")
+    path = write_timeline_png(
+        tmp_path / "out" / "timeline.png", series, share, "upgrade", "v2 share", [(2.0, "v2 serving")]
+    )
     data = path.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     assert len(data) > 10_000  # axes, four lines, dots and a legend; an empty figure is a few kB
