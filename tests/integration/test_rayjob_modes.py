@@ -283,3 +283,56 @@ async def test_delete_cluster_rule_fires_at_end_time_plus_ttl(simulated_stack: S
         "message": f"Deleted cluster {namespace}/{cluster}",
         "type": "Normal",
     } in events
+
+
+async def test_retries_use_a_new_cluster_per_attempt_and_delete_the_old_one(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(
+        example("rayjob-retries", namespace, entrypoint="exit 1", backoffLimit=1)
+    )
+    first = await simulated_stack.wait_status(handle, lambda s: bool(s.get("rayClusterName")))
+    result = await handle.result()
+
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "AppFailed"), result
+    assert result["failed"] == 2
+    assert result["rayClusterName"] != first["rayClusterName"]
+    assert result["jobId"] != first["jobId"]
+    names = [c["metadata"]["name"] for c in rayclusters(simulated_stack, namespace)]
+    assert first["rayClusterName"] not in names, "the first attempt's cluster was not deleted"
+    assert (
+        reasons(rayjob_events(simulated_stack, namespace, "rayjob-retries")).count("CreatedRayCluster") == 2
+    )
+
+
+async def test_active_deadline_fails_the_job_and_its_cluster_goes(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    handle = await simulated_stack.start(
+        example("rayjob-deadlines", namespace, entrypoint="sleep 600", activeDeadlineSeconds=4)
+    )
+    result = await handle.result()
+
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "DeadlineExceeded"), result
+    assert result["message"].startswith("The RayJob has passed the activeDeadlineSeconds. StartTime: "), (
+        result
+    )
+    assert result["message"].endswith(". ActiveDeadlineSeconds: 4"), result
+    assert rayclusters(simulated_stack, namespace) == [], "shutdownAfterJobFinishes deletes the cluster"
+
+
+async def test_suspend_while_running_then_resume(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    manifest = example("rayjob-httpmode", namespace, entrypoint="sleep 30", shutdownAfterJobFinishes=True)
+    handle = await simulated_stack.start(manifest)
+    running = await simulated_stack.wait_status(handle, _running, within=60)
+
+    manifest["spec"]["suspend"] = True
+    await handle.execute_update("apply", manifest)
+    await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Suspended")
+    assert rayclusters(simulated_stack, namespace) == []
+
+    manifest["spec"]["suspend"] = False
+    manifest["spec"]["entrypoint"] = "echo resumed"
+    await handle.execute_update("apply", manifest)
+    result = await handle.result()
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert result["rayClusterName"] != running["rayClusterName"]
