@@ -50,6 +50,11 @@ def reasons(events: list[dict[str, str]]) -> list[str]:
     return [event["reason"] for event in events]
 
 
+def head_service(status: dict[str, Any]) -> str:
+    """The head Service named by a RayJob's status.dashboardURL (`<svc>.<ns>.svc.<domain>:<port>`)."""
+    return str(status["dashboardURL"]).split(".", 1)[0]
+
+
 def dashboard_base(stack: Stack, namespace: str, service: str) -> str:
     host = stack.api_client.configuration.host.rstrip("/")
     return f"{host}/api/v1/namespaces/{namespace}/services/{service}:dashboard/proxy"

@@ -18,6 +18,7 @@ from tests.integration.rayjob_support import (
     create_raycluster,
     example,
     first_raycluster_deletion,
+    head_service,
     history_length,
     parse_time,
     ray_job,
@@ -35,11 +36,6 @@ MAX_HTTP_MODE_EVENTS = 60
 MAX_K8S_JOB_MODE_EVENTS = 80
 
 
-def head_service(status: dict[str, Any]) -> str:
-    """The head Service named by status.dashboardURL (`<svc>.<ns>.svc.<domain>:<port>`)."""
-    return str(status["dashboardURL"]).split(".", 1)[0]
-
-
 def _running(status: dict[str, Any]) -> bool:
     return status.get("jobDeploymentStatus") == "Running" and status.get("jobStatus") == "RUNNING"
 
@@ -52,7 +48,7 @@ async def test_http_mode_completes_with_kuberay_events(simulated_stack: Stack) -
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert result["succeeded"] == 1
     assert result.get("failed", 0) == 0
-    assert result["rayJobInfo"]["startTime"] <= result["rayJobInfo"]["endTime"]
+    assert parse_time(result["rayJobInfo"]["startTime"]) <= parse_time(result["rayJobInfo"]["endTime"])
     cluster = result["rayClusterName"]
     assert cluster.startswith("rayjob-httpmode-")
     assert not simulated_stack.exists("jobs", namespace, "rayjob-httpmode"), "HTTPMode has no submitter"

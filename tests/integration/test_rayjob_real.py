@@ -18,6 +18,7 @@ from tests.integration.rayjob_support import (
     dashboard,
     example,
     first_raycluster_deletion,
+    head_service,
     parse_time,
     ray_job,
     rayjob_events,
@@ -34,10 +35,6 @@ FAILS = "python -c \"import sys; print('failing on purpose'); sys.exit(3)\""
 DELETE_CLUSTER_TTL_S = 10
 # The bound: the RayCluster goes at endTime + TTL, within one second of wall time.
 DELETION_BOUND_S = 1.0
-
-
-def _head_service(status: dict[str, Any]) -> str:
-    return str(status["dashboardURL"]).split(".", 1)[0]
 
 
 async def test_k8s_job_and_http_modes_succeed_and_fail_on_real_ray(real_stack: Stack) -> None:
@@ -75,7 +72,7 @@ async def test_k8s_job_and_http_modes_succeed_and_fail_on_real_ray(real_stack: S
         assert result["message"].startswith("Job entrypoint command failed with exit code 3"), result
         assert "failing on purpose" in result["message"]
         assert result["failed"] == 1
-        details = await ray_job(real_stack, namespace, _head_service(result), result["jobId"])
+        details = await ray_job(real_stack, namespace, head_service(result), result["jobId"])
         assert details["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR", details
         assert details["driver_exit_code"] == 3
     for name in ("k8s-ok", "k8s-fails"):
@@ -133,7 +130,7 @@ async def test_delete_workers_then_delete_cluster_at_end_time_plus_ttl(real_stac
         "ray.io", "v1", namespace, "rayclusters", cluster_name
     )
     assert all(group.get("suspend") for group in cluster["spec"]["workerGroupSpecs"])
-    answer = await dashboard(real_stack, namespace, _head_service(status), "GET", "/api/version")
+    answer = await dashboard(real_stack, namespace, head_service(status), "GET", "/api/version")
     assert answer.status_code == 200, answer.text
     assert answer.json()["ray_version"] == "2.60.0"
     assert not deletion_seen.done(), "DeleteCluster ran before its TTL"
