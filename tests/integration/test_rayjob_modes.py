@@ -332,3 +332,30 @@ async def test_suspend_while_running_then_resume(simulated_stack: Stack) -> None
     result = await handle.result()
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert result["rayClusterName"] != running["rayClusterName"]
+
+
+async def test_failed_submitter_job_fails_the_rayjob_with_submission_failed(simulated_stack: Stack) -> None:
+    namespace = simulated_stack.namespace()
+    # A user's submitter template with its own command is used as is (KubeRay): this one never submits.
+    template = {
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "submitter", "image": "rayproject/ray:2.60.0", "command": ["sh", "-c", "exit 7"]}
+            ],
+        }
+    }
+    manifest = example(
+        "rayjob-k8sjobmode",
+        namespace,
+        entrypoint="echo never",
+        submitterPodTemplate=template,
+        submitterConfig={"backoffLimit": 0},
+    )
+    handle = await simulated_stack.start(manifest)
+    result = await handle.result()
+
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "SubmissionFailed"), result
+    assert result["message"].startswith("Job submission has failed. Reason: BackoffLimitExceeded."), result
+    submitter = simulated_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
+    assert submitter.spec.backoff_limit == 0
