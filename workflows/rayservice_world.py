@@ -68,6 +68,7 @@ class RayServiceWorld:
         self.endpoints: dict[str, int] = {}
         # cluster -> (the settled replica set's key, the replica ranks read for it)
         self.ranks: dict[str, tuple[str, ReplicaRanks]] = {}
+        self._rank_reads = 0
         # Clusters whose Pods may have gained or lost ready serve endpoints ("*": every cluster).
         self.stale_endpoints: set[str] = {"*"}
         # cluster -> the Serve view seen when the config was last PUT (no decision on that view again)
@@ -170,7 +171,9 @@ class RayServiceWorld:
         if watch.kind == "ranks":
             cluster = self.cluster(watch.target, rayservice)
             assert cluster is not None
-            submission_id = rank_submission_id(watch.target, watch.last_view_key)
+            self._rank_reads += 1
+            read = f"{workflow.info().run_id}/{self._rank_reads}"
+            submission_id = rank_submission_id(watch.target, watch.last_view_key, read)
             return self.calls.read_replica_ranks(dashboard_target(cluster), watch.target, submission_id)
         if watch.kind == "gateway":
             gateway, route = watch.target.split(",")

@@ -45,9 +45,25 @@ async def wait_for_status(
         return await stack.wait_status(handle, holds, within=within, what=what)
     except ConditionTimeout:
         status = await stack.status(handle)
+        reads = await rank_reads(handle)
         raise AssertionError(
-            f"{what} not reached within {within} s; status: {json.dumps(status)[:3000]}"
+            f"{what} not reached within {within} s; status: {json.dumps(status)[:3000]}; rank reads: {reads}"
         ) from None
+
+
+async def rank_reads(handle: Any) -> list[str]:
+    """What the workflow's replica ranks reads answered or failed with (for failure messages)."""
+    notes: list[str] = []
+    async for event in handle.fetch_history_events():
+        if event.HasField("activity_task_failed_event_attributes"):
+            failure = event.activity_task_failed_event_attributes.failure
+            notes.append(f"failed: {failure.message[:300]}")
+        elif event.HasField("activity_task_completed_event_attributes"):
+            payloads = event.activity_task_completed_event_attributes.result.payloads
+            data = payloads[0].data.decode(errors="replace") if payloads else ""
+            if '"ranks"' in data:
+                notes.append(data[:300])
+    return [note for note in notes if "rank" in note.lower()][-6:]
 
 
 def selected_cluster(stack: Stack, namespace: str, service: str) -> str:

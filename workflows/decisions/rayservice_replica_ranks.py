@@ -68,10 +68,11 @@ def settled_replicas_key(details: ServeDetails) -> str:
     return _digest(members)
 
 
-def rank_submission_id(cluster: str, key: str) -> str:
-    """The Ray job's submission id for reading the ranks of `key`'s replica set on `cluster`: a retried
-    attempt finds its own job; the record is deleted after the read, so the same set can be read again."""
-    return f"raypilot-replica-ranks-{_digest([cluster, key], 20)}"
+def rank_submission_id(cluster: str, key: str, read: str) -> str:
+    """The Ray job's submission id for one read (`read`: unique per read in the workflow, e.g. run id and a
+    counter) of `key`'s replica set on `cluster`: a retried attempt finds its own job, and no two reads share
+    an id (Ray does not reliably accept a submission id again after its record was deleted)."""
+    return f"raypilot-replica-ranks-{_digest([cluster, key, read], 20)}"
 
 
 def rank_read_watches(

@@ -89,11 +89,13 @@ def test_the_key_follows_the_replica_set_not_its_order() -> None:
     assert key_of(details(replica("a"), replica("b"))) != key_of(details(replica("a"), replica("c")))
 
 
-def test_submission_ids_are_deterministic_per_cluster_and_set() -> None:
+def test_submission_ids_are_deterministic_per_cluster_set_and_read() -> None:
     key = key_of(details(*TWO))
-    assert rank_submission_id("svc-a", key) == rank_submission_id("svc-a", key)
-    assert rank_submission_id("svc-a", key) != rank_submission_id("svc-b", key)
-    assert rank_submission_id("svc-a", key).startswith("raypilot-replica-ranks-")
+    first = rank_submission_id("svc-a", key, "run/1")
+    assert first == rank_submission_id("svc-a", key, "run/1")
+    assert first != rank_submission_id("svc-b", key, "run/1")
+    assert first != rank_submission_id("svc-a", key, "run/2")
+    assert first.startswith("raypilot-replica-ranks-")
 
 
 def test_a_read_is_wanted_once_per_settled_set() -> None:
