@@ -21,13 +21,13 @@ from pathlib import Path
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
-from temporalio.service import RPCError
+from temporalio.exceptions import TemporalError
 
 from raypilot.cli.demo_rayjob import run_rayjob
 from raypilot.cli.demo_rayservice import SERVICE_NAME, deploy_first_version, upgrade_under_load
-from raypilot.cli.demo_support import DemoFailed, DemoPace
+from raypilot.cli.demo_support import DemoPace
 from raypilot.cli.demo_view import JobReport, UpgradeReport, job_summary, upgrade_summary
-from raypilot.cli.stack import TEMPORAL_PORT, UI_PORT, LocalStack, StackError
+from raypilot.cli.stack import TEMPORAL_PORT, UI_PORT, LocalStack
 from raypilot.load import FAILED
 from raypilot.settings import TemporalSettings, connect
 
@@ -109,7 +109,8 @@ def run_demo(
         with step("raypilot worker", timings):
             stack.start_worker()
         ok = asyncio.run(run_workloads(stack, kubeconfig, pace, timings, reports))
-    except (StackError, DemoFailed, k8s.ApiException, RPCError, RuntimeError, TimeoutError) as err:
+    except (k8s.ApiException, TemporalError, RuntimeError, TimeoutError, OSError) as err:
+        # StackError and DemoFailed are RuntimeErrors; TemporalError covers RPC, update and workflow failures.
         print(f"demo failed: {type(err).__name__}: {err}", flush=True)
     except KeyboardInterrupt:
         print("\ninterrupted; stopping everything the demo started ...", flush=True)
