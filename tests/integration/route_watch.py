@@ -1,12 +1,15 @@
-"""Following an HTTPRoute's weights while load runs, and cutting the load's samples into one segment per
-weight setting, so that a test can compare the share each version got with the weight the route gave it."""
+"""Following an upgrade while load runs: the HTTPRoute's weights (cutting the load's samples into one segment
+per weight setting, so that a test can compare the share each version got with the weight the route gave it)
+and the workflow's status (the traffic steps as the workflow recorded them, the conditions it showed)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client as k8s
@@ -120,3 +123,56 @@ def segments(
         if before > since:
             result.append(Segment(start, end, weight, load.counts(since, before)))
     return result
+
+
+@dataclass
+class StatusSampler:
+    """Queries the workflow's status every `period_s` and keeps each distinct one with when it was seen."""
+
+    query: Callable[[], Awaitable[dict[str, Any]]]
+    period_s: float = 0.25
+    seen: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
+    _task: asyncio.Task[None] | None = None
+
+    async def _poll(self) -> None:
+        while True:
+            status = await self.query()
+            if not self.seen or self.seen[-1][1] != status:
+                self.seen.append((time.monotonic(), status))
+            await asyncio.sleep(self.period_s)
+
+    async def __aenter__(self) -> StatusSampler:
+        self._task = asyncio.create_task(self._poll())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    def traffic_steps(self, cluster: str) -> list[tuple[datetime, int]]:
+        """(lastTrafficMigratedTime, trafficRoutedPercent) of `cluster` on whichever side it was (a promoted
+        cluster keeps its times), one entry per distinct migration time: its steps in workflow time."""
+        steps: list[tuple[datetime, int]] = []
+        for _, status in self.seen:
+            for side in ("activeServiceStatus", "pendingServiceStatus"):
+                entry = status.get(side) or {}
+                migrated = entry.get("lastTrafficMigratedTime")
+                if entry.get("rayClusterName") != cluster or not migrated:
+                    continue
+                at = datetime.fromisoformat(str(migrated).replace("Z", "+00:00"))
+                percent = int(entry.get("trafficRoutedPercent") or 0)
+                if not steps or steps[-1][0] != at:
+                    steps.append((at, percent))
+                elif steps[-1][1] != percent:
+                    steps[-1] = (at, percent)
+        return steps
+
+    def conditions_seen(self, kind: str) -> set[tuple[str, str]]:
+        """Every (status, reason) the condition `kind` had in the sampled statuses."""
+        return {
+            (str(c.get("status")), str(c.get("reason")))
+            for _, status in self.seen
+            for c in status.get("conditions") or []
+            if c.get("type") == kind
+        }
