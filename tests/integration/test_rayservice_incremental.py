@@ -41,6 +41,7 @@ SURGE_PERCENT = 50
 SHARE_TOLERANCE = 10.0
 MIN_REQUESTS = 5000
 DELETION_DELAY_S = 5
+ABORT_AT_PERCENT = 2 * STEP_PERCENT  # "half-way": the abort comes once the new cluster has this much traffic
 
 
 def manifest(namespace: str, version: str) -> dict[str, Any]:
@@ -286,7 +287,9 @@ async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) ->
         assert not changed, changed
         assert split(await service.status()) == split(paused_status)
         await service.handle.execute_update("resume", result_type=dict)
-        await wait_until(lambda: pending_weight() >= 40, within=120, interval=0.1, what="pending at 40")
+        await wait_until(
+            lambda: pending_weight() >= ABORT_AT_PERCENT, within=120, interval=0.1, what="half-way"
+        )
         await service.handle.execute_update("abort", result_type=dict)
         aborted = await service.status()
         phase = (await service.handle.describe()).typed_search_attributes.get(RAY_PHASE)
@@ -298,7 +301,7 @@ async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) ->
     found = segments(route.changes, backend, load, ended)
     report = (
         f"{len(load.samples)} requests, {len(load.failures)} failed; paused at w{frozen}; "
-        f"v3 share per weight: {describe(found, 'v3')}"
+        f"v3 share per weight: {describe(found, 'v3')}; rollback steps {sampler.traffic_steps(active)[-3:]}"
     )
     print(report)
     assert not load.failures, (load.failures[:5], report)
@@ -306,8 +309,11 @@ async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) ->
     assert phase == "RollingBack"
     assert ("True", "UpgradeAborted") in sampler.conditions_seen("RollbackInProgress")
     assert ("False", "NoPendingCluster") in sampler.conditions_seen("UpgradeInProgress")
-    back = [percent for _, percent in sampler.traffic_steps(active)]
-    assert back[-3:] == [60, 80, 100], back
+    steps_back = sampler.traffic_steps(active)[-3:]
+    # Traffic went back by the same steps, intervalSeconds apart: from where the abort found it to 100.
+    assert [percent for _, percent in steps_back] == list(range(100 - ABORT_AT_PERCENT, 101, STEP_PERCENT))
+    gaps_back = [(later[0] - earlier[0]).total_seconds() for earlier, later in itertools.pairwise(steps_back)]
+    assert all(INTERVAL_S <= gap <= INTERVAL_S + 5 for gap in gaps_back), gaps_back
     assert sides(final)[0]["rayClusterName"] == active
     assert final["serviceStatus"] == "Running"
     assert load.counts(rolled_back, ended).keys() == {"v2"}
