@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -11,8 +12,21 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sandbox.cluster import RayMode, Sandbox
+from sandbox.netalloc import AddressPool, Pools
 
 T = TypeVar("T")
+
+
+def private_pools() -> Pools:
+    """Pod, Service and Gateway addresses in a random 127.N.0.0/16, so that a test's sandbox does not collide
+    with another sandbox on the same machine (the standard pools are fixed /24s). Tests patch it in for
+    `sandbox.store.standard_pools`."""
+    second = random.randint(100, 250)
+    return Pools(
+        services=AddressPool(f"127.{second}.1.0/24"),
+        gateways=AddressPool(f"127.{second}.2.0/24"),
+        pods=AddressPool(f"127.{second}.3.0/24"),
+    )
 
 
 class ConditionTimeout(AssertionError):

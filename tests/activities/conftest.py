@@ -5,7 +5,6 @@ test, and helpers to run activities in an ActivityEnvironment that records heart
 
 from __future__ import annotations
 
-import random
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -20,20 +19,8 @@ from temporalio.testing import ActivityEnvironment
 import sandbox.store
 from activities.registry import ActivityDependencies
 from sandbox.faults import FaultInjector
-from sandbox.netalloc import AddressPool, Pools
 from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread
-
-
-def private_pools() -> Pools:
-    """Address pools in a random 127.N.0.0/16, so this sandbox's pod and Service addresses do not collide
-    with another sandbox running on the same machine (the standard pools are fixed /24s)."""
-    second = random.randint(100, 250)
-    return Pools(
-        services=AddressPool(f"127.{second}.1.0/24"),
-        gateways=AddressPool(f"127.{second}.2.0/24"),
-        pods=AddressPool(f"127.{second}.3.0/24"),
-    )
+from sandbox.testing import SandboxThread, private_pools
 
 
 @pytest.fixture(scope="module")

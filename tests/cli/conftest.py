@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import random
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,9 +20,8 @@ from activities.registry import ActivityDependencies, build_activities
 from raypilot.cli.common import Console
 from raypilot.cli.main import main
 from raypilot.testing.worker import running_worker
-from sandbox.netalloc import AddressPool, Pools
 from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread
+from sandbox.testing import SandboxThread, private_pools
 
 
 @dataclass(frozen=True)
@@ -81,23 +79,13 @@ class CliStack:
         return [item["metadata"]["name"] for item in listing["items"]]
 
 
-def _private_pools() -> Pools:
-    """Addresses in a random 127.N.0.0/16, apart from any other sandbox on this machine."""
-    second = random.randint(100, 250)
-    return Pools(
-        services=AddressPool(f"127.{second}.1.0/24"),
-        gateways=AddressPool(f"127.{second}.2.0/24"),
-        pods=AddressPool(f"127.{second}.3.0/24"),
-    )
-
-
 @pytest.fixture(scope="module")
 async def cli_stack(
     dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[CliStack]:
     workdir: Path = tmp_path_factory.mktemp("cli-sandbox")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sandbox.store, "standard_pools", _private_pools)
+        patch.setattr(sandbox.store, "standard_pools", private_pools)
         cluster = SandboxThread(workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()})
         await asyncio.to_thread(cluster.__enter__)
     kube_env = {"KUBECONFIG": str(cluster.kubeconfig_path), "HOME": "/nonexistent"}

@@ -25,8 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.registry import ActivityDependencies, build_activities
 from raypilot.testing.worker import running_worker
-from sandbox.testing import SandboxThread
-from tests.integration.stack import private_pools
+from sandbox.testing import SandboxThread, private_pools
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"

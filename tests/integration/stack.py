@@ -8,7 +8,6 @@ Kubernetes client can be used from tests through `asyncio.to_thread` or directly
 from __future__ import annotations
 
 import asyncio
-import random
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -27,22 +26,10 @@ from activities.registry import ActivityDependencies, build_activities
 from models.naming import workflow_id
 from raypilot.testing.worker import running_worker
 from sandbox.cluster import RayMode
-from sandbox.netalloc import AddressPool, Pools
 from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread, wait_until
+from sandbox.testing import SandboxThread, private_pools, wait_until
 
 WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"}
-
-
-def private_pools() -> Pools:
-    """Pod, Service and Gateway addresses in a random 127.N.0.0/16, so that this sandbox does not collide with
-    another sandbox on the same machine (the standard pools are fixed /24s)."""
-    second = random.randint(100, 250)
-    return Pools(
-        services=AddressPool(f"127.{second}.1.0/24"),
-        gateways=AddressPool(f"127.{second}.2.0/24"),
-        pods=AddressPool(f"127.{second}.3.0/24"),
-    )
 
 
 @dataclass
