@@ -109,10 +109,10 @@ class Stack:
 
 
 @asynccontextmanager
-async def running_stack(
-    workdir: Path, client: Client, ray: RayMode, **sandbox_options: Any
-) -> AsyncIterator[Stack]:
-    """A sandbox plus a worker with the real activities, reaching dashboards through the API server proxy."""
+async def running_sandbox_thread(
+    workdir: Path, ray: RayMode, **sandbox_options: Any
+) -> AsyncIterator[SandboxThread]:
+    """A sandbox on its own thread with private address pools, for as long as the block runs."""
     if ray == "simulated":
         sandbox_options.setdefault("simulated_options", {"timings": SimulationTimings.fast()})
     with pytest.MonkeyPatch.context() as patch:
@@ -120,21 +120,42 @@ async def running_stack(
         cluster = SandboxThread(workdir, ray, **sandbox_options)
         await asyncio.to_thread(cluster.__enter__)
     try:
-        dependencies = ActivityDependencies.from_env(
-            {
-                "KUBECONFIG": str(cluster.kubeconfig_path),
-                "RAYPILOT_DASHBOARD_ACCESS": "proxy",
-                "HOME": "/nonexistent",
-            }
-        )
+        yield cluster
+    finally:
+        await asyncio.to_thread(cluster.__exit__, None, None, None)
+
+
+@asynccontextmanager
+async def sandbox_worker(
+    client: Client, cluster: SandboxThread, task_queue: str | None = None
+) -> AsyncIterator[str]:
+    """A worker with the real activities against `cluster` (dashboards through the API server proxy);
+    yields its task queue. A worker started again on the same queue resumes the same workflows."""
+    dependencies = ActivityDependencies.from_env(
+        {
+            "KUBECONFIG": str(cluster.kubeconfig_path),
+            "RAYPILOT_DASHBOARD_ACCESS": "proxy",
+            "HOME": "/nonexistent",
+        }
+    )
+    try:
+        async with running_worker(
+            client, activities=build_activities(dependencies), task_queue=task_queue, replay_every_task=False
+        ) as queue:
+            yield queue
+    finally:
+        await dependencies.aclose()
+
+
+@asynccontextmanager
+async def running_stack(
+    workdir: Path, client: Client, ray: RayMode, **sandbox_options: Any
+) -> AsyncIterator[Stack]:
+    """A sandbox plus a worker with the real activities, reaching dashboards through the API server proxy."""
+    async with running_sandbox_thread(workdir, ray, **sandbox_options) as cluster:
         api_client = cluster.api_client()
         try:
-            async with running_worker(
-                client, activities=build_activities(dependencies), replay_every_task=False
-            ) as task_queue:
+            async with sandbox_worker(client, cluster) as task_queue:
                 yield Stack(cluster, client, task_queue, api_client)
         finally:
             api_client.close()
-            await dependencies.aclose()
-    finally:
-        await asyncio.to_thread(cluster.__exit__, None, None, None)
