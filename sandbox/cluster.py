@@ -30,6 +30,7 @@ from sandbox.controllers.gateway import GatewayController
 from sandbox.controllers.job import JobController
 from sandbox.controllers.raycluster import RayClusterController
 from sandbox.controllers.raycluster_head import HeadFactory, RayHead
+from sandbox.controllers.raycluster_sidecars import HeadSidecarController
 from sandbox.controllers.service import ServiceController
 from sandbox.faults import FaultInjector
 from sandbox.kubeconfig import write_kubeconfig
@@ -93,6 +94,12 @@ class Sandbox:
             extra_env={"KUBECONFIG": str(self.kubeconfig_path)},
             on_processes_changed=self._record_sessions,
         )
+        self.head_sidecars = HeadSidecarController(
+            self.store,
+            self.workdir,
+            extra_env={"KUBECONFIG": str(self.kubeconfig_path)},
+            on_processes_changed=self._record_sessions,
+        )
         self.control_url = ""
         self._control: web.AppRunner | None = None
         self._started = False
@@ -121,7 +128,7 @@ class Sandbox:
 
     @property
     def controllers(self) -> list[Any]:
-        return [self.services, self.endpoints, self.gateways, self.rayclusters, self.jobs]
+        return [self.services, self.endpoints, self.gateways, self.rayclusters, self.head_sidecars, self.jobs]
 
     async def start(self) -> None:
         """Serve the API, write the kubeconfig, start every controller; returns when all are running."""
@@ -204,7 +211,7 @@ class Sandbox:
     @property
     def pids(self) -> list[int]:
         """Every process the sandbox started and still runs (Ray heads with their workers, Job processes)."""
-        return sorted({*self.rayclusters.pids, *self.jobs.pids})
+        return sorted({*self.rayclusters.pids, *self.head_sidecars.pids, *self.jobs.pids})
 
     def _record_sessions(self) -> None:
         """Remember the sessions of our child processes in DIR/sessions.json, so that `sandbox down` can stop

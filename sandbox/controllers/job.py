@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import signal
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,10 +27,10 @@ from sandbox.controllers.job_pods import (
     condition_true,
     job_finish_time,
     job_finished,
-    rewrite_service_hosts,
     with_condition,
 )
-from sandbox.controllers.raycluster_env import EnvResolutionError, container_argv, container_environment
+from sandbox.controllers.pod_processes import PodProcessLauncher, exit_code_of, kill_process_group
+from sandbox.controllers.raycluster_env import EnvResolutionError
 from sandbox.controllers.raycluster_podstatus import (
     container_running_status,
     container_terminated_status,
@@ -80,7 +77,7 @@ class JobController:
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.kill_grace_s = kill_grace_s
-        self.extra_env = dict(extra_env or {})
+        self.launcher = PodProcessLauncher(store, extra_env)
         self._on_processes_changed = on_processes_changed or (lambda: None)
         self._queue: KeyedWorkQueue[JobKey] = KeyedWorkQueue("job", self._reconcile)
         self._attempts: dict[JobKey, _Attempt] = {}
@@ -236,30 +233,20 @@ class JobController:
             suffix = "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(5))
             pod_dir = self.pods_dir / namespace / f"{job_name}-{suffix}"
             pod = self.store.create("v1", "Pod", attempt_pod(job, pod_dir.name, pod_dir / "container.log"))
-        pod_dir.mkdir(parents=True, exist_ok=True)
         log_path = pod_dir / "container.log"
         status = job.get("status") or {}
         if not status.get("startTime"):
             self._write_status(job, startTime=now_rfc3339())
         container = pod["spec"]["containers"][0]
         try:
-            env = self._process_env(pod, container)
+            env = self.launcher.environment(pod, container)
         except EnvResolutionError as exc:
             self._set_pod_status(pod, "Pending", container_waiting_status(container["name"], str(exc)))
             return _CONFIG_ERROR_RETRY_S
-        argv = [self._rewrite(namespace, word) for word in container_argv(container, env)]
+        argv = self.launcher.argv(namespace, container, env)
         started_at = now_rfc3339()
         try:
-            with log_path.open("ab") as log_file:
-                process = await asyncio.create_subprocess_exec(
-                    *argv,
-                    cwd=pod_dir,
-                    env=env,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=log_file,
-                    stderr=asyncio.subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            process = await self.launcher.start(argv, env, pod_dir, log_path)
         except (OSError, ValueError) as exc:
             log_path.write_text(f"failed to start {argv!r}: {exc}\n")
             terminated = container_terminated_status(
@@ -282,38 +269,8 @@ class JobController:
         self._on_processes_changed()
         return None
 
-    def _process_env(self, pod: dict[str, Any], container: Mapping[str, Any]) -> dict[str, str]:
-        declared = container_environment(self.store, pod, container)
-        namespace = pod["metadata"]["namespace"]
-        env = {**os.environ, **self.extra_env, "HOSTNAME": pod["metadata"]["name"]}
-        env.update({name: self._rewrite(namespace, value) for name, value in declared.items()})
-        venv_bin = str(Path(sys.executable).parent)
-        env["PATH"] = os.pathsep.join([venv_bin, env.get("PATH", os.defpath)])
-        return env
-
-    def _rewrite(self, namespace: str, text: str) -> str:
-        return rewrite_service_hosts(text, self._service_address)
-
-    def _service_address(self, namespace: str, name: str) -> str | None:
-        service = self.store.try_get("v1", "Service", namespace, name)
-        if service is None:
-            return None
-        cluster_ip = (service.get("spec") or {}).get("clusterIP")
-        if cluster_ip and cluster_ip != "None":
-            return str(cluster_ip)
-        selector = (service.get("spec") or {}).get("selector") or {}
-        if not selector:
-            return None
-        label_selector = ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-        for pod in self.store.list("v1", "Pod", namespace, label_selector=label_selector):
-            if (pod.get("status") or {}).get("podIP"):
-                return str(pod["status"]["podIP"])
-        return None
-
     async def _await_exit(self, key: JobKey, attempt: _Attempt, container_name: str) -> None:
-        exit_code = await attempt.process.wait()
-        if exit_code < 0:  # killed by a signal: report it as the container runtime does (128 + signal)
-            exit_code = 128 - exit_code
+        exit_code = exit_code_of(await attempt.process.wait())
         if self._attempts.get(key) is attempt:
             del self._attempts[key]
         self._on_processes_changed()
@@ -354,18 +311,7 @@ class JobController:
 
     async def _kill(self, attempt: _Attempt, *, delete_pod: bool = False) -> None:
         """SIGTERM to the attempt's process group, SIGKILL after the grace period (never by name)."""
-        process = attempt.process
-        if process.returncode is None:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                try:
-                    os.killpg(process.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    await asyncio.wait_for(process.wait(), self.kill_grace_s)
-                    break
-                except TimeoutError:
-                    continue
+        await kill_process_group(attempt.process, self.kill_grace_s)
         if delete_pod and self.store.try_get("v1", "Pod", attempt.namespace, attempt.pod_name) is not None:
             attempt.pod_deleted = True
             self.store.delete("v1", "Pod", attempt.namespace, attempt.pod_name)

@@ -27,12 +27,23 @@ def update_pod_status(store: Store, pod: dict[str, Any], **fields: Any) -> dict[
     return store.update("v1", "Pod", current, status=True)
 
 
+def _other_container_statuses(pod: dict[str, Any], started_at: str) -> list[dict[str, Any]]:
+    """The statuses of the containers after the Ray one: as already reported (raycluster_sidecars runs those
+    with a command), else running (image-only sidecars are taken to run)."""
+    reported = {s.get("name"): s for s in (pod.get("status") or {}).get("containerStatuses") or []}
+    return [
+        reported.get(c["name"]) or container_running_status(c["name"], started_at)
+        for c in pod["spec"]["containers"][1:]
+    ]
+
+
 def set_running(store: Store, pod: dict[str, Any], pod_ip: str, *, restarts: int = 0) -> dict[str, Any]:
-    """Every container running and ready (sidecars are taken to run as well)."""
+    """The Ray container running and ready; the other containers as reported (running if not yet)."""
     started_at = now_rfc3339()
+    current = store.try_get("v1", "Pod", pod["metadata"].get("namespace"), pod["metadata"]["name"]) or pod
     statuses = [
-        container_running_status(c["name"], started_at, restarts=restarts if i == 0 else 0)
-        for i, c in enumerate(pod["spec"]["containers"])
+        container_running_status(pod["spec"]["containers"][0]["name"], started_at, restarts=restarts),
+        *_other_container_statuses(current, started_at),
     ]
     return update_pod_status(
         store,
@@ -41,7 +52,9 @@ def set_running(store: Store, pod: dict[str, Any], pod_ip: str, *, restarts: int
         podIP=pod_ip,
         podIPs=[{"ip": pod_ip}],
         containerStatuses=statuses,
-        conditions=pod_conditions(True, (pod.get("status") or {}).get("conditions")),
+        conditions=pod_conditions(
+            all(s.get("ready") for s in statuses), (current.get("status") or {}).get("conditions")
+        ),
     )
 
 
@@ -71,17 +84,20 @@ def mark_ray_container_terminated(
     restarts: int = 0,
     force_failed: bool = False,
 ) -> dict[str, Any]:
-    """The Ray container exited; sidecars keep running. With no sidecar and restartPolicy Never the pod is
-    Failed; otherwise it stays Running (the kubelet restarts the container in place, here only when told to
-    by the start_dashboard fault hook). `force_failed` is for a Ray that never came up at all."""
+    """The Ray container exited; sidecars keep their state. With restartPolicy Never and no other container
+    still running the pod is Failed; otherwise it stays Running (the kubelet restarts the container in place,
+    here only when told to by the start_dashboard fault hook). `force_failed` is for a Ray that never came
+    up at all."""
     containers = pod["spec"]["containers"]
     started = ((pod.get("status") or {}).get("startTime")) or now_rfc3339()
     statuses = [
         container_terminated_status(containers[0]["name"], code, reason, started, message, restarts=restarts)
     ]
-    statuses += [container_running_status(c["name"], started) for c in containers[1:]]
+    current = store.try_get("v1", "Pod", pod["metadata"].get("namespace"), pod["metadata"]["name"]) or pod
+    statuses += _other_container_statuses(current, started)
     never = pod["spec"].get("restartPolicy") == "Never"
-    phase = "Failed" if force_failed or (never and len(containers) == 1) else "Running"
+    others_done = all("terminated" in (s.get("state") or {}) for s in statuses[1:])
+    phase = "Failed" if force_failed or (never and others_done) else "Running"
     return update_pod_status(
         store,
         pod,
