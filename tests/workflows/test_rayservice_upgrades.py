@@ -5,6 +5,7 @@ still being built."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -162,13 +163,19 @@ async def test_serve_config_change_is_put_to_the_active_cluster_without_a_new_cl
 
 
 async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
-    time_skipping_env: WorkflowEnvironment,
+    dev_server_env: WorkflowEnvironment,
 ) -> None:
-    env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
+    # On the dev server: the v3 `apply` cancels the wait on the pending cluster, and the time-skipping test
+    # server rejects a task that cancels a wait whose completion arrived in the same task (ACTIVITY_UNKNOWN,
+    # retried forever; about one run in fifteen hung here).
+    env, world = dev_server_env, FakeRayWorld()
+    name = f"newer-{uuid.uuid4().hex[:8]}"  # the dev server lives for the session: one id per run
+    manifest = rayservice_manifest(name, deletion_delay=1)
+    workflow_id = f"rayservice/default/{name}"
+    async with running_rayservice(env, world, manifest, workflow_id=workflow_id) as handle:
         first = active_of(await until_ready(env, handle))
         world.serve_mode_for_new_clusters = "deploying"
-        await apply(handle, rayservice_manifest(version="v2", deletion_delay=10))
+        await apply(handle, rayservice_manifest(name, version="v2", deletion_delay=1))
         status: dict[str, Any] = {}
 
         async def pending_is_not(excluded: str) -> bool:
@@ -180,7 +187,8 @@ async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
         second = pending_of(status)
         assert condition_of(status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
         world.serve_mode_for_new_clusters = "running"
-        assert await apply(handle, rayservice_manifest(version="v3", deletion_delay=10)) == {"generation": 3}
+        third_spec = rayservice_manifest(name, version="v3", deletion_delay=1)
+        assert await apply(handle, third_spec) == {"generation": 3}
 
         async def third_serves() -> bool:
             nonlocal status
