@@ -107,3 +107,18 @@ async def history_event_count(handle: WorkflowHandle[Any, Any]) -> int:
 
 async def history_event_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
     return [EventType.Name(event.event_type) async for event in handle.fetch_history_events()]
+
+
+def shared_cluster() -> dict[str, Any]:
+    """A ready RayCluster `shared` that exists before the RayJob (clusterSelector targets it)."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "shared", "namespace": "default", "uid": "uid-shared"},
+        "spec": copy.deepcopy(CLUSTER_SPEC),
+        "status": {
+            "state": "ready",
+            "head": {"serviceName": "shared-head-svc"},
+            "endpoints": {"dashboard": "8265"},
+        },
+    }

@@ -8,7 +8,6 @@ asserted: see test_rayjob_deletion.
 
 from __future__ import annotations
 
-import copy
 from datetime import timedelta
 from typing import Any
 
@@ -32,7 +31,7 @@ from tests.workflows.fakes_rayjob_deletion import (
     run_to_end,
     with_rules,
 )
-from tests.workflows.fakes_rayjob_manifests import CLUSTER_SPEC, rayjob_manifest, start
+from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, shared_cluster, start
 
 STOPS: tuple[str, ...] = ("PENDING", "RUNNING", "STOPPED")
 TTL = 45
@@ -152,19 +151,6 @@ async def test_shutdown_deletes_the_rayjob_itself_when_the_operator_says_so(
     assert_effect(world, P.DELETE_SELF, result["rayClusterName"])
 
 
-def _existing_cluster() -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": "shared", "namespace": "default", "uid": "uid-shared"},
-        "spec": copy.deepcopy(CLUSTER_SPEC),
-        "status": {
-            "state": "ready",
-            "head": {"serviceName": "shared-head-svc"},
-            "endpoints": {"dashboard": "8265"},
-        },
-    }
-
 
 @pytest.mark.parametrize(
     "strategy",
@@ -177,7 +163,7 @@ async def test_a_cluster_selector_job_deletes_nothing_even_with_deletion_policie
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker, strategy: dict[str, Any]
 ) -> None:
     world = TimedWorld()
-    world.clusters["shared"] = _existing_cluster()
+    world.clusters["shared"] = shared_cluster()
     manifest = rayjob_manifest(
         rayClusterSpec=None, clusterSelector={"ray.io/cluster": "shared"}, deletionStrategy=strategy
     )

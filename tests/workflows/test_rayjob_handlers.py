@@ -27,9 +27,9 @@ from models.features import FeatureGates
 from models.operator import OperatorConfig
 from tests.workflows.fakes_rayjob import RUNS_FOREVER, SUCCEEDS, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import (
-    CLUSTER_SPEC,
     eventually,
     rayjob_manifest,
+    shared_cluster,
     start,
     status_of,
     until_phase,
@@ -298,19 +298,6 @@ async def test_delete_stops_the_ray_job_and_deletes_what_the_workflow_created(
     assert deleted["jobDeploymentStatus"] == result["jobDeploymentStatus"] == "Running"
 
 
-def _shared_cluster() -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": "shared", "namespace": "default", "uid": "uid-shared"},
-        "spec": copy.deepcopy(CLUSTER_SPEC),
-        "status": {
-            "state": "ready",
-            "head": {"serviceName": "shared-head-svc"},
-            "endpoints": {"dashboard": "8265"},
-        },
-    }
-
 
 async def test_cluster_selector_uses_the_named_cluster_and_never_touches_it(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
@@ -326,7 +313,7 @@ async def test_cluster_selector_uses_the_named_cluster_and_never_touches_it(
             return any(event["reason"] == "RayClusterNotFound" for event in events)
 
         await eventually(reported_missing)
-        world.clusters["shared"] = _shared_cluster()
+        world.clusters["shared"] = shared_cluster()
         result = await handle.result()
     assert (result["jobDeploymentStatus"], result["rayClusterName"]) == ("Complete", "shared")
     assert result["dashboardURL"] == "shared-head-svc.default.svc.cluster.local:8265"
