@@ -89,38 +89,20 @@ def set_condition(
     """meta.SetStatusCondition on a copy: a new type is appended with lastTransitionTime=now; an existing one
     keeps its lastTransitionTime unless its status changes, and always takes the new
     reason/message/generation."""
-    updated: list[Condition] = []
-    found = False
-    for condition in conditions:
-        if condition.type != condition_type:
-            updated.append(condition.model_copy())
-            continue
-        found = True
-        transition = condition.last_transition_time
-        if condition.status != status or transition is None:
-            transition = now
-        updated.append(
-            Condition(
-                type=condition_type,
-                status=status,
-                reason=reason,
-                message=message,
-                observed_generation=observed_generation,
-                last_transition_time=transition,
-            )
-        )
-    if not found:
-        updated.append(
-            Condition(
-                type=condition_type,
-                status=status,
-                reason=reason,
-                message=message,
-                observed_generation=observed_generation,
-                last_transition_time=now,
-            )
-        )
-    return updated
+    previous = next((condition for condition in conditions if condition.type == condition_type), None)
+    transition = now
+    if previous is not None and previous.status == status and previous.last_transition_time is not None:
+        transition = previous.last_transition_time
+    condition = Condition(
+        type=condition_type,
+        status=status,
+        reason=reason,
+        message=message,
+        observed_generation=observed_generation,
+        last_transition_time=transition,
+    )
+    updated = [other.model_copy() if other.type != condition_type else condition for other in conditions]
+    return updated if previous is not None else [*updated, condition]
 
 
 def remove_condition(conditions: Sequence[Condition], condition_type: str) -> list[Condition]:
