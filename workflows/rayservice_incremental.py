@@ -10,7 +10,6 @@ for the workflow's durable timer).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -20,7 +19,6 @@ with workflow.unsafe.imports_passed_through():
     from models.hashing import cluster_spec_hash
     from models.meta import is_condition_true
     from models.naming import ANNOTATION_HASH, gateway_name, http_route_name
-    from models.operator import OperatorConfig
     from models.raycluster import RayCluster
     from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses
     from workflows.decisions.gateway import (
@@ -47,13 +45,11 @@ with workflow.unsafe.imports_passed_through():
         default_target_capacities,
         view_key,
     )
-    from workflows.rayservice_activities import RayServiceCalls
-    from workflows.rayservice_state import RayServiceState
-    from workflows.rayservice_world import RayServiceWorld, dashboard_target
+    from workflows.rayservice_part import RayServicePart
+    from workflows.rayservice_world import dashboard_target
 
 __all__ = ["IncrementalUpgrade"]
 
-Commit = Callable[[RayServiceStatuses, list[RayServiceEvent]], Awaitable[None]]
 
 
 def _upgrading(status: RayServiceStatuses) -> bool:
@@ -64,21 +60,9 @@ def _rolling_back(status: RayServiceStatuses) -> bool:
     return is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS)
 
 
-class IncrementalUpgrade:
-    def __init__(
-        self,
-        state: RayServiceState,
-        world: RayServiceWorld,
-        calls: RayServiceCalls,
-        config: OperatorConfig,
-        commit: Commit,
-    ) -> None:
-        self.state = state
-        self.world = world
-        self.calls = calls
-        self.config = config
-        self.commit = commit
-        self.traffic: TrafficStep | None = None
+class IncrementalUpgrade(RayServicePart):
+    # The traffic step this reconcile decided, if any.
+    traffic: TrafficStep | None = None
 
     # ---- step 10: rollback state -------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from temporalio import workflow
 
@@ -64,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.rayservice_activities import RayServiceCalls
     from workflows.rayservice_incremental import IncrementalUpgrade
+    from workflows.rayservice_part import Commit, RayServicePart
     from workflows.rayservice_serving import RayServiceServing, ServeResult
     from workflows.rayservice_state import RayServiceState
     from workflows.rayservice_world import RayServiceWorld
@@ -80,21 +80,16 @@ class PassOutcome:
     deadline: datetime | None = None
 
 
-class RayServiceReconciler:
+class RayServiceReconciler(RayServicePart):
     def __init__(
         self,
         state: RayServiceState,
         world: RayServiceWorld,
         calls: RayServiceCalls,
         config: OperatorConfig,
-        commit: Any,
+        commit: Commit,
     ) -> None:
-        self.state = state
-        self.world = world
-        self.calls = calls
-        self.config = config
-        # async (status, events) -> None: persists the status, records the events, upserts the phase.
-        self.commit = commit
+        super().__init__(state, world, calls, config, commit)
         self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
         self.serving = RayServiceServing(state, world, calls, config, commit)
 

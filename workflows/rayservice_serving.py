@@ -9,7 +9,6 @@ the view it was decided on (the applications just PUT are not yet reported).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from temporalio import workflow
@@ -17,9 +16,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import LABEL_SERVE
-    from models.operator import OperatorConfig
     from models.raycluster import RayCluster
-    from models.rayservice import AppStatus, RayService, RayServiceStatuses
+    from models.rayservice import AppStatus, RayService
     from workflows.decisions.rayservice_cluster import is_incremental_upgrade_enabled
     from workflows.decisions.rayservice_conditions import RayServiceEvent
     from workflows.decisions.rayservice_replica_ranks import with_replica_ranks
@@ -49,13 +47,11 @@ with workflow.unsafe.imports_passed_through():
         serve_update_event,
         view_key,
     )
-    from workflows.rayservice_activities import RayServiceCalls
-    from workflows.rayservice_state import RayServiceState
-    from workflows.rayservice_world import RayServiceWorld, dashboard_target
+    from workflows.rayservice_part import RayServicePart
+    from workflows.rayservice_world import dashboard_target
 
 __all__ = ["RayServiceServing", "ServeResult"]
 
-Commit = Callable[[RayServiceStatuses, list[RayServiceEvent]], Awaitable[None]]
 
 
 @dataclass
@@ -64,21 +60,7 @@ class ServeResult:
     applications: dict[str, AppStatus] | None = None
 
 
-class RayServiceServing:
-    def __init__(
-        self,
-        state: RayServiceState,
-        world: RayServiceWorld,
-        calls: RayServiceCalls,
-        config: OperatorConfig,
-        commit: Commit,
-    ) -> None:
-        self.state = state
-        self.world = world
-        self.calls = calls
-        self.config = config
-        self.commit = commit
-
+class RayServiceServing(RayServicePart):
     def existing_serve_services(
         self, rayservice: RayService, active: RayCluster | None, pending: RayCluster | None, incremental: bool
     ) -> dict[str, str]:
