@@ -131,6 +131,21 @@ async def fetch_serve_details(client: DashboardClient) -> dict[str, Any]:
         raise client.error(response, f"{what}: not ServeInstanceDetails") from None
 
 
+
+async def post_job(client: DashboardClient, body: dict[str, Any], what: str) -> dict[str, Any] | None:
+    """POST /api/jobs/: the dashboard's answer, or None when the submission id exists already. Ray answers a
+    duplicate with a 500 (apis-and-peers A.5); raypilot's ids are deterministic, so an existing one is an
+    earlier attempt's own submission."""
+    try:
+        response = await client.request("POST", "/api/jobs/", body)
+    except httpx.HTTPError as exc:
+        raise client.transport_error(exc, what) from None
+    if not response.is_success and SUBMISSION_ID_TAKEN in response.text:
+        return None
+    if not response.is_success:
+        raise client.error(response, what)
+    return json_object(response)
+
 class DashboardActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
@@ -144,17 +159,10 @@ class DashboardActivities:
         chose it deterministically, so an earlier attempt of this activity submitted it."""
         client = await self._client(request.target)
         submission_id = str(request.request.get("submission_id") or "")
-        what = f"SubmitJob fail ({submission_id})"
-        try:
-            response = await client.request("POST", "/api/jobs/", request.request)
-        except httpx.HTTPError as exc:
-            raise client.transport_error(exc, what) from None
-        if not response.is_success and SUBMISSION_ID_TAKEN in response.text:
+        answer = await post_job(client, request.request, f"SubmitJob fail ({submission_id})")
+        if answer is None:
             activity.logger.info("Ray job %s was submitted already", submission_id)
             return SubmitJobResult(submission_id=submission_id, created=False)
-        if not response.is_success:
-            raise client.error(response, what)
-        answer = json_object(response)
         submitted = str(answer.get("submission_id") or answer.get("job_id") or submission_id)
         activity.logger.info("submitted Ray job %s", submitted)
         return SubmitJobResult(submission_id=submitted, created=True)

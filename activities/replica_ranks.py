@@ -25,7 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import names
-from activities.dashboard import SUBMISSION_ID_TAKEN, fetch_job_info, json_object, shorten_middle
+from activities.dashboard import fetch_job_info, json_object, post_job, shorten_middle
 from activities.dashboard_client import DashboardClient
 from activities.dashboard_inputs import JobInfoAnswer, ReadReplicaRanks, ReplicaRanks
 from activities.waits import Heartbeater
@@ -131,12 +131,7 @@ class ReplicaRankActivities:
         client = await DashboardClient.open(self.dependencies, request.target)
         submission_id = request.submission_id
         what = f"ReadReplicaRanks fail ({submission_id})"
-        try:
-            response = await client.request("POST", "/api/jobs/", ranks_job_request(submission_id))
-        except httpx.HTTPError as exc:
-            raise client.transport_error(exc, what) from None
-        if not response.is_success and SUBMISSION_ID_TAKEN not in response.text:
-            raise client.error(response, what)
+        await post_job(client, ranks_job_request(submission_id), what)  # None: this read's own earlier job
         try:
             async with Heartbeater():
                 info = await until_terminal(client, submission_id, request.poll_seconds)
