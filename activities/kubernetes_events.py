@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -12,7 +13,7 @@ from temporalio import activity
 from activities import names
 from activities.inputs import CreateObject, OwnedObjects, RayResourceKey, RecordEvent
 from activities.kubernetes import KubernetesActivityBase
-from activities.kubernetes_client import kubernetes_errors
+from activities.kubernetes_client import KubeObjects, kubernetes_errors
 from activities.kubernetes_resources import EVENT, RAYJOB, RAYSERVICE, RESOURCES_BY_KIND, object_ref
 from models.naming import ownership_label_selector
 
@@ -56,6 +57,39 @@ def event_body(request: RecordEvent, now: datetime) -> dict[str, Any]:
     }
 
 
+def labelled_objects(
+    kube: KubeObjects, namespace: str, selector: str, kinds: Sequence[str], keep: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """Every object of `kinds` (in that order) matching the label selector, except the names in `keep`. A kind
+    whose API is not installed (e.g. no Gateway API) has none."""
+    found: list[dict[str, Any]] = []
+    for kind in kinds:
+        try:
+            items = kube.list(RESOURCES_BY_KIND[kind], namespace, selector)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            continue
+        found.extend(item for item in items if item["metadata"]["name"] not in keep)
+    return found
+
+
+def delete_objects(kube: KubeObjects, objects: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """Requests each object's deletion (background, preconditioned on its uid); returns the refs of those
+    this call deleted (one already gone is not among them)."""
+    deleted: list[dict[str, str]] = []
+    for obj in objects:
+        ref = object_ref(obj)
+        resource = RESOURCES_BY_KIND[ref["kind"]]
+        if kube.delete(resource, ref["namespace"], ref["name"], "Background", ref["uid"] or None):
+            deleted.append(ref)
+    return deleted
+
+
+def _owner(request: OwnedObjects) -> str:
+    return f"{request.owner_kind} {request.namespace}/{request.owner_name}"
+
+
 class EventActivities(KubernetesActivityBase):
     @activity.defn(name=names.RECORD_EVENT)
     def record_event(self, request: RecordEvent) -> str:
@@ -68,18 +102,8 @@ class EventActivities(KubernetesActivityBase):
 class OwnershipActivities(KubernetesActivityBase):
     def _owned(self, request: OwnedObjects) -> list[dict[str, Any]]:
         selector = ownership_label_selector(request.owner_kind, request.owner_name)
-        found: list[dict[str, Any]] = []
-        for kind in request.kinds:
-            resource = RESOURCES_BY_KIND[kind]
-            with kubernetes_errors(f"list {resource.describe(request.namespace)}"):
-                try:
-                    items = self.kube.list(resource, request.namespace, selector)
-                except ApiException as exc:
-                    if exc.status != 404:
-                        raise
-                    continue  # the API is not installed (e.g. no Gateway API): nothing of that kind exists
-            found.extend(item for item in items if item["metadata"]["name"] not in request.keep)
-        return found
+        with kubernetes_errors(f"list the objects of {_owner(request)}"):
+            return labelled_objects(self.kube, request.namespace, selector, request.kinds, request.keep)
 
     @activity.defn(name=names.LIST_OWNED_OBJECTS)
     def list_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
@@ -90,15 +114,9 @@ class OwnershipActivities(KubernetesActivityBase):
     def delete_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
         """Delete every object with the owner's labels (kinds in the order given; names in `keep` stay);
         returns those whose deletion this call requested."""
-        deleted: list[dict[str, str]] = []
-        for obj in self._owned(request):
-            ref = object_ref(obj)
-            resource = RESOURCES_BY_KIND[ref["kind"]]
-            with kubernetes_errors(f"delete {resource.describe(ref['namespace'], ref['name'])}"):
-                if self.kube.delete(
-                    resource, ref["namespace"], ref["name"], "Background", ref["uid"] or None
-                ):
-                    deleted.append(ref)
+        owned = self._owned(request)
+        with kubernetes_errors(f"delete the objects of {_owner(request)}"):
+            deleted = delete_objects(self.kube, owned)
         activity.logger.info(
             "deleted %d objects of %s %s/%s",
             len(deleted),

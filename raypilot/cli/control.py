@@ -17,7 +17,8 @@ from kubernetes.config.config_exception import ConfigException
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
 
 from activities.kubernetes_client import KubeObjects, load_kube_configuration
-from activities.kubernetes_resources import OWNED_KINDS, RESOURCES_BY_KIND, object_ref
+from activities.kubernetes_events import delete_objects, labelled_objects
+from activities.kubernetes_resources import OWNED_KINDS
 from models.naming import ObjectRef, ownership_labels
 from raypilot.cli.common import (
     CommandError,
@@ -46,21 +47,8 @@ def delete_leftovers(kube: KubeObjects, ref: ObjectRef) -> list[dict[str, str]]:
     """Requests deletion of every object of OWNED_KINDS carrying the ownership labels, in OWNED_KINDS order
     (traffic first); returns those it asked to delete. An API that is not installed (no Gateway API) has
     none."""
-    deleted: list[dict[str, str]] = []
-    selector = leftover_selector(ref)
-    for kind in OWNED_KINDS:
-        resource = RESOURCES_BY_KIND[kind]
-        try:
-            items = kube.list(resource, ref.namespace, selector)
-        except ApiException as error:
-            if error.status == 404:
-                continue
-            raise
-        for item in items:
-            found = object_ref(item)
-            if kube.delete(resource, found["namespace"], found["name"], "Background", found["uid"] or None):
-                deleted.append(found)
-    return deleted
+    found = labelled_objects(kube, ref.namespace, leftover_selector(ref), OWNED_KINDS)
+    return delete_objects(kube, found)
 
 
 def kube_objects(env: Mapping[str, str]) -> KubeObjects:
