@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PACKAGES := models workflows activities sandbox raypilot worker.py
+PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
 .PHONY: install test lint typecheck unit dev demo lock clean
 

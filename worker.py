@@ -1,96 +1,12 @@
-"""The raypilot worker: every workflow and activity, on the task queue of CONTRACT section 2.
+"""`python worker.py`: the raypilot worker with every workflow and activity (CONTRACT section 2).
 
-Run it as `python worker.py` or `raypilot worker`. It registers the search attributes of CONTRACT section 4
-when they are missing, serves SDK metrics on RAYPILOT_METRICS_PORT when set, and shuts down cleanly on
-SIGINT/SIGTERM (running activities get a grace period to finish or heartbeat their progress).
+The worker itself is `raypilot.worker`, so that the CLI (`raypilot worker`) reaches it without importing this
+top-level script.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import os
-import signal
-from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
-
-from temporalio.worker import Worker
-
-from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
-from models.operator import operator_config_from_env
-from raypilot.search_attributes import ensure_search_attributes
-from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
-from workflows.registry import WORKFLOWS
-
-log = logging.getLogger("raypilot.worker")
-
-MAX_CONCURRENT_ACTIVITIES = 100
-GRACEFUL_SHUTDOWN = timedelta(seconds=30)
-# A wait learns that the workflow cancelled it (an `apply`, `delete` or upgrade control changed the desired
-# state) only when one of its heartbeats reaches the server. The SDK sends them at most every 0.8 x the
-# heartbeat timeout (24 s for the waits' 30 s); capping that at 2 s lets handlers act within seconds.
-# Heartbeats are RPCs, not history events, so this costs no Temporal actions.
-MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
-
-
-async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
-    client = await connect_with_retry(settings, make_runtime(settings))
-    await ensure_search_attributes(client, settings.namespace)
-    dependencies = ActivityDependencies.from_env()
-    # Kubernetes client calls block, so synchronous activities run on threads: one per activity slot.
-    with ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES) as executor:
-        try:
-            async with Worker(
-                client,
-                task_queue=settings.task_queue,
-                workflows=WORKFLOWS,
-                activities=build_activities(dependencies),
-                activity_executor=executor,
-                max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
-                graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
-                max_heartbeat_throttle_interval=MAX_HEARTBEAT_THROTTLE,
-                default_heartbeat_throttle_interval=MAX_HEARTBEAT_THROTTLE,
-            ):
-                log.info(
-                    "worker started: address=%s namespace=%s task_queue=%s",
-                    settings.address,
-                    settings.namespace,
-                    settings.task_queue,
-                )
-                await stop.wait()
-                log.info("shutting down")
-        finally:
-            await dependencies.aclose()
-
-
-def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # httpx logs every request at INFO: one line per dashboard poll would drown the worker's own log.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    try:
-        settings = TemporalSettings.from_env()
-        settings.tls_config()
-        # Fail at start, not in every workflow or activity, when a setting has a typo.
-        operator_config_from_env(os.environ)
-        dashboard_access_from_env(os.environ)
-    except (SettingsError, ValueError) as err:
-        log.error("%s", err)
-        return 2
-
-    async def serve() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        await run_worker(settings, stop)
-
-    try:
-        asyncio.run(serve())
-    except SettingsError as err:
-        log.error("%s", err)
-        return 2
-    return 0
-
+from raypilot.worker import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -11,8 +11,7 @@ import os
 from temporalio import activity
 
 from models.operator import OperatorConfig, operator_config_from_env
-
-READ_OPERATOR_CONFIG = "raypilot.read_operator_config"
+from wire.names import READ_OPERATOR_CONFIG
 
 
 @activity.defn(name=READ_OPERATOR_CONFIG)

@@ -13,9 +13,10 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import names
 from activities.dashboard_client import DashboardClient, head_serve_healthy
-from activities.dashboard_inputs import (
+from activities.errors import RAY_JOB_STILL_RUNNING
+from wire import names
+from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
     JobInfoAnswer,
@@ -26,10 +27,9 @@ from activities.dashboard_inputs import (
     SubmitJob,
     SubmitJobResult,
 )
-from activities.errors import RAY_JOB_STILL_RUNNING
 
 if TYPE_CHECKING:
-    from activities.registry import ActivityDependencies
+    from activities.dependencies import ActivityDependencies
 
 SUBMISSION_ID_TAKEN: Final = "Please use a different submission_id"
 MAX_JOB_MESSAGE_CHARS: Final = 4096

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any, Final
 import httpx
 from temporalio.exceptions import ApplicationError
 
-from activities.dashboard_inputs import AUTH_TOKEN_SECRET_KEY, DashboardTarget, HeadServeHealth
 from activities.errors import SECRET_MISSING, http_error, redact, retry_after_seconds
 from models.naming import HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS, HTTP_CLIENT_PROXY_TIMEOUT_SECONDS
+from wire.dashboard import AUTH_TOKEN_SECRET_KEY, DashboardTarget, HeadServeHealth
 
 if TYPE_CHECKING:
-    from activities.registry import ActivityDependencies
+    from activities.dependencies import ActivityDependencies
 
 RAY_AUTH_HEADER: Final = "X-Ray-Authorization"
 MAX_ERROR_BODY_CHARS: Final = 500

@@ -11,10 +11,10 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import names
-from activities.inputs import CreateObject, DeleteObject, ObjectKey, UpdateSpec
 from activities.kubernetes import KubernetesActivityBase
 from activities.kubernetes_resources import GATEWAY, HTTPROUTE, trim_object
+from wire import names
+from wire.kubernetes import CreateObject, DeleteObject, ObjectKey, UpdateSpec
 
 
 def _condition_true(conditions: Sequence[Mapping[str, Any]] | None, condition_type: str) -> bool:

@@ -8,19 +8,11 @@ retry 409 conflicts on a fresh read and write only the spec and the metadata ray
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
-from activities import names
-from activities.inputs import (
-    CreateObject,
-    DeleteObject,
-    ListObjects,
-    ObjectKey,
-    ServiceEndpoints,
-    UpdateSpec,
-)
 from activities.kubernetes_client import KubeObjects, kubernetes_errors
 from activities.kubernetes_resources import (
     ENDPOINT_SLICE,
@@ -29,9 +21,19 @@ from activities.kubernetes_resources import (
     Resource,
     trim_object,
 )
+from models.base import INT32_MAX
+from wire import names
+from wire.kubernetes import (
+    CreateObject,
+    DeleteObject,
+    ListObjects,
+    ObjectKey,
+    ServiceEndpoints,
+    UpdateSpec,
+)
 
 if TYPE_CHECKING:
-    from activities.registry import ActivityDependencies
+    from activities.dependencies import ActivityDependencies
 
 # Service spec fields the API server allocates and then refuses to change.
 _ALLOCATED_SERVICE_FIELDS = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy")
@@ -199,19 +201,29 @@ class ServiceActivities(KubernetesActivityBase):
 
     @activity.defn(name=names.COUNT_READY_ENDPOINTS)
     def count_ready_endpoints(self, request: ServiceEndpoints) -> int:
-        """numServeEndpoints: distinct ready addresses over the Service's EndpointSlices (a missing `ready`
-        condition counts as ready, as Kubernetes defines it)."""
+        """numServeEndpoints: the ready Pods behind the Service's EndpointSlices, counted as KubeRay does."""
         selector = f"kubernetes.io/service-name={request.service_name}"
         with kubernetes_errors(f"list {ENDPOINT_SLICE.describe(request.namespace)}"):
             slices = self.kube.list(ENDPOINT_SLICE, request.namespace, selector)
-        return count_ready_addresses(slices)
+        return count_ready_serve_endpoints(slices)
 
 
-def count_ready_addresses(slices: list[dict[str, Any]]) -> int:
-    ready: set[str] = set()
-    for endpoint_slice in slices:
+def count_ready_serve_endpoints(endpoint_slices: Iterable[Mapping[str, Any]]) -> int:
+    """numServeEndpoints as KubeRay counts it (calculateNumServeEndpointsFromSlices): the distinct Pods
+    (`targetRef.uid`) whose endpoint is `ready: true` in the EndpointSlices of one Service.
+
+    A dual-stack cluster lists a Pod once per IP family (one slice each), so Pods are counted, not addresses.
+    Endpoints without a targetRef uid, or whose `ready` is unset, are not counted, as in KubeRay. Raises
+    OverflowError past int32 (KubeRay's error).
+    """
+    ready_pods: set[str] = set()
+    for endpoint_slice in endpoint_slices:
         for endpoint in endpoint_slice.get("endpoints") or []:
-            if (endpoint.get("conditions") or {}).get("ready") is False:
+            if (endpoint.get("conditions") or {}).get("ready") is not True:
                 continue
-            ready.update(endpoint.get("addresses") or [])
-    return len(ready)
+            uid = (endpoint.get("targetRef") or {}).get("uid") or ""
+            if uid:
+                ready_pods.add(uid)
+    if len(ready_pods) > INT32_MAX:
+        raise OverflowError("numServeEndpoints exceeds math.MaxInt32")
+    return len(ready_pods)

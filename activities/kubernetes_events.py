@@ -10,12 +10,12 @@ from typing import Any, Final
 from kubernetes.client.exceptions import ApiException
 from temporalio import activity
 
-from activities import names
-from activities.inputs import CreateObject, OwnedObjects, RayResourceKey, RecordEvent
 from activities.kubernetes import KubernetesActivityBase
 from activities.kubernetes_client import KubeObjects, kubernetes_errors
 from activities.kubernetes_resources import EVENT, RAYJOB, RAYSERVICE, RESOURCES_BY_KIND, object_ref
 from models.naming import ownership_label_selector
+from wire import names
+from wire.kubernetes import CreateObject, OwnedObjects, RayResourceKey, RecordEvent
 
 EVENT_SOURCE_COMPONENT: Final = "raypilot"
 MAX_EVENT_MESSAGE_CHARS: Final = 1024

@@ -54,9 +54,6 @@ JOB: Final = Resource("batch/v1", "Job", "jobs")
 GATEWAY: Final = Resource("gateway.networking.k8s.io/v1", "Gateway", "gateways")
 HTTPROUTE: Final = Resource("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes")
 
-# The kinds raypilot creates for a RayJob/RayService, found again by the ownership labels for cleanup,
-# in the order they are deleted (traffic first, then what serves it).
-OWNED_KINDS: Final = ("HTTPRoute", "Gateway", "Service", "Job", "RayCluster")
 RESOURCES_BY_KIND: Final = {
     resource.kind: resource
     for resource in (

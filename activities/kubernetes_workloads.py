@@ -7,12 +7,12 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import names
-from activities.inputs import CreateObject, DeleteObject, HeadPodKey, ObjectKey, PodLabels
 from activities.kubernetes import KubernetesActivityBase
 from activities.kubernetes_client import kubernetes_errors
 from activities.kubernetes_resources import JOB, POD, trim_job, trim_pod
 from models.naming import LABEL_CLUSTER, LABEL_NODE_TYPE
+from wire import names
+from wire.kubernetes import CreateObject, DeleteObject, HeadPodKey, ObjectKey, PodLabels
 
 
 def head_pod_selector(cluster_name: str) -> str:

@@ -24,14 +24,14 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import names
 from activities.dashboard import fetch_job_info, json_object, post_job, shorten_middle
 from activities.dashboard_client import DashboardClient
-from activities.dashboard_inputs import JobInfoAnswer, ReadReplicaRanks, ReplicaRanks
 from activities.waits import Heartbeater
+from wire import names
+from wire.dashboard import JobInfoAnswer, ReadReplicaRanks, ReplicaRanks
 
 if TYPE_CHECKING:
-    from activities.registry import ActivityDependencies
+    from activities.dependencies import ActivityDependencies
 
 RANKS_MARKER: Final = "RAYPILOT_REPLICA_RANKS "
 # The driver: for each deployment the controller knows, replica id -> [rank, node_rank, local_rank]

@@ -21,27 +21,11 @@ from typing import TYPE_CHECKING, Any, Final
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import names
 from activities.dashboard import fetch_job_info, fetch_serve_details
 from activities.dashboard_client import DashboardClient, head_serve_healthy
-from activities.dashboard_inputs import (
-    HeadServeHealth,
-    JobInfoAnswer,
-    ServeObservation,
-    WaitRayJob,
-    WaitServe,
-)
 from activities.errors import KUBERNETES_GONE
 from activities.gateway import gateway_ready, route_ready
-from activities.inputs import (
-    GatewayObservation,
-    Observation,
-    WaitGateway,
-    WaitObject,
-    WaitRayCluster,
-    WaitReadyEndpoints,
-)
-from activities.kubernetes import count_ready_addresses
+from activities.kubernetes import count_ready_serve_endpoints
 from activities.kubernetes_resources import (
     ENDPOINT_SLICE,
     GATEWAY,
@@ -55,7 +39,23 @@ from activities.kubernetes_resources import (
     trim_pod,
 )
 from activities.kubernetes_workloads import head_pod_selector, pick_head_pod
-from activities.wait_views import (
+from wire import names
+from wire.dashboard import (
+    HeadServeHealth,
+    JobInfoAnswer,
+    ServeObservation,
+    WaitRayJob,
+    WaitServe,
+)
+from wire.kubernetes import (
+    GatewayObservation,
+    Observation,
+    WaitGateway,
+    WaitObject,
+    WaitRayCluster,
+    WaitReadyEndpoints,
+)
+from wire.views import (
     gateway_view,
     job_view,
     pod_view,
@@ -66,7 +66,7 @@ from activities.wait_views import (
 )
 
 if TYPE_CHECKING:
-    from activities.registry import ActivityDependencies
+    from activities.dependencies import ActivityDependencies
 
 WATCH_SECONDS: Final = 60
 DEFAULT_HEARTBEAT_SECONDS: Final = 10.0
@@ -220,7 +220,7 @@ class KubernetesWaits:
         def counts(current: dict[str, Any] | None) -> dict[str, int]:
             slices = (current or {}).get("items") or []
             return {
-                name: count_ready_addresses(
+                name: count_ready_serve_endpoints(
                     [s for s in slices if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name]
                 )
                 for name in services

@@ -7,15 +7,28 @@ synchronously inside the delete call, so dependents are gone (or marked for dele
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from sandbox.resources import ResourceType
 from sandbox.store_errors import now_rfc3339
 
-if TYPE_CHECKING:
-    from sandbox.resources import ResourceType
-    from sandbox.store import Store
-
 _Key = tuple[str, str]
+
+
+class CollectedStore(Protocol):
+    """What the collector uses of the store it belongs to (the store's own internals: the collector is a part
+    of it kept in a file of its own; a protocol, so that this module does not import the store back)."""
+
+    _objects: dict[ResourceType, dict[_Key, dict[str, Any]]]
+
+    def _next_rv(self) -> str: ...
+
+    def _record(
+        self, rt: ResourceType, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None: ...
+
+    def _release(self, rt: ResourceType, obj: dict[str, Any]) -> None: ...
+
 FOREGROUND_FINALIZER = "foregroundDeletion"
 
 
@@ -28,7 +41,7 @@ def _is_namespace(rt: ResourceType) -> bool:
 
 
 class GarbageCollector:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CollectedStore) -> None:
         self._store = store
         self._by_uid: dict[str, tuple[ResourceType, _Key]] = {}
         # owner uid -> its dependents, and back: deletes stay O(dependents) instead of O(all objects)

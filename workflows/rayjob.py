@@ -22,22 +22,21 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.config import READ_OPERATOR_CONFIG
     from models.base import dump_status
     from models.features import FeatureGates
     from models.manifest import ManifestError, parse_rayjob
     from models.meta import ObjectMeta
-    from models.operator import OperatorConfig
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
+    from wire import stubs
     from workflows.decisions.rayjob_transitions import validation_failed_transition
     from workflows.decisions.rayjob_workflow_support import applied_job, is_spec_changed
 
+from workflows.kit.calls import IO, call_without_input
+from workflows.kit.waits import Waits
 from workflows.rayjob_base import StepFailed
-from workflows.rayjob_calls import act
 from workflows.rayjob_deletion import DeletionSteps
 from workflows.rayjob_initializing import InitializingSteps
-from workflows.rayjob_race import Watches
 from workflows.rayjob_release import ReleaseSteps
 from workflows.rayjob_running import RunningSteps
 from workflows.rayjob_state import RayJobState
@@ -83,12 +82,12 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
         self.state = RayJobState(
             job=job, workflow_id=workflow.info().workflow_id, generation=job.metadata.generation or 1
         )
-        self.watches = Watches()
+        self.watches = Waits()
         self._event_tasks = []
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
-        self.state.config = await act(READ_OPERATOR_CONFIG, result_type=OperatorConfig)
+        self.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         error = self._invalid or self._validation_error(self.job)
         if error is not None:
             self.transition(validation_failed_transition(error.message))

@@ -16,13 +16,13 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import names
-    from activities.dashboard_inputs import DashboardTarget
-    from activities.inputs import InvolvedObject, OwnerReference, Ownership, RecordEvent
     from models.naming import KIND_RAYJOB
     from models.operator import OperatorConfig
     from models.raycluster import RAY_API_VERSION, RayClusterSpec, RayClusterStatus
     from models.rayjob import RayJob, RayJobStatus
+    from wire import stubs
+    from wire.dashboard import DashboardTarget
+    from wire.kubernetes import InvolvedObject, OwnerReference, Ownership, RecordEvent
     from workflows.decisions.rayjob_deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob_retry import settle_transition
     from workflows.decisions.rayjob_status import Transition, apply_transition
@@ -34,8 +34,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
-from workflows.rayjob_calls import EVENT_BUDGET, act
-from workflows.rayjob_race import Watches
+from workflows.kit.calls import IO, call
+from workflows.kit.waits import Waits
 from workflows.rayjob_state import RayJobState
 
 
@@ -46,7 +46,7 @@ class StepFailed(Exception):
 
 class RayJobBase:
     state: RayJobState
-    watches: Watches
+    watches: Waits
     _event_tasks: list[asyncio.Task[None]]
 
     # ---- the RayJob -------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ class RayJobBase:
 
     async def _send_event(self, request: RecordEvent) -> None:
         try:
-            await act(names.RECORD_EVENT, request, budget=EVENT_BUDGET)
+            await call(stubs.record_event, request, IO.EVENT)
         except ActivityError as error:
             workflow.logger.warning("could not record event %s: %s", request.reason, error.cause or error)
 

@@ -12,12 +12,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import names
-    from activities.dashboard_inputs import RayJobKey, StopJobResult
-    from activities.inputs import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
-    from activities.kubernetes_resources import OWNED_KINDS
     from models.naming import KIND_RAYCLUSTER, KIND_RAYJOB
     from models.rayjob import DeletionPolicyType
+    from wire import stubs
+    from wire.dashboard import RayJobKey
+    from wire.kubernetes import OWNED_KINDS, DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
     from workflows.decisions.deletion import (
         ClusterDeletionObservation,
         deletion_completions,
@@ -26,8 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob_transitions import should_stop_ray_job_on_delete
     from workflows.decisions.rayjob_workflow_support import EventReason, rayjob_event
 
+from workflows.kit.calls import IO, call
 from workflows.rayjob_base import RayJobBase
-from workflows.rayjob_calls import act, act_remotely
 
 
 class DeletionSteps(RayJobBase):
@@ -53,7 +52,9 @@ class DeletionSteps(RayJobBase):
         return False
 
     async def _observe_cluster(self) -> ClusterDeletionObservation:
-        found = await act(names.GET_RAYCLUSTER, ObjectKey(self.namespace, self.status.ray_cluster_name))
+        found = await call(
+            stubs.get_raycluster, ObjectKey(self.namespace, self.status.ray_cluster_name), IO.STEP
+        )
         return ClusterDeletionObservation.from_manifest(found)
 
     async def _execute(self, policy: DeletionPolicyType) -> bool:
@@ -61,11 +62,15 @@ class DeletionSteps(RayJobBase):
         workflow.logger.info("RayJob %s/%s: deletion policy %s", self.namespace, self.name, policy.value)
         if policy == DeletionPolicyType.DELETE_SELF:
             await self.delete_everything(stop_job=False)
-            await act(names.DELETE_RAY_RESOURCE, RayResourceKey(KIND_RAYJOB, self.namespace, self.name))
+            await call(
+                stubs.delete_ray_resource, RayResourceKey(KIND_RAYJOB, self.namespace, self.name), IO.STEP
+            )
             return True
         if policy == DeletionPolicyType.DELETE_CLUSTER:
             try:
-                deleted = await act(names.DELETE_RAYCLUSTER, DeleteObject(self.namespace, cluster_name))
+                deleted = await call(
+                    stubs.delete_raycluster, DeleteObject(self.namespace, cluster_name), IO.STEP
+                )
             except ActivityError as error:
                 reason, message = EventReason.FAILED_TO_DELETE_RAYCLUSTER, str(error.cause or error)
                 self.record(rayjob_event(reason, self.namespace, cluster_name, message))
@@ -75,7 +80,9 @@ class DeletionSteps(RayJobBase):
             self.state.cluster_for_deletion = ClusterDeletionObservation(exists=deleted, deleting=deleted)
         elif policy == DeletionPolicyType.DELETE_WORKERS:
             try:
-                updated = await act(names.SUSPEND_WORKER_GROUPS, ObjectKey(self.namespace, cluster_name))
+                updated = await call(
+                    stubs.suspend_worker_groups, ObjectKey(self.namespace, cluster_name), IO.STEP
+                )
             except ActivityError as error:
                 reason, message = EventReason.FAILED_TO_UPDATE_RAYCLUSTER, str(error.cause or error)
                 self.record(rayjob_event(reason, self.namespace, cluster_name, message))
@@ -94,13 +101,10 @@ class DeletionSteps(RayJobBase):
         reachable = bool(status.job_id and status.dashboard_url) and attempt.cluster_spec is not None
         if stop_job and reachable and should_stop_ray_job_on_delete(status):
             try:
-                await act(
-                    names.STOP_JOB, RayJobKey(self.dashboard(), status.job_id), result_type=StopJobResult
-                )
+                await call(stubs.stop_job, RayJobKey(self.dashboard(), status.job_id), IO.STEP)
             except ActivityError as error:
                 workflow.logger.warning("could not stop Ray job %s: %s", status.job_id, error.cause)
         kinds = tuple(kind for kind in OWNED_KINDS if self.uses_own_cluster() or kind != KIND_RAYCLUSTER)
-        await act_remotely(
-            names.DELETE_OWNED_OBJECTS, OwnedObjects(self.namespace, KIND_RAYJOB, self.name, kinds=kinds)
-        )
+        owned = OwnedObjects(self.namespace, KIND_RAYJOB, self.name, kinds=kinds)
+        await call(stubs.delete_owned_objects, owned, IO.LAST_STEP)
         self.state.deleted = True

@@ -16,11 +16,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import names
-    from activities.inputs import CreateObject, ObjectKey, Observation, WaitRayCluster
-    from activities.wait_views import job_view
     from models.raycluster import ClusterState, RayClusterSpec, RayClusterStatus
     from models.rayjob import JobSubmissionMode
+    from wire import stubs
+    from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
+    from wire.views import job_view
     from workflows.decisions.rayjob_cluster import (
         DashboardPortNotFound,
         cluster_head_service_name,
@@ -42,8 +42,8 @@ with workflow.unsafe.imports_passed_through():
         rayjob_event,
     )
 
+from workflows.kit.calls import IO, call
 from workflows.rayjob_base import RayJobBase, StepFailed
-from workflows.rayjob_calls import act, wait
 from workflows.rayjob_state import AttemptState
 
 CLUSTER_WATCH = "cluster"
@@ -99,7 +99,7 @@ class InitializingSteps(RayJobBase):
         attempt = self.state.attempt
         cluster_name = self.status.ray_cluster_name
         if not self.uses_own_cluster():
-            found = await act(names.GET_RAYCLUSTER, ObjectKey(self.namespace, cluster_name))
+            found = await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
             if found is None:
                 self.record(rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.namespace, cluster_name))
                 raise StepFailed(
@@ -117,7 +117,7 @@ class InitializingSteps(RayJobBase):
                 self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
             )
             request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
-            created: dict[str, Any] = await act(names.CREATE_RAYCLUSTER, request)
+            created: dict[str, Any] = await call(stubs.create_raycluster, request, IO.STEP)
         except (ActivityError, SubmitCommandError, ValueError) as error:
             self.record(
                 rayjob_event(
@@ -138,11 +138,11 @@ class InitializingSteps(RayJobBase):
         request = WaitRayCluster(self.namespace, self.status.ray_cluster_name, until="ready")
         self.watches.start(
             CLUSTER_WATCH,
-            lambda: wait(names.WAIT_RAYCLUSTER, request, Observation, summary="RayCluster ready"),
+            lambda: call(stubs.wait_raycluster, request, IO.WAIT, summary="RayCluster ready"),
         )
         deadline = earliest_deadline(rayjob_deadlines(self.job, self.config))
         self.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
-        for finished in await self.watches.race(self.changed_since(self.state.spec_version)):
+        for finished in (await self.watches.race(self.changed_since(self.state.spec_version))).finished:
             if finished.key != CLUSTER_WATCH:
                 continue
             observation: Observation = finished.value()
@@ -162,7 +162,7 @@ class InitializingSteps(RayJobBase):
         if url is not None:
             return url
         service_name = cluster_head_service_name(self.status.ray_cluster_name, self.cluster_spec())
-        service = await act(names.GET_SERVICE, ObjectKey(self.namespace, service_name))
+        service = await call(stubs.get_service, ObjectKey(self.namespace, service_name), IO.STEP)
         if service is None:
             raise StepFailed(
                 f"the head Service {self.namespace}/{service_name} of the RayCluster is not found"
@@ -186,7 +186,7 @@ class InitializingSteps(RayJobBase):
                 gates=self.config.feature_gates,
             )
             request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
-            created: dict[str, Any] = await act(names.CREATE_JOB, request)
+            created: dict[str, Any] = await call(stubs.create_job, request, IO.STEP)
         except (ActivityError, SubmitCommandError) as error:
             self.record(
                 rayjob_event(

@@ -17,17 +17,17 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import names
-    from activities.inputs import DeleteObject, ObjectKey, Observation, WaitObject, WaitRayCluster
-    from activities.wait_views import job_view, raycluster_view
     from models.naming import submitter_job_name
     from models.rayjob import JobSubmissionMode
+    from wire import stubs
+    from wire.kubernetes import DeleteObject, ObjectKey, Observation, WaitObject, WaitRayCluster
+    from wire.views import job_view, raycluster_view
     from workflows.decisions.rayjob_retry import status_after_resources_released
     from workflows.decisions.rayjob_transitions import resume_transition
     from workflows.decisions.rayjob_workflow_support import EventReason, rayjob_event
 
+from workflows.kit.calls import IO, call
 from workflows.rayjob_base import RayJobBase
-from workflows.rayjob_calls import act, wait
 from workflows.rayjob_state import AttemptState
 
 CLUSTER_GONE_WATCH = "cluster-gone"
@@ -59,7 +59,7 @@ class ReleaseSteps(RayJobBase):
             )
             self.watches.start(
                 CLUSTER_GONE_WATCH,
-                lambda: wait(names.WAIT_RAYCLUSTER, cluster_request, Observation, summary="RayCluster gone"),
+                lambda: call(stubs.wait_raycluster, cluster_request, IO.WAIT, summary="RayCluster gone"),
             )
         if not submitter_gone:
             job_request = WaitObject(
@@ -67,12 +67,10 @@ class ReleaseSteps(RayJobBase):
             )
             self.watches.start(
                 SUBMITTER_GONE_WATCH,
-                lambda: wait(
-                    names.WAIT_SUBMITTER_JOB, job_request, Observation, summary="submitter Job gone"
-                ),
+                lambda: call(stubs.wait_submitter_job, job_request, IO.WAIT, summary="submitter Job gone"),
             )
         # Only a deletion interrupts: a suspend flipped back meanwhile does not stop Suspending (atomic).
-        for finished in await self.watches.race(lambda: self.state.delete_requested):
+        for finished in (await self.watches.race(lambda: self.state.delete_requested)).finished:
             observation: Observation = finished.value()
             if finished.key == CLUSTER_GONE_WATCH:
                 attempt.cluster_view = observation.view
@@ -90,9 +88,11 @@ class ReleaseSteps(RayJobBase):
     async def _delete_cluster(self, cluster_name: str) -> dict[str, Any]:
         """Asks for the RayCluster's deletion; returns its view afterwards (GONE once it is)."""
         try:
-            deleted = await act(names.DELETE_RAYCLUSTER, DeleteObject(self.namespace, cluster_name))
+            deleted = await call(stubs.delete_raycluster, DeleteObject(self.namespace, cluster_name), IO.STEP)
             remaining = (
-                await act(names.GET_RAYCLUSTER, ObjectKey(self.namespace, cluster_name)) if deleted else None
+                await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
+                if deleted
+                else None
             )
         except ActivityError as error:
             self.record(
@@ -111,8 +111,10 @@ class ReleaseSteps(RayJobBase):
     async def _delete_submitter(self) -> dict[str, Any]:
         job_name = submitter_job_name(self.name)
         try:
-            deleted = await act(names.DELETE_JOB, DeleteObject(self.namespace, job_name))
-            remaining = await act(names.GET_JOB, ObjectKey(self.namespace, job_name)) if deleted else None
+            deleted = await call(stubs.delete_job, DeleteObject(self.namespace, job_name), IO.STEP)
+            remaining = (
+                await call(stubs.get_job, ObjectKey(self.namespace, job_name), IO.STEP) if deleted else None
+            )
         except ActivityError as error:
             self.record(
                 rayjob_event(

@@ -15,11 +15,11 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities import names
-    from activities.dashboard_inputs import JobInfoAnswer, RayJobKey, SubmitJob, SubmitJobResult, WaitRayJob
-    from activities.inputs import CreateObject, ObjectKey, Observation, WaitObject
     from models.naming import submitter_job_name
     from models.rayjob import JobSubmissionMode
+    from wire import stubs
+    from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
+    from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
     from workflows.decisions.rayjob_cluster import rayjob_cluster_manifest
     from workflows.decisions.rayjob_deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob_http_submission import http_submit_request
@@ -38,9 +38,9 @@ with workflow.unsafe.imports_passed_through():
         rayjob_head_service_manifest,
     )
 
+from workflows.kit.calls import IO, call
+from workflows.kit.waits import Finished
 from workflows.rayjob_base import RayJobBase, StepFailed
-from workflows.rayjob_calls import act, wait
-from workflows.rayjob_race import Finished
 
 JOB_WATCH = "job"
 SUBMITTER_WATCH = "submitter"
@@ -63,7 +63,7 @@ class RunningSteps(RayJobBase):
         self._start_watches()
         deadline = earliest_deadline(rayjob_deadlines(self.job, self.config, self.submitter_finished_at()))
         self.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
-        finished = await self.watches.race(self.changed_since(self.state.spec_version))
+        finished = (await self.watches.race(self.changed_since(self.state.spec_version))).finished
         await self._observe(finished)
 
     async def _create_head_service(self) -> None:
@@ -73,7 +73,7 @@ class RunningSteps(RayJobBase):
         service_name = manifest["metadata"]["name"]
         request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
         try:
-            await act(names.CREATE_SERVICE, request)
+            await call(stubs.create_service, request, IO.STEP)
         except ActivityError as error:
             message = str(error.cause or error)
             self.record(
@@ -89,7 +89,7 @@ class RunningSteps(RayJobBase):
         attempt = self.state.attempt
         try:
             request = SubmitJob(self.dashboard(), http_submit_request(self.job))
-            await act(names.SUBMIT_JOB, request, result_type=SubmitJobResult)
+            await call(stubs.submit_job, request, IO.STEP)
             submitted = True
         except (ActivityError, SubmitCommandError) as error:
             workflow.logger.warning("submitting Ray job %s failed: %s", self.status.job_id, error)
@@ -111,7 +111,7 @@ class RunningSteps(RayJobBase):
             job_request = WaitRayJob(self.dashboard(), self.status.job_id, last=answer or NOT_SUBMITTED)
             self.watches.start(
                 JOB_WATCH,
-                lambda: wait(names.WAIT_RAY_JOB, job_request, JobInfoAnswer, summary="Ray job status"),
+                lambda: call(stubs.wait_job, job_request, IO.WAIT, summary="Ray job status"),
             )
         submitter = attempt.submitter
         if not has_submitter(self.job) or (
@@ -124,13 +124,13 @@ class RunningSteps(RayJobBase):
             )
             self.watches.start(
                 SUBMITTER_WATCH,
-                lambda: wait(names.WAIT_SUBMITTER_JOB, request, Observation, summary="submitter Job"),
+                lambda: call(stubs.wait_submitter_job, request, IO.WAIT, summary="submitter Job"),
             )
         else:
             pod_request = WaitObject(self.namespace, self.status.ray_cluster_name, attempt.head_pod_view)
             self.watches.start(
                 SUBMITTER_WATCH,
-                lambda: wait(names.WAIT_HEAD_POD, pod_request, Observation, summary="head Pod (submitter)"),
+                lambda: call(stubs.wait_head_pod, pod_request, IO.WAIT, summary="head Pod (submitter)"),
             )
 
     async def _observe(self, finished: list[Finished]) -> None:
@@ -147,9 +147,8 @@ class RunningSteps(RayJobBase):
             return
         if submitter_reported and not job_reported:
             # The submitter finished or failed: judge it against the Ray job as it is now.
-            attempt.job_answer = await act(
-                names.GET_JOB_INFO, RayJobKey(self.dashboard(), self.status.job_id), result_type=JobInfoAnswer
-            )
+            job_key = RayJobKey(self.dashboard(), self.status.job_id)
+            attempt.job_answer = await call(stubs.get_job_info, job_key, IO.STEP)
         await self._decide()
 
     def _observe_submitter(self, observation: Observation) -> None:
@@ -188,7 +187,7 @@ class RunningSteps(RayJobBase):
         """The dashboard does not answer: if the RayCluster is gone, create it again as KubeRay's
         getOrCreate does in Running (in clusterSelector mode, say that it is missing)."""
         cluster_name = self.status.ray_cluster_name
-        found = await act(names.GET_RAYCLUSTER, ObjectKey(self.namespace, cluster_name))
+        found = await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
         if found is not None:
             self.set_cluster_status(found)
             return
@@ -199,5 +198,5 @@ class RunningSteps(RayJobBase):
             self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
         )
         request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
-        await act(names.CREATE_RAYCLUSTER, request)
+        await call(stubs.create_raycluster, request, IO.STEP)
         self.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.namespace, cluster_name))

@@ -15,11 +15,11 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dashboard_inputs import JobInfoAnswer
     from models.base import format_rfc3339
     from models.operator import OperatorConfig
     from models.raycluster import RayClusterSpec
     from models.rayjob import RayJob
+    from wire.dashboard import JobInfoAnswer
     from workflows.decisions.deletion import ClusterDeletionObservation
     from workflows.decisions.rayjob_observations import SubmitterState
     from workflows.decisions.rayjob_workflow_support import EVENT_LOG_SIZE, RayJobEvent

@@ -15,7 +15,7 @@ and `delete` (delete every owned object, then complete); and the upgrade control
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from temporalio import workflow
@@ -24,14 +24,14 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     # Modules whose dataclasses are decoded inside the workflow must be imported here, from the sandboxed
     # module itself: pydantic resolves their annotations through the sandbox's own sys.modules.
-    import activities.dashboard_inputs
-    import activities.inputs  # noqa: F401
+    import wire.dashboard
+    import wire.kubernetes  # noqa: F401
     import workflows.decisions.incremental_controls  # noqa: F401
-    from activities.config import READ_OPERATOR_CONFIG
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
+    from wire import stubs
     from workflows.decisions.incremental_controls import (
         UPGRADE_CONTROL_CONDITION,
         UpgradeControlRejected,
@@ -58,6 +58,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice_state import RayServiceState
     from workflows.rayservice_world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
+
+from workflows.kit.calls import IO, call_without_input
 
 __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
@@ -96,9 +98,7 @@ class RayServiceWorkflow:
 
     @workflow.run
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
-        config = await workflow.execute_local_activity(
-            READ_OPERATOR_CONFIG, result_type=OperatorConfig, start_to_close_timeout=timedelta(seconds=10)
-        )
+        config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
         if state.run_number == 1:

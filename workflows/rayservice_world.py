@@ -11,16 +11,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.dashboard_inputs import DashboardTarget, ReplicaRanks, ServeObservation, auth_secret_name
-    from activities.inputs import GatewayObservation, Observation
     from models.raycluster import RayCluster
     from models.rayservice import RayService
+    from wire.dashboard import DashboardTarget, ReplicaRanks, ServeObservation, auth_secret_name
+    from wire.kubernetes import GatewayObservation, Observation
     from workflows.decisions.rayservice_replica_ranks import rank_submission_id
     from workflows.decisions.rayservice_services import serve_port
     from workflows.decisions.rayservice_workflow_support import (
@@ -30,6 +30,8 @@ with workflow.unsafe.imports_passed_through():
         head_service_of,
     )
     from workflows.rayservice_activities import RayServiceCalls
+
+from workflows.kit.waits import TIMER, Finished, Waits
 
 __all__ = ["RayServiceWorld"]
 
@@ -45,12 +47,6 @@ def dashboard_target(cluster: RayCluster) -> DashboardTarget:
         dashboard_port=dashboard_port(cluster),
         auth_secret=auth_secret_name(name, cluster.spec),
     )
-
-
-def _ignore_outcome(task: asyncio.Future[Any]) -> None:
-    # A cancelled wait's outcome (cancelled, or a result that raced the cancellation) is of no interest.
-    if not task.cancelled():
-        task.exception()
 
 
 def with_known_spec(obj: dict[str, Any] | None, known: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -77,13 +73,11 @@ class RayServiceWorld:
         self.gateway_object: dict[str, Any] | None = None
         self.route_object: dict[str, Any] | None = None
         self._refresh: set[str] = set()
-        self._watches: dict[
-            tuple[str, str, str], tuple[Watch, workflow.ActivityHandle[Any] | asyncio.Task[Any]]
-        ] = {}
+        self._waits = Waits(zero_timer_when_due=True)
+        # The watch behind each key in flight (what its result tells about).
+        self._watching: dict[tuple[str, str, str], Watch] = {}
         self._failed: set[tuple[str, str, str]] = set()
-        self._timer: tuple[datetime, asyncio.Task[None]] | None = None
         self._endpoints_wait_missing = False
-        self._cancelling: list[workflow.ActivityHandle[Any] | asyncio.Task[Any]] = []
 
     # ---- reading ---------------------------------------------------------------------------------------
 
@@ -194,35 +188,11 @@ class RayServiceWorld:
                 break
         return counts
 
-    def _arm_timer(self, deadline: datetime | None) -> asyncio.Task[None] | None:
-        if self._timer is not None and (
-            deadline is None or self._timer[0] != deadline or self._timer[1].done()
-        ):
-            self._timer[1].cancel()
-            self._timer = None
-        if deadline is None:
-            return None
-        if self._timer is None:
-            delay = max(deadline - workflow.now(), timedelta(0))
-            self._timer = (deadline, asyncio.create_task(workflow.sleep(delay, summary="next deadline")))
-        return self._timer[1]
-
-    def _cancel(self, task: workflow.ActivityHandle[Any] | asyncio.Task[Any]) -> None:
-        task.cancel()
-        task.add_done_callback(_ignore_outcome)
-        self._cancelling = [*(pending for pending in self._cancelling if not pending.done()), task]
-
     async def stop(self) -> None:
         """Cancel every wait and the timer, and wait until the cancellations are recorded (before
         continue-as-new or completion: a run must not close with a wait whose cancellation is unconfirmed)."""
-        for _, task in self._watches.values():
-            self._cancel(task)
-        self._watches.clear()
-        if self._timer is not None:
-            self._timer[1].cancel()
-            self._timer = None
-        cancelling, self._cancelling = self._cancelling, []
-        await asyncio.gather(*cancelling, return_exceptions=True)
+        self._watching.clear()
+        await self._waits.stop()
 
     async def wait(
         self,
@@ -233,38 +203,31 @@ class RayServiceWorld:
     ) -> None:
         """Until a handler wakes the loop, the deadline passes, or a wait reports a change."""
         desired = {watch.key: watch for watch in watches if watch.key not in self._failed}
-        for key in list(self._watches):
-            if key not in desired:
-                self._cancel(self._watches.pop(key)[1])
+        self._waits.keep_only(desired)
+        self._watching = {key: watch for key, watch in self._watching.items() if key in desired}
         for key, watch in desired.items():
-            if key not in self._watches:
-                self._watches[key] = (watch, self._start(watch, rayservice))
-        timer = self._arm_timer(deadline)
+            if not self._waits.running(key):
+                self._waits.start(key, lambda watch=watch: self._start(watch, rayservice))  # type: ignore[misc]
+                self._watching[key] = watch
+        self._waits.arm_timer(deadline, "next deadline")
         if woken():
             return
-        wake = asyncio.ensure_future(workflow.wait_condition(woken))
-        tasks: list[asyncio.Future[Any]] = [wake, *(task for _, task in self._watches.values())]
-        if timer is not None:
-            tasks.append(timer)
-        try:
-            await workflow.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not wake.done():
-                wake.cancel()
-        progressed = wake.done() or (timer is not None and timer.done())
-        for key, (watch, task) in list(self._watches.items()):
-            if not task.done():
-                continue
-            self._watches.pop(key)
-            progressed |= self._take(watch, task)
+        raced = await self._waits.race(woken)
+        progressed = raced.changed
+        for finished in raced.finished:
+            if finished.key == TIMER:
+                progressed = True
+            else:
+                key = cast(tuple[str, str, str], finished.key)
+                progressed |= self._take(self._watching.pop(key), finished)
         if progressed:
             self._failed.clear()
 
-    def _take(self, watch: Watch, task: workflow.ActivityHandle[Any] | asyncio.Task[Any]) -> bool:
+    def _take(self, watch: Watch, finished: Finished) -> bool:
         """Record what a finished wait saw; False when it failed (it is not restarted until something else
         changes, so a broken wait cannot spin the loop)."""
         try:
-            result = task.result()
+            result = finished.value()
         except asyncio.CancelledError:
             return False
         except ActivityError as error:

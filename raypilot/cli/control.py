@@ -18,7 +18,6 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 
 from activities.kubernetes_client import KubeObjects, load_kube_configuration
 from activities.kubernetes_events import delete_objects, labelled_objects
-from activities.kubernetes_resources import OWNED_KINDS
 from models.naming import ObjectRef, ownership_labels
 from raypilot.cli.common import (
     CommandError,
@@ -33,6 +32,7 @@ from raypilot.cli.common import (
     with_worker_patience,
     workflow_state,
 )
+from wire.kubernetes import OWNED_KINDS
 
 # Deleting owned objects and waiting for the clusters to go can take a while on a real cluster.
 DELETE_PATIENCE_SECONDS = 300.0

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         console = console or Console()
         return run_command(_temporal_command(args, console), console, interrupted=_interrupted(args))
     if args.command == "worker":
-        import worker
+        from raypilot import worker
 
         return worker.main()
     if args.command == "demo":

@@ -19,7 +19,12 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import errors
 from activities.dashboard import DashboardActivities
-from activities.dashboard_inputs import (
+from activities.kubernetes import RayClusterActivities
+from activities.registry import ActivityDependencies
+from activities.waits import DashboardWaits, KubernetesWaits
+from sandbox.testing import SandboxThread, raycluster_manifest
+from tests.activities.conftest import RecordingEnvironment, make_dependencies
+from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
     JobInfoAnswer,
@@ -30,12 +35,7 @@ from activities.dashboard_inputs import (
     WaitRayJob,
     WaitServe,
 )
-from activities.inputs import CreateObject, WaitRayCluster
-from activities.kubernetes import RayClusterActivities
-from activities.registry import ActivityDependencies
-from activities.waits import DashboardWaits, KubernetesWaits
-from sandbox.testing import SandboxThread, raycluster_manifest
-from tests.activities.conftest import RecordingEnvironment, make_dependencies
+from wire.kubernetes import CreateObject, WaitRayCluster
 
 pytestmark = pytest.mark.timeout(60)
 

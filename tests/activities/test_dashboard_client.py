@@ -12,15 +12,15 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities, job_info_answer, shorten_middle, trim_serve_details
-from activities.dashboard_inputs import (
+from activities.registry import ActivityDependencies, dashboard_access_from_env
+from models.raycluster import RayClusterSpec
+from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
     JobInfoAnswer,
     RayJobKey,
     auth_secret_name,
 )
-from activities.registry import ActivityDependencies, dashboard_access_from_env
-from models.raycluster import RayClusterSpec
 
 RAY_TOKEN = "ray-token-abc"
 KUBE_TOKEN = "kube-token-xyz"

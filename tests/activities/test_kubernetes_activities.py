@@ -11,7 +11,13 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import errors
-from activities.inputs import (
+from activities.kubernetes import RayClusterActivities, ServiceActivities
+from activities.kubernetes_events import EventActivities, OwnershipActivities, event_name
+from activities.kubernetes_workloads import WorkloadActivities
+from activities.registry import ActivityDependencies
+from sandbox.testing import SandboxThread, raycluster_manifest
+from tests.activities.conftest import set_faults
+from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     HeadPodKey,
@@ -27,12 +33,6 @@ from activities.inputs import (
     ServiceEndpoints,
     UpdateSpec,
 )
-from activities.kubernetes import RayClusterActivities, ServiceActivities
-from activities.kubernetes_events import EventActivities, OwnershipActivities, event_name
-from activities.kubernetes_workloads import WorkloadActivities
-from activities.registry import ActivityDependencies
-from sandbox.testing import SandboxThread, raycluster_manifest
-from tests.activities.conftest import set_faults
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -243,33 +243,49 @@ def test_delete_ray_resource_without_one_is_success(deps: ActivityDependencies, 
     )
 
 
-def test_count_ready_endpoints(
+def test_count_ready_endpoints_counts_ready_pods_as_kuberay(
     deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
 ) -> None:
+    """KubeRay's numServeEndpoints: distinct Pods (targetRef.uid) with `ready: true`. A dual-stack Pod is in
+    an IPv4 and an IPv6 slice and counts once; an endpoint without `ready` or without a Pod does not count."""
     discovery = client.DiscoveryV1Api(core_api.api_client)
 
-    def endpoint_slice(name: str, endpoints: list[dict[str, Any]]) -> dict[str, Any]:
+    def endpoint_slice(name: str, family: str, endpoints: list[dict[str, Any]]) -> dict[str, Any]:
         return {
             "apiVersion": "discovery.k8s.io/v1",
             "kind": "EndpointSlice",
             "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "svc-serve-svc"}},
-            "addressType": "IPv4",
+            "addressType": family,
             "endpoints": endpoints,
         }
+
+    def pod(uid: str) -> dict[str, str]:
+        return {"kind": "Pod", "name": f"pod-{uid}", "uid": uid}
 
     discovery.create_namespaced_endpoint_slice(
         namespace,
         endpoint_slice(
-            "a",
+            "v4",
+            "IPv4",
             [
-                {"addresses": ["10.0.0.1"], "conditions": {"ready": True}},
-                {"addresses": ["10.0.0.2"], "conditions": {"ready": False}},
-                {"addresses": ["10.0.0.3"]},
+                {"addresses": ["10.0.0.1"], "conditions": {"ready": True}, "targetRef": pod("a")},
+                {"addresses": ["10.0.0.2"], "conditions": {"ready": False}, "targetRef": pod("b")},
+                {"addresses": ["10.0.0.3"], "targetRef": pod("c")},
+                {"addresses": ["10.0.0.4"], "conditions": {"ready": True}},
+                {"addresses": ["10.0.0.5"], "conditions": {"ready": True}, "targetRef": pod("e")},
             ],
         ),
     )
     discovery.create_namespaced_endpoint_slice(
-        namespace, endpoint_slice("b", [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}])
+        namespace,
+        endpoint_slice(
+            "v6",
+            "IPv6",
+            [
+                {"addresses": ["fd00::1"], "conditions": {"ready": True}, "targetRef": pod("a")},
+                {"addresses": ["fd00::5"], "conditions": {"ready": True}, "targetRef": pod("e")},
+            ],
+        ),
     )
     count = run(ServiceActivities(deps).count_ready_endpoints, ServiceEndpoints(namespace, "svc-serve-svc"))
     assert count == 2

@@ -12,15 +12,6 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities
 from activities.dashboard_client import DashboardClient
-from activities.dashboard_inputs import (
-    DashboardTarget,
-    PutServeConfig,
-    RayJobKey,
-    ReadReplicaRanks,
-    SubmitJob,
-    WaitServe,
-)
-from activities.inputs import CreateObject, WaitRayCluster
 from activities.kubernetes import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.replica_ranks import (
@@ -35,6 +26,15 @@ from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.ray.simulated_serve import RANKS_DRIVER_CALL, RANKS_OUTPUT_PREFIX
 from sandbox.testing import SandboxThread, raycluster_manifest
 from tests.activities.conftest import RecordingEnvironment
+from wire.dashboard import (
+    DashboardTarget,
+    PutServeConfig,
+    RayJobKey,
+    ReadReplicaRanks,
+    SubmitJob,
+    WaitServe,
+)
+from wire.kubernetes import CreateObject, WaitRayCluster
 
 pytestmark = pytest.mark.timeout(60)
 

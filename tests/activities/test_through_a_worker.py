@@ -13,11 +13,11 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError, RetryState
 from temporalio.testing import WorkflowEnvironment
 
-from activities import names
-from activities.inputs import CreateObject, ObjectKey, Observation, WaitRayCluster
 from activities.registry import ActivityDependencies, build_activities
 from raypilot.testing.worker import running_worker
 from sandbox.testing import raycluster_manifest
+from wire import names
+from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.devserver]
 

@@ -13,7 +13,14 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import errors
-from activities.inputs import (
+from activities.kubernetes import RayClusterActivities, ServiceActivities
+from activities.kubernetes_resources import RAYCLUSTER
+from activities.kubernetes_workloads import WorkloadActivities
+from activities.registry import ActivityDependencies
+from activities.waits import DashboardWaits, KubernetesWaits
+from sandbox.testing import SandboxThread, raycluster_manifest, wait_until
+from tests.activities.conftest import RecordingEnvironment
+from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     ObjectKey,
@@ -22,14 +29,7 @@ from activities.inputs import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
-from activities.kubernetes import RayClusterActivities, ServiceActivities
-from activities.kubernetes_resources import RAYCLUSTER
-from activities.kubernetes_workloads import WorkloadActivities
-from activities.registry import ActivityDependencies
-from activities.wait_views import raycluster_head_ready, raycluster_view
-from activities.waits import DashboardWaits, KubernetesWaits
-from sandbox.testing import SandboxThread, raycluster_manifest, wait_until
-from tests.activities.conftest import RecordingEnvironment
+from wire.views import raycluster_head_ready, raycluster_view
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -15,7 +15,14 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.gateway import GatewayActivities
-from activities.inputs import (
+from activities.kubernetes import RayClusterActivities
+from activities.kubernetes_events import OwnershipActivities
+from activities.kubernetes_workloads import WorkloadActivities
+from activities.registry import ActivityDependencies
+from activities.waits import KubernetesWaits
+from sandbox.testing import raycluster_manifest, wait_until
+from tests.activities.conftest import RecordingEnvironment
+from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     ObjectKey,
@@ -25,14 +32,7 @@ from activities.inputs import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
-from activities.kubernetes import RayClusterActivities
-from activities.kubernetes_events import OwnershipActivities
-from activities.kubernetes_workloads import WorkloadActivities
-from activities.registry import ActivityDependencies
-from activities.wait_views import job_view, pod_view, raycluster_view
-from activities.waits import KubernetesWaits
-from sandbox.testing import raycluster_manifest, wait_until
-from tests.activities.conftest import RecordingEnvironment
+from wire.views import job_view, pod_view, raycluster_view
 
 pytestmark = pytest.mark.timeout(60)
 

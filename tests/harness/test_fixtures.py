@@ -13,11 +13,11 @@ import pytest
 from temporalio import activity, workflow
 from temporalio.testing import WorkflowEnvironment
 
-from activities.config import READ_OPERATOR_CONFIG
 from models.features import FeatureGates
 from models.operator import OperatorConfig
 from raypilot.search_attributes import missing_search_attributes
 from raypilot.testing.replay import replay_history_file, save_history
+from wire.names import READ_OPERATOR_CONFIG
 from workflows.search_attributes import RAY_PHASE
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]

@@ -21,9 +21,12 @@ from typing import Any, Literal
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import names
-from activities.config import READ_OPERATOR_CONFIG
-from activities.dashboard_inputs import (
+from activities.kubernetes import prepare_create_body
+from activities.kubernetes_resources import JOB, RAYCLUSTER, SERVICE, Resource
+from models.naming import LABEL_ORIGINATED_FROM_CR_NAME, SUBMITTER_CONTAINER_NAME
+from models.operator import OperatorConfig
+from wire import names
+from wire.dashboard import (
     JobInfoAnswer,
     RayJobKey,
     StopJobResult,
@@ -31,7 +34,7 @@ from activities.dashboard_inputs import (
     SubmitJobResult,
     WaitRayJob,
 )
-from activities.inputs import (
+from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     ObjectKey,
@@ -42,11 +45,8 @@ from activities.inputs import (
     WaitObject,
     WaitRayCluster,
 )
-from activities.kubernetes import prepare_create_body
-from activities.kubernetes_resources import JOB, RAYCLUSTER, SERVICE, Resource
-from activities.wait_views import job_view, pod_view, raycluster_view
-from models.naming import LABEL_ORIGINATED_FROM_CR_NAME, SUBMITTER_CONTAINER_NAME
-from models.operator import OperatorConfig
+from wire.names import READ_OPERATOR_CONFIG
+from wire.views import job_view, pod_view, raycluster_view
 
 TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 SUCCEEDS: tuple[str, ...] = ("PENDING", "RUNNING", "SUCCEEDED")

@@ -22,14 +22,14 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities import names
-from activities.config import READ_OPERATOR_CONFIG
 from activities.config import read_operator_config as read_operator_config_from_env
-from activities.inputs import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType
 from tests.workflows.fakes_rayjob import FakeActivities, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
+from wire import names
+from wire.kubernetes import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
+from wire.names import READ_OPERATOR_CONFIG
 
 Clock = Callable[[], Awaitable[datetime]]
 

@@ -27,10 +27,13 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from temporalio.testing import WorkflowEnvironment
 
-from activities import names
-from activities.config import READ_OPERATOR_CONFIG
-from activities.dashboard_inputs import PutServeConfig, ServeObservation, WaitServe
-from activities.inputs import (
+from models.naming import LABEL_CLUSTER, LABEL_SERVE
+from models.operator import OperatorConfig
+from raypilot.testing.replay import save_history
+from raypilot.testing.worker import running_worker
+from wire import names
+from wire.dashboard import PutServeConfig, ServeObservation, WaitServe
+from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     GatewayObservation,
@@ -45,11 +48,8 @@ from activities.inputs import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
-from activities.wait_views import gateway_view, raycluster_view, serve_view
-from models.naming import LABEL_CLUSTER, LABEL_SERVE
-from models.operator import OperatorConfig
-from raypilot.testing.replay import save_history
-from raypilot.testing.worker import running_worker
+from wire.names import READ_OPERATOR_CONFIG
+from wire.views import gateway_view, raycluster_view, serve_view
 from workflows.rayservice import RayServiceWorkflow
 from workflows.rayservice_state import RayServiceState
 

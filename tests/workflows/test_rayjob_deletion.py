@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from activities import names
 from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.fakes_rayjob_deletion import (
     WORKER_LATENCY,
@@ -34,6 +33,7 @@ from tests.workflows.fakes_rayjob_deletion import (
     with_rules,
 )
 from tests.workflows.fakes_rayjob_manifests import start, until_phase
+from wire import names
 
 OUTCOMES = {"SUCCEEDED": (SUCCEEDS, "Complete"), "FAILED": (FAILS, "Failed")}
 

@@ -22,7 +22,6 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from activities import names
 from models.features import FeatureGates
 from models.operator import OperatorConfig
 from tests.workflows.fakes_rayjob import RUNS_FOREVER, SUCCEEDS, FakeWorld
@@ -35,6 +34,7 @@ from tests.workflows.fakes_rayjob_manifests import (
     until_phase,
     workflow_id,
 )
+from wire import names
 from workflows.rayjob import RayJobWorkflow
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]

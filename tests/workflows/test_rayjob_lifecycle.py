@@ -14,8 +14,6 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from activities import names
-from activities.inputs import CreateObject
 from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import (
     eventually,
@@ -25,6 +23,8 @@ from tests.workflows.fakes_rayjob_manifests import (
     start,
     status_of,
 )
+from wire import names
+from wire.kubernetes import CreateObject
 from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from activities.dashboard_inputs import JobInfoAnswer
 from models.manifest import parse_rayjob
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob, RayJobStatus
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest
+from wire.dashboard import JobInfoAnswer
 from workflows.decisions.rayjob_observations import JobInfo, JobInfoUnavailable, JobNotFound
 from workflows.decisions.rayjob_workflow_support import (
     EventReason,

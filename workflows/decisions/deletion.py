@@ -42,7 +42,6 @@ __all__ = [
     "is_deletion_rule_matched",
     "most_impactful_rule",
     "next_deletion_step",
-    "suspend_worker_groups",
 ]
 
 # How much each policy removes; the most impactful overdue rule wins.
@@ -225,14 +224,3 @@ def next_deletion_step(
         else DeletionPolicyType.DELETE_CLUSTER
     )
     return _single_policy_step(policy, ttl_due, now, completed)
-
-
-def suspend_worker_groups(cluster: Mapping[str, Any]) -> dict[str, Any]:
-    """DeleteWorkers: the RayCluster JSON with `suspend: true` on every worker group (its controller then
-    deletes those pods; the head keeps running). Everything else, resourceVersion included, is unchanged so
-    the update is rejected on a conflict and can be retried on a fresh read."""
-    updated = dict(cluster)
-    spec = dict(updated.get("spec") or {})
-    spec["workerGroupSpecs"] = [{**group, "suspend": True} for group in spec.get("workerGroupSpecs") or []]
-    updated["spec"] = spec
-    return updated

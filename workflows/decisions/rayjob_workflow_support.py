@@ -21,7 +21,6 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-from activities.dashboard_inputs import DashboardTarget, JobInfoAnswer, auth_secret_name
 from models.naming import (
     DEFAULT_CLIENT_PORT,
     DEFAULT_DASHBOARD_PORT,
@@ -39,6 +38,7 @@ from models.naming import (
 )
 from models.raycluster import RayClusterSpec, RayClusterStatus
 from models.rayjob import JobStatus, RayJob, RayJobStatus
+from wire.dashboard import DashboardTarget, JobInfoAnswer, auth_secret_name
 from workflows.decisions.rayjob_cluster import cluster_head_service_name
 from workflows.decisions.rayjob_observations import (
     JobInfo,

@@ -7,7 +7,6 @@ KubeRay counterparts (ray-operator/controllers/ray/rayservice_controller.go):
 - `mark_failed_on_initializing_timeout` -> markFailedOnInitializingTimeout (parsing and timing in
                                 rayservice_timeout)
 - `service_status`           -> the `serviceStatus` rule at the end of calculateStatus
-- `count_ready_serve_endpoints` -> calculateNumServeEndpointsFromSlices (unique ready targetRef.uid)
 
 Where raypilot differs: time comes in as `now` (no time.Now()), the conditions are never mutated in place
 (every function returns a new status), and `ray_phase` is raypilot's own summary for the `RayPhase` search
@@ -16,12 +15,11 @@ attribute (contract section 4); it is not a KubeRay field.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from models.base import INT32_MAX
 from models.meta import Condition, ConditionStatus, find_condition, is_condition_true
 from models.rayservice import (
     RayServiceConditionReason,
@@ -41,7 +39,6 @@ __all__ = [
     "RayPhase",
     "RayServiceEvent",
     "calculate_conditions",
-    "count_ready_serve_endpoints",
     "is_initializing_timeout",
     "mark_failed_on_initializing_timeout",
     "ray_phase",
@@ -246,22 +243,3 @@ def ray_phase(status: RayServiceStatuses) -> RayPhase:
         # Served before and lost its endpoints: still the running service, not a fresh start.
         return "Running"
     return "Initializing"
-
-
-def count_ready_serve_endpoints(endpoint_slices: Iterable[Mapping[str, Any]]) -> int:
-    """Number of distinct Pods (targetRef.uid) that are ready in the EndpointSlices of one Service.
-
-    Dual-stack clusters list a Pod once per IP family, hence the de-duplication. Endpoints without a
-    targetRef uid are not counted, as in KubeRay. Raises OverflowError past int32 (KubeRay's error).
-    """
-    ready_pods: set[str] = set()
-    for endpoint_slice in endpoint_slices:
-        for endpoint in endpoint_slice.get("endpoints") or []:
-            if (endpoint.get("conditions") or {}).get("ready") is not True:
-                continue
-            uid = (endpoint.get("targetRef") or {}).get("uid") or ""
-            if uid:
-                ready_pods.add(uid)
-    if len(ready_pods) > INT32_MAX:
-        raise OverflowError("numServeEndpoints exceeds math.MaxInt32")
-    return len(ready_pods)

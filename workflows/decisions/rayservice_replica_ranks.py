@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from activities.dashboard_inputs import ReplicaRanks
+from wire.dashboard import ReplicaRanks
 from workflows.decisions.rayservice_serve_status import (
     REPLICA_RUNNING,
     ServeDetails,

@@ -20,7 +20,6 @@ from workflows.decisions.deletion import (
     is_deletion_action_completed,
     most_impactful_rule,
     next_deletion_step,
-    suspend_worker_groups,
 )
 
 END = datetime(2025, 8, 1, 10, 0, 0, tzinfo=UTC)
@@ -154,28 +153,6 @@ def test_cluster_observation_from_manifest(
     manifest: dict[str, Any] | None, observation: ClusterDeletionObservation
 ) -> None:
     assert ClusterDeletionObservation.from_manifest(manifest) == observation
-
-
-def test_suspend_worker_groups_only_touches_worker_groups() -> None:
-    cluster = {
-        "metadata": {"name": "c", "resourceVersion": "42"},
-        "spec": {
-            "headGroupSpec": {"x": 1},
-            "workerGroupSpecs": [{"groupName": "a"}, {"groupName": "b", "suspend": False}],
-        },
-    }
-    updated = suspend_worker_groups(cluster)
-    assert updated["spec"]["workerGroupSpecs"] == [
-        {"groupName": "a", "suspend": True},
-        {"groupName": "b", "suspend": True},
-    ]
-    assert updated["metadata"] == {"name": "c", "resourceVersion": "42"}
-    assert updated["spec"]["headGroupSpec"] == {"x": 1}
-    assert cluster["spec"]["workerGroupSpecs"][0] == {"groupName": "a"}  # input untouched
-    assert ClusterDeletionObservation.from_manifest(updated) == WORKERS_SUSPENDED
-
-
-# ---- deletionRules --------------------------------------------------------------------------------
 
 
 def test_most_impactful_rule_ties_go_to_the_first() -> None:

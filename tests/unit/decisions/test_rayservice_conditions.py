@@ -4,7 +4,6 @@ tables, plus setCondition semantics, serviceStatus, RayPhase and EndpointSlice c
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -12,7 +11,6 @@ from models.meta import Condition, ConditionStatus, find_condition
 from models.rayservice import RayServiceStatuses
 from workflows.decisions.rayservice_conditions import (
     calculate_conditions,
-    count_ready_serve_endpoints,
     is_initializing_timeout,
     mark_failed_on_initializing_timeout,
     ray_phase,
@@ -253,23 +251,3 @@ def test_service_status(conditions: list[tuple[str, ConditionStatus, str]], expe
 )
 def test_ray_phase(conditions: list[tuple[str, ConditionStatus, str]], active: str, expected: str) -> None:
     assert ray_phase(status(*conditions, active=active)) == expected
-
-
-def endpoint(uid: str | None, ready: bool | None) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "addresses": ["10.0.0.1"],
-        "conditions": {} if ready is None else {"ready": ready},
-    }
-    if uid is not None:
-        result["targetRef"] = {"kind": "Pod", "uid": uid}
-    return result
-
-
-def test_count_ready_serve_endpoints_deduplicates_pods_across_slices() -> None:
-    slices = [
-        {"endpoints": [endpoint("pod-1", True), endpoint("pod-2", False), endpoint("pod-3", None)]},
-        {"endpoints": [endpoint("pod-1", True), endpoint("pod-4", True), endpoint(None, True)]},  # IPv6 slice
-        {"endpoints": None},
-    ]
-    assert count_ready_serve_endpoints(slices) == 2
-    assert count_ready_serve_endpoints([]) == 0

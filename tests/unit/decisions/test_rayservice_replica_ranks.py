@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from activities.dashboard_inputs import ReplicaRanks
+from wire.dashboard import ReplicaRanks
 from workflows.decisions.rayservice_replica_ranks import (
     rank_read_watches,
     rank_submission_id,

@@ -1,5 +1,5 @@
-"""Every activity name raypilot registers. Workflows refer to activities by these constants only, so renaming
-a Python method can never break a running workflow's history.
+"""Every activity name raypilot registers. Activities are registered under these names and the typed stubs of
+`wire.stubs` carry them, so renaming a Python method can never break a running workflow's history.
 
 Prefixes: `k8s.` Kubernetes core, batch and ray.io objects; `gateway.` Gateway API objects; `dashboard.` the
 Ray Dashboard REST API of one RayCluster. Waits (one long heartbeating activity that returns on change) are
@@ -9,6 +9,9 @@ named `<prefix>.wait_<what>`.
 from __future__ import annotations
 
 from typing import Final
+
+# ---- the worker's operator configuration (read once per workflow) ---------------------------------------
+READ_OPERATOR_CONFIG: Final = "raypilot.read_operator_config"
 
 # ---- RayCluster ---------------------------------------------------------------------------------------
 CREATE_RAYCLUSTER: Final = "k8s.create_raycluster"

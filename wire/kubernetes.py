@@ -1,6 +1,6 @@
 """The one argument of each Kubernetes and Gateway activity, and the results of the waits.
 
-Pure dataclasses (no I/O imports), so workflows import them next to the activity names. Object bodies are
+Pure dataclasses (no I/O imports), shared by the workflows and the activities. Object bodies are
 built by the workflows' decisions; the activities only add what the inputs ask for (ownership labels, an
 owner reference) and never invent names or ids.
 """
@@ -8,15 +8,18 @@ owner reference) and never invent names or ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from activities.kubernetes_resources import OWNED_KINDS
 from models.naming import ownership_label_selector, ownership_labels, workflow_annotations
 
 Propagation = Literal["Background", "Foreground", "Orphan"]
 EventType = Literal["Normal", "Warning"]
 RayClusterWaitGoal = Literal["change", "ready", "head_ready"]
 GatewayWaitGoal = Literal["change", "ready"]
+
+# The kinds raypilot creates for a RayJob/RayService, found again by the ownership labels for cleanup,
+# in the order they are deleted (traffic first, then what serves it).
+OWNED_KINDS: Final = ("HTTPRoute", "Gateway", "Service", "Job", "RayCluster")
 
 
 @dataclass(frozen=True)

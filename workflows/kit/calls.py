@@ -1,0 +1,217 @@
+"""Calling activities: by their typed stub (`wire.stubs`), with the policy of the kind of I/O the call is.
+
+    await call(stubs.get_raycluster, ObjectKey(namespace, name), IO.STEP)
+
+mypy checks the argument and the result against the stub; "go to definition" on the stub names the
+implementation. The table below is the only place timeouts and retries are chosen. Why each kind differs:
+
+- STEP: a one-shot act of the RayJob workflow (create, get, delete, submit, stop). The RayJob loop recovers
+  from a failed act itself (a Warning Event, a durable backoff, the step again, deadlines still checked), as
+  KubeRay requeues, so the act gets a short budget. It runs as a *local* activity: one marker event instead
+  of three events and a workflow task, which matters for the many short acts of a job's life.
+- EVENT: a Kubernetes Event, best effort as KubeRay's recorder: a local activity with a 30 s budget.
+- LAST_STEP: the act just before a workflow completes (RayJob `delete`), as an ordinary activity so that the
+  workflow task that handled the request is not the one that completes the workflow.
+- RECONCILE: a one-shot act of a RayService pass. A pass has no per-act recovery, so a transient failure (an
+  unreachable API server) stalls it and is retried without limit; permanent errors end the retries through
+  the activities' classification (non-retryable). Unlimited retries need an ordinary activity (a local one
+  must stay short).
+- CONFIG: reading the worker's operator configuration once per RayService run (local, 10 s per attempt).
+- WAIT: a heartbeating wait of the RayJob workflow that returns on change. An attempt may last an hour and is
+  retried without limit (a retry adds no history event); a lost worker is noticed within the heartbeat
+  timeout. Cancelled waits are not awaited (the RayJob loop moves on at once).
+- WATCH: the same for the RayService workflow, with two differences: a cancelled watch is confirmed before
+  the run continues as new or completes (a run must not close with an unconfirmed cancellation), and
+  `NotFoundError` (a worker that does not run that wait activity) is not retried: the workflow falls back.
+- RANKS_READ: reading Serve replica ranks runs a short Ray job (a driver start: seconds); a few tries, then
+  the status goes without ranks.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final, TypeVar
+
+from temporalio import activity, workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as ActivityTimeoutError
+
+Arg = TypeVar("Arg")
+Result = TypeVar("Result")
+
+
+class IO(enum.Enum):
+    STEP = "step"
+    EVENT = "event"
+    LAST_STEP = "last step"
+    RECONCILE = "reconcile"
+    CONFIG = "config"
+    WAIT = "wait"
+    WATCH = "watch"
+    RANKS_READ = "ranks read"
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    local: bool
+    start_to_close: timedelta
+    retry: RetryPolicy | None = None
+    schedule_to_close: timedelta | None = None
+    heartbeat: timedelta | None = None
+    # WAIT_CANCELLATION_COMPLETED: a cancelled call resolves only once its cancellation is recorded.
+    confirm_cancel: bool = False
+
+
+_STEP_RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(seconds=20)
+)
+_WAIT_ATTEMPT: Final = timedelta(hours=1)
+_WAIT_HEARTBEAT: Final = timedelta(seconds=30)
+
+POLICIES: Final[Mapping[IO, CallPolicy]] = {
+    IO.STEP: CallPolicy(
+        local=True,
+        start_to_close=timedelta(seconds=30),
+        schedule_to_close=timedelta(minutes=2),
+        retry=_STEP_RETRY,
+    ),
+    IO.EVENT: CallPolicy(
+        local=True,
+        start_to_close=timedelta(seconds=30),
+        schedule_to_close=timedelta(seconds=30),
+        retry=_STEP_RETRY,
+    ),
+    IO.LAST_STEP: CallPolicy(
+        local=False,
+        start_to_close=timedelta(seconds=30),
+        schedule_to_close=timedelta(minutes=2),
+        retry=_STEP_RETRY,
+    ),
+    IO.RECONCILE: CallPolicy(
+        local=False,
+        start_to_close=timedelta(seconds=60),
+        retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
+    ),
+    IO.CONFIG: CallPolicy(local=True, start_to_close=timedelta(seconds=10)),
+    IO.WAIT: CallPolicy(
+        local=False,
+        start_to_close=_WAIT_ATTEMPT,
+        heartbeat=_WAIT_HEARTBEAT,
+        retry=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(seconds=30),
+        ),
+    ),
+    IO.WATCH: CallPolicy(
+        local=False,
+        start_to_close=_WAIT_ATTEMPT,
+        heartbeat=_WAIT_HEARTBEAT,
+        retry=RetryPolicy(
+            initial_interval=timedelta(seconds=1),
+            maximum_interval=timedelta(seconds=60),
+            non_retryable_error_types=["NotFoundError"],
+        ),
+        confirm_cancel=True,
+    ),
+    IO.RANKS_READ: CallPolicy(
+        local=False,
+        start_to_close=timedelta(minutes=3),
+        heartbeat=_WAIT_HEARTBEAT,
+        retry=RetryPolicy(
+            initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=20), maximum_attempts=5
+        ),
+        confirm_cancel=True,
+    ),
+}
+
+
+def activity_name(stub: Callable[..., object]) -> str:
+    """The name the activity of `stub` is registered under (`wire.names`)."""
+    name = activity._Definition.must_from_callable(stub).name
+    if name is None:
+        raise ValueError(f"{stub!r} is a dynamic activity: it has no name")
+    return name
+
+
+async def call(
+    stub: Callable[[Arg], Awaitable[Result]], arg: Arg, io: IO, *, summary: str | None = None
+) -> Result:
+    """Runs the activity of `stub` with `arg` under the policy of `io` and returns its result. A failure is
+    raised as an `ActivityError`, also for a local activity (which Temporal raises bare)."""
+    policy = POLICIES[io]
+    name = activity_name(stub)
+    if not policy.local:
+        return await start(stub, arg, io, summary=summary or name)
+    try:
+        return await workflow.execute_local_activity(
+            stub,
+            arg,
+            start_to_close_timeout=policy.start_to_close,
+            schedule_to_close_timeout=policy.schedule_to_close,
+            retry_policy=policy.retry,
+            summary=summary or name,
+        )
+    except (ApplicationError, ActivityTimeoutError) as failure:
+        # A failed local activity reaches the workflow bare: the ApplicationError it raised (a permanent 4xx)
+        # or the TimeoutError of its spent budget, not wrapped in an ActivityError (measured with temporalio
+        # 1.35). Unwrapped, it would fail the whole workflow instead of the step that recovers from it.
+        raise _as_activity_error(name, failure) from failure
+
+
+async def call_without_input(stub: Callable[[], Awaitable[Result]], io: IO) -> Result:
+    """`call` for an activity that takes no argument (the operator configuration)."""
+    policy = POLICIES[io]
+    name = activity_name(stub)
+    if not policy.local:
+        raise ValueError(f"{io} is not a local call")
+    try:
+        return await workflow.execute_local_activity(
+            stub,
+            start_to_close_timeout=policy.start_to_close,
+            schedule_to_close_timeout=policy.schedule_to_close,
+            retry_policy=policy.retry,
+            summary=name,
+        )
+    except (ApplicationError, ActivityTimeoutError) as failure:
+        raise _as_activity_error(name, failure) from failure
+
+
+def start(
+    stub: Callable[[Arg], Awaitable[Result]], arg: Arg, io: IO, *, summary: str
+) -> workflow.ActivityHandle[Result]:
+    """Starts the activity of `stub` as an ordinary activity (waits and watches, which a workflow races and
+    cancels) and returns its handle."""
+    policy = POLICIES[io]
+    if policy.local:
+        raise ValueError(f"{io} runs as a local activity: use call()")
+    return workflow.start_activity(
+        stub,
+        arg,
+        start_to_close_timeout=policy.start_to_close,
+        schedule_to_close_timeout=policy.schedule_to_close,
+        heartbeat_timeout=policy.heartbeat,
+        retry_policy=policy.retry,
+        summary=summary,
+        cancellation_type=(
+            workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED
+            if policy.confirm_cancel
+            else workflow.ActivityCancellationType.TRY_CANCEL
+        ),
+    )
+
+
+def _as_activity_error(name: str, failure: BaseException) -> ActivityError:
+    return ActivityError(
+        f"{name} failed",
+        scheduled_event_id=0,
+        started_event_id=0,
+        identity="",
+        activity_type=name,
+        activity_id="",
+        retry_state=None,
+    )
