@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.rayjob import RayJobWorkflow
-from workflows.rayservice import RayServiceWorkflow
+from workflows.rayjob.workflow import RayJobWorkflow
+from workflows.rayservice.workflow import RayServiceWorkflow
 
 WORKFLOWS: list[type] = [RayJobWorkflow, RayServiceWorkflow]

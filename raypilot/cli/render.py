@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from models.naming import canonical_kind
 from models.rayservice import RayServiceStatuses
-from workflows.decisions.rayservice_conditions import ray_phase
+from workflows.decisions.rayservice.conditions import ray_phase
 
 __all__ = [
     "PhaseMark",

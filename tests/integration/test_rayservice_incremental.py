@@ -27,7 +27,7 @@ from raypilot.load import SteadyLoad
 from sandbox.testing import ConditionTimeout, wait_until
 from tests.integration.route_watch import GATEWAY_API, RouteRecorder, Segment, StatusSampler, segments
 from tests.integration.stack import Stack
-from workflows.decisions.incremental_simulation import expected_upgrade_steps
+from tests.workflows.incremental_simulation import expected_upgrade_steps
 from workflows.search_attributes import RAY_PHASE
 
 pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(1200)]

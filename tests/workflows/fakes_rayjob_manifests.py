@@ -10,7 +10,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
-from workflows.rayjob import RayJobWorkflow
+from workflows.rayjob.workflow import RayJobWorkflow
 
 CLUSTER_SPEC: dict[str, Any] = {
     "rayVersion": "2.60.0",

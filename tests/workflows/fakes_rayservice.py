@@ -50,8 +50,8 @@ from wire.kubernetes import (
 )
 from wire.names import READ_OPERATOR_CONFIG
 from wire.views import gateway_view, raycluster_view, serve_view
-from workflows.rayservice import RayServiceWorkflow
-from workflows.rayservice_state import RayServiceState
+from workflows.rayservice.state import RayServiceState
+from workflows.rayservice.workflow import RayServiceWorkflow
 
 
 @dataclass

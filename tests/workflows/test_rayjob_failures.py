@@ -14,7 +14,7 @@ from models.operator import OperatorConfig
 from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
 from wire import names
-from workflows.decisions.rayjob_deadlines import GRACE_PERIOD_MESSAGE
+from workflows.decisions.rayjob.deadlines import GRACE_PERIOD_MESSAGE
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 

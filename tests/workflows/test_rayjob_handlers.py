@@ -35,7 +35,7 @@ from tests.workflows.fakes_rayjob_manifests import (
     workflow_id,
 )
 from wire import names
-from workflows.rayjob import RayJobWorkflow
+from workflows.rayjob.workflow import RayJobWorkflow
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 STEERED = 30.0  # patience of the fake waits when a test steers the workflow by hand

@@ -12,8 +12,8 @@ from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob, RayJobStatus
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest
 from wire.dashboard import JobInfoAnswer
-from workflows.decisions.rayjob_observations import JobInfo, JobInfoUnavailable, JobNotFound
-from workflows.decisions.rayjob_workflow_support import (
+from workflows.decisions.rayjob.observations import JobInfo, JobInfoUnavailable, JobNotFound
+from workflows.decisions.rayjob.workflow_support import (
     EventReason,
     applied_job,
     dashboard_target,

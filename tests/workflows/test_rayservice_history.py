@@ -18,7 +18,7 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
-from workflows.rayservice_state import RayServiceState
+from workflows.rayservice.state import RayServiceState
 
 
 async def current_run(env: WorkflowEnvironment) -> tuple[str, int]:

@@ -23,7 +23,7 @@ from tests.workflows.fakes_rayservice import (
     until_ready,
     upgrade_sequence,
 )
-from workflows.decisions.incremental_simulation import expected_upgrade_steps
+from tests.workflows.incremental_simulation import expected_upgrade_steps
 
 
 async def history_length(env: WorkflowEnvironment) -> int:

@@ -11,7 +11,7 @@ import pytest
 from models.features import FeatureGates
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType, RayJob
-from workflows.decisions.deletion import (
+from workflows.decisions.rayjob.deletion import (
     ClusterDeletionObservation,
     DeletionMechanism,
     DeletionStep,

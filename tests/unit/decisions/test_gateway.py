@@ -11,7 +11,7 @@ import pytest
 
 from models.raycluster import RayCluster
 from models.rayservice import RayService
-from workflows.decisions.gateway import (
+from workflows.decisions.upgrade.gateway import (
     desired_http_route,
     gateway_manifest,
     gateway_update,

@@ -10,7 +10,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition
 from models.rayservice import ClusterUpgradeOptions, RayServiceStatuses
-from workflows.decisions.incremental_simulation import (
+from tests.workflows.incremental_simulation import (
     UpgradeEvent,
     expected_upgrade_steps,
     simulate_upgrade,

@@ -8,7 +8,7 @@ import pytest
 
 from models.features import FeatureGates
 from models.rayjob import RayJob
-from workflows.decisions.rayjob_cluster import (
+from workflows.decisions.rayjob.cluster import (
     DashboardPortNotFound,
     cluster_head_service_name,
     dashboard_url_from_head_service,

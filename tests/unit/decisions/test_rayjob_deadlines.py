@@ -10,7 +10,7 @@ import pytest
 
 from models.operator import OperatorConfig, operator_config_from_env
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
-from workflows.decisions.rayjob_deadlines import (
+from workflows.decisions.rayjob.deadlines import (
     GRACE_PERIOD_MESSAGE,
     active_deadline,
     earliest_deadline,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from workflows.decisions.rayjob_goformat import (
+from workflows.decisions.rayjob.goformat import (
     go_date_time,
     go_duration,
     go_format_float32_f,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from models.rayjob import RayJob
-from workflows.decisions.rayjob_http_submission import http_submit_request
-from workflows.decisions.rayjob_submitter import SubmitCommandError
+from workflows.decisions.rayjob.http_submission import http_submit_request
+from workflows.decisions.rayjob.submitter import SubmitCommandError
 
 ENTRYPOINT = "echo no quote 'single quote' \"double quote\""
 TEMPLATE_JOB = {

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJobSpec, RayJobStatus
-from workflows.decisions.rayjob_retry import (
+from workflows.decisions.rayjob.retry import (
     count_attempt_outcome,
     settle_transition,
     should_retry,

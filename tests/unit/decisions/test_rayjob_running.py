@@ -10,7 +10,7 @@ import pytest
 
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
-from workflows.decisions.rayjob_observations import (
+from workflows.decisions.rayjob.observations import (
     JobInfo,
     JobInfoUnavailable,
     JobNotFound,
@@ -18,7 +18,7 @@ from workflows.decisions.rayjob_observations import (
     k8s_job_submitter_state,
     sidecar_submitter_state,
 )
-from workflows.decisions.rayjob_running import next_running_status, status_after_http_submission
+from workflows.decisions.rayjob.running import next_running_status, status_after_http_submission
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, 500000, tzinfo=UTC)
 READY = RayClusterStatus(state="ready")

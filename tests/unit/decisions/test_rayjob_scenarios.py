@@ -10,11 +10,11 @@ from typing import Any
 from models.operator import OperatorConfig
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob, RayJobStatus
-from workflows.decisions.rayjob_observations import JobInfo, SubmitterState
-from workflows.decisions.rayjob_retry import settle_transition, status_after_resources_released
-from workflows.decisions.rayjob_running import next_running_status
-from workflows.decisions.rayjob_status import Transition, apply_transition
-from workflows.decisions.rayjob_transitions import (
+from workflows.decisions.rayjob.observations import JobInfo, SubmitterState
+from workflows.decisions.rayjob.retry import settle_transition, status_after_resources_released
+from workflows.decisions.rayjob.running import next_running_status
+from workflows.decisions.rayjob.status import Transition, apply_transition
+from workflows.decisions.rayjob.transitions import (
     adopt_interactive_job_id,
     is_cluster_ready,
     resume_transition,

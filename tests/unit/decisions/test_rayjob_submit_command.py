@@ -6,7 +6,7 @@ import pytest
 
 from models.rayjob import JobSubmissionMode
 from tests.unit.decisions.kuberay_job_template import ENTRYPOINT, GATES, RESTART_GATE, health, make_job
-from workflows.decisions.rayjob_submitter import (
+from workflows.decisions.rayjob.submitter import (
     SubmitCommandError,
     build_job_submit_command,
 )

@@ -13,8 +13,8 @@ from models.operator import OperatorConfig
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
 from models.validation_rayjob import validate_rayjob_status
-from workflows.decisions.rayjob_status import Transition, apply_transition, kube_time
-from workflows.decisions.rayjob_transitions import (
+from workflows.decisions.rayjob.status import Transition, apply_transition, kube_time
+from workflows.decisions.rayjob.transitions import (
     adopt_interactive_job_id,
     is_cluster_ready,
     resume_transition,

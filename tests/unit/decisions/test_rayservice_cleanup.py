@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from models.rayservice import RayServiceSpec
-from workflows.decisions.rayservice_cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
+from workflows.decisions.rayservice.cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 

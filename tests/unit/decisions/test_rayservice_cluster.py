@@ -16,7 +16,7 @@ from models.naming import ANNOTATION_HASH, ANNOTATION_KUBERAY_VERSION, ANNOTATIO
 from models.operator import OperatorConfig
 from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceUpgradeStrategy
-from workflows.decisions.rayservice_cluster import (
+from workflows.decisions.rayservice.cluster import (
     in_place_cluster_update,
     is_incremental_upgrade_enabled,
     is_zero_downtime_upgrade_enabled,
@@ -222,7 +222,7 @@ def test_should_prepare_new_cluster_follows_the_upgrade_strategy(
 
 
 def test_an_aborted_goal_does_not_start_a_new_cluster_again() -> None:
-    from workflows.decisions.rayservice_cluster import goal_cluster_hash
+    from workflows.decisions.rayservice.cluster import goal_cluster_hash
 
     rs = rayservice(new_ray_version)
     aborted = goal_cluster_hash(rs.spec)

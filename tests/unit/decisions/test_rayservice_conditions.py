@@ -9,7 +9,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition
 from models.rayservice import RayServiceStatuses
-from workflows.decisions.rayservice_conditions import (
+from workflows.decisions.rayservice.conditions import (
     calculate_conditions,
     is_initializing_timeout,
     mark_failed_on_initializing_timeout,

@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 
 from wire.dashboard import ReplicaRanks
-from workflows.decisions.rayservice_replica_ranks import (
+from workflows.decisions.rayservice.replica_ranks import (
     rank_read_watches,
     rank_submission_id,
     settled_replicas_key,
     with_replica_ranks,
 )
-from workflows.decisions.rayservice_serve_status import parse_serve_details
-from workflows.decisions.rayservice_workflow_support import Watch
+from workflows.decisions.rayservice.serve_status import parse_serve_details
+from workflows.decisions.rayservice.workflow_support import Watch
 
 
 def replica(replica_id: str, state: str = "RUNNING", **extra: Any) -> dict[str, Any]:

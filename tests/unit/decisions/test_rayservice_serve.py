@@ -9,7 +9,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus
 from models.rayservice import AppStatus, RayServiceStatuses
-from workflows.decisions.rayservice_serve import (
+from workflows.decisions.rayservice.serve import (
     REASON_CONFIG_CHANGED,
     REASON_CONFIG_MATCHES,
     REASON_NO_APPLICATIONS,

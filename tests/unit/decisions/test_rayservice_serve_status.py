@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from workflows.decisions.rayservice_serve_status import (
+from workflows.decisions.rayservice.serve_status import (
     ServeApplication,
     ServeDeployment,
     ServeDetails,

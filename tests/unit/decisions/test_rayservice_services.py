@@ -9,7 +9,7 @@ import pytest
 
 from models.raycluster import RayCluster
 from models.rayservice import RayService
-from workflows.decisions.rayservice_services import (
+from workflows.decisions.rayservice.services import (
     MISSING_SERVE_PORT_MESSAGE,
     MissingServePortError,
     cluster_name_from_service,

@@ -15,7 +15,7 @@ from models.meta import find_condition
 from models.operator import OperatorConfig
 from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceStatuses
-from workflows.decisions.rayservice_status import (
+from workflows.decisions.rayservice.status import (
     calculate_status,
     rayservice_serve_service_name,
     serve_endpoint_services,

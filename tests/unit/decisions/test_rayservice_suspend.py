@@ -9,7 +9,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition
 from models.rayservice import RayServiceStatuses
-from workflows.decisions.rayservice_suspend import (
+from workflows.decisions.rayservice.suspend import (
     SuspendAction,
     begin_suspending,
     complete_suspend,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from models.meta import Condition, ConditionStatus
-from workflows.decisions.rayservice_timeout import (
+from workflows.decisions.rayservice.timeout import (
     format_go_duration,
     initializing_deadline,
     initializing_timeout,

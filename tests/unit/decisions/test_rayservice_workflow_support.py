@@ -12,7 +12,7 @@ import pytest
 from models.features import FeatureGates
 from models.raycluster import RayCluster
 from models.rayservice import RayServiceConditionType, RayServiceStatuses, RayServiceUpgradeType
-from workflows.decisions.rayservice_workflow_support import (
+from workflows.decisions.rayservice.workflow_support import (
     Watch,
     cluster_from_object,
     cluster_names,

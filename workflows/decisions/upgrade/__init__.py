@@ -1,0 +1,2 @@
+"""What an incremental upgrade decides: traffic and capacity steps, the Gateway and HTTPRoute, the
+controls."""

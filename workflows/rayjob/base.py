@@ -1,0 +1,202 @@
+"""What every part of the RayJob workflow shares: its state, status changes (with counters, retries and the
+Web UI's phase), Events, ownership marks, the dashboard it talks to, and pausing after a failed act.
+
+The phases (initializing, running, release, deletion) are mixins over this base;
+`workflows.rayjob.RayJobWorkflow` puts them together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from models.naming import KIND_RAYJOB
+    from models.operator import OperatorConfig
+    from models.raycluster import RAY_API_VERSION, RayClusterSpec, RayClusterStatus
+    from models.rayjob import RayJob, RayJobStatus
+    from wire import stubs
+    from wire.dashboard import DashboardTarget
+    from wire.kubernetes import InvolvedObject, OwnerReference, Ownership, RecordEvent
+    from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.retry import settle_transition
+    from workflows.decisions.rayjob.status import Transition, apply_transition
+    from workflows.decisions.rayjob.workflow_support import (
+        RayJobEvent,
+        dashboard_target,
+        failure_backoff,
+        phase_details,
+    )
+    from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
+
+from workflows.kit.calls import IO, call
+from workflows.kit.waits import Waits
+from workflows.rayjob.state import RayJobState
+
+
+class StepFailed(Exception):
+    """A step could not be done now for a reason other than an activity failure (e.g. the selected RayCluster
+    does not exist); the workflow waits and tries again, as KubeRay requeues."""
+
+
+class RayJobBase:
+    state: RayJobState
+    watches: Waits
+    _event_tasks: list[asyncio.Task[None]]
+
+    # ---- the RayJob -------------------------------------------------------------------------------------
+
+    @property
+    def job(self) -> RayJob:
+        return self.state.job
+
+    @property
+    def status(self) -> RayJobStatus:
+        return self.state.job.status
+
+    @property
+    def config(self) -> OperatorConfig:
+        if self.state.config is None:
+            raise RuntimeError("the operator configuration is read before any step runs")
+        return self.state.config
+
+    @property
+    def namespace(self) -> str:
+        return self.job.metadata.namespace
+
+    @property
+    def name(self) -> str:
+        return self.job.metadata.name
+
+    def uses_own_cluster(self) -> bool:
+        """False in clusterSelector mode: that cluster is never created, changed or deleted."""
+        return not self.job.spec.cluster_selector
+
+    def changed_since(self, spec_version: int) -> Callable[[], bool]:
+        """A condition for races: an `apply` arrived or a `delete` was asked for."""
+        return lambda: self.state.spec_version != spec_version or self.state.delete_requested
+
+    # ---- status -------------------------------------------------------------------------------------------
+
+    def set_status(self, new: RayJobStatus) -> None:
+        """The new status; a change of jobDeploymentStatus is settled as KubeRay settles a pass (counters,
+        Retrying, endTime) and published as the RayPhase search attribute."""
+        previous = self.status
+        settled = settle_transition(self.job.spec, previous, new, workflow.now())
+        self.state.job = self.job.model_copy(update={"status": settled})
+        if settled.job_deployment_status != previous.job_deployment_status:
+            workflow.logger.info(
+                "RayJob %s/%s: %s -> %s (%s)",
+                self.namespace,
+                self.name,
+                previous.job_deployment_status.value or "New",
+                settled.job_deployment_status.value or "New",
+                settled.reason.value if settled.reason else "",
+            )
+        self.publish()
+
+    def transition(self, transition: Transition) -> None:
+        self.set_status(apply_transition(self.status, transition))
+
+    def update_status(self, **fields: Any) -> None:
+        self.set_status(self.status.model_copy(update=fields))
+
+    def set_cluster_status(self, cluster: dict[str, Any] | None) -> None:
+        """status.rayClusterStatus from a RayCluster's JSON (unchanged when there is none)."""
+        if cluster is not None:
+            self.update_status(
+                ray_cluster_status=RayClusterStatus.model_validate(cluster.get("status") or {})
+            )
+
+    def publish(self) -> None:
+        """RayPhase on a phase change only (each upsert is billable; the first one also sets RayKind,
+        RayNamespace and RayName when the starter did not); the current details on every change."""
+        phase = self.status.job_deployment_status.value
+        if phase and phase != self.state.published_phase:
+            updates = [RAY_PHASE.value_set(phase)]
+            if self.state.published_phase is None:
+                present = workflow.info().typed_search_attributes
+                identity = ((RAY_KIND, KIND_RAYJOB), (RAY_NAMESPACE, self.namespace), (RAY_NAME, self.name))
+                updates += [key.value_set(value) for key, value in identity if present.get(key) is None]
+            workflow.upsert_search_attributes(updates)
+            self.state.published_phase = phase
+        workflow.set_current_details(phase_details(self.status))
+
+    # ---- Kubernetes objects -------------------------------------------------------------------------------
+
+    def ownership(self) -> Ownership:
+        return Ownership(KIND_RAYJOB, self.name, self.state.workflow_id)
+
+    def owner_reference(self) -> OwnerReference | None:
+        """An ownerReference to the RayJob custom resource, when the manifest came from one (has a uid)."""
+        uid = self.job.metadata.uid
+        if not uid:
+            return None
+        return OwnerReference(RAY_API_VERSION, KIND_RAYJOB, self.name, uid)
+
+    def cluster_spec(self) -> RayClusterSpec:
+        spec = self.state.attempt.cluster_spec
+        if spec is None:
+            raise RuntimeError("the attempt has no RayCluster yet")
+        return spec
+
+    def dashboard(self) -> DashboardTarget:
+        return dashboard_target(self.job, self.cluster_spec())
+
+    # ---- Events -------------------------------------------------------------------------------------------
+
+    def record(self, event: RayJobEvent) -> None:
+        """A Kubernetes Event on the RayJob (best effort, as KubeRay's recorder), kept for the `events`
+        query. Sent by a local activity in the background; `flush_events` waits for the ones in flight."""
+        sequence = self.state.remember_event(event, workflow.now())
+        request = RecordEvent(
+            involved=InvolvedObject(
+                kind=KIND_RAYJOB,
+                name=self.name,
+                namespace=self.namespace,
+                uid=self.job.metadata.uid or "",
+                api_version=RAY_API_VERSION,
+            ),
+            event_id=f"{workflow.info().run_id[:8]}-{sequence}",
+            reason=event.reason.value,
+            message=event.message,
+            type=event.type,
+        )
+        self._event_tasks.append(asyncio.ensure_future(self._send_event(request)))
+
+    async def _send_event(self, request: RecordEvent) -> None:
+        try:
+            await call(stubs.record_event, request, IO.EVENT)
+        except ActivityError as error:
+            workflow.logger.warning("could not record event %s: %s", request.reason, error.cause or error)
+
+    async def flush_events(self) -> None:
+        tasks, self._event_tasks = self._event_tasks, []
+        if tasks:
+            await asyncio.gather(*tasks)
+
+    # ---- failures -----------------------------------------------------------------------------------------
+
+    async def pause_after_failure(self, error: BaseException) -> None:
+        """After a failed act: wait (durably) with a growing backoff, but no longer than the next deadline
+        and only until a handler changes the desired state; then the step runs again."""
+        self.state.consecutive_failures += 1
+        cause = error.cause if isinstance(error, ActivityError) and error.cause is not None else error
+        workflow.logger.warning("RayJob %s/%s: step failed: %s", self.namespace, self.name, cause)
+        self.watches.cancel_all()
+        retry_at = workflow.now() + failure_backoff(self.state.consecutive_failures)
+        deadline = earliest_deadline(rayjob_deadlines(self.job, self.config, self.submitter_finished_at()))
+        if deadline is not None:
+            retry_at = min(retry_at, deadline.at)
+        self.watches.arm_timer(retry_at, "retry after a failed step")
+        await self.watches.race(self.changed_since(self.state.spec_version))
+        self.watches.cancel_all()
+
+    def submitter_finished_at(self) -> datetime | None:
+        submitter = self.state.attempt.submitter
+        return submitter.finished_at if submitter is not None else None

@@ -1,0 +1,110 @@
+"""Complete and Failed: the deletion policies at their exact due times, and the `delete` update.
+
+KubeRay: the `JobDeploymentStatusComplete, JobDeploymentStatusFailed` branch of `RayJobReconciler.Reconcile`,
+`executeDeletionPolicy`, `isDeletionActionCompleted` and the finalizer path for a RayJob being deleted. Which
+action runs when is `next_deletion_step`'s decision; the workflow sleeps on a durable timer until the next due
+time (endTime + TTL exactly) and completes once nothing remains to do.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from models.naming import KIND_RAYCLUSTER, KIND_RAYJOB
+    from models.rayjob import DeletionPolicyType
+    from wire import stubs
+    from wire.dashboard import RayJobKey
+    from wire.kubernetes import OWNED_KINDS, DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
+    from workflows.decisions.rayjob.deletion import (
+        ClusterDeletionObservation,
+        deletion_completions,
+        next_deletion_step,
+    )
+    from workflows.decisions.rayjob.transitions import should_stop_ray_job_on_delete
+    from workflows.decisions.rayjob.workflow_support import EventReason, rayjob_event
+
+from workflows.kit.calls import IO, call
+from workflows.rayjob.base import RayJobBase
+
+
+class DeletionSteps(RayJobBase):
+    async def finished_step(self) -> bool:
+        """One step of the terminal phase; True once the workflow has nothing left to do."""
+        now = workflow.now()
+        # Whether anything is overdue at all: only then is the RayCluster worth reading.
+        if next_deletion_step(self.job, now, {}, self.config).action is not None:
+            if self.state.cluster_for_deletion is None:
+                self.state.cluster_for_deletion = await self._observe_cluster()
+            completed = deletion_completions(self.state.cluster_for_deletion)
+        else:
+            completed = {}
+        step = next_deletion_step(self.job, now, completed, self.config)
+        if step.action is not None:
+            return await self._execute(step.action)
+        if step.wake_at is None:
+            return True
+        self.watches.arm_timer(step.wake_at, "deletion policy due")
+        await self.watches.race(self.changed_since(self.state.spec_version))
+        # Time passed (or the spec changed): read the cluster again before the next action.
+        self.state.cluster_for_deletion = None
+        return False
+
+    async def _observe_cluster(self) -> ClusterDeletionObservation:
+        found = await call(
+            stubs.get_raycluster, ObjectKey(self.namespace, self.status.ray_cluster_name), IO.STEP
+        )
+        return ClusterDeletionObservation.from_manifest(found)
+
+    async def _execute(self, policy: DeletionPolicyType) -> bool:
+        cluster_name = self.status.ray_cluster_name
+        workflow.logger.info("RayJob %s/%s: deletion policy %s", self.namespace, self.name, policy.value)
+        if policy == DeletionPolicyType.DELETE_SELF:
+            await self.delete_everything(stop_job=False)
+            await call(
+                stubs.delete_ray_resource, RayResourceKey(KIND_RAYJOB, self.namespace, self.name), IO.STEP
+            )
+            return True
+        if policy == DeletionPolicyType.DELETE_CLUSTER:
+            try:
+                deleted = await call(
+                    stubs.delete_raycluster, DeleteObject(self.namespace, cluster_name), IO.STEP
+                )
+            except ActivityError as error:
+                reason, message = EventReason.FAILED_TO_DELETE_RAYCLUSTER, str(error.cause or error)
+                self.record(rayjob_event(reason, self.namespace, cluster_name, message))
+                raise
+            if deleted:
+                self.record(rayjob_event(EventReason.DELETED_RAYCLUSTER, self.namespace, cluster_name))
+            self.state.cluster_for_deletion = ClusterDeletionObservation(exists=deleted, deleting=deleted)
+        elif policy == DeletionPolicyType.DELETE_WORKERS:
+            try:
+                updated = await call(
+                    stubs.suspend_worker_groups, ObjectKey(self.namespace, cluster_name), IO.STEP
+                )
+            except ActivityError as error:
+                reason, message = EventReason.FAILED_TO_UPDATE_RAYCLUSTER, str(error.cause or error)
+                self.record(rayjob_event(reason, self.namespace, cluster_name, message))
+                raise
+            if updated is not None:
+                self.record(rayjob_event(EventReason.UPDATED_RAYCLUSTER, self.namespace, cluster_name))
+            self.state.cluster_for_deletion = ClusterDeletionObservation.from_manifest(updated)
+        return False
+
+    async def delete_everything(self, *, stop_job: bool = True) -> None:
+        """What deleting the RayJob does: stop its Ray job unless it is terminal (a failure is only logged,
+        as in KubeRay), then delete every object the workflow created (never a clusterSelector cluster)."""
+        self.watches.cancel_all()
+        attempt = self.state.attempt
+        status = self.status
+        reachable = bool(status.job_id and status.dashboard_url) and attempt.cluster_spec is not None
+        if stop_job and reachable and should_stop_ray_job_on_delete(status):
+            try:
+                await call(stubs.stop_job, RayJobKey(self.dashboard(), status.job_id), IO.STEP)
+            except ActivityError as error:
+                workflow.logger.warning("could not stop Ray job %s: %s", status.job_id, error.cause)
+        kinds = tuple(kind for kind in OWNED_KINDS if self.uses_own_cluster() or kind != KIND_RAYCLUSTER)
+        owned = OwnedObjects(self.namespace, KIND_RAYJOB, self.name, kinds=kinds)
+        await call(stubs.delete_owned_objects, owned, IO.LAST_STEP)
+        self.state.deleted = True

@@ -1,0 +1,203 @@
+"""New, Initializing and Waiting: start an attempt, get its RayCluster ready, find the dashboard, create the
+K8sJobMode submitter, and (InteractiveMode) wait for the user's job id.
+
+KubeRay: the `JobDeploymentStatusNew`, `JobDeploymentStatusInitializing` and `JobDeploymentStatusWaiting`
+branches of `RayJobReconciler.Reconcile`, `getOrCreateRayClusterInstance` and `createK8sJobIfNeed`. Where
+KubeRay re-reads the cluster every few seconds, the workflow runs one wait activity until the cluster is
+ready, raced against the attempt's deadline timer and the handlers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from models.raycluster import ClusterState, RayClusterSpec, RayClusterStatus
+    from models.rayjob import JobSubmissionMode
+    from wire import stubs
+    from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
+    from wire.views import job_view
+    from workflows.decisions.rayjob.cluster import (
+        DashboardPortNotFound,
+        cluster_head_service_name,
+        dashboard_url_from_head_service,
+        rayjob_cluster_manifest,
+    )
+    from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.observations import k8s_job_submitter_state
+    from workflows.decisions.rayjob.submitter import SubmitCommandError, submitter_job_manifest
+    from workflows.decisions.rayjob.transitions import (
+        adopt_interactive_job_id,
+        start_attempt,
+        state_check_transition,
+        transition_when_cluster_ready,
+    )
+    from workflows.decisions.rayjob.workflow_support import (
+        EventReason,
+        dashboard_url_from_cluster_status,
+        rayjob_event,
+    )
+
+from workflows.kit.calls import IO, call
+from workflows.rayjob.base import RayJobBase, StepFailed
+from workflows.rayjob.state import AttemptState
+
+CLUSTER_WATCH = "cluster"
+
+
+def _error_text(error: BaseException) -> str:
+    cause = error.cause if isinstance(error, ActivityError) and error.cause is not None else error
+    return str(cause)
+
+
+class InitializingSteps(RayJobBase):
+    def new_step(self) -> None:
+        """New -> Initializing: this attempt's job id, cluster name and startTime."""
+        self.state.attempt = AttemptState()
+        self.set_status(start_attempt(self.job, workflow.now(), workflow.random()))
+
+    async def initializing_step(self) -> None:
+        check = state_check_transition(self.job, workflow.now(), self.config)
+        if check is not None:
+            self.transition(check)
+            return
+        attempt = self.state.attempt
+        if attempt.cluster_spec is None:
+            await self._ensure_cluster()
+        if not self.status.dashboard_url:
+            cluster = await self._await_cluster_ready()
+            if cluster is None:
+                return
+            self.update_status(dashboard_url=await self._dashboard_url(cluster))
+        next_state = transition_when_cluster_ready(self.job)
+        if self.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE and not attempt.submitter_created:
+            await self._create_submitter()
+        self.transition(next_state)
+
+    async def waiting_step(self) -> None:
+        """InteractiveMode: wait for an `apply` that sets spec.jobId (or the preRunning deadline)."""
+        check = state_check_transition(self.job, workflow.now(), self.config)
+        if check is not None:
+            self.transition(check)
+            return
+        adopted = adopt_interactive_job_id(self.job)
+        if adopted is not None:
+            self.set_status(adopted)
+            return
+        deadline = earliest_deadline(rayjob_deadlines(self.job, self.config))
+        self.watches.arm_timer(deadline.at if deadline else None, "preRunningDeadlineSeconds")
+        await self.watches.race(self.changed_since(self.state.spec_version))
+
+    # ---- the RayCluster ---------------------------------------------------------------------------------
+
+    async def _ensure_cluster(self) -> None:
+        """Create this attempt's RayCluster (or, in clusterSelector mode, find the selected one)."""
+        attempt = self.state.attempt
+        cluster_name = self.status.ray_cluster_name
+        if not self.uses_own_cluster():
+            found = await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
+            if found is None:
+                self.record(rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.namespace, cluster_name))
+                raise StepFailed(
+                    f"clusterSelector mode is enabled, but RayCluster {self.namespace}/{cluster_name} is not "
+                    "found"
+                )
+            try:
+                attempt.cluster_spec = RayClusterSpec.model_validate(found.get("spec") or {})
+            except ValidationError as error:
+                raise StepFailed(f"RayCluster {cluster_name} cannot be read: {error}") from None
+            self.set_cluster_status(found)
+            return
+        try:
+            manifest = rayjob_cluster_manifest(
+                self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
+            )
+            request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+            created: dict[str, Any] = await call(stubs.create_raycluster, request, IO.STEP)
+        except (ActivityError, SubmitCommandError, ValueError) as error:
+            self.record(
+                rayjob_event(
+                    EventReason.FAILED_TO_CREATE_RAYCLUSTER, self.namespace, cluster_name, _error_text(error)
+                )
+            )
+            raise
+        self.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.namespace, cluster_name))
+        attempt.cluster_created = True
+        attempt.cluster_spec = self.job.spec.ray_cluster_spec
+        self.set_cluster_status(created)
+
+    async def _await_cluster_ready(self) -> dict[str, Any] | None:
+        """The RayCluster once `status.state` is ready; None when a deadline, a handler or the cluster's
+        disappearance interrupted the wait (the step then runs again)."""
+        if self.status.ray_cluster_status.state == ClusterState.READY and self.state.attempt.cluster_spec:
+            return {"status": self.status.ray_cluster_status.model_dump(mode="json", by_alias=True)}
+        request = WaitRayCluster(self.namespace, self.status.ray_cluster_name, until="ready")
+        self.watches.start(
+            CLUSTER_WATCH,
+            lambda: call(stubs.wait_raycluster, request, IO.WAIT, summary="RayCluster ready"),
+        )
+        deadline = earliest_deadline(rayjob_deadlines(self.job, self.config))
+        self.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
+        for finished in (await self.watches.race(self.changed_since(self.state.spec_version))).finished:
+            if finished.key != CLUSTER_WATCH:
+                continue
+            observation: Observation = finished.value()
+            if observation.object is None:
+                # Gone (deleted under us): create it again, or look for the selected one again.
+                self.state.attempt.cluster_spec = None
+                return None
+            self.set_cluster_status(observation.object)
+            if self.status.ray_cluster_status.state == ClusterState.READY:
+                self.watches.cancel(CLUSTER_WATCH)
+                return observation.object
+        return None
+
+    async def _dashboard_url(self, cluster: dict[str, Any]) -> str:
+        status = RayClusterStatus.model_validate(cluster.get("status") or {})
+        url = dashboard_url_from_cluster_status(status, self.namespace, self.config.cluster_domain)
+        if url is not None:
+            return url
+        service_name = cluster_head_service_name(self.status.ray_cluster_name, self.cluster_spec())
+        service = await call(stubs.get_service, ObjectKey(self.namespace, service_name), IO.STEP)
+        if service is None:
+            raise StepFailed(
+                f"the head Service {self.namespace}/{service_name} of the RayCluster is not found"
+            )
+        try:
+            return dashboard_url_from_head_service(service, self.config.cluster_domain)
+        except DashboardPortNotFound as error:
+            raise StepFailed(str(error)) from None
+
+    # ---- K8sJobMode submitter ---------------------------------------------------------------------------
+
+    async def _create_submitter(self) -> None:
+        attempt = self.state.attempt
+        job_name = self.name
+        try:
+            manifest = submitter_job_manifest(
+                self.job,
+                cluster_name=self.status.ray_cluster_name,
+                cluster_spec=self.cluster_spec(),
+                workflow_id=self.state.workflow_id,
+                gates=self.config.feature_gates,
+            )
+            request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+            created: dict[str, Any] = await call(stubs.create_job, request, IO.STEP)
+        except (ActivityError, SubmitCommandError) as error:
+            self.record(
+                rayjob_event(
+                    EventReason.FAILED_TO_CREATE_RAYJOB_SUBMITTER,
+                    self.namespace,
+                    job_name,
+                    _error_text(error),
+                )
+            )
+            raise
+        self.record(rayjob_event(EventReason.CREATED_RAYJOB_SUBMITTER, self.namespace, job_name))
+        attempt.submitter_created = True
+        attempt.submitter_view = job_view(created)
+        attempt.submitter = k8s_job_submitter_state(created.get("status"))

@@ -1,0 +1,95 @@
+"""Everything a RayJobWorkflow knows, in one place: the RayJob (desired spec and the status the workflow
+writes), what the current attempt created and observed, the handlers' requests and the recent Events.
+
+A RayJob's history stays small (a handful of events per state change), so the workflow never continues as
+new and this state lives only in the running workflow.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.base import format_rfc3339
+    from models.operator import OperatorConfig
+    from models.raycluster import RayClusterSpec
+    from models.rayjob import RayJob
+    from wire.dashboard import JobInfoAnswer
+    from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
+    from workflows.decisions.rayjob.observations import SubmitterState
+    from workflows.decisions.rayjob.workflow_support import EVENT_LOG_SIZE, RayJobEvent
+
+
+@dataclass
+class AttemptState:
+    """One attempt (New -> ... -> Complete/Failed/Retrying/Suspended): what it created and last saw.
+
+    `cluster_spec` is the spec of the RayCluster this attempt runs on: the RayJob's rayClusterSpec when the
+    attempt created it (later spec changes are disregarded, as in KubeRay), the selected cluster's own spec in
+    clusterSelector mode.
+    """
+
+    cluster_spec: RayClusterSpec | None = None
+    cluster_created: bool = False
+    head_service_created: bool = False
+    submitter_created: bool = False
+    submitter_view: dict[str, Any] | None = None
+    head_pod_view: dict[str, Any] | None = None
+    submitter: SubmitterState | None = None
+    job_answer: JobInfoAnswer | None = None
+    submitted: bool = False
+    # Suspending / Retrying: deletions asked for, and the objects' last views until they are gone.
+    cluster_deletion_requested: bool = False
+    submitter_deletion_requested: bool = False
+    cluster_view: dict[str, Any] | None = None
+    submitter_job_view: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """An Event as the `events` query shows it (time: workflow time)."""
+
+    time: datetime
+    type: str
+    reason: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "time": format_rfc3339(self.time),
+            "type": self.type,
+            "reason": self.reason,
+            "message": self.message,
+        }
+
+
+@dataclass
+class RayJobState:
+    job: RayJob
+    workflow_id: str
+    config: OperatorConfig | None = None
+    generation: int = 1
+    # Bumped by every accepted `apply`, so the main loop notices a new desired state.
+    spec_version: int = 0
+    delete_requested: bool = False
+    deleted: bool = False
+    finished: bool = False
+    attempt: AttemptState = field(default_factory=AttemptState)
+    # The RayCluster as the deletion rules judge it, once read in Complete/Failed.
+    cluster_for_deletion: ClusterDeletionObservation | None = None
+    consecutive_failures: int = 0
+    events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
+    event_sequence: int = 0
+    published_phase: str | None = None
+
+    def remember_event(self, event: RayJobEvent, now: datetime) -> int:
+        """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes
+        name, so a retried recording finds the Event instead of adding a second one)."""
+        self.event_sequence += 1
+        self.events.append(EventRecord(now, event.type, event.reason.value, event.message))
+        return self.event_sequence

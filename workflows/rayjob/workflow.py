@@ -1,0 +1,197 @@
+"""RayJobWorkflow: one KubeRay RayJob, from its manifest to its last deletion action (CONTRACT section 3).
+
+The workflow is KubeRay's RayJob controller for one object: it validates the manifest itself (an invalid one
+fails the workflow at once with a non-retryable `ValidationFailed` error, creating nothing), then walks the
+KubeRay state machine New -> Initializing -> (Waiting ->) Running -> Complete/Failed, with Suspending /
+Suspended and Retrying on the side, and at the end runs the deletion policies at their due times. Its
+result is the final RayJob status, camelCase as KubeRay writes it.
+
+Handlers: query `status` (the KubeRay status object), query `events` (the last 50 Events the workflow
+recorded), update `apply` (a new desired manifest; returns its generation), update `delete` (what deleting the
+RayJob does; the workflow then completes).
+
+Each state's work is one `*_step` method (mixins in initializing.py, running.py, release.py,
+deletion.py); the main loop runs the step of the current state until the workflow is done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from models.base import dump_status
+    from models.features import FeatureGates
+    from models.manifest import ManifestError, parse_rayjob
+    from models.meta import ObjectMeta
+    from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
+    from models.validation import validate_rayjob, validate_rayjob_status, validate_update
+    from wire import stubs
+    from workflows.decisions.rayjob.transitions import validation_failed_transition
+    from workflows.decisions.rayjob.workflow_support import applied_job, is_spec_changed
+
+from workflows.kit.calls import IO, call_without_input
+from workflows.kit.waits import Waits
+from workflows.rayjob.base import StepFailed
+from workflows.rayjob.deletion import DeletionSteps
+from workflows.rayjob.initializing import InitializingSteps
+from workflows.rayjob.release import ReleaseSteps
+from workflows.rayjob.running import RunningSteps
+from workflows.rayjob.state import RayJobState
+
+VALIDATION_FAILED = "ValidationFailed"
+DELETING = "RayJobDeleting"
+
+
+def _parse(manifest: Any) -> RayJob:
+    """The manifest as a RayJob, its status dropped (the workflow writes the status)."""
+    try:
+        job = parse_rayjob(manifest)
+    except ManifestError as error:
+        raise ApplicationError(str(error), type=VALIDATION_FAILED, non_retryable=True) from None
+    return job.model_copy(update={"status": RayJobStatus()})
+
+
+def _identity(manifest: Any) -> RayJob:
+    """A RayJob carrying only the manifest's name and namespace, for a manifest that does not parse."""
+    metadata = manifest.get("metadata") if isinstance(manifest, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    namespace = metadata.get("namespace") if isinstance(metadata, dict) else None
+    return RayJob(
+        metadata=ObjectMeta(
+            name=name if isinstance(name, str) else "",
+            namespace=namespace if isinstance(namespace, str) and namespace else "default",
+        )
+    )
+
+
+@workflow.defn(name="RayJobWorkflow")
+class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionSteps):
+    @workflow.init
+    def __init__(self, manifest: Any) -> None:
+        # `manifest` is typed loosely on purpose: any JSON must reach the workflow, which rejects it itself,
+        # rather than fail to decode and leave a workflow task retrying forever.
+        self._invalid: ApplicationError | None = None
+        try:
+            job = _parse(manifest)
+        except ApplicationError as error:
+            self._invalid = error
+            job = _identity(manifest)
+        self.state = RayJobState(
+            job=job, workflow_id=workflow.info().workflow_id, generation=job.metadata.generation or 1
+        )
+        self.watches = Waits()
+        self._event_tasks = []
+
+    @workflow.run
+    async def run(self, manifest: Any) -> dict[str, Any]:
+        self.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
+        error = self._invalid or self._validation_error(self.job)
+        if error is not None:
+            self.transition(validation_failed_transition(error.message))
+            raise error
+        await self._run_states()
+        await self.flush_events()
+        self.state.finished = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return self.status_json()
+
+    async def _run_states(self) -> None:
+        phase: JobDeploymentStatus | None = None
+        while not self.state.deleted:
+            if self.status.job_deployment_status != phase:
+                # A new state wants its own waits; whatever the previous one had in flight is not needed.
+                self.watches.cancel_all()
+                phase = self.status.job_deployment_status
+            if self.state.delete_requested:
+                await self.delete_everything()
+                return
+            try:
+                if await self._step(phase):
+                    return
+                self.state.consecutive_failures = 0
+            except (ActivityError, StepFailed) as error:
+                await self.pause_after_failure(error)
+
+    async def _step(self, phase: JobDeploymentStatus) -> bool:
+        """Runs the current state's step; True when the workflow is done."""
+        if phase == JobDeploymentStatus.NEW:
+            self.new_step()
+        elif phase == JobDeploymentStatus.INITIALIZING:
+            await self.initializing_step()
+        elif phase == JobDeploymentStatus.WAITING:
+            await self.waiting_step()
+        elif phase == JobDeploymentStatus.RUNNING:
+            await self.running_step()
+        elif phase in (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING):
+            await self.release_step()
+        elif phase == JobDeploymentStatus.SUSPENDED:
+            await self.suspended_step()
+        elif phase in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED):
+            return await self.finished_step()
+        else:
+            raise ApplicationError(f"unexpected jobDeploymentStatus {phase!r}", non_retryable=True)
+        return False
+
+    def status_json(self) -> dict[str, Any]:
+        return dump_status(self.status)
+
+    def _gates(self) -> FeatureGates:
+        return self.state.config.feature_gates if self.state.config is not None else FeatureGates()
+
+    def _validation_error(self, job: RayJob) -> ApplicationError | None:
+        message = validate_rayjob(job, self._gates())
+        if message is None:
+            return None
+        return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)
+
+    # ---- handlers -----------------------------------------------------------------------------------------
+
+    @workflow.query(name="status")
+    def status_query(self) -> dict[str, Any]:
+        return self.status_json()
+
+    @workflow.query(name="events")
+    def events_query(self) -> list[dict[str, str]]:
+        return [record.to_json() for record in self.state.events]
+
+    @workflow.update(name="apply")
+    async def apply(self, manifest: Any) -> dict[str, int]:
+        if self.state.config is None:
+            # Update-with-start: the validator ran before the operator configuration was read.
+            await workflow.wait_condition(lambda: self.state.config is not None)
+            self._check_apply(manifest)
+        applied = _parse(manifest)
+        if is_spec_changed(self.job, applied):
+            self.state.generation += 1
+        self.state.job = applied_job(self.job, applied)
+        self.state.spec_version += 1
+        self.publish()
+        return {"generation": self.state.generation}
+
+    @apply.validator
+    def _check_apply(self, manifest: Any) -> None:
+        if self.state.delete_requested or self.state.finished:
+            raise ApplicationError("the RayJob is being deleted or has finished", type=DELETING)
+        if (
+            self._invalid is not None
+            or self.status.job_deployment_status == JobDeploymentStatus.VALIDATION_FAILED
+        ):
+            raise ApplicationError("the RayJob failed validation", type=VALIDATION_FAILED)
+        applied = _parse(manifest)
+        desired = applied_job(self.job, applied)
+        message = validate_update(self.job, applied, self._gates()) or validate_rayjob_status(desired)
+        if message is not None:
+            raise ApplicationError(message, type=VALIDATION_FAILED)
+
+    @workflow.update(name="delete")
+    def delete(self) -> dict[str, Any]:
+        """Asks for what deleting the RayJob does (stop its Ray job unless it is terminal, delete what the
+        workflow created); the workflow then completes with its final status as result. Returns the status
+        as it was when the deletion was asked for: the deletion itself runs in the main loop, and the update
+        completes before the workflow does (a workflow task that completes the workflow can be rejected and
+        retried when events arrive meanwhile, and an update answered in it would fail)."""
+        self.state.delete_requested = True
+        return self.status_json()

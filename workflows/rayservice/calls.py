@@ -1,0 +1,169 @@
+"""The RayService workflow's calls into activities, with its ownership (labels and workflow-id
+annotation) applied: one I/O act per call, through the typed stubs of `wire.stubs` and the policies of
+`workflows.kit.calls` (acts: RECONCILE; long waits that return only on change: WATCH; replica ranks:
+RANKS_READ).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.naming import KIND_RAYSERVICE, LABEL_SERVE
+    from wire import stubs
+    from wire.dashboard import (
+        DashboardTarget,
+        PutServeConfig,
+        ReadReplicaRanks,
+        ReplicaRanks,
+        ServeObservation,
+        WaitServe,
+    )
+    from wire.kubernetes import (
+        CreateObject,
+        DeleteObject,
+        GatewayObservation,
+        InvolvedObject,
+        ObjectKey,
+        Observation,
+        OwnedObjects,
+        Ownership,
+        PodLabels,
+        RecordEvent,
+        ServiceEndpoints,
+        UpdateSpec,
+        WaitGateway,
+        WaitRayCluster,
+        WaitReadyEndpoints,
+    )
+    from workflows.decisions.rayservice.conditions import RayServiceEvent
+    from workflows.decisions.rayservice.workflow_support import InPlaceUpdate
+
+from workflows.kit.calls import IO, call, start
+
+__all__ = ["RayServiceCalls"]
+
+SERVE_POLL_SECONDS: Final = 2.0
+
+
+class RayServiceCalls:
+    """The activities one RayService uses, with its ownership (labels and workflow-id annotation) applied."""
+
+    def __init__(self, namespace: str, name: str, workflow_id: str) -> None:
+        self.namespace = namespace
+        self.name = name
+        self.ownership = Ownership(KIND_RAYSERVICE, name, workflow_id)
+
+    # ---- RayClusters ----------------------------------------------------------------------------------
+
+    async def create_cluster(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        return await call(stubs.create_raycluster, CreateObject(manifest, self.ownership), IO.RECONCILE)
+
+    async def get_cluster(self, name: str) -> dict[str, Any] | None:
+        return await call(stubs.get_raycluster, ObjectKey(self.namespace, name), IO.RECONCILE)
+
+    async def update_cluster(self, name: str, update: InPlaceUpdate) -> dict[str, Any] | None:
+        request = UpdateSpec(self.namespace, name, update.spec, update.labels, update.annotations)
+        return await call(stubs.update_raycluster_spec, request, IO.RECONCILE)
+
+    async def delete_cluster(self, name: str, uid: str | None = None) -> bool:
+        return await call(stubs.delete_raycluster, DeleteObject(self.namespace, name, uid=uid), IO.RECONCILE)
+
+    # ---- Services and endpoints ---------------------------------------------------------------------
+
+    async def create_service(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await call(stubs.create_service, CreateObject(body, self.ownership), IO.RECONCILE)
+
+    async def update_service_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+        return await call(stubs.update_service_spec, UpdateSpec(self.namespace, name, spec), IO.RECONCILE)
+
+    async def count_ready_endpoints(self, service: str) -> int:
+        return await call(
+            stubs.count_ready_endpoints, ServiceEndpoints(self.namespace, service), IO.RECONCILE
+        )
+
+    async def label_head_pod(self, pod_name: str, value: str) -> None:
+        labels = PodLabels(self.namespace, pod_name, {LABEL_SERVE: value})
+        await call(stubs.patch_pod_labels, labels, IO.RECONCILE)
+
+    # ---- Serve ----------------------------------------------------------------------------------------
+
+    async def put_serve_config(self, target: DashboardTarget, config: dict[str, Any]) -> None:
+        await call(stubs.put_serve_config, PutServeConfig(target, config), IO.RECONCILE)
+
+    # ---- events and ownership ---------------------------------------------------------------------------
+
+    async def record_event(self, event_id: str, event: RayServiceEvent) -> None:
+        involved = InvolvedObject(KIND_RAYSERVICE, self.name, self.namespace, api_version="ray.io/v1")
+        request = RecordEvent(involved, event_id, event.reason, event.message, event.type)
+        await call(stubs.record_event, request, IO.RECONCILE)
+
+    def _owned(self) -> OwnedObjects:
+        return OwnedObjects(self.namespace, KIND_RAYSERVICE, self.name)
+
+    async def delete_owned(self) -> list[dict[str, str]]:
+        return await call(stubs.delete_owned_objects, self._owned(), IO.RECONCILE)
+
+    async def list_owned(self) -> list[dict[str, str]]:
+        return await call(stubs.list_owned_objects, self._owned(), IO.RECONCILE)
+
+    # ---- Gateway API (incremental upgrades) ----------------------------------------------------------
+
+    async def create_gateway(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await call(stubs.create_gateway, CreateObject(body, self.ownership), IO.RECONCILE)
+
+    async def update_gateway_spec(self, name: str, spec: dict[str, Any]) -> None:
+        await call(stubs.update_gateway_spec, UpdateSpec(self.namespace, name, spec), IO.RECONCILE)
+
+    async def create_http_route(self, body: dict[str, Any]) -> dict[str, Any]:
+        return await call(stubs.create_httproute, CreateObject(body, self.ownership), IO.RECONCILE)
+
+    async def get_http_route(self, name: str) -> dict[str, Any] | None:
+        return await call(stubs.get_httproute, ObjectKey(self.namespace, name), IO.RECONCILE)
+
+    async def update_http_route_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
+        return await call(stubs.update_httproute_spec, UpdateSpec(self.namespace, name, spec), IO.RECONCILE)
+
+    async def create_per_cluster_service(self, body: dict[str, Any]) -> dict[str, Any]:
+        # Owned by its RayCluster (the body carries the ownerReference); ownership labels added as well.
+        return await self.create_service(body)
+
+    # ---- waits (started, raced and cancelled by RayServiceWorld) -----------------------------------------
+
+    def wait_head_ready(self, cluster: str) -> workflow.ActivityHandle[Observation]:
+        request = WaitRayCluster(self.namespace, cluster, until="head_ready")
+        return start(stubs.wait_raycluster, request, IO.WATCH, summary=f"head Pod of {cluster} ready")
+
+    def wait_cluster_change(
+        self, cluster: str, last_view: dict[str, Any] | None
+    ) -> workflow.ActivityHandle[Observation]:
+        request = WaitRayCluster(self.namespace, cluster, last_view=last_view, until="change")
+        return start(stubs.wait_raycluster, request, IO.WATCH, summary=f"RayCluster {cluster} changes")
+
+    def wait_serve(
+        self, target: DashboardTarget, cluster: str, serve_port: int, last_view: dict[str, Any] | None
+    ) -> workflow.ActivityHandle[ServeObservation]:
+        request = WaitServe(target, cluster, serve_port, True, last_view, SERVE_POLL_SECONDS)
+        return start(stubs.wait_serve, request, IO.WATCH, summary=f"Serve of {cluster} changes")
+
+    def read_replica_ranks(
+        self, target: DashboardTarget, cluster: str, submission_id: str
+    ) -> workflow.ActivityHandle[ReplicaRanks]:
+        request = ReadReplicaRanks(target, submission_id)
+        return start(
+            stubs.read_replica_ranks, request, IO.RANKS_READ, summary=f"Serve replica ranks of {cluster}"
+        )
+
+    def wait_ready_endpoints(
+        self, services: list[str], last_counts: dict[str, int]
+    ) -> workflow.ActivityHandle[dict[str, int]]:
+        request = WaitReadyEndpoints(self.namespace, services, last_counts)
+        return start(stubs.wait_ready_endpoints, request, IO.WATCH, summary="serve endpoints change")
+
+    def wait_gateway(
+        self, gateway: str, route: str | None, last_view: dict[str, Any] | None
+    ) -> workflow.ActivityHandle[GatewayObservation]:
+        request = WaitGateway(self.namespace, gateway, route, last_view, until="change")
+        return start(stubs.wait_gateway, request, IO.WATCH, summary="Gateway/HTTPRoute status")

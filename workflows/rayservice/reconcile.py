@@ -1,0 +1,320 @@
+"""One reconcile pass of a RayService, in KubeRay's order (rayservice_controller.go: Reconcile), acting
+through activities and deciding only through workflows/decisions.
+
+Order: serve-config cache pruning, dangling-cluster cleanup, suspend, the terminal initializing timeout, the
+RayClusters (create the pending one, update in place), head Pod serve labels, Serve (submit the config,
+readiness), the incremental upgrade's objects, the RayService-level Services, then calculateStatus. The pass
+ends with what to wait for next (`PassOutcome`); it never waits on the world itself, except while objects are
+being deleted for a suspend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.meta import is_condition_true
+    from models.operator import OperatorConfig
+    from models.raycluster import RayCluster
+    from models.rayservice import RayService, RayServiceConditionType
+    from workflows.decisions.rayservice.cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
+    from workflows.decisions.rayservice.cluster import (
+        goal_cluster_hash,
+        in_place_update_warning,
+        is_incremental_upgrade_enabled,
+        rayservice_cluster_manifest,
+        should_prepare_new_cluster,
+        should_update_cluster,
+        should_update_in_place_without_upgrade,
+    )
+    from workflows.decisions.rayservice.conditions import RayServiceEvent, is_initializing_timeout
+    from workflows.decisions.rayservice.replica_ranks import rank_read_watches
+    from workflows.decisions.rayservice.serve import (
+        prune_serve_config_cache,
+    )
+    from workflows.decisions.rayservice.services import (
+        services_target_cluster,
+    )
+    from workflows.decisions.rayservice.status import calculate_status
+    from workflows.decisions.rayservice.suspend import (
+        SuspendAction,
+        begin_suspending,
+        complete_suspend,
+        resume_from_suspend,
+        suspend_action,
+        suspending_in_progress,
+    )
+    from workflows.decisions.rayservice.timeout import initializing_deadline
+    from workflows.decisions.rayservice.workflow_support import (
+        Watch,
+        cluster_names,
+        desired_watches,
+        earliest_deadline,
+        in_place_update_request,
+        rayservice_at,
+        should_finish_aborted_upgrade,
+        with_gated_upgrade_strategy,
+    )
+    from workflows.decisions.upgrade.controls import settle_upgrade_controls
+    from workflows.decisions.upgrade.incremental import complete_incremental_rollback
+    from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.incremental import IncrementalUpgrade
+    from workflows.rayservice.part import Commit, RayServicePart
+    from workflows.rayservice.serving import RayServiceServing, ServeResult
+    from workflows.rayservice.state import RayServiceState
+    from workflows.rayservice.world import RayServiceWorld
+
+__all__ = ["PassOutcome", "RayServiceReconciler"]
+
+UPGRADE_IN_PROGRESS = RayServiceConditionType.UPGRADE_IN_PROGRESS
+
+
+@dataclass
+class PassOutcome:
+    again: bool = False  # something was decided that the next pass acts on at once (a new cluster name...)
+    watches: list[Watch] = field(default_factory=list)
+    deadline: datetime | None = None
+
+
+class RayServiceReconciler(RayServicePart):
+    def __init__(
+        self,
+        state: RayServiceState,
+        world: RayServiceWorld,
+        calls: RayServiceCalls,
+        config: OperatorConfig,
+        commit: Commit,
+    ) -> None:
+        super().__init__(state, world, calls, config, commit)
+        self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
+        self.serving = RayServiceServing(state, world, calls, config, commit)
+
+    @property
+    def gate_conditions(self) -> bool:
+        return self.config.feature_gates.ray_cluster_status_conditions
+
+    def rayservice(self) -> RayService:
+        rayservice = rayservice_at(self.state.manifest, self.state.generation, self.state.status)
+        return with_gated_upgrade_strategy(rayservice, self.config.feature_gates)
+
+    async def reconcile(self) -> PassOutcome:
+        state, now = self.state, workflow.now()
+        rayservice = self.rayservice()
+        active_name, pending_name = cluster_names(state.status)
+        state.serve_config_cache = prune_serve_config_cache(
+            state.serve_config_cache, active_name, pending_name
+        )
+        cleanup_due = await self._clean_up_dangling_clusters(rayservice, now)
+
+        action = suspend_action(rayservice.spec.suspend, state.status)
+        if action == SuspendAction.BEGIN:
+            await self.commit(begin_suspending(state.status, state.generation, now), [])
+            return PassOutcome(again=True)
+        if action == SuspendAction.DELETE_OWNED:
+            await self._suspend(now)
+            return PassOutcome(again=True)
+        if action == SuspendAction.STAY_SUSPENDED:
+            return PassOutcome()
+        if action == SuspendAction.RESUME:
+            await self.commit(resume_from_suspend(state.status, state.generation, now), [])
+            rayservice = self.rayservice()
+
+        if is_initializing_timeout(state.status.conditions):
+            # Terminal: only the clusters left over are deleted, each after the deletion delay.
+            return PassOutcome(deadline=cleanup_due)
+
+        if should_finish_aborted_upgrade(
+            state.status, is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        ):
+            await self.commit(complete_incremental_rollback(state.status, now), [])
+            rayservice = self.rayservice()
+
+        active, pending, events = await self._reconcile_clusters(rayservice)
+        incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        upgrade = self.incremental
+        if incremental:
+            events += await upgrade.reconcile_rollback(rayservice, active, pending, now)
+            rayservice = self.rayservice()
+        await self.serving.update_head_serve_labels(rayservice, (active, pending))
+
+        pending_serve = (
+            await self.serving.reconcile_serve(rayservice, pending) if pending is not None else ServeResult()
+        )
+        active_serve = ServeResult()
+        if active is not None and (
+            (pending is None and not self._would_prepare_new_cluster(rayservice, active))
+            or (pending is not None and incremental)
+        ):
+            active_serve = await self.serving.reconcile_serve(rayservice, active)
+
+        http_route = None
+        capacity_changed = False
+        if incremental:
+            clusters = {
+                cluster.metadata.name: cluster for cluster in (active, pending) if cluster is not None
+            }
+            capacity_changed = await upgrade.step_capacity(
+                rayservice, dict(clusters), pending_serve.ready, active_serve.ready
+            )
+            rayservice = self.rayservice()
+            http_route = await upgrade.reconcile_objects(
+                rayservice, active, pending, pending_serve.ready, active_serve.ready, now
+            )
+
+        upgrading = incremental and is_condition_true(state.status.conditions, UPGRADE_IN_PROGRESS)
+        target = services_target_cluster(active_serve.ready, pending_serve.ready, upgrading)
+        if target == "pending" and state.controls.paused and not incremental:
+            target = None  # a paused blue-green upgrade holds the switch
+        target_cluster = {"active": active, "pending": pending, None: None}[target]
+        services_cluster = await self.serving.reconcile_services(
+            rayservice, target_cluster, incremental, events
+        )
+        counted = self.serving.existing_serve_services(rayservice, active, pending, incremental)
+        endpoints = await self.world.count_endpoints(counted) if counted else {}
+
+        outcome = calculate_status(
+            rayservice,
+            self.config,
+            now,
+            workflow.random(),
+            active,
+            pending,
+            active_serve.applications,
+            pending_serve.applications,
+            services_cluster,
+            endpoints,
+            http_route,
+            suppressed_goal_hash=state.controls.aborted_goal_hash,
+        )
+        controls, status = settle_upgrade_controls(
+            state.controls, outcome.status, goal_cluster_hash(rayservice.spec)
+        )
+        state.controls = controls
+        await self.commit(status, events + outcome.events, upgrade.detail_line(now) if incremental else "")
+        # New cluster names (a pending cluster chosen, a promotion, names cleared by the initializing
+        # timeout) are acted on by the next pass: create the cluster, schedule the dangling one's deletion.
+        # A capacity step, or traffic that just caught up with the capacity, may allow the next step now.
+        traffic_moved = incremental and upgrade.traffic is not None and upgrade.traffic.moved
+        again = (
+            cluster_names(state.status) != (active_name, pending_name) or capacity_changed or traffic_moved
+        )
+        ready_serving = services_cluster is not None and (active_serve.ready or pending_serve.ready)
+        watches = desired_watches(
+            {name: self.world.cluster(name, rayservice) for name in cluster_names(state.status) if name},
+            {name: observation.view for name, observation in self.world.serve.items()},
+            list(counted),
+            self.world.endpoints,
+            ready_serving,
+            self.gate_conditions,
+        )
+        watches += rank_read_watches(
+            {
+                name: self.world.serve[name].details
+                for name in cluster_names(state.status)
+                if name in self.world.serve
+            },
+            {name: read[0] for name, read in self.world.ranks.items()},
+        )
+        if incremental:
+            watches += upgrade.watches(rayservice)
+        deadline = earliest_deadline(
+            cleanup_due,
+            initializing_deadline(state.status.conditions, rayservice.metadata.annotations),
+            upgrade.next_step_at() if incremental and upgrading else None,
+        )
+        return PassOutcome(again=again, watches=watches, deadline=deadline)
+
+    def _would_prepare_new_cluster(self, rayservice: RayService, active: RayCluster) -> bool:
+        return should_prepare_new_cluster(
+            rayservice, active, None, False, self.config, self.state.controls.aborted_goal_hash
+        )
+
+    # ---- dangling clusters ---------------------------------------------------------------------------------
+
+    async def _clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
+        state = self.state
+        active_name, pending_name = cluster_names(state.status)
+        plan = plan_dangling_cluster_cleanup(
+            state.owned_clusters,
+            active_name,
+            pending_name,
+            state.deletion_schedule,
+            cluster_deletion_delay(rayservice.spec),
+            now,
+        )
+        state.deletion_schedule = plan.schedule
+        if plan.delete_now:
+            await asyncio.gather(
+                *(self.calls.delete_cluster(name, self._uid(name)) for name in plan.delete_now)
+            )
+            state.owned_clusters = [name for name in state.owned_clusters if name not in plan.delete_now]
+            for name in plan.delete_now:
+                state.serve_details.pop(name, None)
+            self.world.forget(plan.delete_now)
+        return plan.next_due
+
+    def _uid(self, name: str) -> str | None:
+        uid = ((self.world.clusters.get(name) or {}).get("metadata") or {}).get("uid")
+        return str(uid) if uid else None
+
+    # ---- suspend -------------------------------------------------------------------------------------------
+
+    async def _suspend(self, now: datetime) -> None:
+        """Delete every owned object; Suspended once they are all gone (Suspending is already recorded, so
+        this completes even if spec.suspend flips back meanwhile)."""
+        state = self.state
+        await self.calls.delete_owned()
+        remaining = await self.calls.list_owned()
+        if remaining:
+            await self.commit(suspending_in_progress(state.status, now), [])
+            clusters = [ref["name"] for ref in remaining if ref.get("kind") == "RayCluster"]
+            await self.world.wait_clusters_gone(clusters)
+            if len(clusters) < len(remaining):
+                await self.calls.delete_owned()
+        state.owned_clusters = []
+        state.deletion_schedule = {}
+        state.services_cluster = ""
+        state.per_cluster_services = []
+        state.gateway_created = False
+        state.serve_config_cache = {}
+        state.serve_details = {}
+        self.world.forget_everything()
+        await self.commit(complete_suspend(state.status, workflow.now()), [])
+
+    # ---- RayClusters ---------------------------------------------------------------------------------------
+
+    async def _reconcile_clusters(
+        self, rayservice: RayService
+    ) -> tuple[RayCluster | None, RayCluster | None, list[RayServiceEvent]]:
+        state, world = self.state, self.world
+        active_name, pending_name = cluster_names(state.status)
+        await world.refresh_clusters((active_name, pending_name), state.owned_clusters)
+        if pending_name and world.clusters.get(pending_name) is None:
+            manifest = rayservice_cluster_manifest(rayservice, pending_name, self.config)
+            world.clusters[pending_name] = await self.calls.create_cluster(manifest)
+            if pending_name not in state.owned_clusters:
+                state.owned_clusters.append(pending_name)
+        events: list[RayServiceEvent] = []
+        active = world.cluster(active_name, rayservice)
+        pending = world.cluster(pending_name, rayservice)
+        if should_update_cluster(rayservice, active, is_active=True):
+            active = await self._update_in_place(rayservice, active_name)
+        if should_update_cluster(rayservice, pending, is_active=False):
+            pending = await self._update_in_place(rayservice, pending_name)
+        if should_update_in_place_without_upgrade(rayservice, active, pending, self.config):
+            active = await self._update_in_place(rayservice, active_name)
+            events.append(in_place_update_warning(rayservice, active_name))
+        return active, pending, events
+
+    async def _update_in_place(self, rayservice: RayService, name: str) -> RayCluster | None:
+        current = self.world.clusters.get(name)
+        if current is None:
+            return None
+        goal = rayservice_cluster_manifest(rayservice, name, self.config)
+        updated = await self.calls.update_cluster(name, in_place_update_request(current, goal))
+        self.world.clusters[name] = updated
+        return self.world.cluster(name, rayservice)

@@ -1,0 +1,48 @@
+"""The RayService workflow's state: one dataclass, carried whole through continue-as-new.
+
+Everything a later run needs lives here: the desired manifest (the newest accepted one, which may not be acted
+on yet), its generation, the KubeRay status (conditions with their transition times, cluster names, traffic
+and capacity), the Serve config last applied per cluster, the deletion time of each dangling cluster, the
+clusters the workflow created, which cluster the RayService-level Services select, the upgrade controls, and
+the last Serve details per cluster (the replicas shown by the `status` query).
+
+Observations of the world (RayCluster objects, Serve views, endpoint counts) are not state: a new run reads
+them again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.rayservice import RayServiceStatuses
+    from workflows.decisions.upgrade.controls import UpgradeControls
+
+__all__ = ["RayServiceState"]
+
+
+@dataclass
+class RayServiceState:
+    manifest: dict[str, Any]
+    generation: int = 1
+    status: RayServiceStatuses = field(default_factory=RayServiceStatuses)
+    serve_config_cache: dict[str, str] = field(default_factory=dict)
+    deletion_schedule: dict[str, datetime] = field(default_factory=dict)
+    owned_clusters: list[str] = field(default_factory=list)
+    # The cluster `<rs>-head-svc` and `<rs>-serve-svc` select ("" until they exist).
+    services_cluster: str = ""
+    # Incremental upgrades: the per-cluster serve Services created so far, and whether the Gateway exists.
+    per_cluster_services: list[str] = field(default_factory=list)
+    gateway_created: bool = False
+    serve_details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    controls: UpgradeControls = field(default_factory=UpgradeControls)
+    ray_phase: str = ""
+    event_sequence: int = 0
+    deleting: bool = False
+    # Test knob: continue as new once the run's history has this many events (None: only when suggested).
+    continue_as_new_at_history_length: int | None = None
+    run_number: int = 1

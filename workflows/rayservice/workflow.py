@@ -1,0 +1,270 @@
+"""RayServiceWorkflow: one entity workflow per RayService (id `rayservice/<namespace>/<name>`) that does the
+job of KubeRay's RayService controller for as long as the RayService exists.
+
+Shape: observe -> decide -> act -> wait. A pass (reconcile.py) acts like one KubeRay reconcile; the
+loop then waits for what can change a decision: an `apply`/`delete`/control update, a long wait activity per
+cluster (head Pod ready, then Serve and the head Pod), and one durable timer for the earliest deadline. An
+idle RayService therefore adds no history. The workflow continues as new when the server suggests it (or at
+the test knob), after every handler finished, carrying its whole state (state.py).
+
+Handlers (CONTRACT section 3): query `status`; updates `apply` (validated by its validator: an invalid or
+mismatched manifest is rejected with ValidationFailed and changes nothing; the newest accepted manifest wins)
+and `delete` (delete every owned object, then complete); and the upgrade controls
+(decisions/upgrade/controls.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Final
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    # Modules whose dataclasses are decoded inside the workflow must be imported here, from the sandboxed
+    # module itself: pydantic resolves their annotations through the sandbox's own sys.modules.
+    import wire.dashboard
+    import wire.kubernetes  # noqa: F401
+    import workflows.decisions.upgrade.controls  # noqa: F401
+    from models.features import FeatureGates
+    from models.naming import KIND_RAYSERVICE
+    from models.operator import OperatorConfig
+    from models.rayservice import RayServiceStatuses
+    from wire import stubs
+    from workflows.decisions.rayservice.cluster import goal_cluster_hash
+    from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
+    from workflows.decisions.rayservice.workflow_support import (
+        current_details,
+        manifest_error,
+        manifest_update_error,
+        next_generation,
+        rayservice_at,
+        should_continue_as_new,
+        stamp_status_update,
+        status_query,
+    )
+    from workflows.decisions.upgrade.controls import (
+        UPGRADE_CONTROL_CONDITION,
+        UpgradeControlRejected,
+        UpgradeControls,
+        abort_upgrade,
+        pause_upgrade,
+        promote_upgrade,
+        resume_upgrade,
+    )
+    from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.reconcile import RayServiceReconciler
+    from workflows.rayservice.state import RayServiceState
+    from workflows.rayservice.world import RayServiceWorld
+    from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
+
+from workflows.kit.calls import IO, call_without_input
+
+__all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
+
+VALIDATION_FAILED: Final = "ValidationFailed"
+CONTROL_REJECTED: Final = "UpgradeControlRejected"
+# Passes that decide something the next pass acts on run back to back, at most this many in a row.
+MAX_IMMEDIATE_PASSES: Final = 8
+
+
+def _rejected(message: str) -> ApplicationError:
+    return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)
+
+
+def _metadata(manifest: dict[str, Any]) -> tuple[str, str]:
+    metadata = manifest.get("metadata") or {}
+    return str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
+
+
+@workflow.defn(name="RayServiceWorkflow")
+class RayServiceWorkflow:
+    @workflow.init
+    def __init__(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> None:
+        self._state = carried if carried is not None else RayServiceState(manifest=dict(manifest))
+        self._config: OperatorConfig | None = None
+        self._changes = 0
+        self._deletion_done = False
+        self._deleted: list[dict[str, str]] = []
+        namespace, name = _metadata(self._state.manifest)
+        self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
+
+    @property
+    def _gates(self) -> FeatureGates:
+        return self._config.feature_gates if self._config is not None else FeatureGates()
+
+    # ---- the loop ------------------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
+        config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
+        self._config = config
+        state = self._state
+        if state.run_number == 1:
+            # The first run checks its input (a state carried into a first run only sets test knobs).
+            error = manifest_error(state.manifest, config.feature_gates)
+            if error is not None:
+                raise _rejected(error)
+        calls = self._calls
+        world = RayServiceWorld(calls)
+        reconciler = RayServiceReconciler(state, world, calls, config, self._commit)
+        immediate = 0
+        while not state.deleting:
+            seen = self._changes
+            outcome = await reconciler.reconcile()
+            if self._should_continue_as_new():
+                await world.stop()
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                if not state.deleting:
+                    state.run_number += 1
+                    workflow.continue_as_new(args=[state.manifest, state])
+            if outcome.again and immediate < MAX_IMMEDIATE_PASSES:
+                immediate += 1
+                continue
+            immediate = 0
+            await world.wait(
+                outcome.watches,
+                outcome.deadline,
+                lambda seen=seen: self._changes != seen or state.deleting,  # type: ignore[misc]
+                reconciler.rayservice(),
+            )
+        await world.stop()
+        self._deleted = await calls.delete_owned()
+        clusters = [ref["name"] for ref in self._deleted if ref.get("kind") == "RayCluster"]
+        await world.wait_clusters_gone(clusters)
+        self._deletion_done = True
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return status_query(state.status, state.serve_details)
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        return should_continue_as_new(
+            info.is_continue_as_new_suggested(),
+            info.get_current_history_length(),
+            self._state.continue_as_new_at_history_length,
+        )
+
+    async def _commit(
+        self, status: RayServiceStatuses, events: list[RayServiceEvent], upgrade_line: str = ""
+    ) -> None:
+        """Persist a new status (lastUpdateTime only when it changed), record its events, upsert RayPhase when
+        the phase changed, and show the current details in the Web UI."""
+        state = self._state
+        state.status = stamp_status_update(state.status, status, workflow.now())
+        for event in events:
+            state.event_sequence += 1
+            event_id = f"{workflow.info().first_execution_run_id[:8]}-{state.event_sequence}"
+            await self._calls.record_event(event_id, event)
+        phase = ray_phase(state.status)
+        if phase != state.ray_phase:
+            namespace, name = _metadata(state.manifest)
+            updates = [RAY_PHASE.value_set(phase)]
+            if workflow.info().typed_search_attributes.get(RAY_KIND) is None:
+                updates += [
+                    RAY_KIND.value_set(KIND_RAYSERVICE),
+                    RAY_NAMESPACE.value_set(namespace),
+                    RAY_NAME.value_set(name),
+                ]
+            workflow.upsert_search_attributes(updates)
+            state.ray_phase = phase
+        workflow.set_current_details(current_details(state.status, phase, upgrade_line))
+
+    # ---- handlers ------------------------------------------------------------------------------------------
+
+    @workflow.query(name="status")
+    def status(self) -> dict[str, Any]:
+        return status_query(self._state.status, self._state.serve_details)
+
+    @workflow.update(name="apply")
+    def apply(self, manifest: dict[str, Any]) -> dict[str, int]:
+        state = self._state
+        state.generation = next_generation(state.manifest, manifest, state.generation)
+        state.manifest = dict(manifest)
+        self._changes += 1
+        return {"generation": state.generation}
+
+    @apply.validator
+    def _validate_apply(self, manifest: dict[str, Any]) -> None:
+        if self._state.deleting:
+            raise _rejected("the RayService is being deleted")
+        error = manifest_update_error(self._state.manifest, manifest, self._gates)
+        if error is not None:
+            raise _rejected(error)
+
+    # ---- upgrade controls (CONTRACT section 3) ---------------------------------------------------------
+
+    def _decide_control(self, control: str) -> tuple[UpgradeControls, RayServiceStatuses]:
+        """The control's effect on the controls and the status (UpgradeControlRejected when it does not
+        apply now). Pure: validators call it too."""
+        state = self._state
+        rayservice = rayservice_at(state.manifest, state.generation, state.status)
+        decisions: dict[
+            str, Callable[[UpgradeControls, Any, datetime], tuple[UpgradeControls, RayServiceStatuses]]
+        ] = {
+            "pause": pause_upgrade,
+            "resume": resume_upgrade,
+            "promote": promote_upgrade,
+            "abort": lambda controls, service, now: abort_upgrade(
+                controls, service, goal_cluster_hash(service.spec), now
+            ),
+        }
+        return decisions[control](state.controls, rayservice, workflow.now())
+
+    def _validate_control(self, control: str) -> None:
+        if self._state.deleting:
+            raise ApplicationError(
+                "the RayService is being deleted", type=CONTROL_REJECTED, non_retryable=True
+            )
+        try:
+            self._decide_control(control)
+        except UpgradeControlRejected as rejected:
+            raise ApplicationError(str(rejected), type=CONTROL_REJECTED, non_retryable=True) from None
+
+    def _apply_control(self, control: str) -> dict[str, str]:
+        controls, status = self._decide_control(control)
+        self._state.controls = controls
+        self._state.status = status
+        self._changes += 1
+        message = next((c.message for c in status.conditions if c.type == UPGRADE_CONTROL_CONDITION), control)
+        return {"control": control, "message": message}
+
+    @workflow.update(name="pause")
+    def pause(self) -> dict[str, str]:
+        return self._apply_control("pause")
+
+    @pause.validator
+    def _validate_pause(self) -> None:
+        self._validate_control("pause")
+
+    @workflow.update(name="resume")
+    def resume(self) -> dict[str, str]:
+        return self._apply_control("resume")
+
+    @resume.validator
+    def _validate_resume(self) -> None:
+        self._validate_control("resume")
+
+    @workflow.update(name="promote")
+    def promote(self) -> dict[str, str]:
+        return self._apply_control("promote")
+
+    @promote.validator
+    def _validate_promote(self) -> None:
+        self._validate_control("promote")
+
+    @workflow.update(name="abort")
+    def abort(self) -> dict[str, str]:
+        return self._apply_control("abort")
+
+    @abort.validator
+    def _validate_abort(self) -> None:
+        self._validate_control("abort")
+
+    @workflow.update(name="delete")
+    async def delete(self) -> dict[str, Any]:
+        self._state.deleting = True
+        self._changes += 1
+        await workflow.wait_condition(lambda: self._deletion_done)
+        return {"deleted": [f"{ref.get('kind')}/{ref.get('name')}" for ref in self._deleted]}
