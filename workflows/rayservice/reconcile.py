@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from temporalio import workflow
 
@@ -39,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.services import (
         services_target_cluster,
     )
-    from workflows.decisions.rayservice.status import calculate_status
+    from workflows.decisions.rayservice.status import StatusInputs, calculate_status
     from workflows.decisions.rayservice.suspend import (
         SuspendAction,
         begin_suspending,
@@ -80,6 +81,25 @@ class PassOutcome:
     deadline: datetime | None = None
 
 
+@dataclass
+class _PassSeen:
+    """What one pass found and did so far, handed from phase to phase."""
+
+    rayservice: RayService
+    active: RayCluster | None
+    pending: RayCluster | None
+    incremental: bool
+    events: list[RayServiceEvent]
+    active_serve: ServeResult = field(default_factory=ServeResult)
+    pending_serve: ServeResult = field(default_factory=ServeResult)
+    capacity_changed: bool = False
+    http_route: dict[str, Any] | None = None
+    upgrading: bool = False
+    services_cluster: str | None = None
+    counted: dict[str, str] = field(default_factory=dict)
+    endpoints: dict[str, int] = field(default_factory=dict)
+
+
 class RayServiceReconciler(RayServicePart):
     def __init__(
         self,
@@ -102,14 +122,28 @@ class RayServiceReconciler(RayServicePart):
         return with_gated_upgrade_strategy(rayservice, self.config.feature_gates)
 
     async def reconcile(self) -> PassOutcome:
-        state, now = self.state, workflow.now()
+        """One pass, phase by phase in KubeRay's order; each phase hands what it found to the next."""
+        now = workflow.now()
         rayservice = self.rayservice()
-        active_name, pending_name = cluster_names(state.status)
-        state.serve_config_cache = prune_serve_config_cache(
-            state.serve_config_cache, active_name, pending_name
-        )
+        names_before = cluster_names(self.state.status)
+        self.state.serve_config_cache = prune_serve_config_cache(self.state.serve_config_cache, *names_before)
         cleanup_due = await self._clean_up_dangling_clusters(rayservice, now)
+        stopped = await self._suspend_or_resume(rayservice, now)
+        if stopped is not None:
+            return stopped
+        if is_initializing_timeout(self.state.status.conditions):
+            # Terminal: only the clusters left over are deleted, each after the deletion delay.
+            return PassOutcome(deadline=cleanup_due)
+        seen = await self._reconcile_clusters_and_serve(await self._finish_aborted_upgrade(now), now)
+        await self._step_incremental_upgrade(seen, now)
+        await self._reconcile_services(seen)
+        await self._commit_status(seen, now)
+        return self._next_wait(seen, names_before, cleanup_due)
 
+    async def _suspend_or_resume(self, rayservice: RayService, now: datetime) -> PassOutcome | None:
+        """spec.suspend: begin, delete the owned objects or stay suspended (the pass ends: an outcome), or
+        resume (the pass goes on: None)."""
+        state = self.state
         action = suspend_action(rayservice.spec.suspend, state.status)
         if action == SuspendAction.BEGIN:
             await self.commit(begin_suspending(state.status, state.generation, now), [])
@@ -121,110 +155,122 @@ class RayServiceReconciler(RayServicePart):
             return PassOutcome()
         if action == SuspendAction.RESUME:
             await self.commit(resume_from_suspend(state.status, state.generation, now), [])
+        return None
+
+    async def _finish_aborted_upgrade(self, now: datetime) -> RayService:
+        """Completes an aborted incremental upgrade whose rollback finished; returns the RayService now."""
+        rayservice = self.rayservice()
+        incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
+        if should_finish_aborted_upgrade(self.state.status, incremental):
+            await self.commit(complete_incremental_rollback(self.state.status, now), [])
             rayservice = self.rayservice()
+        return rayservice
 
-        if is_initializing_timeout(state.status.conditions):
-            # Terminal: only the clusters left over are deleted, each after the deletion delay.
-            return PassOutcome(deadline=cleanup_due)
-
-        if should_finish_aborted_upgrade(
-            state.status, is_incremental_upgrade_enabled(rayservice.spec, self.config)
-        ):
-            await self.commit(complete_incremental_rollback(state.status, now), [])
-            rayservice = self.rayservice()
-
+    async def _reconcile_clusters_and_serve(self, rayservice: RayService, now: datetime) -> _PassSeen:
+        """The RayClusters, an incremental rollback, the head Pods' serve labels, then Serve on the pending
+        cluster and (when it is to serve, or an incremental upgrade runs) on the active one."""
         active, pending, events = await self._reconcile_clusters(rayservice)
         incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
-        upgrade = self.incremental
         if incremental:
-            events += await upgrade.reconcile_rollback(rayservice, active, pending, now)
+            events += await self.incremental.reconcile_rollback(rayservice, active, pending, now)
             rayservice = self.rayservice()
         await self.serving.update_head_serve_labels(rayservice, (active, pending))
-
-        pending_serve = (
-            await self.serving.reconcile_serve(rayservice, pending) if pending is not None else ServeResult()
-        )
-        active_serve = ServeResult()
+        seen = _PassSeen(rayservice, active, pending, incremental, events)
+        if pending is not None:
+            seen.pending_serve = await self.serving.reconcile_serve(rayservice, pending)
         if active is not None and (
             (pending is None and not self._would_prepare_new_cluster(rayservice, active))
             or (pending is not None and incremental)
         ):
-            active_serve = await self.serving.reconcile_serve(rayservice, active)
+            seen.active_serve = await self.serving.reconcile_serve(rayservice, active)
+        return seen
 
-        http_route = None
-        capacity_changed = False
-        if incremental:
-            clusters = {
-                cluster.metadata.name: cluster for cluster in (active, pending) if cluster is not None
-            }
-            capacity_changed = await upgrade.step_capacity(
-                rayservice, dict(clusters), pending_serve.ready, active_serve.ready
-            )
-            rayservice = self.rayservice()
-            http_route = await upgrade.reconcile_objects(
-                rayservice, active, pending, pending_serve.ready, active_serve.ready, now
-            )
+    async def _step_incremental_upgrade(self, seen: _PassSeen, now: datetime) -> None:
+        """The next capacity step, then the Gateway, HTTPRoute and per-cluster Services."""
+        if not seen.incremental:
+            return
+        upgrade = self.incremental
+        clusters = {
+            cluster.metadata.name: cluster for cluster in (seen.active, seen.pending) if cluster is not None
+        }
+        ready = (seen.pending_serve.ready, seen.active_serve.ready)
+        seen.capacity_changed = await upgrade.step_capacity(seen.rayservice, dict(clusters), *ready)
+        seen.rayservice = self.rayservice()
+        seen.http_route = await upgrade.reconcile_objects(
+            seen.rayservice, seen.active, seen.pending, *ready, now
+        )
 
-        upgrading = incremental and is_condition_true(state.status.conditions, UPGRADE_IN_PROGRESS)
-        target = services_target_cluster(active_serve.ready, pending_serve.ready, upgrading)
-        if target == "pending" and state.controls.paused and not incremental:
+    async def _reconcile_services(self, seen: _PassSeen) -> None:
+        """The RayService-level Services switched to the cluster that serves, then their ready endpoints."""
+        rayservice, incremental = seen.rayservice, seen.incremental
+        seen.upgrading = incremental and is_condition_true(self.state.status.conditions, UPGRADE_IN_PROGRESS)
+        target = services_target_cluster(seen.active_serve.ready, seen.pending_serve.ready, seen.upgrading)
+        if target == "pending" and self.state.controls.paused and not incremental:
             target = None  # a paused blue-green upgrade holds the switch
-        target_cluster = {"active": active, "pending": pending, None: None}[target]
-        services_cluster = await self.serving.reconcile_services(
-            rayservice, target_cluster, incremental, events
+        target_cluster = {"active": seen.active, "pending": seen.pending, None: None}[target]
+        seen.services_cluster = await self.serving.reconcile_services(
+            rayservice, target_cluster, incremental, seen.events
         )
-        counted = self.serving.existing_serve_services(rayservice, active, pending, incremental)
-        endpoints = await self.world.count_endpoints(counted) if counted else {}
+        seen.counted = self.serving.existing_serve_services(
+            rayservice, seen.active, seen.pending, incremental
+        )
+        seen.endpoints = await self.world.count_endpoints(seen.counted) if seen.counted else {}
 
+    async def _commit_status(self, seen: _PassSeen, now: datetime) -> None:
+        """calculateStatus, the upgrade controls settled against it, then the status and events committed."""
+        state = self.state
         outcome = calculate_status(
-            rayservice,
-            self.config,
-            now,
-            workflow.random(),
-            active,
-            pending,
-            active_serve.applications,
-            pending_serve.applications,
-            services_cluster,
-            endpoints,
-            http_route,
-            suppressed_goal_hash=state.controls.aborted_goal_hash,
+            StatusInputs(
+                rayservice=seen.rayservice,
+                config=self.config,
+                now=now,
+                rand=workflow.random(),
+                active=seen.active,
+                pending=seen.pending,
+                active_applications=seen.active_serve.applications,
+                pending_applications=seen.pending_serve.applications,
+                services_cluster=seen.services_cluster,
+                serve_endpoints=seen.endpoints,
+                http_route=seen.http_route,
+                suppressed_goal_hash=state.controls.aborted_goal_hash,
+            )
         )
-        controls, status = settle_upgrade_controls(
-            state.controls, outcome.status, goal_cluster_hash(rayservice.spec)
+        state.controls, status = settle_upgrade_controls(
+            state.controls, outcome.status, goal_cluster_hash(seen.rayservice.spec)
         )
-        state.controls = controls
-        await self.commit(status, events + outcome.events, upgrade.detail_line(now) if incremental else "")
+        detail = self.incremental.detail_line(now) if seen.incremental else ""
+        await self.commit(status, seen.events + outcome.events, detail)
+
+    def _next_wait(
+        self, seen: _PassSeen, names_before: tuple[str, str], cleanup_due: datetime | None
+    ) -> PassOutcome:
+        """What the loop waits for next (the watches and the earliest deadline), or another pass at once."""
+        state, rayservice, upgrade = self.state, seen.rayservice, self.incremental
         # New cluster names (a pending cluster chosen, a promotion, names cleared by the initializing
         # timeout) are acted on by the next pass: create the cluster, schedule the dangling one's deletion.
         # A capacity step, or traffic that just caught up with the capacity, may allow the next step now.
-        traffic_moved = incremental and upgrade.traffic is not None and upgrade.traffic.moved
-        again = (
-            cluster_names(state.status) != (active_name, pending_name) or capacity_changed or traffic_moved
-        )
-        ready_serving = services_cluster is not None and (active_serve.ready or pending_serve.ready)
+        traffic_moved = seen.incremental and upgrade.traffic is not None and upgrade.traffic.moved
+        again = cluster_names(state.status) != names_before or seen.capacity_changed or traffic_moved
+        serving = seen.active_serve.ready or seen.pending_serve.ready
         watches = desired_watches(
             {name: self.world.cluster(name, rayservice) for name in cluster_names(state.status) if name},
             {name: observation.view for name, observation in self.world.serve.items()},
-            list(counted),
+            list(seen.counted),
             self.world.endpoints,
-            ready_serving,
+            seen.services_cluster is not None and serving,
             self.gate_conditions,
         )
+        current = cluster_names(state.status)
         watches += rank_read_watches(
-            {
-                name: self.world.serve[name].details
-                for name in cluster_names(state.status)
-                if name in self.world.serve
-            },
+            {name: self.world.serve[name].details for name in current if name in self.world.serve},
             {name: read[0] for name, read in self.world.ranks.items()},
         )
-        if incremental:
+        if seen.incremental:
             watches += upgrade.watches(rayservice)
         deadline = earliest_deadline(
             cleanup_due,
             initializing_deadline(state.status.conditions, rayservice.metadata.annotations),
-            upgrade.next_step_at() if incremental and upgrading else None,
+            upgrade.next_step_at() if seen.upgrading else None,
         )
         return PassOutcome(again=again, watches=watches, deadline=deadline)
 

@@ -16,6 +16,7 @@ from models.operator import OperatorConfig
 from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceStatuses
 from workflows.decisions.rayservice.status import (
+    StatusInputs,
     calculate_status,
     rayservice_serve_service_name,
     serve_endpoint_services,
@@ -71,7 +72,14 @@ def condition(status: RayServiceStatuses, condition_type: str) -> tuple[str, str
 
 
 def test_a_new_rayservice_chooses_its_first_cluster() -> None:
-    outcome = calculate_status(rayservice(), CONFIG, NOW, random.Random(7), None, None, None, None, None, {})
+    outcome = calculate_status(
+        StatusInputs(
+            rayservice=rayservice(),
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(7),
+        )
+    )
     name = outcome.new_pending_cluster
     assert name is not None
     assert name.startswith("svc-")
@@ -79,7 +87,12 @@ def test_a_new_rayservice_chooses_its_first_cluster() -> None:
     assert (
         outcome.new_pending_cluster
         == calculate_status(
-            rayservice(), CONFIG, NOW, random.Random(7), None, None, None, None, None, {}
+            StatusInputs(
+                rayservice=rayservice(),
+                config=CONFIG,
+                now=NOW,
+                rand=random.Random(7),
+            )
         ).new_pending_cluster
     )  # deterministic for the same random source (replay-safe)
     status = outcome.status
@@ -93,7 +106,14 @@ def test_a_new_rayservice_chooses_its_first_cluster() -> None:
 
 def test_first_incremental_cluster_starts_at_full_capacity() -> None:
     rs = rayservice(strategy=INCREMENTAL)
-    outcome = calculate_status(rs, CONFIG, NOW, random.Random(1), None, None, None, None, None, {})
+    outcome = calculate_status(
+        StatusInputs(
+            rayservice=rs,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(1),
+        )
+    )
     assert outcome.status.pending_service_status.target_capacity == 100
 
 
@@ -106,16 +126,16 @@ def test_first_deployment_is_promoted_once_the_services_select_it() -> None:
     )
     apps = {"app": {"status": "RUNNING"}}
     outcome = calculate_status(
-        rs,
-        CONFIG,
-        NOW,
-        random.Random(1),
-        None,
-        cluster("svc-first"),
-        None,
-        apps,
-        "svc-first",
-        {"svc-serve-svc": 2},
+        StatusInputs(
+            rayservice=rs,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(1),
+            pending=cluster("svc-first"),
+            pending_applications=apps,
+            services_cluster="svc-first",
+            serve_endpoints={"svc-serve-svc": 2},
+        )
     )
     status = outcome.status
     assert outcome.promoted is True
@@ -138,7 +158,16 @@ def test_blue_green_upgrade_then_switch() -> None:
     rs = rayservice("2.61.0", status=serving)
     old = cluster("svc-old", "2.60.0")
     prepared = calculate_status(
-        rs, CONFIG, NOW, random.Random(3), old, None, {}, None, "svc-old", {"svc-serve-svc": 1}
+        StatusInputs(
+            rayservice=rs,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(3),
+            active=old,
+            active_applications={},
+            services_cluster="svc-old",
+            serve_endpoints={"svc-serve-svc": 1},
+        )
     )
     new_name = prepared.new_pending_cluster
     assert new_name is not None
@@ -147,16 +176,17 @@ def test_blue_green_upgrade_then_switch() -> None:
 
     upgrading = rs.model_copy(update={"status": prepared.status})
     switched = calculate_status(
-        upgrading,
-        CONFIG,
-        NOW,
-        random.Random(3),
-        old,
-        cluster(new_name, "2.61.0"),
-        None,
-        {},
-        new_name,
-        {"svc-serve-svc": 1},
+        StatusInputs(
+            rayservice=upgrading,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(3),
+            active=old,
+            pending=cluster(new_name, "2.61.0"),
+            pending_applications={},
+            services_cluster=new_name,
+            serve_endpoints={"svc-serve-svc": 1},
+        )
     )
     assert switched.promoted is True
     assert switched.new_pending_cluster is None
@@ -194,17 +224,19 @@ def test_incremental_weights_are_read_back_with_their_migration_time() -> None:
     }
     endpoints = {"svc-a-serve-svc": 2, "svc-b-serve-svc": 1, "svc-serve-svc": 9}
     outcome = calculate_status(
-        rs,
-        CONFIG,
-        NOW,
-        random.Random(1),
-        cluster("svc-a"),
-        cluster("svc-b", "2.61.0"),
-        {},
-        {},
-        "svc-a",
-        endpoints,
-        route,
+        StatusInputs(
+            rayservice=rs,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(1),
+            active=cluster("svc-a"),
+            pending=cluster("svc-b", "2.61.0"),
+            active_applications={},
+            pending_applications={},
+            services_cluster="svc-a",
+            serve_endpoints=endpoints,
+            http_route=route,
+        )
     )
     active, pending = outcome.status.active_service_status, outcome.status.pending_service_status
     assert (active.traffic_routed_percent, active.last_traffic_migrated_time) == (75, NOW)
@@ -225,17 +257,19 @@ def test_incremental_weights_are_read_back_with_their_migration_time() -> None:
         }
     }
     again = calculate_status(
-        rs,
-        CONFIG,
-        NOW,
-        random.Random(1),
-        cluster("svc-a"),
-        cluster("svc-b", "2.61.0"),
-        {},
-        {},
-        "svc-a",
-        endpoints,
-        unchanged_route,
+        StatusInputs(
+            rayservice=rs,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(1),
+            active=cluster("svc-a"),
+            pending=cluster("svc-b", "2.61.0"),
+            active_applications={},
+            pending_applications={},
+            services_cluster="svc-a",
+            serve_endpoints=endpoints,
+            http_route=unchanged_route,
+        )
     )
     assert again.status.active_service_status.last_traffic_migrated_time == earlier
     assert again.status.pending_service_status.last_traffic_migrated_time is None  # 0 -> 0: no migration
@@ -256,7 +290,16 @@ def test_rollback_completion_then_a_fresh_upgrade_for_a_third_spec() -> None:
     }
     rs = rayservice("2.62.0", INCREMENTAL, status)  # spec C; active runs A (2.60.0), pending B (2.61.0)
     outcome = calculate_status(
-        rs, CONFIG, NOW, random.Random(5), cluster("svc-a"), cluster("svc-b", "2.61.0"), {}, {}, None, {}
+        StatusInputs(
+            rayservice=rs,
+            config=CONFIG,
+            now=NOW,
+            rand=random.Random(5),
+            active=cluster("svc-a"),
+            pending=cluster("svc-b", "2.61.0"),
+            active_applications={},
+            pending_applications={},
+        )
     )
     assert find_condition(outcome.status.conditions, "RollbackInProgress") is None
     assert outcome.new_pending_cluster not in (None, "svc-b")

@@ -41,6 +41,7 @@ from workflows.decisions.upgrade.incremental import (
 )
 
 __all__ = [
+    "StatusInputs",
     "StatusOutcome",
     "calculate_status",
     "rayservice_serve_service_name",
@@ -127,39 +128,47 @@ def _read_back_weights(
             pending.last_traffic_migrated_time = now
 
 
-def calculate_status(
-    rayservice: RayService,
-    config: OperatorConfig,
-    now: datetime,
-    rand: random.Random,
-    active: RayCluster | None,
-    pending: RayCluster | None,
-    active_applications: Mapping[str, AppStatus] | None,
-    pending_applications: Mapping[str, AppStatus] | None,
-    services_cluster: str | None,
-    serve_endpoints: Mapping[str, int],
-    http_route: Mapping[str, Any] | None = None,
-    suppressed_goal_hash: str | None = None,
-) -> StatusOutcome:
-    """calculateStatus for one pass.
+@dataclass(frozen=True)
+class StatusInputs:
+    """What one pass observed and did, for `calculate_status`.
 
     `services_cluster`: the cluster the RayService-level head and serve Services select after this pass
     (None when they were not reconciled because neither cluster was ready). `serve_endpoints`: ready endpoint
     count by Service name for (at least) `serve_endpoint_services(...)`. `http_route`: the route as written
     this pass (incremental upgrades). Applications are None when that cluster's Serve was not reconciled.
+    `rand` draws a new pending cluster's name (the workflow passes workflow.random()).
     """
+
+    rayservice: RayService
+    config: OperatorConfig
+    now: datetime
+    rand: random.Random
+    active: RayCluster | None = None
+    pending: RayCluster | None = None
+    active_applications: Mapping[str, AppStatus] | None = None
+    pending_applications: Mapping[str, AppStatus] | None = None
+    services_cluster: str | None = None
+    serve_endpoints: Mapping[str, int] = field(default_factory=dict)
+    http_route: Mapping[str, Any] | None = None
+    suppressed_goal_hash: str | None = None
+
+
+def calculate_status(inputs: StatusInputs) -> StatusOutcome:
+    """calculateStatus for one pass."""
+    rayservice, config, now, rand = inputs.rayservice, inputs.config, inputs.now, inputs.rand
+    active, pending, services_cluster = inputs.active, inputs.pending, inputs.services_cluster
     incremental = is_incremental_upgrade_enabled(rayservice.spec, config)
     status = rayservice.status.model_copy(deep=True)
     status.observed_generation = rayservice.metadata.generation or 0
     status.active_service_status.ray_cluster_status = _cluster_status(active)
     status.pending_service_status.ray_cluster_status = _cluster_status(pending)
-    status.active_service_status.application_statuses = dict(active_applications or {})
-    status.pending_service_status.application_statuses = dict(pending_applications or {})
+    status.active_service_status.application_statuses = dict(inputs.active_applications or {})
+    status.pending_service_status.application_statuses = dict(inputs.pending_applications or {})
 
     promoted = is_pending_cluster_serving = False
     if services_cluster is not None:
         if incremental:
-            _read_back_weights(status, http_route, pending is not None, now)
+            _read_back_weights(status, inputs.http_route, pending is not None, now)
         old_pending_name = status.pending_service_status.ray_cluster_name
         promoted = should_promote(status, services_cluster, incremental, pending is not None)
         if promoted:
@@ -183,7 +192,12 @@ def calculate_status(
     new_pending: str | None = None
     current = rayservice.model_copy(update={"status": status})
     if should_prepare_new_cluster(
-        current, active, pending_for_decisions, is_pending_cluster_serving, config, suppressed_goal_hash
+        current,
+        active,
+        pending_for_decisions,
+        is_pending_cluster_serving,
+        config,
+        inputs.suppressed_goal_hash,
     ):
         new_pending = generated_cluster_name(rayservice.metadata.name, rand)
         status.pending_service_status = RayServiceStatus(ray_cluster_name=new_pending)
@@ -193,7 +207,7 @@ def calculate_status(
                 status.pending_service_status.target_capacity = capacity
 
     counted = serve_endpoint_services(rayservice, active, pending_for_decisions, config)
-    status.num_serve_endpoints = sum(serve_endpoints.get(name, 0) for name in dict.fromkeys(counted))
+    status.num_serve_endpoints = sum(inputs.serve_endpoints.get(name, 0) for name in dict.fromkeys(counted))
 
     status, events = calculate_conditions(status, rayservice.metadata.annotations, now)
     status.service_status = service_status(status.conditions)
