@@ -12,19 +12,22 @@ from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob, RayJobStatus
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest
 from wire.dashboard import JobInfoAnswer
-from workflows.decisions.rayjob.observations import JobInfo, JobInfoUnavailable, JobNotFound
-from workflows.decisions.rayjob.workflow_support import (
-    EventReason,
+from workflows.decisions.rayjob.apply import (
     applied_job,
+    is_spec_changed,
+)
+from workflows.decisions.rayjob.backoff import failure_backoff
+from workflows.decisions.rayjob.dashboard import (
     dashboard_target,
     dashboard_url_from_cluster_status,
-    failure_backoff,
-    is_spec_changed,
-    job_info_result,
-    phase_details,
-    rayjob_event,
     rayjob_head_service_manifest,
 )
+from workflows.decisions.rayjob.details import phase_details
+from workflows.decisions.rayjob.events import (
+    EventReason,
+    rayjob_event,
+)
+from workflows.decisions.rayjob.observations import JobInfo, JobInfoUnavailable, JobNotFound, job_info_result
 
 
 def _job(**spec: Any) -> RayJob:

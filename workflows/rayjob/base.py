@@ -23,15 +23,13 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.dashboard import DashboardTarget
     from wire.kubernetes import InvolvedObject, OwnerReference, Ownership, RecordEvent
+    from workflows.decisions.rayjob.backoff import failure_backoff
+    from workflows.decisions.rayjob.dashboard import dashboard_target
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.details import phase_details
+    from workflows.decisions.rayjob.events import RayJobEvent
     from workflows.decisions.rayjob.retry import settle_transition
     from workflows.decisions.rayjob.status import Transition, apply_transition
-    from workflows.decisions.rayjob.workflow_support import (
-        RayJobEvent,
-        dashboard_target,
-        failure_backoff,
-        phase_details,
-    )
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 from workflows.kit.calls import IO, call

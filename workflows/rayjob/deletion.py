@@ -22,8 +22,11 @@ with workflow.unsafe.imports_passed_through():
         deletion_completions,
         next_deletion_step,
     )
+    from workflows.decisions.rayjob.events import (
+        EventReason,
+        rayjob_event,
+    )
     from workflows.decisions.rayjob.transitions import should_stop_ray_job_on_delete
-    from workflows.decisions.rayjob.workflow_support import EventReason, rayjob_event
 
 from workflows.kit.calls import IO, call
 from workflows.rayjob.base import RayJobBase

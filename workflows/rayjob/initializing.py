@@ -27,7 +27,12 @@ with workflow.unsafe.imports_passed_through():
         dashboard_url_from_head_service,
         rayjob_cluster_manifest,
     )
+    from workflows.decisions.rayjob.dashboard import dashboard_url_from_cluster_status
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.events import (
+        EventReason,
+        rayjob_event,
+    )
     from workflows.decisions.rayjob.observations import k8s_job_submitter_state
     from workflows.decisions.rayjob.submitter import SubmitCommandError, submitter_job_manifest
     from workflows.decisions.rayjob.transitions import (
@@ -35,11 +40,6 @@ with workflow.unsafe.imports_passed_through():
         start_attempt,
         state_check_transition,
         transition_when_cluster_ready,
-    )
-    from workflows.decisions.rayjob.workflow_support import (
-        EventReason,
-        dashboard_url_from_cluster_status,
-        rayjob_event,
     )
 
 from workflows.kit.calls import IO, call

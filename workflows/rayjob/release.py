@@ -22,9 +22,12 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.kubernetes import DeleteObject, ObjectKey, Observation, WaitObject, WaitRayCluster
     from wire.views import job_view, raycluster_view
+    from workflows.decisions.rayjob.events import (
+        EventReason,
+        rayjob_event,
+    )
     from workflows.decisions.rayjob.retry import status_after_resources_released
     from workflows.decisions.rayjob.transitions import resume_transition
-    from workflows.decisions.rayjob.workflow_support import EventReason, rayjob_event
 
 from workflows.kit.calls import IO, call
 from workflows.rayjob.base import RayJobBase

@@ -21,9 +21,18 @@ with workflow.unsafe.imports_passed_through():
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
     from workflows.decisions.rayjob.cluster import rayjob_cluster_manifest
+    from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.events import (
+        EventReason,
+        rayjob_event,
+    )
     from workflows.decisions.rayjob.http_submission import http_submit_request
-    from workflows.decisions.rayjob.observations import k8s_job_submitter_state, sidecar_submitter_state
+    from workflows.decisions.rayjob.observations import (
+        job_info_result,
+        k8s_job_submitter_state,
+        sidecar_submitter_state,
+    )
     from workflows.decisions.rayjob.running import (
         has_submitter,
         next_running_status,
@@ -31,12 +40,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.rayjob.submitter import SubmitCommandError
     from workflows.decisions.rayjob.transitions import state_check_transition
-    from workflows.decisions.rayjob.workflow_support import (
-        EventReason,
-        job_info_result,
-        rayjob_event,
-        rayjob_head_service_manifest,
-    )
 
 from workflows.kit.calls import IO, call
 from workflows.kit.waits import Finished

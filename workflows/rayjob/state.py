@@ -21,8 +21,11 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import RayJob
     from wire.dashboard import JobInfoAnswer
     from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
+    from workflows.decisions.rayjob.events import (
+        EVENT_LOG_SIZE,
+        RayJobEvent,
+    )
     from workflows.decisions.rayjob.observations import SubmitterState
-    from workflows.decisions.rayjob.workflow_support import EVENT_LOG_SIZE, RayJobEvent
 
 
 @dataclass

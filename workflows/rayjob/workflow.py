@@ -29,8 +29,11 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
+    from workflows.decisions.rayjob.apply import (
+        applied_job,
+        is_spec_changed,
+    )
     from workflows.decisions.rayjob.transitions import validation_failed_transition
-    from workflows.decisions.rayjob.workflow_support import applied_job, is_spec_changed
 
 from workflows.kit.calls import IO, call_without_input
 from workflows.kit.waits import Waits

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from models.base import Time
 from models.naming import DEFAULT_SUBMITTER_BACKOFF_LIMIT, SUBMITTER_CONTAINER_NAME
 from models.rayjob import JobStatus
+from wire.dashboard import JobInfoAnswer
 
 __all__ = [
     "JobInfo",
@@ -27,6 +28,7 @@ __all__ = [
     "JobInfoUnavailable",
     "JobNotFound",
     "SubmitterState",
+    "job_info_result",
     "k8s_job_submitter_state",
     "sidecar_submitter_state",
 ]
@@ -148,3 +150,19 @@ def sidecar_submitter_state(
             )
     finished_at = _parse_time(terminated.get("finishedAt")) if terminated is not None else None
     return SubmitterState(failed=failed, failure_message=failure_message, finished_at=finished_at)
+
+
+def job_info_result(answer: JobInfoAnswer) -> JobInfoResult:
+    """The dashboard's answer to GET /api/jobs/<id> as the Running decision reads it. A status Ray does not
+    define counts as a failed status check."""
+    if answer.outcome == "not_found":
+        return JobNotFound()
+    if answer.outcome == "found":
+        try:
+            status = JobStatus(answer.status)
+        except ValueError:
+            return JobInfoUnavailable(f"GetJobInfo fail: unknown job status {answer.status!r}")
+        if status != JobStatus.NEW:
+            return JobInfo(status, answer.message, answer.start_time_ms, answer.end_time_ms)
+        return JobInfoUnavailable("GetJobInfo fail: empty job status")
+    return JobInfoUnavailable(answer.error)
