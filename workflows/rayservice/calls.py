@@ -38,8 +38,8 @@ with workflow.unsafe.imports_passed_through():
         WaitRayCluster,
         WaitReadyEndpoints,
     )
+    from workflows.decisions.rayservice.cluster import InPlaceUpdate
     from workflows.decisions.rayservice.conditions import RayServiceEvent
-    from workflows.decisions.rayservice.workflow_support import InPlaceUpdate
 
 from workflows.kit.calls import IO, call, start
 

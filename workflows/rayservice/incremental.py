@@ -25,9 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.serve import target_capacity_config
     from workflows.decisions.rayservice.services import per_cluster_serve_service_to_create
-    from workflows.decisions.rayservice.workflow_support import (
+    from workflows.decisions.rayservice.upgrade_status import default_target_capacities
+    from workflows.decisions.rayservice.watches import (
         Watch,
-        default_target_capacities,
         view_key,
     )
     from workflows.decisions.upgrade.controls import upgrade_detail_line
@@ -49,7 +49,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.world import dashboard_target
 
 __all__ = ["IncrementalUpgrade"]
-
 
 
 def _upgrading(status: RayServiceStatuses) -> bool:

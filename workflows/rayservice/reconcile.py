@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
     from workflows.decisions.rayservice.cluster import (
         goal_cluster_hash,
+        in_place_update_request,
         in_place_update_warning,
         is_incremental_upgrade_enabled,
         rayservice_cluster_manifest,
@@ -33,6 +34,11 @@ with workflow.unsafe.imports_passed_through():
         should_update_in_place_without_upgrade,
     )
     from workflows.decisions.rayservice.conditions import RayServiceEvent, is_initializing_timeout
+    from workflows.decisions.rayservice.manifest import (
+        rayservice_at,
+        with_gated_upgrade_strategy,
+    )
+    from workflows.decisions.rayservice.observed_clusters import cluster_names
     from workflows.decisions.rayservice.replica_ranks import rank_read_watches
     from workflows.decisions.rayservice.serve import (
         prune_serve_config_cache,
@@ -50,15 +56,11 @@ with workflow.unsafe.imports_passed_through():
         suspending_in_progress,
     )
     from workflows.decisions.rayservice.timeout import initializing_deadline
-    from workflows.decisions.rayservice.workflow_support import (
+    from workflows.decisions.rayservice.upgrade_status import should_finish_aborted_upgrade
+    from workflows.decisions.rayservice.watches import (
         Watch,
-        cluster_names,
         desired_watches,
         earliest_deadline,
-        in_place_update_request,
-        rayservice_at,
-        should_finish_aborted_upgrade,
-        with_gated_upgrade_strategy,
     )
     from workflows.decisions.upgrade.controls import settle_upgrade_controls
     from workflows.decisions.upgrade.incremental import complete_incremental_rollback

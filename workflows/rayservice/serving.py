@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import AppStatus, RayService
     from workflows.decisions.rayservice.cluster import is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent
+    from workflows.decisions.rayservice.observed_clusters import is_head_pod_ready
     from workflows.decisions.rayservice.replica_ranks import with_replica_ranks
     from workflows.decisions.rayservice.serve import (
         ServeConfigError,
@@ -27,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         expected_target_capacity,
         serve_config_json,
         serve_config_target_capacity,
+        serve_update_event,
         should_skip_serve_config_submission,
         should_submit_serve_config,
     )
@@ -37,21 +39,16 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.rayservice.services import (
         MissingServePortError,
+        head_serve_label_change,
         head_service_manifest,
         serve_service_manifest,
     )
     from workflows.decisions.rayservice.status import serve_endpoint_services
-    from workflows.decisions.rayservice.workflow_support import (
-        head_serve_label_change,
-        is_head_pod_ready,
-        serve_update_event,
-        view_key,
-    )
+    from workflows.decisions.rayservice.watches import view_key
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
 __all__ = ["RayServiceServing", "ServeResult"]
-
 
 
 @dataclass

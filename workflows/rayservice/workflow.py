@@ -35,13 +35,15 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
-    from workflows.decisions.rayservice.workflow_support import (
-        current_details,
+    from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
+    from workflows.decisions.rayservice.manifest import (
         manifest_error,
         manifest_update_error,
         next_generation,
         rayservice_at,
-        should_continue_as_new,
+    )
+    from workflows.decisions.rayservice.status_view import (
+        current_details,
         stamp_status_update,
         status_query,
     )

@@ -21,14 +21,14 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayService
     from wire.dashboard import DashboardTarget, ReplicaRanks, ServeObservation, auth_secret_name
     from wire.kubernetes import GatewayObservation, Observation
-    from workflows.decisions.rayservice.replica_ranks import rank_submission_id
-    from workflows.decisions.rayservice.services import serve_port
-    from workflows.decisions.rayservice.workflow_support import (
-        Watch,
+    from workflows.decisions.rayservice.observed_clusters import (
         cluster_from_object,
         dashboard_port,
         head_service_of,
     )
+    from workflows.decisions.rayservice.replica_ranks import rank_submission_id
+    from workflows.decisions.rayservice.services import serve_port
+    from workflows.decisions.rayservice.watches import Watch
     from workflows.rayservice.calls import RayServiceCalls
 
 from workflows.kit.waits import TIMER, Finished, Waits

@@ -14,7 +14,7 @@ from workflows.decisions.rayservice.replica_ranks import (
     with_replica_ranks,
 )
 from workflows.decisions.rayservice.serve_status import parse_serve_details
-from workflows.decisions.rayservice.workflow_support import Watch
+from workflows.decisions.rayservice.watches import Watch
 
 
 def replica(replica_id: str, state: str = "RUNNING", **extra: Any) -> dict[str, Any]:

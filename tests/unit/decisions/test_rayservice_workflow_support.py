@@ -12,31 +12,39 @@ import pytest
 from models.features import FeatureGates
 from models.raycluster import RayCluster
 from models.rayservice import RayServiceConditionType, RayServiceStatuses, RayServiceUpgradeType
-from workflows.decisions.rayservice.workflow_support import (
-    Watch,
-    cluster_from_object,
-    cluster_names,
-    clusters_to_forget,
-    current_details,
-    dashboard_port,
-    default_target_capacities,
-    desired_watches,
-    earliest_deadline,
-    head_serve_label_change,
-    head_service_of,
-    in_place_update_request,
-    is_head_pod_ready,
+from workflows.decisions.rayservice.cluster import in_place_update_request
+from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
+from workflows.decisions.rayservice.manifest import (
     manifest_error,
     manifest_update_error,
     next_generation,
     rayservice_at,
-    serve_update_event,
-    should_continue_as_new,
-    should_finish_aborted_upgrade,
+    with_gated_upgrade_strategy,
+)
+from workflows.decisions.rayservice.observed_clusters import (
+    cluster_from_object,
+    cluster_names,
+    clusters_to_forget,
+    dashboard_port,
+    head_service_of,
+    is_head_pod_ready,
+)
+from workflows.decisions.rayservice.serve import serve_update_event
+from workflows.decisions.rayservice.services import head_serve_label_change
+from workflows.decisions.rayservice.status_view import (
+    current_details,
     stamp_status_update,
     status_query,
+)
+from workflows.decisions.rayservice.upgrade_status import (
+    default_target_capacities,
+    should_finish_aborted_upgrade,
+)
+from workflows.decisions.rayservice.watches import (
+    Watch,
+    desired_watches,
+    earliest_deadline,
     view_key,
-    with_gated_upgrade_strategy,
 )
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)

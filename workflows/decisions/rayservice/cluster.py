@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from models.base import dump_manifest
@@ -52,9 +53,11 @@ from workflows.decisions.rayservice.conditions import RayServiceEvent
 
 __all__ = [
     "EVENT_REASON_IN_PLACE_UPDATE",
+    "InPlaceUpdate",
     "cluster_upgrade_options",
     "goal_cluster_hash",
     "in_place_cluster_update",
+    "in_place_update_request",
     "in_place_update_warning",
     "is_incremental_upgrade_enabled",
     "is_zero_downtime_upgrade_enabled",
@@ -251,3 +254,31 @@ def in_place_cluster_update(current: Mapping[str, Any], goal: Mapping[str, Any])
     metadata["annotations"] = dict(goal_meta.get("annotations") or {})
     updated["metadata"] = metadata
     return updated
+
+
+@dataclass(frozen=True)
+class InPlaceUpdate:
+    """An UpdateSpec's content: the new spec, and label/annotation changes (None removes a key)."""
+
+    spec: dict[str, Any]
+    labels: dict[str, str | None]
+    annotations: dict[str, str | None]
+
+
+def _string_map_changes(current: Mapping[str, str], goal: Mapping[str, str]) -> dict[str, str | None]:
+    changes: dict[str, str | None] = {key: None for key in current if key not in goal}
+    changes.update({key: value for key, value in goal.items() if current.get(key) != value})
+    return changes
+
+
+def in_place_update_request(current: Mapping[str, Any], goal: Mapping[str, Any]) -> InPlaceUpdate:
+    """modifyRayCluster phrased as a spec replacement plus metadata changes: the goal's spec (the existing
+    spec.suspend kept), labels and annotations replaced."""
+    updated = in_place_cluster_update(current, goal)
+    current_meta = current.get("metadata") or {}
+    updated_meta = updated["metadata"]
+    return InPlaceUpdate(
+        spec=updated["spec"],
+        labels=_string_map_changes(current_meta.get("labels") or {}, updated_meta["labels"]),
+        annotations=_string_map_changes(current_meta.get("annotations") or {}, updated_meta["annotations"]),
+    )

@@ -27,7 +27,7 @@ from workflows.decisions.rayservice.serve_status import (
     ServeDetails,
     parse_serve_details,
 )
-from workflows.decisions.rayservice.workflow_support import Watch
+from workflows.decisions.rayservice.watches import Watch
 
 __all__ = [
     "rank_read_watches",

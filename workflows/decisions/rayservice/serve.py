@@ -23,6 +23,7 @@ import yaml
 
 from models.meta import is_condition_true
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
+from workflows.decisions.rayservice.conditions import RayServiceEvent
 
 __all__ = [
     "REASON_CONFIG_CHANGED",
@@ -36,6 +37,7 @@ __all__ = [
     "prune_serve_config_cache",
     "serve_config_json",
     "serve_config_target_capacity",
+    "serve_update_event",
     "should_skip_serve_config_submission",
     "should_submit_serve_config",
     "target_capacity_config",
@@ -168,3 +170,19 @@ def cache_submitted_serve_config(
     if spec_config:
         updated[cluster_name] = spec_config
     return updated
+
+
+def serve_update_event(namespace: str, cluster: str, error: str | None) -> RayServiceEvent:
+    """The event after a Serve config PUT: UpdatedServeApplications, or FailedToUpdateServeApplications with
+    the dashboard's error."""
+    if error is None:
+        return RayServiceEvent(
+            "Normal",
+            "UpdatedServeApplications",
+            f"Updated serve applications to the RayCluster {namespace}/{cluster}",
+        )
+    return RayServiceEvent(
+        "Warning",
+        "FailedToUpdateServeApplications",
+        f"Failed to update serve applications to the RayCluster {namespace}/{cluster}: {error}",
+    )

@@ -52,6 +52,7 @@ __all__ = [
     "MissingServePortError",
     "cluster_name_from_service",
     "head_pod_serve_label",
+    "head_serve_label_change",
     "head_service_manifest",
     "per_cluster_serve_service_manifest",
     "per_cluster_serve_service_to_create",
@@ -284,3 +285,15 @@ def head_pod_serve_label(exclude_head_pod_from_serve_svc: bool, proxy_healthy: b
     if exclude_head_pod_from_serve_svc:
         return "false"
     return "true" if proxy_healthy else "false"
+
+
+def head_serve_label_change(
+    head_pod: Mapping[str, Any] | None, exclude_head_pod_from_serve_svc: bool, proxy_healthy: bool | None
+) -> str | None:
+    """updateHeadPodServeLabel: the ray.io/serve value to write on the head Pod, or None when it already
+    has it (or there is no head Pod, or its health is unknown)."""
+    if head_pod is None or proxy_healthy is None:
+        return None
+    wanted = head_pod_serve_label(exclude_head_pod_from_serve_svc, proxy_healthy)
+    current = ((head_pod.get("metadata") or {}).get("labels") or {}).get(LABEL_SERVE)
+    return None if current == wanted else wanted
