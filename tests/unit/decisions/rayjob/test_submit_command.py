@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from models.rayjob import JobSubmissionMode
-from tests.unit.decisions.kuberay_job_template import ENTRYPOINT, GATES, RESTART_GATE, health, make_job
+from tests.unit.decisions.rayjob.kuberay_job_template import ENTRYPOINT, GATES, RESTART_GATE, health, make_job
 from workflows.decisions.rayjob.submitter import (
     SubmitCommandError,
     build_job_submit_command,

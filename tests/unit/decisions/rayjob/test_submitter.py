@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from models.rayjob import RayJob
-from tests.unit.decisions.kuberay_job_template import ENTRYPOINT, GATES, RESTART_GATE, health, make_job
+from tests.unit.decisions.rayjob.kuberay_job_template import ENTRYPOINT, GATES, RESTART_GATE, health, make_job
 from workflows.decisions.rayjob.submitter import (
     submitter_container_for_sidecar,
     submitter_job_manifest,
