@@ -25,6 +25,7 @@ from models.rayservice import (
     RayServiceStatuses,
 )
 from workflows.decisions.upgrade.incremental import (
+    TrafficMoment,
     capacity_step,
     complete_incremental_rollback,
     is_incremental_upgrade_complete,
@@ -114,7 +115,7 @@ def simulate_upgrade(
             side.target_capacity = step.goal
             kind: EventKind = "pending_capacity" if step.side == "pending" else "active_capacity"
             events.append(UpgradeEvent(kind, step.goal, now))
-        traffic = traffic_step(current, options, now, pending_ready=True, promote=promote)
+        traffic = traffic_step(current, TrafficMoment(options, now, pending_ready=True, promote=promote))
         if traffic.moved:
             active, pending = current.active_service_status, current.pending_service_status
             if traffic.active_weight != active.traffic_routed_percent:

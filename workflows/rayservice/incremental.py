@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         is_http_route_ready,
     )
     from workflows.decisions.upgrade.incremental import (
+        TrafficMoment,
         TrafficStep,
         capacity_step,
         rollback_state,
@@ -161,10 +162,7 @@ class IncrementalUpgrade(RayServicePart):
         await self._per_cluster_services(rayservice, (active, pending))
         await self._gateway(rayservice)
         options = cluster_upgrade_options(rayservice.spec)
-        route, step = desired_http_route(
-            rayservice,
-            active,
-            pending,
+        moment = TrafficMoment(
             options,
             now,
             pending_ready,
@@ -172,6 +170,7 @@ class IncrementalUpgrade(RayServicePart):
             paused=self.state.controls.paused,
             promote=self.state.controls.promote_requested,
         )
+        route, step = desired_http_route(rayservice, active, pending, moment)
         self.traffic = step
         if route is None:
             return None

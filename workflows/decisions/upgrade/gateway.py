@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, Final
 
 from models.naming import (
@@ -34,9 +33,9 @@ from models.naming import (
     workflow_id,
 )
 from models.raycluster import RayCluster
-from models.rayservice import ClusterUpgradeOptions, RayService
+from models.rayservice import RayService
 from workflows.decisions.rayservice.services import serve_port
-from workflows.decisions.upgrade.incremental import TrafficStep, traffic_step
+from workflows.decisions.upgrade.incremental import TrafficMoment, TrafficStep, traffic_step
 
 __all__ = [
     "GATEWAY_API_VERSION",
@@ -256,22 +255,14 @@ def weights_from_http_route(
 
 
 def desired_http_route(
-    rayservice: RayService,
-    active: RayCluster | None,
-    pending: RayCluster | None,
-    options: ClusterUpgradeOptions | None,
-    now: datetime,
-    pending_ready: bool,
-    active_ready: bool = True,
-    paused: bool = False,
-    promote: bool = False,
+    rayservice: RayService, active: RayCluster | None, pending: RayCluster | None, moment: TrafficMoment
 ) -> tuple[dict[str, Any] | None, TrafficStep]:
     """createHTTPRoute: the route for this moment and the traffic step behind its weights.
 
     No route without an active cluster (KubeRay skips it). The weights come from `traffic_step`; a pending
     backend is listed only when the pending RayCluster exists.
     """
-    step = traffic_step(rayservice.status, options, now, pending_ready, active_ready, paused, promote)
+    step = traffic_step(rayservice.status, moment)
     if active is None:
         return None, step
     route = http_route_manifest(

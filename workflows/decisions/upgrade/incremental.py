@@ -47,6 +47,7 @@ __all__ = [
     "REASON_UPGRADE_ABORTED",
     "CapacityStep",
     "Side",
+    "TrafficMoment",
     "TrafficStep",
     "capacity_step",
     "complete_incremental_rollback",
@@ -97,15 +98,20 @@ class TrafficStep:
     waiting_for: Literal["", "capacity", "interval", "readiness", "paused"]
 
 
-def traffic_step(
-    status: RayServiceStatuses,
-    options: ClusterUpgradeOptions | None,
-    now: datetime,
-    pending_ready: bool,
-    active_ready: bool = True,
-    paused: bool = False,
-    promote: bool = False,
-) -> TrafficStep:
+@dataclass(frozen=True)
+class TrafficMoment:
+    """What the traffic decision looks at besides the status: the upgrade options, the time, whether each
+    cluster serves, and the operator's controls (`pause`, `promote`)."""
+
+    options: ClusterUpgradeOptions | None
+    now: datetime
+    pending_ready: bool
+    active_ready: bool = True
+    paused: bool = False
+    promote: bool = False
+
+
+def traffic_step(status: RayServiceStatuses, moment: TrafficMoment) -> TrafficStep:
     """calculateTrafficRoutedPercent: the HTTPRoute weights (active, pending) for this moment.
 
     Traffic moves stepSizePercent toward the cluster gaining it once per intervalSeconds (measured from that
@@ -115,7 +121,7 @@ def traffic_step(
     active, pending = status.active_service_status, status.pending_service_status
     active_weight = 100 if active.traffic_routed_percent is None else active.traffic_routed_percent
     pending_weight = 0 if pending.traffic_routed_percent is None else pending.traffic_routed_percent
-    if options is None:
+    if moment.options is None:
         raise ValueError(_OPTIONS_MISSING)
     pending_capacity = 0 if pending.target_capacity is None else pending.target_capacity
     active_capacity = 100 if active.target_capacity is None else active.target_capacity
@@ -130,29 +136,33 @@ def traffic_step(
         rolling_back and active_weight == active_capacity
     ):
         return unchanged("capacity")
-    if paused:
+    if moment.paused:
         return unchanged("paused")
-    interval = timedelta(seconds=_required(options.interval_seconds, "intervalSeconds"))
-    step = _required(options.step_size_percent, "stepSizePercent")
+    interval = timedelta(seconds=_required(moment.options.interval_seconds, "intervalSeconds"))
+    step = _required(moment.options.step_size_percent, "stepSizePercent")
     last = active.last_traffic_migrated_time if rolling_back else pending.last_traffic_migrated_time
-    if not promote and last is not None and now - last < interval:
+    if not moment.promote and last is not None and moment.now - last < interval:
         return unchanged("interval", last + interval)
     if rolling_back:
-        if not active_ready:
+        if not moment.active_ready:
             return unchanged("readiness")
-        new_active = min(100, active_capacity) if promote else min(100, active_weight + step, active_capacity)
+        new_active = (
+            min(100, active_capacity) if moment.promote else min(100, active_weight + step, active_capacity)
+        )
         new_pending = 100 - new_active
         reached = new_active == active_capacity
     else:
-        if not pending_ready:
+        if not moment.pending_ready:
             return unchanged("readiness")
         new_pending = (
-            min(100, pending_capacity) if promote else min(100, pending_weight + step, pending_capacity)
+            min(100, pending_capacity)
+            if moment.promote
+            else min(100, pending_weight + step, pending_capacity)
         )
         new_active = 100 - new_pending
         reached = new_pending == pending_capacity
     moved = (new_active, new_pending) != (active_weight, pending_weight)
-    next_at = None if reached or promote else now + interval
+    next_at = None if reached or moment.promote else moment.now + interval
     return TrafficStep(new_active, new_pending, moved, next_at, "capacity" if reached else "interval")
 
 

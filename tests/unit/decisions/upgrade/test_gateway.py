@@ -22,6 +22,7 @@ from workflows.decisions.upgrade.gateway import (
     is_http_route_ready,
     weights_from_http_route,
 )
+from workflows.decisions.upgrade.incremental import TrafficMoment
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(seconds=31)  # more than intervalSeconds (30) ago
@@ -122,7 +123,7 @@ def test_create_http_route(
 ) -> None:
     rs = rayservice(pending_capacity=pending_capacity, last=last)
     options = rs.spec.upgrade_strategy.cluster_upgrade_options if rs.spec.upgrade_strategy else None
-    route, _ = desired_http_route(rs, ACTIVE, PENDING, options, NOW, pending_ready=ready)
+    route, _ = desired_http_route(rs, ACTIVE, PENDING, TrafficMoment(options, NOW, pending_ready=ready))
     assert route is not None
     assert route["metadata"]["name"] == "test-rayservice-httproute"
     assert route["metadata"]["namespace"] == "test-ns"
@@ -136,15 +137,17 @@ def test_create_http_route(
 
 def test_create_http_route_without_options_fails() -> None:
     with pytest.raises(ValueError, match=r"ClusterUpgradeOptions are not set during upgrade\."):
-        desired_http_route(rayservice(options=False), ACTIVE, PENDING, None, NOW, pending_ready=True)
+        desired_http_route(
+            rayservice(options=False), ACTIVE, PENDING, TrafficMoment(None, NOW, pending_ready=True)
+        )
 
 
 def test_create_http_route_without_pending_cluster_has_one_backend() -> None:
     rs = rayservice(pending_name="")
     options = rs.spec.upgrade_strategy.cluster_upgrade_options if rs.spec.upgrade_strategy else None
-    route, _ = desired_http_route(rs, ACTIVE, None, options, NOW, pending_ready=False)
+    route, _ = desired_http_route(rs, ACTIVE, None, TrafficMoment(options, NOW, pending_ready=False))
     assert backends(route) == [("active-ray-cluster-serve-svc", 100)]
-    no_route, step = desired_http_route(rs, None, None, options, NOW, pending_ready=False)
+    no_route, step = desired_http_route(rs, None, None, TrafficMoment(options, NOW, pending_ready=False))
     assert no_route is None  # no active cluster: KubeRay skips the route
     assert (step.active_weight, step.pending_weight) == (100, 0)
 
@@ -165,7 +168,9 @@ def test_reconcile_http_route(
 ) -> None:
     rs = rayservice(pending_capacity=100, last=last, pending_name="pending-ray-cluster" if pending else "")
     options = rs.spec.upgrade_strategy.cluster_upgrade_options if rs.spec.upgrade_strategy else None
-    route, _ = desired_http_route(rs, ACTIVE, PENDING if pending else None, options, NOW, pending_ready=ready)
+    route, _ = desired_http_route(
+        rs, ACTIVE, PENDING if pending else None, TrafficMoment(options, NOW, pending_ready=ready)
+    )
     assert route is not None
     assert [weight for _, weight in backends(route)] == expected
     assert route["spec"]["parentRefs"] == [{"name": "test-rayservice-gateway", "namespace": "test-ns"}]

@@ -12,6 +12,7 @@ from models.meta import Condition, ConditionStatus, find_condition, is_condition
 from models.rayservice import ClusterUpgradeOptions, RayServiceStatus, RayServiceStatuses
 from workflows.decisions.upgrade.incremental import (
     CapacityStep,
+    TrafficMoment,
     capacity_step,
     complete_incremental_rollback,
     initial_pending_target_capacity,
@@ -225,7 +226,8 @@ def test_traffic_step(
     expected: tuple[int, int, str, datetime | None],
 ) -> None:
     step = traffic_step(
-        status(active, pending, UPGRADING, pending_last=last), options(), NOW, pending_ready=ready
+        status(active, pending, UPGRADING, pending_last=last),
+        TrafficMoment(options(), NOW, pending_ready=ready),
     )
     assert (step.active_weight, step.pending_weight, step.waiting_for, step.next_step_at) == expected
     assert step.moved is ((step.active_weight, step.pending_weight) != (active[1], pending[1]))
@@ -233,7 +235,7 @@ def test_traffic_step(
 
 def test_traffic_step_needs_options() -> None:
     with pytest.raises(ValueError, match=r"ClusterUpgradeOptions are not set during upgrade\."):
-        traffic_step(status(), None, NOW, pending_ready=True)
+        traffic_step(status(), TrafficMoment(None, NOW, pending_ready=True))
 
 
 @pytest.mark.parametrize(
@@ -249,7 +251,9 @@ def test_traffic_step_during_rollback(
     active: tuple[int, int], pending: tuple[int, int], active_ready: bool, expected: tuple[int, int]
 ) -> None:
     rolling = status(active, pending, UPGRADING, ROLLING_BACK, active_last=NOW - timedelta(minutes=5))
-    step = traffic_step(rolling, options(), NOW, pending_ready=False, active_ready=active_ready)
+    step = traffic_step(
+        rolling, TrafficMoment(options(), NOW, pending_ready=False, active_ready=active_ready)
+    )
     assert (step.active_weight, step.pending_weight) == expected
 
 
@@ -262,19 +266,19 @@ def test_rollback_traffic_uses_the_active_side_migration_time() -> None:
         active_last=NOW - timedelta(seconds=10),
         pending_last=NOW - timedelta(hours=1),
     )
-    step = traffic_step(rolling, options(), NOW, pending_ready=True)
+    step = traffic_step(rolling, TrafficMoment(options(), NOW, pending_ready=True))
     assert (step.moved, step.next_step_at) == (False, NOW + timedelta(seconds=20))
 
 
 def test_paused_and_promoted_traffic() -> None:
     upgrading = status((100, 100), (60, 0), UPGRADING, pending_last=NOW - timedelta(hours=1))
-    paused = traffic_step(upgrading, options(), NOW, pending_ready=True, paused=True)
+    paused = traffic_step(upgrading, TrafficMoment(options(), NOW, pending_ready=True, paused=True))
     assert (paused.moved, paused.waiting_for, paused.next_step_at) == (False, "paused", None)
     recent = status((100, 100), (60, 0), UPGRADING, pending_last=NOW)
-    promoted = traffic_step(recent, options(), NOW, pending_ready=True, promote=True)
+    promoted = traffic_step(recent, TrafficMoment(options(), NOW, pending_ready=True, promote=True))
     assert (promoted.active_weight, promoted.pending_weight) == (40, 60)  # no interval, no step size
     assert promoted.next_step_at is None
-    unready = traffic_step(recent, options(), NOW, pending_ready=False, promote=True)
+    unready = traffic_step(recent, TrafficMoment(options(), NOW, pending_ready=False, promote=True))
     assert unready.moved is False  # promote never sends traffic to replicas that do not run
 
 
