@@ -29,85 +29,95 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.transitions import should_stop_ray_job_on_delete
 
 from workflows.kit.calls import IO, call
-from workflows.rayjob.base import RayJobBase
+from workflows.rayjob.core import RayJobPart
 
 
-class DeletionSteps(RayJobBase):
+class DeletionSteps(RayJobPart):
     async def finished_step(self) -> bool:
         """One step of the terminal phase; True once the workflow has nothing left to do."""
         now = workflow.now()
         # Whether anything is overdue at all: only then is the RayCluster worth reading.
-        if next_deletion_step(self.job, now, {}, self.config).action is not None:
-            if self.state.cluster_for_deletion is None:
-                self.state.cluster_for_deletion = await self._observe_cluster()
-            completed = deletion_completions(self.state.cluster_for_deletion)
+        if next_deletion_step(self.core.job, now, {}, self.core.config).action is not None:
+            if self.core.state.cluster_for_deletion is None:
+                self.core.state.cluster_for_deletion = await self._observe_cluster()
+            completed = deletion_completions(self.core.state.cluster_for_deletion)
         else:
             completed = {}
-        step = next_deletion_step(self.job, now, completed, self.config)
+        step = next_deletion_step(self.core.job, now, completed, self.core.config)
         if step.action is not None:
             return await self._execute(step.action)
         if step.wake_at is None:
             return True
-        self.watches.arm_timer(step.wake_at, "deletion policy due")
-        await self.watches.race(self.changed_since(self.state.spec_version))
+        self.core.watches.arm_timer(step.wake_at, "deletion policy due")
+        await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
         # Time passed (or the spec changed): read the cluster again before the next action.
-        self.state.cluster_for_deletion = None
+        self.core.state.cluster_for_deletion = None
         return False
 
     async def _observe_cluster(self) -> ClusterDeletionObservation:
         found = await call(
-            stubs.get_raycluster, ObjectKey(self.namespace, self.status.ray_cluster_name), IO.STEP
+            stubs.get_raycluster, ObjectKey(self.core.namespace, self.core.status.ray_cluster_name), IO.STEP
         )
         return ClusterDeletionObservation.from_manifest(found)
 
     async def _execute(self, policy: DeletionPolicyType) -> bool:
-        cluster_name = self.status.ray_cluster_name
-        workflow.logger.info("RayJob %s/%s: deletion policy %s", self.namespace, self.name, policy.value)
+        cluster_name = self.core.status.ray_cluster_name
+        workflow.logger.info(
+            "RayJob %s/%s: deletion policy %s", self.core.namespace, self.core.name, policy.value
+        )
         if policy == DeletionPolicyType.DELETE_SELF:
             await self.delete_everything(stop_job=False)
             await call(
-                stubs.delete_ray_resource, RayResourceKey(KIND_RAYJOB, self.namespace, self.name), IO.STEP
+                stubs.delete_ray_resource,
+                RayResourceKey(KIND_RAYJOB, self.core.namespace, self.core.name),
+                IO.STEP,
             )
             return True
         if policy == DeletionPolicyType.DELETE_CLUSTER:
             try:
                 deleted = await call(
-                    stubs.delete_raycluster, DeleteObject(self.namespace, cluster_name), IO.STEP
+                    stubs.delete_raycluster, DeleteObject(self.core.namespace, cluster_name), IO.STEP
                 )
             except ActivityError as error:
                 reason, message = EventReason.FAILED_TO_DELETE_RAYCLUSTER, str(error.cause or error)
-                self.record(rayjob_event(reason, self.namespace, cluster_name, message))
+                self.core.record(rayjob_event(reason, self.core.namespace, cluster_name, message))
                 raise
             if deleted:
-                self.record(rayjob_event(EventReason.DELETED_RAYCLUSTER, self.namespace, cluster_name))
-            self.state.cluster_for_deletion = ClusterDeletionObservation(exists=deleted, deleting=deleted)
+                self.core.record(
+                    rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
+                )
+            self.core.state.cluster_for_deletion = ClusterDeletionObservation(
+                exists=deleted, deleting=deleted
+            )
         elif policy == DeletionPolicyType.DELETE_WORKERS:
             try:
                 updated = await call(
-                    stubs.suspend_worker_groups, ObjectKey(self.namespace, cluster_name), IO.STEP
+                    stubs.suspend_worker_groups, ObjectKey(self.core.namespace, cluster_name), IO.STEP
                 )
             except ActivityError as error:
                 reason, message = EventReason.FAILED_TO_UPDATE_RAYCLUSTER, str(error.cause or error)
-                self.record(rayjob_event(reason, self.namespace, cluster_name, message))
+                self.core.record(rayjob_event(reason, self.core.namespace, cluster_name, message))
                 raise
             if updated is not None:
-                self.record(rayjob_event(EventReason.UPDATED_RAYCLUSTER, self.namespace, cluster_name))
-            self.state.cluster_for_deletion = ClusterDeletionObservation.from_manifest(updated)
+                self.core.record(
+                    rayjob_event(EventReason.UPDATED_RAYCLUSTER, self.core.namespace, cluster_name)
+                )
+            self.core.state.cluster_for_deletion = ClusterDeletionObservation.from_manifest(updated)
         return False
 
     async def delete_everything(self, *, stop_job: bool = True) -> None:
         """What deleting the RayJob does: stop its Ray job unless it is terminal (a failure is only logged,
         as in KubeRay), then delete every object the workflow created (never a clusterSelector cluster)."""
-        self.watches.cancel_all()
-        attempt = self.state.attempt
-        status = self.status
+        self.core.watches.cancel_all()
+        attempt = self.core.state.attempt
+        status = self.core.status
         reachable = bool(status.job_id and status.dashboard_url) and attempt.cluster_spec is not None
         if stop_job and reachable and should_stop_ray_job_on_delete(status):
             try:
-                await call(stubs.stop_job, RayJobKey(self.dashboard(), status.job_id), IO.STEP)
+                await call(stubs.stop_job, RayJobKey(self.core.dashboard(), status.job_id), IO.STEP)
             except ActivityError as error:
                 workflow.logger.warning("could not stop Ray job %s: %s", status.job_id, error.cause)
-        kinds = tuple(kind for kind in OWNED_KINDS if self.uses_own_cluster() or kind != KIND_RAYCLUSTER)
-        owned = OwnedObjects(self.namespace, KIND_RAYJOB, self.name, kinds=kinds)
+        kinds = tuple(kind for kind in OWNED_KINDS if self.core.uses_own_cluster() or kind != KIND_RAYCLUSTER)
+        owned = OwnedObjects(self.core.namespace, KIND_RAYJOB, self.core.name, kinds=kinds)
         await call(stubs.delete_owned_objects, owned, IO.LAST_STEP)
-        self.state.deleted = True
+        self.core.state.deleted = True

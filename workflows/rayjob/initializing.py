@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows.kit.calls import IO, call
-from workflows.rayjob.base import RayJobBase, StepFailed
+from workflows.rayjob.core import RayJobPart, StepFailed
 from workflows.rayjob.state import AttemptState
 
 CLUSTER_WATCH = "cluster"
@@ -54,150 +54,170 @@ def _error_text(error: BaseException) -> str:
     return str(cause)
 
 
-class InitializingSteps(RayJobBase):
+class InitializingSteps(RayJobPart):
     def new_step(self) -> None:
         """New -> Initializing: this attempt's job id, cluster name and startTime."""
-        self.state.attempt = AttemptState()
-        self.set_status(start_attempt(self.job, workflow.now(), workflow.random()))
+        self.core.state.attempt = AttemptState()
+        self.core.set_status(start_attempt(self.core.job, workflow.now(), workflow.random()))
 
     async def initializing_step(self) -> None:
-        check = state_check_transition(self.job, workflow.now(), self.config)
+        check = state_check_transition(self.core.job, workflow.now(), self.core.config)
         if check is not None:
-            self.transition(check)
+            self.core.transition(check)
             return
-        attempt = self.state.attempt
+        attempt = self.core.state.attempt
         if attempt.cluster_spec is None:
             await self._ensure_cluster()
-        if not self.status.dashboard_url:
+        if not self.core.status.dashboard_url:
             cluster = await self._await_cluster_ready()
             if cluster is None:
                 return
-            self.update_status(dashboard_url=await self._dashboard_url(cluster))
-        next_state = transition_when_cluster_ready(self.job)
-        if self.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE and not attempt.submitter_created:
+            self.core.update_status(dashboard_url=await self._dashboard_url(cluster))
+        next_state = transition_when_cluster_ready(self.core.job)
+        if (
+            self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE
+            and not attempt.submitter_created
+        ):
             await self._create_submitter()
-        self.transition(next_state)
+        self.core.transition(next_state)
 
     async def waiting_step(self) -> None:
         """InteractiveMode: wait for an `apply` that sets spec.jobId (or the preRunning deadline)."""
-        check = state_check_transition(self.job, workflow.now(), self.config)
+        check = state_check_transition(self.core.job, workflow.now(), self.core.config)
         if check is not None:
-            self.transition(check)
+            self.core.transition(check)
             return
-        adopted = adopt_interactive_job_id(self.job)
+        adopted = adopt_interactive_job_id(self.core.job)
         if adopted is not None:
-            self.set_status(adopted)
+            self.core.set_status(adopted)
             return
-        deadline = earliest_deadline(rayjob_deadlines(self.job, self.config))
-        self.watches.arm_timer(deadline.at if deadline else None, "preRunningDeadlineSeconds")
-        await self.watches.race(self.changed_since(self.state.spec_version))
+        deadline = earliest_deadline(rayjob_deadlines(self.core.job, self.core.config))
+        self.core.watches.arm_timer(deadline.at if deadline else None, "preRunningDeadlineSeconds")
+        await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
 
     # ---- the RayCluster ---------------------------------------------------------------------------------
 
     async def _ensure_cluster(self) -> None:
         """Create this attempt's RayCluster (or, in clusterSelector mode, find the selected one)."""
-        attempt = self.state.attempt
-        cluster_name = self.status.ray_cluster_name
-        if not self.uses_own_cluster():
-            found = await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
+        attempt = self.core.state.attempt
+        cluster_name = self.core.status.ray_cluster_name
+        if not self.core.uses_own_cluster():
+            found = await call(stubs.get_raycluster, ObjectKey(self.core.namespace, cluster_name), IO.STEP)
             if found is None:
-                self.record(rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.namespace, cluster_name))
+                self.core.record(
+                    rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.core.namespace, cluster_name)
+                )
                 raise StepFailed(
-                    f"clusterSelector mode is enabled, but RayCluster {self.namespace}/{cluster_name} is not "
-                    "found"
+                    "clusterSelector mode is enabled, but RayCluster "
+                    f"{self.core.namespace}/{cluster_name} is not found"
                 )
             try:
                 attempt.cluster_spec = RayClusterSpec.model_validate(found.get("spec") or {})
             except ValidationError as error:
                 raise StepFailed(f"RayCluster {cluster_name} cannot be read: {error}") from None
-            self.set_cluster_status(found)
+            self.core.set_cluster_status(found)
             return
         try:
             manifest = rayjob_cluster_manifest(
-                self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
+                self.core.job,
+                cluster_name,
+                workflow_id=self.core.state.workflow_id,
+                gates=self.core.config.feature_gates,
             )
-            request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+            request = CreateObject(
+                body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
+            )
             created: dict[str, Any] = await call(stubs.create_raycluster, request, IO.STEP)
         except (ActivityError, SubmitCommandError, ValueError) as error:
-            self.record(
+            self.core.record(
                 rayjob_event(
-                    EventReason.FAILED_TO_CREATE_RAYCLUSTER, self.namespace, cluster_name, _error_text(error)
+                    EventReason.FAILED_TO_CREATE_RAYCLUSTER,
+                    self.core.namespace,
+                    cluster_name,
+                    _error_text(error),
                 )
             )
             raise
-        self.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.namespace, cluster_name))
+        self.core.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name))
         attempt.cluster_created = True
-        attempt.cluster_spec = self.job.spec.ray_cluster_spec
-        self.set_cluster_status(created)
+        attempt.cluster_spec = self.core.job.spec.ray_cluster_spec
+        self.core.set_cluster_status(created)
 
     async def _await_cluster_ready(self) -> dict[str, Any] | None:
         """The RayCluster once `status.state` is ready; None when a deadline, a handler or the cluster's
         disappearance interrupted the wait (the step then runs again)."""
-        if self.status.ray_cluster_status.state == ClusterState.READY and self.state.attempt.cluster_spec:
-            return {"status": self.status.ray_cluster_status.model_dump(mode="json", by_alias=True)}
-        request = WaitRayCluster(self.namespace, self.status.ray_cluster_name, until="ready")
-        self.watches.start(
+        if (
+            self.core.status.ray_cluster_status.state == ClusterState.READY
+            and self.core.state.attempt.cluster_spec
+        ):
+            return {"status": self.core.status.ray_cluster_status.model_dump(mode="json", by_alias=True)}
+        request = WaitRayCluster(self.core.namespace, self.core.status.ray_cluster_name, until="ready")
+        self.core.watches.start(
             CLUSTER_WATCH,
             lambda: call(stubs.wait_raycluster, request, IO.WAIT, summary="RayCluster ready"),
         )
-        deadline = earliest_deadline(rayjob_deadlines(self.job, self.config))
-        self.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
-        for finished in (await self.watches.race(self.changed_since(self.state.spec_version))).finished:
+        deadline = earliest_deadline(rayjob_deadlines(self.core.job, self.core.config))
+        self.core.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
+        for finished in (
+            await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
+        ).finished:
             if finished.key != CLUSTER_WATCH:
                 continue
             observation: Observation = finished.value()
             if observation.object is None:
                 # Gone (deleted under us): create it again, or look for the selected one again.
-                self.state.attempt.cluster_spec = None
+                self.core.state.attempt.cluster_spec = None
                 return None
-            self.set_cluster_status(observation.object)
-            if self.status.ray_cluster_status.state == ClusterState.READY:
-                self.watches.cancel(CLUSTER_WATCH)
+            self.core.set_cluster_status(observation.object)
+            if self.core.status.ray_cluster_status.state == ClusterState.READY:
+                self.core.watches.cancel(CLUSTER_WATCH)
                 return observation.object
         return None
 
     async def _dashboard_url(self, cluster: dict[str, Any]) -> str:
         status = RayClusterStatus.model_validate(cluster.get("status") or {})
-        url = dashboard_url_from_cluster_status(status, self.namespace, self.config.cluster_domain)
+        url = dashboard_url_from_cluster_status(status, self.core.namespace, self.core.config.cluster_domain)
         if url is not None:
             return url
-        service_name = cluster_head_service_name(self.status.ray_cluster_name, self.cluster_spec())
-        service = await call(stubs.get_service, ObjectKey(self.namespace, service_name), IO.STEP)
+        service_name = cluster_head_service_name(self.core.status.ray_cluster_name, self.core.cluster_spec())
+        service = await call(stubs.get_service, ObjectKey(self.core.namespace, service_name), IO.STEP)
         if service is None:
             raise StepFailed(
-                f"the head Service {self.namespace}/{service_name} of the RayCluster is not found"
+                f"the head Service {self.core.namespace}/{service_name} of the RayCluster is not found"
             )
         try:
-            return dashboard_url_from_head_service(service, self.config.cluster_domain)
+            return dashboard_url_from_head_service(service, self.core.config.cluster_domain)
         except DashboardPortNotFound as error:
             raise StepFailed(str(error)) from None
 
     # ---- K8sJobMode submitter ---------------------------------------------------------------------------
 
     async def _create_submitter(self) -> None:
-        attempt = self.state.attempt
-        job_name = self.name
+        attempt = self.core.state.attempt
+        job_name = self.core.name
         try:
             manifest = submitter_job_manifest(
-                self.job,
-                cluster_name=self.status.ray_cluster_name,
-                cluster_spec=self.cluster_spec(),
-                workflow_id=self.state.workflow_id,
-                gates=self.config.feature_gates,
+                self.core.job,
+                cluster_name=self.core.status.ray_cluster_name,
+                cluster_spec=self.core.cluster_spec(),
+                workflow_id=self.core.state.workflow_id,
+                gates=self.core.config.feature_gates,
             )
-            request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+            request = CreateObject(
+                body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
+            )
             created: dict[str, Any] = await call(stubs.create_job, request, IO.STEP)
         except (ActivityError, SubmitCommandError) as error:
-            self.record(
+            self.core.record(
                 rayjob_event(
                     EventReason.FAILED_TO_CREATE_RAYJOB_SUBMITTER,
-                    self.namespace,
+                    self.core.namespace,
                     job_name,
                     _error_text(error),
                 )
             )
             raise
-        self.record(rayjob_event(EventReason.CREATED_RAYJOB_SUBMITTER, self.namespace, job_name))
+        self.core.record(rayjob_event(EventReason.CREATED_RAYJOB_SUBMITTER, self.core.namespace, job_name))
         attempt.submitter_created = True
         attempt.submitter_view = job_view(created)
         attempt.submitter = k8s_job_submitter_state(created.get("status"))

@@ -30,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.transitions import resume_transition
 
 from workflows.kit.calls import IO, call
-from workflows.rayjob.base import RayJobBase
+from workflows.rayjob.core import RayJobPart
 from workflows.rayjob.state import AttemptState
 
 CLUSTER_GONE_WATCH = "cluster-gone"
@@ -38,12 +38,12 @@ SUBMITTER_GONE_WATCH = "submitter-gone"
 GONE: dict[str, Any] = {"exists": False}
 
 
-class ReleaseSteps(RayJobBase):
+class ReleaseSteps(RayJobPart):
     async def release_step(self) -> None:
-        attempt = self.state.attempt
-        cluster_name = self.status.ray_cluster_name
-        releases_cluster = self.uses_own_cluster() and bool(cluster_name)
-        releases_submitter = self.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE
+        attempt = self.core.state.attempt
+        cluster_name = self.core.status.ray_cluster_name
+        releases_cluster = self.core.uses_own_cluster() and bool(cluster_name)
+        releases_submitter = self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE
         if releases_cluster and not attempt.cluster_deletion_requested:
             attempt.cluster_view = await self._delete_cluster(cluster_name)
             attempt.cluster_deletion_requested = True
@@ -53,27 +53,27 @@ class ReleaseSteps(RayJobBase):
         cluster_gone = not releases_cluster or attempt.cluster_view == GONE
         submitter_gone = not releases_submitter or attempt.submitter_job_view == GONE
         if cluster_gone and submitter_gone:
-            self.state.attempt = AttemptState()
-            self.set_status(status_after_resources_released(self.status))
+            self.core.state.attempt = AttemptState()
+            self.core.set_status(status_after_resources_released(self.core.status))
             return
         if not cluster_gone:
             cluster_request = WaitRayCluster(
-                self.namespace, cluster_name, attempt.cluster_view, until="change"
+                self.core.namespace, cluster_name, attempt.cluster_view, until="change"
             )
-            self.watches.start(
+            self.core.watches.start(
                 CLUSTER_GONE_WATCH,
                 lambda: call(stubs.wait_raycluster, cluster_request, IO.WAIT, summary="RayCluster gone"),
             )
         if not submitter_gone:
             job_request = WaitObject(
-                self.namespace, submitter_job_name(self.name), attempt.submitter_job_view
+                self.core.namespace, submitter_job_name(self.core.name), attempt.submitter_job_view
             )
-            self.watches.start(
+            self.core.watches.start(
                 SUBMITTER_GONE_WATCH,
                 lambda: call(stubs.wait_submitter_job, job_request, IO.WAIT, summary="submitter Job gone"),
             )
         # Only a deletion interrupts: a suspend flipped back meanwhile does not stop Suspending (atomic).
-        for finished in (await self.watches.race(lambda: self.state.delete_requested)).finished:
+        for finished in (await self.core.watches.race(lambda: self.core.state.delete_requested)).finished:
             observation: Observation = finished.value()
             if finished.key == CLUSTER_GONE_WATCH:
                 attempt.cluster_view = observation.view
@@ -82,52 +82,58 @@ class ReleaseSteps(RayJobBase):
 
     async def suspended_step(self) -> None:
         """Suspended until an `apply` sets suspend back to false (-> New: a new attempt)."""
-        resume = resume_transition(self.job)
+        resume = resume_transition(self.core.job)
         if resume is not None:
-            self.transition(resume)
+            self.core.transition(resume)
             return
-        await self.watches.race(self.changed_since(self.state.spec_version))
+        await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
 
     async def _delete_cluster(self, cluster_name: str) -> dict[str, Any]:
         """Asks for the RayCluster's deletion; returns its view afterwards (GONE once it is)."""
         try:
-            deleted = await call(stubs.delete_raycluster, DeleteObject(self.namespace, cluster_name), IO.STEP)
+            deleted = await call(
+                stubs.delete_raycluster, DeleteObject(self.core.namespace, cluster_name), IO.STEP
+            )
             remaining = (
-                await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
+                await call(stubs.get_raycluster, ObjectKey(self.core.namespace, cluster_name), IO.STEP)
                 if deleted
                 else None
             )
         except ActivityError as error:
-            self.record(
+            self.core.record(
                 rayjob_event(
                     EventReason.FAILED_TO_DELETE_RAYCLUSTER,
-                    self.namespace,
+                    self.core.namespace,
                     cluster_name,
                     str(error.cause or error),
                 )
             )
             raise
         if deleted:
-            self.record(rayjob_event(EventReason.DELETED_RAYCLUSTER, self.namespace, cluster_name))
+            self.core.record(rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name))
         return raycluster_view(remaining) if remaining is not None else GONE
 
     async def _delete_submitter(self) -> dict[str, Any]:
-        job_name = submitter_job_name(self.name)
+        job_name = submitter_job_name(self.core.name)
         try:
-            deleted = await call(stubs.delete_job, DeleteObject(self.namespace, job_name), IO.STEP)
+            deleted = await call(stubs.delete_job, DeleteObject(self.core.namespace, job_name), IO.STEP)
             remaining = (
-                await call(stubs.get_job, ObjectKey(self.namespace, job_name), IO.STEP) if deleted else None
+                await call(stubs.get_job, ObjectKey(self.core.namespace, job_name), IO.STEP)
+                if deleted
+                else None
             )
         except ActivityError as error:
-            self.record(
+            self.core.record(
                 rayjob_event(
                     EventReason.FAILED_TO_DELETE_RAYJOB_SUBMITTER,
-                    self.namespace,
+                    self.core.namespace,
                     job_name,
                     str(error.cause or error),
                 )
             )
             raise
         if deleted:
-            self.record(rayjob_event(EventReason.DELETED_RAYJOB_SUBMITTER, self.namespace, job_name))
+            self.core.record(
+                rayjob_event(EventReason.DELETED_RAYJOB_SUBMITTER, self.core.namespace, job_name)
+            )
         return job_view(remaining) if remaining is not None else GONE

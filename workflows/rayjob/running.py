@@ -43,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.kit.calls import IO, call
 from workflows.kit.waits import Finished
-from workflows.rayjob.base import RayJobBase, StepFailed
+from workflows.rayjob.core import RayJobPart, StepFailed
 
 JOB_WATCH = "job"
 SUBMITTER_WATCH = "submitter"
@@ -51,56 +51,69 @@ SUBMITTER_WATCH = "submitter"
 NOT_SUBMITTED = JobInfoAnswer("not_found")
 
 
-class RunningSteps(RayJobBase):
+class RunningSteps(RayJobPart):
     async def running_step(self) -> None:
-        check = state_check_transition(self.job, workflow.now(), self.config, self.submitter_finished_at())
+        check = state_check_transition(
+            self.core.job, workflow.now(), self.core.config, self.core.submitter_finished_at()
+        )
         if check is not None:
-            self.transition(check)
+            self.core.transition(check)
             return
-        attempt = self.state.attempt
-        if self.uses_own_cluster() and not attempt.head_service_created:
+        attempt = self.core.state.attempt
+        if self.core.uses_own_cluster() and not attempt.head_service_created:
             await self._create_head_service()
-        if self.job.spec.submission_mode == JobSubmissionMode.HTTP_MODE and not attempt.submitted:
+        if self.core.job.spec.submission_mode == JobSubmissionMode.HTTP_MODE and not attempt.submitted:
             await self._submit()
             return
         self._start_watches()
-        deadline = earliest_deadline(rayjob_deadlines(self.job, self.config, self.submitter_finished_at()))
-        self.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
-        finished = (await self.watches.race(self.changed_since(self.state.spec_version))).finished
+        deadline = earliest_deadline(
+            rayjob_deadlines(self.core.job, self.core.config, self.core.submitter_finished_at())
+        )
+        self.core.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
+        finished = (
+            await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
+        ).finished
         await self._observe(finished)
 
     async def _create_head_service(self) -> None:
         manifest = rayjob_head_service_manifest(
-            self.job, self.status.ray_cluster_name, self.cluster_spec(), workflow_id=self.state.workflow_id
+            self.core.job,
+            self.core.status.ray_cluster_name,
+            self.core.cluster_spec(),
+            workflow_id=self.core.state.workflow_id,
         )
         service_name = manifest["metadata"]["name"]
-        request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+        request = CreateObject(
+            body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
+        )
         try:
             await call(stubs.create_service, request, IO.STEP)
         except ActivityError as error:
             message = str(error.cause or error)
-            self.record(
-                rayjob_event(EventReason.FAILED_TO_CREATE_SERVICE, self.namespace, service_name, message)
+            self.core.record(
+                rayjob_event(EventReason.FAILED_TO_CREATE_SERVICE, self.core.namespace, service_name, message)
             )
             raise
-        self.record(rayjob_event(EventReason.CREATED_SERVICE, self.namespace, service_name))
-        self.state.attempt.head_service_created = True
+        self.core.record(rayjob_event(EventReason.CREATED_SERVICE, self.core.namespace, service_name))
+        self.core.state.attempt.head_service_created = True
 
     async def _submit(self) -> None:
         """HTTPMode: POST the job with this attempt's deterministic submission id ("already exists" counts
         as submitted). A failed submission starts the failing-checks clock and is tried again later."""
-        attempt = self.state.attempt
+        attempt = self.core.state.attempt
         try:
-            request = SubmitJob(self.dashboard(), http_submit_request(self.job))
+            request = SubmitJob(self.core.dashboard(), http_submit_request(self.core.job))
             await call(stubs.submit_job, request, IO.STEP)
             submitted = True
         except (ActivityError, SubmitCommandError) as error:
-            workflow.logger.warning("submitting Ray job %s failed: %s", self.status.job_id, error)
+            workflow.logger.warning("submitting Ray job %s failed: %s", self.core.status.job_id, error)
             submitted = False
-        self.set_status(status_after_http_submission(self.status, workflow.now(), submitted=submitted))
+        self.core.set_status(
+            status_after_http_submission(self.core.status, workflow.now(), submitted=submitted)
+        )
         attempt.submitted = submitted
         if not submitted:
-            raise StepFailed(f"the Ray job {self.status.job_id} could not be submitted")
+            raise StepFailed(f"the Ray job {self.core.status.job_id} could not be submitted")
         # The watch in flight (if any) still assumes the job is missing: it reports the submitted job.
         if attempt.job_answer is None or attempt.job_answer.outcome == "not_found":
             attempt.job_answer = NOT_SUBMITTED
@@ -108,36 +121,40 @@ class RunningSteps(RayJobBase):
     # ---- watches ------------------------------------------------------------------------------------------
 
     def _start_watches(self) -> None:
-        attempt = self.state.attempt
+        attempt = self.core.state.attempt
         answer = attempt.job_answer
-        if not (answer is not None and answer.terminal) and self.status.job_id:
-            job_request = WaitRayJob(self.dashboard(), self.status.job_id, last=answer or NOT_SUBMITTED)
-            self.watches.start(
+        if not (answer is not None and answer.terminal) and self.core.status.job_id:
+            job_request = WaitRayJob(
+                self.core.dashboard(), self.core.status.job_id, last=answer or NOT_SUBMITTED
+            )
+            self.core.watches.start(
                 JOB_WATCH,
                 lambda: call(stubs.wait_job, job_request, IO.WAIT, summary="Ray job status"),
             )
         submitter = attempt.submitter
-        if not has_submitter(self.job) or (
+        if not has_submitter(self.core.job) or (
             submitter is not None and (submitter.finished_at is not None or submitter.failed)
         ):
             return
-        if self.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
+        if self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
             request = WaitObject(
-                self.namespace, submitter_job_name(self.name), last_view=attempt.submitter_view
+                self.core.namespace, submitter_job_name(self.core.name), last_view=attempt.submitter_view
             )
-            self.watches.start(
+            self.core.watches.start(
                 SUBMITTER_WATCH,
                 lambda: call(stubs.wait_submitter_job, request, IO.WAIT, summary="submitter Job"),
             )
         else:
-            pod_request = WaitObject(self.namespace, self.status.ray_cluster_name, attempt.head_pod_view)
-            self.watches.start(
+            pod_request = WaitObject(
+                self.core.namespace, self.core.status.ray_cluster_name, attempt.head_pod_view
+            )
+            self.core.watches.start(
                 SUBMITTER_WATCH,
                 lambda: call(stubs.wait_head_pod, pod_request, IO.WAIT, summary="head Pod (submitter)"),
             )
 
     async def _observe(self, finished: list[Finished]) -> None:
-        attempt = self.state.attempt
+        attempt = self.core.state.attempt
         job_reported = submitter_reported = False
         for watch in finished:
             if watch.key == JOB_WATCH:
@@ -150,36 +167,36 @@ class RunningSteps(RayJobBase):
             return
         if submitter_reported and not job_reported:
             # The submitter finished or failed: judge it against the Ray job as it is now.
-            job_key = RayJobKey(self.dashboard(), self.status.job_id)
+            job_key = RayJobKey(self.core.dashboard(), self.core.status.job_id)
             attempt.job_answer = await call(stubs.get_job_info, job_key, IO.STEP)
         await self._decide()
 
     def _observe_submitter(self, observation: Observation) -> None:
-        attempt = self.state.attempt
+        attempt = self.core.state.attempt
         pod_or_job: dict[str, Any] | None = observation.object
-        if self.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
+        if self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
             attempt.submitter_view = observation.view
             attempt.submitter = k8s_job_submitter_state((pod_or_job or {}).get("status"))
             return
         attempt.head_pod_view = observation.view
-        config = self.job.spec.submitter_config
+        config = self.core.job.spec.submitter_config
         attempt.submitter = sidecar_submitter_state(
             pod_or_job,
-            submitter_restart_enabled=self.config.feature_gates.sidecar_submitter_restart,
+            submitter_restart_enabled=self.core.config.feature_gates.sidecar_submitter_restart,
             submitter_backoff_limit=config.backoff_limit if config is not None else None,
         )
 
     async def _decide(self) -> None:
-        attempt = self.state.attempt
+        attempt = self.core.state.attempt
         answer = attempt.job_answer or NOT_SUBMITTED
         decision = next_running_status(
-            self.job,
+            self.core.job,
             workflow.now(),
-            cluster_status=self.status.ray_cluster_status,
-            submitter=attempt.submitter if has_submitter(self.job) else None,
+            cluster_status=self.core.status.ray_cluster_status,
+            submitter=attempt.submitter if has_submitter(self.core.job) else None,
             job_info=job_info_result(answer),
         )
-        self.set_status(decision.status)
+        self.core.set_status(decision.status)
         if decision.submit_job:
             # HTTPMode and the job is gone (e.g. its cluster was re-created): submit it again.
             attempt.submitted = False
@@ -189,17 +206,24 @@ class RunningSteps(RayJobBase):
     async def _recreate_missing_cluster(self) -> None:
         """The dashboard does not answer: if the RayCluster is gone, create it again as KubeRay's
         getOrCreate does in Running (in clusterSelector mode, say that it is missing)."""
-        cluster_name = self.status.ray_cluster_name
-        found = await call(stubs.get_raycluster, ObjectKey(self.namespace, cluster_name), IO.STEP)
+        cluster_name = self.core.status.ray_cluster_name
+        found = await call(stubs.get_raycluster, ObjectKey(self.core.namespace, cluster_name), IO.STEP)
         if found is not None:
-            self.set_cluster_status(found)
+            self.core.set_cluster_status(found)
             return
-        if not self.uses_own_cluster():
-            self.record(rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.namespace, cluster_name))
+        if not self.core.uses_own_cluster():
+            self.core.record(
+                rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.core.namespace, cluster_name)
+            )
             return
         manifest = rayjob_cluster_manifest(
-            self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
+            self.core.job,
+            cluster_name,
+            workflow_id=self.core.state.workflow_id,
+            gates=self.core.config.feature_gates,
         )
-        request = CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+        request = CreateObject(
+            body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
+        )
         await call(stubs.create_raycluster, request, IO.STEP)
-        self.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.namespace, cluster_name))
+        self.core.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name))

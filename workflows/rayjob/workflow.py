@@ -10,8 +10,9 @@ Handlers: query `status` (the KubeRay status object), query `events` (the last 5
 recorded), update `apply` (a new desired manifest; returns its generation), update `delete` (what deleting the
 RayJob does; the workflow then completes).
 
-Each state's work is one `*_step` method (mixins in initializing.py, running.py, release.py,
-deletion.py); the main loop runs the step of the current state until the workflow is done.
+Each state's work is one `*_step` method of a part (initializing.py, running.py, release.py, deletion.py),
+all sharing one `RayJobCore` (core.py); the main loop runs the step of the current state until the workflow
+is done.
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
 from workflows.kit.calls import IO, call_without_input
-from workflows.kit.waits import Waits
-from workflows.rayjob.base import StepFailed
+from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
 from workflows.rayjob.release import ReleaseSteps
@@ -71,7 +71,7 @@ def _identity(manifest: Any) -> RayJob:
 
 
 @workflow.defn(name="RayJobWorkflow")
-class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionSteps):
+class RayJobWorkflow:
     @workflow.init
     def __init__(self, manifest: Any) -> None:
         # `manifest` is typed loosely on purpose: any JSON must reach the workflow, which rejects it itself,
@@ -82,67 +82,71 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
         except ApplicationError as error:
             self._invalid = error
             job = _identity(manifest)
-        self.state = RayJobState(
+        state = RayJobState(
             job=job, workflow_id=workflow.info().workflow_id, generation=job.metadata.generation or 1
         )
-        self.watches = Waits()
-        self._event_tasks = []
+        self.core = RayJobCore(state)
+        # One part per group of states, all on the same core (as the RayService workflow's parts).
+        self.initializing = InitializingSteps(self.core)
+        self.running = RunningSteps(self.core)
+        self.release = ReleaseSteps(self.core)
+        self.deletion = DeletionSteps(self.core)
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
-        self.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
-        error = self._invalid or self._validation_error(self.job)
+        self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
+        error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
-            self.transition(validation_failed_transition(error.message))
+            self.core.transition(validation_failed_transition(error.message))
             raise error
         await self._run_states()
-        await self.flush_events()
-        self.state.finished = True
+        await self.core.flush_events()
+        self.core.state.finished = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.status_json()
 
     async def _run_states(self) -> None:
         phase: JobDeploymentStatus | None = None
-        while not self.state.deleted:
-            if self.status.job_deployment_status != phase:
+        while not self.core.state.deleted:
+            if self.core.status.job_deployment_status != phase:
                 # A new state wants its own waits; whatever the previous one had in flight is not needed.
-                self.watches.cancel_all()
-                phase = self.status.job_deployment_status
-            if self.state.delete_requested:
-                await self.delete_everything()
+                self.core.watches.cancel_all()
+                phase = self.core.status.job_deployment_status
+            if self.core.state.delete_requested:
+                await self.deletion.delete_everything()
                 return
             try:
                 if await self._step(phase):
                     return
-                self.state.consecutive_failures = 0
+                self.core.state.consecutive_failures = 0
             except (ActivityError, StepFailed) as error:
-                await self.pause_after_failure(error)
+                await self.core.pause_after_failure(error)
 
     async def _step(self, phase: JobDeploymentStatus) -> bool:
         """Runs the current state's step; True when the workflow is done."""
         if phase == JobDeploymentStatus.NEW:
-            self.new_step()
+            self.initializing.new_step()
         elif phase == JobDeploymentStatus.INITIALIZING:
-            await self.initializing_step()
+            await self.initializing.initializing_step()
         elif phase == JobDeploymentStatus.WAITING:
-            await self.waiting_step()
+            await self.initializing.waiting_step()
         elif phase == JobDeploymentStatus.RUNNING:
-            await self.running_step()
+            await self.running.running_step()
         elif phase in (JobDeploymentStatus.SUSPENDING, JobDeploymentStatus.RETRYING):
-            await self.release_step()
+            await self.release.release_step()
         elif phase == JobDeploymentStatus.SUSPENDED:
-            await self.suspended_step()
+            await self.release.suspended_step()
         elif phase in (JobDeploymentStatus.COMPLETE, JobDeploymentStatus.FAILED):
-            return await self.finished_step()
+            return await self.deletion.finished_step()
         else:
             raise ApplicationError(f"unexpected jobDeploymentStatus {phase!r}", non_retryable=True)
         return False
 
     def status_json(self) -> dict[str, Any]:
-        return dump_status(self.status)
+        return dump_status(self.core.status)
 
     def _gates(self) -> FeatureGates:
-        return self.state.config.feature_gates if self.state.config is not None else FeatureGates()
+        return self.core.state.config.feature_gates if self.core.state.config is not None else FeatureGates()
 
     def _validation_error(self, job: RayJob) -> ApplicationError | None:
         message = validate_rayjob(job, self._gates())
@@ -158,34 +162,34 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
 
     @workflow.query(name="events")
     def events_query(self) -> list[dict[str, str]]:
-        return [record.to_json() for record in self.state.events]
+        return [record.to_json() for record in self.core.state.events]
 
     @workflow.update(name="apply")
     async def apply(self, manifest: Any) -> dict[str, int]:
-        if self.state.config is None:
+        if self.core.state.config is None:
             # Update-with-start: the validator ran before the operator configuration was read.
-            await workflow.wait_condition(lambda: self.state.config is not None)
+            await workflow.wait_condition(lambda: self.core.state.config is not None)
             self._check_apply(manifest)
         applied = _parse(manifest)
-        if is_spec_changed(self.job, applied):
-            self.state.generation += 1
-        self.state.job = applied_job(self.job, applied)
-        self.state.spec_version += 1
-        self.publish()
-        return {"generation": self.state.generation}
+        if is_spec_changed(self.core.job, applied):
+            self.core.state.generation += 1
+        self.core.state.job = applied_job(self.core.job, applied)
+        self.core.state.spec_version += 1
+        self.core.publish()
+        return {"generation": self.core.state.generation}
 
     @apply.validator
     def _check_apply(self, manifest: Any) -> None:
-        if self.state.delete_requested or self.state.finished:
+        if self.core.state.delete_requested or self.core.state.finished:
             raise ApplicationError("the RayJob is being deleted or has finished", type=DELETING)
         if (
             self._invalid is not None
-            or self.status.job_deployment_status == JobDeploymentStatus.VALIDATION_FAILED
+            or self.core.status.job_deployment_status == JobDeploymentStatus.VALIDATION_FAILED
         ):
             raise ApplicationError("the RayJob failed validation", type=VALIDATION_FAILED)
         applied = _parse(manifest)
-        desired = applied_job(self.job, applied)
-        message = validate_update(self.job, applied, self._gates()) or validate_rayjob_status(desired)
+        desired = applied_job(self.core.job, applied)
+        message = validate_update(self.core.job, applied, self._gates()) or validate_rayjob_status(desired)
         if message is not None:
             raise ApplicationError(message, type=VALIDATION_FAILED)
 
@@ -196,5 +200,5 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
         as it was when the deletion was asked for: the deletion itself runs in the main loop, and the update
         completes before the workflow does (a workflow task that completes the workflow can be rejected and
         retried when events arrive meanwhile, and an update answered in it would fail)."""
-        self.state.delete_requested = True
+        self.core.state.delete_requested = True
         return self.status_json()

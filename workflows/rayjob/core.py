@@ -1,8 +1,9 @@
 """What every part of the RayJob workflow shares: its state, status changes (with counters, retries and the
 Web UI's phase), Events, ownership marks, the dashboard it talks to, and pausing after a failed act.
 
-The phases (initializing, running, release, deletion) are mixins over this base;
-`workflows.rayjob.RayJobWorkflow` puts them together.
+The parts (initializing, running, release, deletion: one per group of states) each hold the one
+`RayJobCore` of the run; `workflows.rayjob.workflow.RayJobWorkflow` makes them and runs the current state's
+step.
 """
 
 from __future__ import annotations
@@ -42,10 +43,14 @@ class StepFailed(Exception):
     does not exist); the workflow waits and tries again, as KubeRay requeues."""
 
 
-class RayJobBase:
-    state: RayJobState
-    watches: Waits
-    _event_tasks: list[asyncio.Task[None]]
+class RayJobCore:
+    """What every part of one RayJob workflow shares: its state, its in-flight waits and Events, and the
+    helpers every phase uses (status changes, Events, ownership, the dashboard, pausing after a failure)."""
+
+    def __init__(self, state: RayJobState) -> None:
+        self.state = state
+        self.watches = Waits()
+        self._event_tasks: list[asyncio.Task[None]] = []
 
     # ---- the RayJob -------------------------------------------------------------------------------------
 
@@ -198,3 +203,11 @@ class RayJobBase:
     def submitter_finished_at(self) -> datetime | None:
         submitter = self.state.attempt.submitter
         return submitter.finished_at if submitter is not None else None
+
+
+class RayJobPart:
+    """A part of the RayJob workflow (one phase's steps), working on the core it shares with the others, as
+    the RayService workflow's parts share a `RayServicePart`."""
+
+    def __init__(self, core: RayJobCore) -> None:
+        self.core = core
