@@ -48,6 +48,8 @@ class DeletionSteps(RayJobPart):
             return await self._execute(step.action)
         if step.wake_at is None:
             return True
+        # The TTL timer: the next deletion action is due at endTime + its TTL (ttlSecondsAfterFinished or a
+        # deletion rule's ttlSeconds), decided by next_deletion_step.
         self.core.watches.arm_timer(step.wake_at, "deletion policy due")
         await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
         # Time passed (or the spec changed): read the cluster again before the next action.
