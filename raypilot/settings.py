@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
+
+from raypilot.converter import raypilot_data_converter
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -108,7 +109,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         namespace=settings.namespace,
         api_key=settings.api_key,
         tls=settings.tls_config(),
-        data_converter=pydantic_data_converter,
+        data_converter=raypilot_data_converter,
         runtime=runtime,
     )
 
