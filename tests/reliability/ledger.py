@@ -3,7 +3,10 @@ JSON), every workflow's search attributes, every log line, and the secret values
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,6 +22,21 @@ from raypilot.testing.worker import running_worker
 KUBECONFIG_TOKEN: Final = "kubeconfig-bearer-e1b6f0d2c9a84f7d"
 
 
+_PAYLOAD_DATA = re.compile(r'"data": "([A-Za-z0-9+/]+={0,2})"')
+
+
+def readable(history_json: str) -> str:
+    """An exported history with every payload's data decoded too (the export carries payloads in base64,
+    where a plain search would miss a secret)."""
+    decoded = []
+    for match in _PAYLOAD_DATA.finditer(history_json):
+        try:
+            decoded.append(base64.b64decode(match.group(1)).decode("utf-8", errors="replace"))
+        except (binascii.Error, ValueError):
+            continue
+    return "\n".join([history_json, *decoded])
+
+
 @dataclass
 class Ledger:
     histories: dict[str, str] = field(default_factory=dict)  # "<workflow id>@<run id>" -> history JSON
@@ -32,7 +50,7 @@ class Ledger:
         async for execution in client.list_workflows(f'WorkflowId = "{handle.id}"'):
             key = f"{execution.id}@{execution.run_id}"
             run = client.get_workflow_handle(execution.id, run_id=execution.run_id)
-            self.histories[key] = (await run.fetch_history()).to_json()
+            self.histories[key] = readable((await run.fetch_history()).to_json())
             described = await run.describe()
             self.search_attributes[key] = json.dumps(
                 {pair.key.name: pair.value for pair in described.typed_search_attributes}, default=str
