@@ -14,14 +14,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
+
+T = TypeVar("T", int, float)
 
 FULL: Final = os.environ.get("RAYPILOT_RELIABILITY", "") == "full"
 SEED: Final = int(os.environ.get("RAYPILOT_RELIABILITY_SEED", "") or random.SystemRandom().randrange(10_000))
 RESULTS_FILE: Final = os.environ.get("RAYPILOT_RELIABILITY_RESULTS", "")
 
 
-def sized(small: int, full: int) -> int:
+def sized(small: T, full: T) -> T:
     """The small version's size inside `make test`, the issue's under `make reliability`."""
     return full if FULL else small
 

@@ -78,13 +78,13 @@ async def first_raycluster(stack: Stack, namespace: str) -> float:
 def rayjob(namespace: str, name: str) -> dict[str, Any]:
     return example(
         "rayjob-k8sjobmode", namespace, rename=name, entrypoint="sleep 1",
-        shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=1,
+        shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=0,
     )  # fmt: skip
 
 
 async def test_rayjob_lifecycles_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
     stack = reliability_stack
-    recorded = figure("S3", "RayJob (K8sJobMode, shutdown after 1 s) on a faulty API")
+    recorded = figure("S3", "RayJob (K8sJobMode, shutdownAfterJobFinishes) on a faulty API")
     calm = stack.namespace()
     assert (await (await stack.start(rayjob(calm, "calm"))).result())["jobStatus"] == "SUCCEEDED"
     # The submitter Job, its pod and the head Service stay after an undisturbed run too, as in KubeRay.
