@@ -74,7 +74,11 @@ class TemporalSettings:
         )
 
 
-_TLS_FAILURE_SIGNS = ("tls", "certificate", "handshake", "close_notify")
+# How rustls and hyper report a server that refuses the client's certificate: a TLS alert, or the connection
+# closed or reset right after the handshake (which one depends on timing).
+_TLS_FAILURE_SIGNS = (
+    "tls", "certificate", "handshake", "close_notify", "connectionreset", "connection reset", "unexpectedeof",
+)  # fmt: skip
 
 
 def connection_failure(settings: TemporalSettings, error: str) -> str:
@@ -85,9 +89,9 @@ def connection_failure(settings: TemporalSettings, error: str) -> str:
     uses_tls = settings.api_key is not None or settings.tls_cert is not None or settings.tls_ca is not None
     if uses_tls and any(sign in error.lower() for sign in _TLS_FAILURE_SIGNS):
         message += (
-            "\nThe TLS connection failed: check that TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY are a client"
-            " certificate and key the server trusts, that TEMPORAL_TLS_CA signed the server's certificate,"
-            " and for Temporal Cloud that TEMPORAL_API_KEY is valid."
+            "\nThe server closed the TLS connection: check that TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY are"
+            " a client certificate and key the server trusts, that TEMPORAL_TLS_CA signed the server's"
+            " certificate, and for Temporal Cloud that TEMPORAL_API_KEY is valid."
         )
     return message
 

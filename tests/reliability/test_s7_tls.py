@@ -98,5 +98,7 @@ async def test_worker_and_cli_work_over_mutual_tls(
     code, out, err = await raypilot(stranger, "status", target)
     recorded.tried += 1
     assert code == 1
-    assert "The TLS connection failed: check that TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY" in err, err
+    assert "The server closed the TLS connection: check that TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY" in err, (
+        err
+    )
     recorded.survived += 1
