@@ -38,7 +38,7 @@ class Figure:
     tried: int = 0
     survived: int = 0
     leaked: int = 0
-    failed_requests: int = 0
+    failed_requests: int | None = None  # None: no request load in this scenario
     notes: list[str] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)  # injected faults by kind, over all runs
 
@@ -47,7 +47,7 @@ class Figure:
         notes = "; ".join([*self.notes, *([f"injected {injected}"] if injected else [])]) or "-"
         return (
             f"| {self.test} | {self.scenario} | {self.survived}/{self.tried} | {self.leaked} | "
-            f"{self.failed_requests} | {notes} |"
+            f"{'-' if self.failed_requests is None else self.failed_requests} | {notes} |"
         )
 
 
@@ -72,7 +72,7 @@ def table() -> str:
     lines = [
         f"### {when} UTC, {mode}, seed {SEED}, {machine_load()}",
         "",
-        "| S | scenario | survived/tried | objects leaked | requests failed | notes |",
+        "| S | scenario | survived/tried | objects leaked | requests failed (- no load) | notes |",
         "|---|---|---|---|---|---|",
         *(recorded.row() for recorded in sorted(FIGURES, key=lambda f: f.test)),
         "",
