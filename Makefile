@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
-.PHONY: install test lint typecheck unit dev demo lock clean
+.PHONY: install test lint typecheck unit reliability dev demo lock clean
 
 install: $(STAMP)
 
@@ -28,6 +28,12 @@ unit: $(STAMP)
 	if [ $$code -eq 5 ]; then echo "pytest ran no test" >&2; exit 1; fi; exit $$code
 
 test: lint typecheck unit
+
+# The reliability suite (tests/reliability) at the issue's sizes: worker kills, API faults, dashboard outages,
+# bad input, secrets. Seeded (the seed is printed; RAYPILOT_RELIABILITY_SEED=N repeats a run); the figures
+# are appended to bench/RESULTS.md. Its small versions run inside `make test`.
+reliability: $(STAMP)
+	RAYPILOT_RELIABILITY=full RAYPILOT_RELIABILITY_RESULTS=bench/RESULTS.md $(BIN)/pytest tests/reliability
 
 # A dev server with the Web UI on http://127.0.0.1:8233 and a worker against it (Ctrl-C stops both).
 dev: $(STAMP)

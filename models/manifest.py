@@ -33,6 +33,11 @@ __all__ = [
 
 SUPPORTED_KINDS = ("RayJob", "RayService")
 _MAX_REPORTED_ERRORS = 5
+# The Kubernetes API server refuses a larger request body (413) with this limit in its message.
+MAX_MANIFEST_BYTES = 3 * 1024 * 1024
+# Python's parsers and pydantic recurse per level and give up near the interpreter's recursion limit (the
+# Kubernetes API server's own limit, 10000 levels, is far beyond any real manifest).
+NESTED_TOO_DEEPLY = "the manifest is nested too deeply to read"
 
 
 class ManifestError(ValueError):
@@ -51,25 +56,36 @@ _KubernetesYamlLoader.yaml_implicit_resolvers = {
 
 def load_manifest_text(text: str) -> dict[str, Any]:
     """Parse one YAML or JSON document that must be a mapping."""
-    if text.lstrip().startswith("{"):
-        try:
-            loaded = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ManifestError(
-                f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-            ) from None
-    else:
-        try:
-            loaded = yaml.load(text, Loader=_KubernetesYamlLoader)  # a SafeLoader: builds no objects
-        except yaml.MarkedYAMLError as error:
-            raise ManifestError(_describe_yaml_error(error)) from None
-        except yaml.YAMLError as error:
-            raise ManifestError(f"invalid YAML: {error}") from None
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            f"the manifest is {size} bytes: Request entity too large: limit is {MAX_MANIFEST_BYTES}"
+        )
+    try:
+        loaded = _load_document(text)
+    except RecursionError:
+        raise ManifestError(NESTED_TOO_DEEPLY) from None
     if loaded is None:
         raise ManifestError("the manifest is empty")
     if not isinstance(loaded, dict):
         raise ManifestError(f"a manifest must be a mapping (an object), got {_json_type_name(loaded)}")
     return loaded
+
+
+def _load_document(text: str) -> Any:
+    if text.lstrip().startswith("{"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ManifestError(
+                f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+    try:
+        return yaml.load(text, Loader=_KubernetesYamlLoader)  # a SafeLoader: builds no objects
+    except yaml.MarkedYAMLError as error:
+        raise ManifestError(_describe_yaml_error(error)) from None
+    except yaml.YAMLError as error:
+        raise ManifestError(f"invalid YAML: {error}") from None
 
 
 def _describe_yaml_error(error: yaml.MarkedYAMLError) -> str:
@@ -128,6 +144,8 @@ def _validate_named_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _Ob
         parsed = model.model_validate(obj)
     except ValidationError as error:
         raise ManifestError(format_validation_error(error, obj)) from None
+    except RecursionError:
+        raise ManifestError(NESTED_TOO_DEEPLY) from None
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         if isinstance(metadata, Mapping) and metadata.get("generateName"):

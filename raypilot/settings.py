@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
+
+from raypilot.converter import raypilot_data_converter
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -73,6 +74,28 @@ class TemporalSettings:
         )
 
 
+# How rustls and hyper report a server that refuses the client's certificate: a TLS alert, or the connection
+# closed or reset right after the handshake (which one depends on timing).
+_TLS_FAILURE_SIGNS = (
+    "tls", "certificate", "handshake", "close_notify", "connectionreset", "connection reset", "unexpectedeof",
+)  # fmt: skip
+
+
+def connection_failure(settings: TemporalSettings, error: str) -> str:
+    """What to tell a user whose connection to Temporal failed. Over TLS, a server that refuses the client's
+    certificate just closes the connection (TLS 1.3), so the SDK's error names no certificate: say which
+    settings to check."""
+    message = f"cannot reach Temporal at {settings.address}: {error}"
+    uses_tls = settings.api_key is not None or settings.tls_cert is not None or settings.tls_ca is not None
+    if uses_tls and any(sign in error.lower() for sign in _TLS_FAILURE_SIGNS):
+        message += (
+            "\nThe server closed the TLS connection: check that TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY are"
+            " a client certificate and key the server trusts, that TEMPORAL_TLS_CA signed the server's"
+            " certificate, and for Temporal Cloud that TEMPORAL_API_KEY is valid."
+        )
+    return message
+
+
 def metrics_bind_address(value: str) -> str | None:
     """`RAYPILOT_METRICS_PORT` as a bind address: "9464" binds every interface (for a scraper in the cluster),
     "127.0.0.1:9464" binds just that address; empty means no metrics endpoint."""
@@ -108,7 +131,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         namespace=settings.namespace,
         api_key=settings.api_key,
         tls=settings.tls_config(),
-        data_converter=pydantic_data_converter,
+        data_converter=raypilot_data_converter,
         runtime=runtime,
     )
 

@@ -2,8 +2,9 @@
 
 A Service with a clusterIP is reached at clusterIP:port, where the sandbox Service controller's proxy listens;
 a headless Service (clusterIP None, like KubeRay's head Service) at the targetPort of one of its ready pods;
-a Pod at podIP:PORT. Method, query, body and headers (Authorization and X-Ray-Authorization included) are
-forwarded; the response is streamed back.
+a Pod at podIP:PORT. Method, query, body and headers (X-Ray-Authorization included) are forwarded, except
+`Authorization`: kube-apiserver deletes it once it has authenticated the request with it, so the backend
+never sees the caller's Kubernetes credentials. The response is streamed back.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from sandbox.store import ApiError, Store
 
 # Besides the hop-by-hop headers, the upstream request gets its own Host and length.
 _HOP_BY_HOP = HOP_BY_HOP_HEADERS | {"host", "content-length"}
+# Nor does it get Authorization: the API server's credentials, which its authentication filter consumes.
+_NOT_FORWARDED = _HOP_BY_HOP | {"authorization"}
 _CONNECT_TIMEOUT_S = 5.0
 
 
@@ -124,7 +127,7 @@ class ProxyForwarder:
             query_string=request.rel_url.raw_query_string,
             encoded=True,
         )
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
         body = await read_raw_body(request) if request.body_exists else None
         response: web.StreamResponse | None = None
         try:

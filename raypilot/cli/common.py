@@ -16,7 +16,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from models.naming import ObjectRef, parse_object_ref, workflow_id
 from raypilot.cli.exits import EXIT_FAILURE, EXIT_REJECTED
-from raypilot.settings import SettingsError, TemporalSettings, connect
+from raypilot.settings import SettingsError, TemporalSettings, connect, connection_failure
 
 # How long a command waits for a worker to answer an update or query before it gives up: a worker that is not
 # running would otherwise leave the command waiting forever.
@@ -90,7 +90,7 @@ async def client_for(console: Console) -> Client:
     except SettingsError as error:
         raise rejected(str(error)) from None
     except RuntimeError as error:
-        raise CommandError(f"cannot reach Temporal at {settings.address}: {error}") from None
+        raise CommandError(connection_failure(settings, str(error))) from None
 
 
 async def with_worker_patience(call: Awaitable[T], what: str, task_queue: str) -> T:

@@ -13,9 +13,9 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from raypilot.converter import raypilot_data_converter
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_cli, temporal_test_server
 from raypilot.testing.worker import running_worker
@@ -26,7 +26,7 @@ from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=temporal_test_server(),
-        data_converter=pydantic_data_converter,
+        data_converter=raypilot_data_converter,
     )
     try:
         await ensure_search_attributes(env.client, env.client.namespace)
@@ -39,7 +39,7 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
 async def dev_server_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
-        data_converter=pydantic_data_converter,
+        data_converter=raypilot_data_converter,
         search_attributes=ALL_SEARCH_ATTRIBUTES,
         dev_server_log_level="error",
     )

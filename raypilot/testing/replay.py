@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from temporalio.client import WorkflowHandle, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer, WorkflowReplayResult
+
+from raypilot.converter import raypilot_data_converter
 
 
 async def replay_history_file(path: Path, workflows: Sequence[type] | None = None) -> WorkflowReplayResult:
@@ -20,7 +21,7 @@ async def replay_history_file(path: Path, workflows: Sequence[type] | None = Non
 
         workflows = WORKFLOWS
     history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
-    replayer = Replayer(workflows=list(workflows), data_converter=pydantic_data_converter)
+    replayer = Replayer(workflows=list(workflows), data_converter=raypilot_data_converter)
     return await replayer.replay_workflow(history)
 
 

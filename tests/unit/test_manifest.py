@@ -231,7 +231,14 @@ def test_yaml_timestamps_stay_strings() -> None:
         ("just text", "a manifest must be a mapping (an object), got a string"),
         ("", "the manifest is empty"),
         ("a: 1\n---\nb: 2\n", "invalid YAML"),
+        ('{"spec": ' + "[" * 100_000 + "]" * 100_000 + "}", "the manifest is nested too deeply to read"),
+        ("spec: " + "[" * 100_000 + "]" * 100_000 + "\n", "the manifest is nested too deeply to read"),
+        (
+            '{"kind": "RayJob", "blob": "' + "x" * (3 << 20) + '"}',
+            f"the manifest is {(3 << 20) + 30} bytes: Request entity too large: limit is 3145728",
+        ),
     ],
+    ids=["yaml", "tab", "json", "list", "string", "empty", "two docs", "deep json", "deep yaml", "large"],
 )
 def test_malformed_text(text: str, message: str) -> None:
     with pytest.raises(ManifestError) as raised:

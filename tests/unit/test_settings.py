@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from raypilot.settings import SettingsError, TemporalSettings, metrics_bind_address
+from raypilot.settings import SettingsError, TemporalSettings, connection_failure, metrics_bind_address
 
 
 def test_defaults_follow_the_contract() -> None:
@@ -84,3 +84,20 @@ def test_metrics_bind_address(value: str, expected: str | None) -> None:
 def test_metrics_bind_address_rejects_non_ports(value: str) -> None:
     with pytest.raises(SettingsError, match="RAYPILOT_METRICS_PORT"):
         metrics_bind_address(value)
+
+
+@pytest.mark.parametrize(
+    ("env", "error", "hinted"),
+    [
+        ({"TEMPORAL_TLS_CA": "ca.pem"}, "peer closed connection without sending TLS close_notify", True),
+        ({"TEMPORAL_API_KEY": "k"}, "invalid peer certificate: UnknownIssuer", True),
+        ({"TEMPORAL_TLS_CA": "ca.pem"}, "transport error: hyper::Error(Io, Kind(ConnectionReset))", True),
+        ({"TEMPORAL_TLS_CA": "ca.pem"}, "Connection refused (os error 111)", False),
+        ({}, "peer closed connection without sending TLS close_notify", False),
+    ],
+    ids=["mtls refused", "api key, unknown issuer", "mtls reset", "not a tls failure", "no tls configured"],
+)
+def test_a_tls_failure_names_the_settings_to_check(env: dict[str, str], error: str, hinted: bool) -> None:
+    message = connection_failure(TemporalSettings.from_env({"TEMPORAL_ADDRESS": "h:7233", **env}), error)
+    assert message.startswith(f"cannot reach Temporal at h:7233: {error}")
+    assert ("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY" in message) is hinted

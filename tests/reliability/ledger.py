@@ -1,0 +1,86 @@
+"""What the reliability suite produced, kept for the secret scan (S6): every workflow history (as exported
+JSON), every workflow's search attributes, every log line, and the secret values in play."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from temporalio.client import Client, WorkflowHandle
+
+from activities.registry import ActivityDependencies, build_activities
+from raypilot.testing.worker import running_worker
+
+# Credentials of the worker's kubeconfig (the sandbox accepts any): it must never leave the worker.
+KUBECONFIG_TOKEN: Final = "kubeconfig-bearer-e1b6f0d2c9a84f7d"
+
+
+_PAYLOAD_DATA = re.compile(r'"data": "([A-Za-z0-9+/]+={0,2})"')
+
+
+def readable(history_json: str) -> str:
+    """An exported history with every payload's data decoded too (the export carries payloads in base64,
+    where a plain search would miss a secret)."""
+    decoded = []
+    for match in _PAYLOAD_DATA.finditer(history_json):
+        try:
+            decoded.append(base64.b64decode(match.group(1)).decode("utf-8", errors="replace"))
+        except (binascii.Error, ValueError):
+            continue
+    return "\n".join([history_json, *decoded])
+
+
+@dataclass
+class Ledger:
+    histories: dict[str, str] = field(default_factory=dict)  # "<workflow id>@<run id>" -> history JSON
+    search_attributes: dict[str, str] = field(default_factory=dict)
+    logs: list[str] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=lambda: {KUBECONFIG_TOKEN})
+
+    async def record(self, handle: WorkflowHandle[Any, Any]) -> None:
+        """Keep the history and search attributes of every run of this workflow id."""
+        client = handle._client  # the handle's own client: the workflow may be on another dev server
+        async for execution in client.list_workflows(f'WorkflowId = "{handle.id}"'):
+            key = f"{execution.id}@{execution.run_id}"
+            run = client.get_workflow_handle(execution.id, run_id=execution.run_id)
+            self.histories[key] = readable((await run.fetch_history()).to_json())
+            described = await run.describe()
+            self.search_attributes[key] = json.dumps(
+                {pair.key.name: pair.value for pair in described.typed_search_attributes}, default=str
+            )
+
+    def findings(self) -> list[str]:
+        """Where any secret value appears (empty when none does)."""
+        places = [
+            *(("history " + key, text) for key, text in self.histories.items()),
+            *(("search attributes " + key, text) for key, text in self.search_attributes.items()),
+            *(("log line", line) for line in self.logs),
+        ]
+        return [
+            f"{where}: {secret[:6]}..." for where, text in places for secret in self.secrets if secret in text
+        ]
+
+
+@asynccontextmanager
+async def secret_worker(
+    client: Client, kubeconfig: Path, task_queue: str | None = None
+) -> AsyncIterator[str]:
+    """A worker with the real activities, its Kubernetes credentials from `kubeconfig` (dashboards through
+    the API server proxy, as a worker outside the cluster); yields its task queue."""
+    dependencies = ActivityDependencies.from_env(
+        {"KUBECONFIG": str(kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy", "HOME": "/nonexistent"}
+    )
+    try:
+        async with running_worker(
+            client, activities=build_activities(dependencies), task_queue=task_queue, replay_every_task=False
+        ) as queue:
+            yield queue
+    finally:
+        await dependencies.aclose()

@@ -1,0 +1,88 @@
+"""S2: the Temporal server (a dev server on a database file) and the worker stop in the middle of a blue-green
+upgrade and start again; the upgrade finishes as it would have, with the old cluster deleted after its
+deletion delay and nothing duplicated. (A RayJob's TTL wait across a server restart is
+tests/integration/test_rayjob_durability.py, issue 5, which runs inside `make test`.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sandbox.testing import wait_until
+from tests.integration.rayservice_helpers import (
+    DELETION_DELAY_S,
+    active_cluster,
+    is_running,
+    pending_cluster,
+    rayservice,
+)
+from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from tests.integration.test_rayjob_durability import DevServer, own_dev_server
+from tests.reliability.figures import FULL, figure
+from tests.reliability.ledger import Ledger
+from tests.reliability.objects import leftovers, names_seen
+
+# About 40 s with its own dev server and sandbox: only in `make reliability`, to keep `make test` in budget.
+pytestmark = [
+    pytest.mark.devserver,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(not FULL, reason="full runs only (make reliability)"),
+]
+
+
+def upgrading(status: dict[str, Any]) -> bool:
+    return bool(pending_cluster(status)) and bool(active_cluster(status))
+
+
+async def test_a_blue_green_upgrade_survives_a_server_and_worker_restart(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    recorded = figure("S2", "Temporal server + worker restart during a blue-green upgrade")
+    async with running_sandbox_thread(tmp_path / "sandbox", "simulated") as cluster:
+        api_client = cluster.api_client()
+        try:
+            async with own_dev_server(tmp_path) as server:
+                stack = Stack(cluster, await server.start(), "", api_client)
+                await restart_during_upgrade(server, stack, ledger)
+        finally:
+            api_client.close()
+    recorded.tried, recorded.survived = 1, 1
+
+
+async def restart_during_upgrade(server: DevServer, stack: Stack, ledger: Ledger) -> None:
+    namespace = stack.namespace()
+    async with names_seen(stack, namespace) as clusters:
+        async with sandbox_worker(stack.client, stack.cluster) as task_queue:
+            stack = dataclasses.replace(stack, task_queue=task_queue)
+            handle = await stack.start(rayservice(namespace, "restarted", "v1"))
+            first = active_cluster(await stack.wait_status(handle, is_running, within=120, what="v1 running"))
+            await handle.execute_update("apply", rayservice(namespace, "restarted", "v2"))
+            await stack.wait_status(handle, upgrading, within=120, what="the v2 cluster pending")
+        await asyncio.to_thread(server.stop)
+        client = await server.start()
+        stack = dataclasses.replace(stack, client=client)
+        async with sandbox_worker(client, stack.cluster, task_queue=stack.task_queue):
+            handle = client.get_workflow_handle(handle.id)
+
+            def upgraded(status: dict[str, Any]) -> bool:
+                return is_running(status) and active_cluster(status) != first and not pending_cluster(status)
+
+            second = active_cluster(await stack.wait_status(handle, upgraded, within=180, what="v2 active"))
+            promoted_at = time.monotonic()
+
+            async def old_cluster_gone() -> bool:
+                return not stack.exists("rayclusters", namespace, first)
+
+            await wait_until(old_cluster_gone, within=DELETION_DELAY_S + 30, interval=0.2, what="v1 deleted")
+            assert time.monotonic() - promoted_at >= DELETION_DELAY_S - 1.5, "deleted before its delay"
+            await handle.execute_update("delete")
+            await handle.result()
+            await ledger.record(handle)
+    assert clusters == {first, second}, f"RayClusters created: {sorted(clusters)}"
+    assert not leftovers(stack, namespace)

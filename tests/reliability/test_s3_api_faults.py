@@ -1,0 +1,144 @@
+"""S3: full RayJob and RayService lifecycles through a faulty Kubernetes API (the sandbox's fault injector):
+10 % 5xx on every request, 409 on creates and updates, 429 with Retry-After, latency on every verb.
+
+Pass means every lifecycle ends as it would without faults, no object is duplicated or left behind, and a
+429's Retry-After is waited out. The figures count the faults injected per rule.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from sandbox.faults import FaultRule
+from sandbox.testing import wait_until
+from tests.integration.rayjob_support import example
+from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
+from tests.integration.stack import Stack
+from tests.reliability.figures import FULL, SEED, Figure, figure, sized
+from tests.reliability.ledger import Ledger
+from tests.reliability.objects import created_count, difference, kinds_left, names_seen, store_list
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 150)]
+
+LATENCY_SECONDS = 0.5 if FULL else 0.05
+RETRY_AFTER_SECONDS = 2
+
+
+def faulty_api(first_create_throttled: bool) -> list[FaultRule]:
+    """The issue's fault mix; optionally the first RayCluster create is answered 429 (to time Retry-After)."""
+    throttle_first = FaultRule(
+        verbs=frozenset({"create"}), resources=frozenset({"rayclusters"}), error_rate=1.0, status=429,
+        retry_after_seconds=RETRY_AFTER_SECONDS, times=1,
+    )  # fmt: skip
+    return [
+        *([throttle_first] if first_create_throttled else []),
+        FaultRule(error_rate=0.10, status=500),
+        FaultRule(verbs=frozenset({"create", "update", "patch"}), error_rate=0.10, status=409),
+        FaultRule(error_rate=0.05, status=429, retry_after_seconds=1),
+        FaultRule(latency_seconds=LATENCY_SECONDS),
+    ]
+
+
+def inject(stack: Stack, rules: list[FaultRule], seed: int) -> None:
+    stack.cluster.sandbox.faults.set_rules(rules, seed=seed)
+
+
+def count_injected(stack: Stack, recorded: Figure) -> None:
+    for rule in stack.cluster.sandbox.faults.to_json()["rules"]:
+        if rule["errorRate"]:
+            recorded.faults[f"HTTP {rule['status']}"] += rule["injected"]
+
+
+def finish(
+    stack: Stack, recorded: Figure, namespace: str, survived: bool, undisturbed: Counter[str]
+) -> None:
+    """Clear the faults, compare what is left in `namespace` with an undisturbed run's and record the run."""
+    count_injected(stack, recorded)
+    stack.cluster.sandbox.faults.clear()
+    differs = difference(kinds_left(stack, namespace), undisturbed)
+    recorded.tried += 1
+    recorded.leaked += len(differs)
+    recorded.survived += int(survived and not differs)
+    assert not differs, f"objects differ from an undisturbed run: {differs}"
+
+
+async def first_raycluster(stack: Stack, namespace: str) -> float:
+    """The moment (time.monotonic()) a RayCluster first exists in `namespace`."""
+
+    async def created() -> float | None:
+        return time.monotonic() if store_list(stack, "ray.io/v1", "RayCluster", namespace) else None
+
+    return await wait_until(created, within=120, interval=0.05, what="a RayCluster")
+
+
+def rayjob(namespace: str, name: str) -> dict[str, Any]:
+    return example(
+        "rayjob-k8sjobmode", namespace, rename=name, entrypoint="sleep 1",
+        shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=0,
+    )  # fmt: skip
+
+
+async def test_rayjob_lifecycles_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
+    stack = reliability_stack
+    recorded = figure("S3", "RayJob (K8sJobMode, shutdownAfterJobFinishes) on a faulty API")
+    calm = stack.namespace()
+    assert (await (await stack.start(rayjob(calm, "calm"))).result())["jobStatus"] == "SUCCEEDED"
+    # The submitter Job, its pod and the head Service stay after an undisturbed run too, as in KubeRay.
+    undisturbed = kinds_left(stack, calm)
+    waits: list[float] = []
+    for run in range(sized(1, 5)):
+        namespace = stack.namespace()
+        inject(stack, faulty_api(first_create_throttled=True), SEED + run)
+        started = time.monotonic()
+        handle = await stack.start(rayjob(namespace, f"faulty-{run}"))
+
+        created_after = await first_raycluster(stack, namespace) - started
+        result = await handle.result()
+        await ledger.record(handle)
+        survived = (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED")
+        finish(stack, recorded, namespace, survived, undisturbed)
+        assert survived, result
+        assert created_after >= RETRY_AFTER_SECONDS, f"RayCluster created {created_after:.2f} s after a 429"
+        assert created_count(stack, namespace, "CreatedRayCluster") == 1
+        assert created_count(stack, namespace, "CreatedRayJobSubmitter") == 1
+        waits.append(created_after)
+    recorded.notes.append(f"Retry-After {RETRY_AFTER_SECONDS} s: first create {min(waits):.1f} s after a 429")
+
+
+async def test_rayservice_lifecycles_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
+    stack = reliability_stack
+    recorded = figure("S3", "RayService (NewCluster upgrade, delete) on a faulty API")
+    for run in range(sized(1, 3)):
+        namespace = stack.namespace()
+        inject(stack, faulty_api(first_create_throttled=False), SEED + 100 + run)
+        async with names_seen(stack, namespace) as clusters:
+            first, second = await upgrade_then_delete(stack, ledger, namespace, f"faulty-{run}")
+        finish(stack, recorded, namespace, survived=True, undisturbed=Counter())
+        assert clusters == {first, second}, f"RayClusters created: {sorted(clusters)}"
+
+
+async def upgrade_then_delete(stack: Stack, ledger: Ledger, namespace: str, name: str) -> tuple[str, str]:
+    """A RayService's whole life: v1 running, a NewCluster upgrade to v2, the old cluster gone, `delete`.
+    Returns the names of its two RayClusters."""
+    handle = await stack.start(rayservice(namespace, name, "v1"))
+    first = active_cluster(await stack.wait_status(handle, is_running, within=120, what="v1 running"))
+    assert await handle.execute_update("apply", rayservice(namespace, name, "v2")) == {"generation": 2}
+
+    def upgraded(status: dict[str, Any]) -> bool:
+        return is_running(status) and active_cluster(status) != first and not pending_cluster(status)
+
+    second = active_cluster(await stack.wait_status(handle, upgraded, within=180, what="v2 active"))
+
+    async def old_cluster_gone() -> bool:
+        names = [c["metadata"]["name"] for c in store_list(stack, "ray.io/v1", "RayCluster", namespace)]
+        return names == [second]
+
+    await wait_until(old_cluster_gone, within=60, interval=0.2, what="only the v2 cluster left")
+    await handle.execute_update("delete")
+    await handle.result()
+    await ledger.record(handle)
+    return first, second

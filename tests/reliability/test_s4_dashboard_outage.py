@@ -1,0 +1,108 @@
+"""S4: the Ray dashboard unreachable while a RayJob runs (the API server's service proxy answers 503, as it
+does when the head does not answer), once for less than RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS and once for
+longer.
+
+Pass means no false failure within the timeout (the job completes once the dashboard is back), and after it
+KubeRay's outcome: Failed, reason JobStatusCheckTimeoutExceeded, KubeRay's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any
+
+import pytest
+
+from sandbox.faults import FaultRule
+from tests.integration.rayjob_support import example
+from tests.integration.stack import Stack
+from tests.reliability.figures import FULL, figure, sized
+from tests.reliability.ledger import Ledger
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(600 if FULL else 120)]
+
+# Full: the issue's 60 s outage well inside the timeout; small: the same shape in seconds.
+TIMEOUT_SECONDS = sized(8, 90)
+SHORT_OUTAGE_SECONDS = sized(4, 60)
+DASHBOARD_DOWN = FaultRule(resources=frozenset({"services/proxy"}), error_rate=1.0, status=503)
+
+
+def httpmode_job(namespace: str, name: str, seconds: int) -> dict[str, Any]:
+    return example("rayjob-httpmode", namespace, rename=name, entrypoint=f"sleep {seconds}")
+
+
+def running(status: dict[str, Any]) -> bool:
+    return status.get("jobDeploymentStatus") == "Running" and status.get("jobStatus") == "RUNNING"
+
+
+async def phases_until(stack: Stack, handle: Any, seconds: float) -> set[str]:
+    """Every jobDeploymentStatus the `status` query shows during the next `seconds`."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        seen.add(str((await stack.status(handle)).get("jobDeploymentStatus")))
+        await asyncio.sleep(0.2)
+    return seen
+
+
+@pytest.fixture
+def status_check_timeout(monkeypatch: pytest.MonkeyPatch) -> int:
+    """The in-process worker reads KubeRay's variables from its environment when a workflow starts."""
+    monkeypatch.setenv("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS", str(TIMEOUT_SECONDS))
+    return TIMEOUT_SECONDS
+
+
+async def test_an_outage_shorter_than_the_timeout_is_no_failure(
+    reliability_stack: Stack, ledger: Ledger, status_check_timeout: int
+) -> None:
+    stack = reliability_stack
+    recorded = figure("S4", f"dashboard down {SHORT_OUTAGE_SECONDS} s, timeout {status_check_timeout} s")
+    namespace = stack.namespace()
+    handle = await stack.start(httpmode_job(namespace, "outage-short", SHORT_OUTAGE_SECONDS + 6))
+    await stack.wait_status(handle, running, within=60, what="the job running")
+    stack.cluster.sandbox.faults.set_rules([DASHBOARD_DOWN])
+    try:
+        during = await phases_until(stack, handle, SHORT_OUTAGE_SECONDS)
+    finally:
+        stack.cluster.sandbox.faults.clear()
+    result = await handle.result()
+    await ledger.record(handle)
+    recorded.tried = 1
+    survived = during == {"Running"} and (result["jobDeploymentStatus"], result["jobStatus"]) == (
+        "Complete",
+        "SUCCEEDED",
+    )
+    recorded.survived = int(survived)
+    assert during == {"Running"}, f"phases during the outage: {during}"
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert result.get("jobStatusCheckFailureStartTime") is None, "cleared by the first check that worked"
+
+
+async def test_an_outage_past_the_timeout_fails_as_kuberay_does(
+    reliability_stack: Stack, ledger: Ledger, status_check_timeout: int
+) -> None:
+    stack = reliability_stack
+    recorded = figure("S4", f"dashboard down past the timeout ({status_check_timeout} s)")
+    namespace = stack.namespace()
+    handle = await stack.start(httpmode_job(namespace, "outage-long", 10 * status_check_timeout))
+    await stack.wait_status(handle, running, within=60, what="the job running")
+    stack.cluster.sandbox.faults.set_rules([DASHBOARD_DOWN])
+    down_at = time.monotonic()
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout=status_check_timeout + 60)
+    finally:
+        stack.cluster.sandbox.faults.clear()
+    failed_after = time.monotonic() - down_at
+    await ledger.record(handle)
+    recorded.tried = 1
+    recorded.notes.append(f"Failed {failed_after:.1f} s after the dashboard went down")
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "JobStatusCheckTimeoutExceeded")
+    assert re.fullmatch(
+        rf"Job status checks have been failing since \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d; "
+        rf"exceeded timeout of {status_check_timeout}s",
+        result["message"],
+    ), result["message"]
+    assert status_check_timeout <= failed_after <= status_check_timeout + 10, failed_after
+    recorded.survived = 1

@@ -1,0 +1,200 @@
+"""S5: bad input through the three doors: `raypilot apply`, the temporal CLI (`temporal workflow start`) and
+the `apply` update of a live workflow.
+
+Pass means each is rejected with a clear message (KubeRay's, exactly, where KubeRay has one), nothing is
+created (no workflow from `raypilot apply`, no Kubernetes object from any door), and the live workflow is
+untouched (same status, no new history event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import random
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
+
+from raypilot.cli.common import Console
+from raypilot.cli.main import main
+from raypilot.testing.binaries import temporal_cli
+from tests.integration.rayjob_support import example
+from tests.integration.rayservice_helpers import rayservice, wait_for_status
+from tests.integration.stack import WORKFLOW_TYPES, Stack
+from tests.reliability.bad_input import BASE_NAMES, BadInput, malformed, rule_violations
+from tests.reliability.figures import FULL, SEED, Figure, figure
+from tests.reliability.ledger import Ledger
+from tests.reliability.objects import OWNED_KINDS, store_list
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 120)]
+
+
+def cases(sample: int | None) -> list[BadInput]:
+    """Every malformed input and the rule violations (a seeded sample of `sample` of them, if given)."""
+    rules = rule_violations()
+    if sample is not None:
+        rules = random.Random(SEED).sample(rules, sample)
+    return [*malformed(), *rules]
+
+
+def clear(case: BadInput, message: str) -> bool:
+    return message.strip() == case.message if case.exact else case.message in message
+
+
+def objects_everywhere(stack: Stack) -> int:
+    return sum(len(store_list(stack, version, kind, None)) for version, kind in OWNED_KINDS)  # type: ignore[arg-type]
+
+
+def check(recorded: Figure, case: BadInput, door: str, message: str, problems: list[str]) -> None:
+    recorded.tried += 1
+    if clear(case, message):
+        recorded.survived += 1
+    else:
+        problems.append(f"{door}, {case.name}: {message[:300]!r} (expected {case.message[:200]!r})")
+
+
+async def test_raypilot_apply_rejects_bad_input(reliability_stack: Stack, tmp_path: Path) -> None:
+    stack, recorded, problems = reliability_stack, figure("S5", "bad input: raypilot apply"), []
+    env = {
+        "TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
+        "RAYPILOT_TASK_QUEUE": stack.task_queue,
+        "HOME": "/nonexistent",
+    }
+    workflows_before, objects_before = await stack.client.count_workflows(), objects_everywhere(stack)
+    for index, case in enumerate(cases(sample=None)):
+        path = tmp_path / f"case-{index}.yaml"
+        path.write_text(case.text)
+        stdout, stderr = io.StringIO(), io.StringIO()
+        console = Console(stdout=stdout, stderr=stderr, env=env, stdin=io.StringIO(""))
+        code = await asyncio.to_thread(main, ["apply", "-f", str(path)], console)
+        message = stderr.getvalue().strip().removeprefix("error: ") if code == 2 else f"exit {code}"
+        check(recorded, case, "raypilot apply", message, problems)
+    assert (await stack.client.count_workflows()).count == workflows_before.count, "a workflow was started"
+    assert objects_everywhere(stack) == objects_before, "an object was created"
+    assert not problems, "\n".join(problems)
+
+
+async def temporal_start(client: Client, task_queue: str, case: BadInput, path: Path) -> tuple[int, str]:
+    """`temporal workflow start ... --input-file PATH`: its exit code and output."""
+    process = await asyncio.create_subprocess_exec(
+        temporal_cli(), "workflow", "start", "--address", client.service_client.config.target_host,
+        "--namespace", client.namespace, "--task-queue", task_queue, "--type", WORKFLOW_TYPES[case.kind],
+        "--workflow-id", path.stem, "--input-file", str(path),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await process.communicate()
+    return await process.wait(), output.decode(errors="replace")
+
+
+async def workflow_failure(handle: WorkflowHandle[Any, Any]) -> str:
+    """The message of a workflow's ValidationFailed failure, or what happened instead."""
+    try:
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+    except WorkflowFailureError as failure:
+        cause = failure.cause
+        if isinstance(cause, ApplicationError) and cause.type == "ValidationFailed" and cause.non_retryable:
+            return cause.message
+        return f"failed otherwise: {cause!r}"
+    except TimeoutError:
+        return "still running after 30 s (a workflow task failing and retrying?)"
+    return f"completed: {json.dumps(result)[:200]}"
+
+
+async def test_temporal_cli_start_rejects_bad_input(
+    reliability_stack: Stack, ledger: Ledger, tmp_path: Path
+) -> None:
+    stack, recorded, problems = reliability_stack, figure("S5", "bad input: temporal workflow start"), []
+    objects_before = objects_everywhere(stack)
+    for index, case in enumerate(cases(sample=None if FULL else 6)):
+        path = tmp_path / f"s5-{uuid.uuid4().hex[:8]}-{index}.json"
+        path.write_text(case.text)
+        code, output = await temporal_start(stack.client, stack.task_queue, case, path)
+        if code != 0 and case.document is None:  # the CLI itself refused text that is not JSON
+            recorded.tried, recorded.survived = recorded.tried + 1, recorded.survived + 1
+            continue
+        if code != 0:  # Temporal refused the start (too large): its message is the user's
+            check(recorded, case, "temporal CLI", output, problems)
+            continue
+        handle = stack.client.get_workflow_handle(path.stem)
+        check(recorded, case, "temporal CLI", await workflow_failure(handle), problems)
+        await ledger.record(handle)
+    assert objects_everywhere(stack) == objects_before, "an object was created"
+    assert not problems, "\n".join(problems)
+
+
+def addressed_to(case: BadInput, workflow_id: str) -> Any:
+    """The case's manifest renamed to the live workflow's object, or None when it cannot be sent: text that
+    is not JSON, or a case about the name itself (a renamed object is another object, rejected as such)."""
+    document = case.document
+    if case.text.lstrip().startswith("[") or not isinstance(document, dict):
+        return document if document is not None and not isinstance(document, dict) else None
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("name") not in BASE_NAMES:
+        return None
+    _, namespace, name = workflow_id.split("/")
+    return {**document, "metadata": {**metadata, "name": name, "namespace": namespace}}
+
+
+def suspended(status: dict[str, Any]) -> bool:
+    return status.get("jobDeploymentStatus") == "Suspended"
+
+
+def initializing(status: dict[str, Any]) -> bool:
+    return bool(status.get("observedGeneration"))
+
+
+async def accepted_updates(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    history = await handle.fetch_history()
+    return [
+        event.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+        for event in history.events
+        if event.HasField("workflow_execution_update_accepted_event_attributes")
+    ]
+
+
+async def history_length(handle: WorkflowHandle[Any, Any]) -> int:
+    return len((await handle.fetch_history()).events)
+
+
+async def test_apply_update_rejects_bad_input_and_leaves_the_workflow_alone(
+    reliability_stack: Stack, ledger: Ledger
+) -> None:
+    stack, recorded, problems = reliability_stack, figure("S5", "bad input: apply update, live workflow"), []
+    namespace = stack.namespace()
+    live = {
+        "RayJob": await stack.start(
+            example("rayjob-httpmode", namespace, suspend=True, shutdownAfterJobFinishes=True)
+        ),
+        "RayService": await stack.start(rayservice(namespace, "live", "v1")),
+    }
+    await wait_for_status(stack, live["RayJob"], suspended, within=60, what="RayJob suspended")
+    await wait_for_status(stack, live["RayService"], initializing, within=60, what="RayService initializing")
+    suspended_job = (await stack.status(live["RayJob"]), await history_length(live["RayJob"]))
+    for case in cases(sample=None):
+        document = addressed_to(case, live[case.kind].id)
+        if document is None:
+            continue
+        try:
+            answer = await live[case.kind].execute_update("apply", document)
+            message = f"accepted: {answer}"
+        except WorkflowUpdateFailedError as error:
+            cause = error.cause
+            is_rejection = isinstance(cause, ApplicationError) and cause.type == "ValidationFailed"
+            message = cause.message if is_rejection and cause is not None else f"failed otherwise: {cause!r}"
+        except RPCError as error:
+            message = f"RPC {error.status.name}: {error.message}"
+        check(recorded, case, f"apply update ({case.kind})", message, problems)
+    assert (await stack.status(live["RayJob"]), await history_length(live["RayJob"])) == suspended_job
+    assert (await stack.status(live["RayService"])).get("observedGeneration") == 1, "a new generation"
+    for kind, handle in live.items():
+        assert not await accepted_updates(handle), f"{kind}: an update was accepted"
+        await handle.execute_update("delete")
+        await handle.result()
+        await ledger.record(handle)
+    assert not problems, "\n".join(problems)
