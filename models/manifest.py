@@ -24,6 +24,7 @@ __all__ = [
     "ManifestError",
     "dump_manifest",
     "format_validation_error",
+    "load_manifest_documents",
     "load_manifest_text",
     "parse_manifest",
     "parse_raycluster",
@@ -70,6 +71,28 @@ def load_manifest_text(text: str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise ManifestError(f"a manifest must be a mapping (an object), got {_json_type_name(loaded)}")
     return loaded
+
+
+def load_manifest_documents(text: str) -> list[dict[str, Any]]:
+    """Every document of a YAML stream (`---` separated) or the one JSON object, in order, as
+    `kubectl apply -f` reads a file: empty documents are skipped; each other one must be a mapping."""
+    if text.lstrip().startswith("{"):
+        return [load_manifest_text(text)]
+    try:
+        loaded = list(yaml.load_all(text, Loader=_KubernetesYamlLoader))  # a SafeLoader: builds no objects
+    except yaml.MarkedYAMLError as error:
+        raise ManifestError(_describe_yaml_error(error)) from None
+    except yaml.YAMLError as error:
+        raise ManifestError(f"invalid YAML: {error}") from None
+    documents: list[dict[str, Any]] = []
+    for number, document in enumerate(loaded, start=1):
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            got = _json_type_name(document)
+            raise ManifestError(f"document {number}: a manifest must be a mapping (an object), got {got}")
+        documents.append(document)
+    return documents
 
 
 def _describe_yaml_error(error: yaml.MarkedYAMLError) -> str:
@@ -131,8 +154,12 @@ def _validate_named_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _Ob
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         if isinstance(metadata, Mapping) and metadata.get("generateName"):
-            # The workflow id is built from the name, so a server-generated one cannot work.
-            raise ManifestError("metadata.name: Field required (metadata.generateName is not supported)")
+            # The workflow id is built from the name: `raypilot apply` picks one from the prefix (as the API
+            # server does for `kubectl create`); a workflow started directly needs it already chosen.
+            raise ManifestError(
+                "metadata.name: Field required (metadata.generateName is resolved by `raypilot apply`; "
+                "a workflow started directly needs metadata.name)"
+            )
         raise ManifestError("metadata.name: Field required")
     return parsed
 
