@@ -233,3 +233,14 @@ def test_an_unreadable_source_rejects_the_input(tmp_path: Path, content: str | N
         read_documents([str(path)], Console())
     assert raised.value.exit_code == 2
     assert message in str(raised.value)
+
+
+CORPUS = Path(__file__).parents[1] / "corpus"
+
+
+@pytest.mark.parametrize("path", sorted(CORPUS.glob("*.yaml")), ids=lambda path: path.stem)
+def test_every_corpus_document_is_accepted(path: Path) -> None:
+    """The corpus (tests/cli/test_corpus.py runs it on the sandbox) passes every check before applying."""
+    documents = read_documents([str(path)], Console())
+    planned = [plan_of(document.body) for document in documents]
+    assert sum(isinstance(item, RayDocument) for item in planned) == 1
