@@ -83,12 +83,16 @@ class ClusterAccess:
         return None if served is None else served.get(kind)
 
     def missing_namespace(self, namespace: str) -> str | None:
-        """The API server's message when the namespace does not exist (`namespaces "x" not found`)."""
+        """The API server's message when the namespace does not exist (`namespaces "x" not found`). A user
+        who may work in a namespace but not read Namespace objects (403, common in shared clusters) is not
+        stopped here: the objects' own requests get the API server's answer."""
         try:
             self.kube.request("GET", NAMESPACES.path(None, namespace))
         except ApiException as error:
             if error.status == 404:
                 return api_message(error) if error.body else f'namespaces "{namespace}" not found'
+            if error.status == 403:
+                return None
             raise
         return None
 

@@ -15,6 +15,7 @@ import yaml
 from kubernetes import client as k8s
 from temporalio.service import RPCError, RPCStatusCode
 
+from sandbox.faults import FaultRule
 from tests.cli.conftest import CliStack
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
@@ -179,3 +180,20 @@ async def test_without_kubernetes_access_only_ray_objects_apply(cli_stack: CliSt
     alone = await without.run("apply", "-f", write(tmp_path / "alone.yaml", rayjob(namespace, name="alone")))
     assert alone.code == 0, alone.stderr
     assert await workflow_exists(cli_stack, f"rayjob/{namespace}/alone")
+
+
+async def test_a_user_who_may_not_read_namespaces_is_not_stopped(cli_stack: CliStack, tmp_path: Path) -> None:
+    """In a shared cluster a user may work in a namespace without being allowed to get Namespace objects."""
+    namespace = cli_stack.namespace()
+    faults = cli_stack.cluster.sandbox.faults
+    faults.set_rules(
+        [FaultRule(verbs=frozenset({"get"}), resources=frozenset({"namespaces"}), status=403, error_rate=1.0)]
+    )
+    try:
+        result = await cli_stack.run(
+            "apply", "-f", write(tmp_path / "m.yaml", configmap(namespace, "c", "1"))
+        )
+    finally:
+        faults.set_rules([])
+    assert result.code == 0, result.stderr
+    assert configmap_value(cli_stack, namespace, "c") == "1"
