@@ -1,18 +1,16 @@
-"""`raypilot apply -f FILE`: validate a KubeRay manifest here, then start its workflow or `apply` it to the
-running one in one call (update-with-start), as `kubectl apply` creates or updates a custom resource."""
+"""`raypilot apply` of one RayJob or RayService, validated already: start its workflow or `apply` it to the
+running one in one call (update-with-start), as `kubectl apply` creates or updates a custom resource. Reading
+the input and the other objects of it: apply_input.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from temporalio.client import WithStartWorkflowOperation, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
 from models.features import FEATURE_GATES_ENV, FeatureGates, parse_feature_gates
-from models.manifest import ManifestError, load_manifest_text, parse_manifest
 from models.naming import ObjectRef, workflow_id
-from models.validation import validate
 from raypilot.cli.common import (
     CommandError,
     Console,
@@ -29,31 +27,6 @@ from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE
 WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"}
 
 
-def read_manifest_source(source: str, console: Console) -> str:
-    """The text of FILE, or of standard input for "-"."""
-    if source == "-":
-        return console.stdin_text()
-    try:
-        return Path(source).read_text(encoding="utf-8")
-    except OSError as error:
-        raise rejected(f"cannot read {source}: {error.strerror or error}") from None
-
-
-def checked_manifest(text: str, gates: FeatureGates) -> tuple[ObjectRef, dict[str, Any]]:
-    """The manifest as a JSON object and what it names, after KubeRay's validation (a rejection carries
-    KubeRay's message). The object goes to the workflow as the user wrote it; the workflow validates again."""
-    try:
-        manifest = load_manifest_text(text)
-        parsed = parse_manifest(manifest)
-    except ManifestError as error:
-        raise rejected(str(error)) from None
-    message = validate(parsed, gates)
-    if message is not None:
-        raise rejected(message)
-    ref = ObjectRef(parsed.kind, parsed.metadata.namespace or "default", parsed.metadata.name)
-    return ref, manifest
-
-
 def feature_gates(console: Console) -> FeatureGates:
     try:
         return parse_feature_gates(console.env.get(FEATURE_GATES_ENV, ""))
@@ -61,8 +34,7 @@ def feature_gates(console: Console) -> FeatureGates:
         raise rejected(f"{FEATURE_GATES_ENV}: {error}") from None
 
 
-async def apply_manifest(source: str, console: Console) -> int:
-    ref, manifest = checked_manifest(read_manifest_source(source, console), feature_gates(console))
+async def apply_manifest(ref: ObjectRef, manifest: dict[str, Any], console: Console) -> int:
     settings = settings_from(console)
     client = await client_for(console)
     wid = workflow_id(ref.kind, ref.namespace, ref.name)

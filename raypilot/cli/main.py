@@ -37,7 +37,13 @@ def build_parser() -> argparse.ArgumentParser:
         "apply", help="start the workflow for a manifest, or apply it to the running one (update-with-start)"
     )
     apply.add_argument(
-        "-f", "--filename", required=True, metavar="FILE", help="YAML or JSON manifest; - for stdin"
+        "-f",
+        "--filename",
+        required=True,
+        action="append",
+        metavar="FILE",
+        help="YAML or JSON manifests (several documents per file), a directory of them, or - for stdin; "
+        "may be repeated",
     )
     status = commands.add_parser("status", help="print the status of a RayJob or RayService")
     status.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
@@ -106,12 +112,12 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 
 async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
-    from raypilot.cli.apply import apply_manifest
+    from raypilot.cli.apply_input import apply_sources
     from raypilot.cli.control import delete_object, upgrade_control
     from raypilot.cli.status import show_status
 
     if args.command == "apply":
-        return await apply_manifest(args.filename, console)
+        return await apply_sources(args.filename, console)
     if args.command == "status":
         return await show_status(args.ref, console, output=args.output, watch=args.watch)
     if args.command == "delete":
