@@ -163,4 +163,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # The fake waits of P4 end with a retryable "nothing changed yet" by design; the worker logs each one.
     logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
     logging.getLogger("temporalio.worker._activity").setLevel(logging.ERROR)
+    # The sandbox's TCP proxies log their connection tasks cancelled at shutdown (asyncio's stream callback
+    # asks a cancelled task for its exception): noise at the end of each bench, not a result.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     asyncio.run(main_async(options))
