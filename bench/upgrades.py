@@ -10,8 +10,10 @@ apply; delete the RayService.
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import itertools
+import json
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,7 +28,7 @@ from bench.arithmetic import parse_event_time, percentile
 from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
-from tests.integration.route_watch import GATEWAY_API, RouteRecorder
+from tests.integration.route_watch import GATEWAY_API, RouteRecorder, route_weights
 from tests.integration.stack import Stack
 from tests.integration.test_rayservice_incremental import gateway_url, serving_alone
 
@@ -87,17 +89,23 @@ class UpgradeRun:
         return [later[0] - earlier[0] for earlier, later in itertools.pairwise(self.route_steps)]
 
 
-async def route_updates(handle: WorkflowHandle[Any, Any], since: datetime) -> list[datetime]:
-    """When (workflow time) each HTTPRoute update after `since` was scheduled, from the history."""
+async def route_updates(
+    handle: WorkflowHandle[Any, Any], since: datetime, backend: str
+) -> list[tuple[datetime, int]]:
+    """(workflow time, weight of `backend`) of each HTTPRoute update after `since` that set a new positive
+    weight for it: the traffic steps as the workflow made them, read from the activities' inputs."""
     history = await handle.fetch_history()
-    times = []
+    steps: list[tuple[datetime, int]] = []
     for event in history.to_json_dict()["events"]:
         attributes = event.get("activityTaskScheduledEventAttributes") or {}
-        if (attributes.get("activityType") or {}).get("name") == names.UPDATE_HTTPROUTE_SPEC:
-            at = parse_event_time(event["eventTime"])
-            if at >= since:
-                times.append(at)
-    return times
+        if (attributes.get("activityType") or {}).get("name") != names.UPDATE_HTTPROUTE_SPEC:
+            continue
+        at = parse_event_time(event["eventTime"])
+        payload = json.loads(base64.b64decode(attributes["input"]["payloads"][0]["data"]))
+        weight = route_weights({"spec": payload["spec"]}).get(backend, 0)
+        if at >= since and weight > 0 and (not steps or steps[-1][1] != weight):
+            steps.append((at, weight))
+    return steps
 
 
 async def _service_url(stack: Stack, namespace: str, name: str, incremental: bool) -> str:
@@ -153,19 +161,9 @@ async def upgrade_under_load(
         new = active_cluster(await stack.status(handle))
     finally:
         await handle.execute_update("delete")
-    updates = await route_updates(handle, applied_at)
-    # Each traffic step is one HTTPRoute update, decided when its timer fired (the promotion may update the
-    # route once more): the first `100 / step` updates are the steps, at 1 x step, 2 x step, ... percent.
-    count = -(-100 // plan.step_percent) if plan else 0
-    workflow_steps = (
-        [
-            ((at - updates[0]).total_seconds(), min(100, (index + 1) * plan.step_percent))
-            for index, at in enumerate(updates[:count])
-        ]
-        if plan
-        else []
-    )
     backend = f"{new}-serve-svc"
+    updates = await route_updates(handle, applied_at, backend) if plan else []
+    workflow_steps = [((at - updates[0][0]).total_seconds(), weight) for at, weight in updates]
     weights: list[tuple[float, int]] = []
     for change in route.changes:
         weight = change.weight_of(backend)
