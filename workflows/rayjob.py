@@ -48,7 +48,8 @@ from workflows.rayjob_state import RayJobState
 VALIDATION_FAILED = "ValidationFailed"
 DELETING = "RayJobDeleting"
 FINISHED = "RayJobFinished"
-# Patches (workflow.patched): runs started before them replay without these commands.
+# Patches (workflow.patched), both asked when a run starts: runs started before them replay without these
+# commands (and complete without the memo, which counts as holding their object).
 # A completed run records in its memo whether it still holds the RayJob object (finished) or not (deleted).
 OUTCOME_MEMO_PATCH = "rayjob-outcome-memo"
 # A run first asks whether the newest earlier run of its id holds a finished RayJob; then it takes that over.
@@ -97,8 +98,10 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
-        # Asked before any command: a patch marker after a local activity's marker did not replay.
+        # Both asked before any command: on replay, a patch first asked right after a local activity's result
+        # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
         checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
+        records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
         self.state.config = await act(READ_OPERATOR_CONFIG, result_type=OperatorConfig)
         error = self._invalid or self._validation_error(self.job)
         if error is not None:
@@ -116,7 +119,7 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
             await self.delete_everything(stop_job=False)
         await self.flush_events()
         self.state.finished = True
-        if workflow.patched(OUTCOME_MEMO_PATCH):
+        if records_outcome:
             workflow.upsert_memo(
                 outcome_memo(
                     deleted=self.state.deleted,
