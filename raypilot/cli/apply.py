@@ -35,6 +35,7 @@ from models.manifest import ManifestError, load_manifest_text, parse_manifest, p
 from models.naming import KIND_RAYJOB, MEMO_SPEC_HASH, ObjectRef, workflow_id
 from models.validation import validate
 from raypilot.cli.common import (
+    WORKER_PATIENCE_SECONDS,
     CommandError,
     Console,
     application_cause,
@@ -59,6 +60,8 @@ WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"
 # A look and a start, again while the latest run changes state under them (it completed meanwhile).
 START_ATTEMPTS: Final = 3
 CLOSE_PATIENCE_SECONDS: Final = 30.0
+WORKFLOW_TASK_RETRYING: Final = "Workflow Task in failed state"
+BUSY_RETRY_SECONDS: Final = 1.0
 
 
 def read_manifest_source(source: str, console: Console) -> str:
@@ -98,13 +101,27 @@ async def apply_manifest(source: str, console: Console) -> int:
     settings = settings_from(console)
     client = await client_for(console)
     handle = client.get_workflow_handle(workflow_id(ref.kind, ref.namespace, ref.name))
-    for _ in range(START_ATTEMPTS):
+    loop = asyncio.get_running_loop()
+    busy_until = loop.time() + WORKER_PATIENCE_SECONDS
+    attempts = 0
+    while attempts < START_ATTEMPTS:
         latest = await latest_run(handle)
         decision = await decide_apply(ref, latest)
         if decision.unchanged and latest is not None:
             await report_unchanged(handle, latest, manifest, console)
             return 0
-        outcome = await update_with_start(client, ref, manifest, decision.reuse_policy, settings.task_queue)
+        try:
+            outcome = await update_with_start(
+                client, ref, manifest, decision.reuse_policy, settings.task_queue
+            )
+        except RPCError as error:
+            # The server refuses updates while the workflow's task is being retried (a worker overloaded or
+            # restarting); it is the update that must wait, not the user.
+            if WORKFLOW_TASK_RETRYING not in error.message or loop.time() > busy_until:
+                raise
+            await asyncio.sleep(BUSY_RETRY_SECONDS)
+            continue
+        attempts += 1
         if outcome is None:
             # The run completed (or was finishing) between the look and the start: look again.
             await wait_closed(handle)
