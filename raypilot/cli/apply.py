@@ -60,8 +60,15 @@ WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"
 # A look and a start, again while the latest run changes state under them (it completed meanwhile).
 START_ATTEMPTS: Final = 3
 CLOSE_PATIENCE_SECONDS: Final = 30.0
-WORKFLOW_TASK_RETRYING: Final = "Workflow Task in failed state"
+# "... due to Workflow Task in failed state" / "... due to unexpected workflow task failure": the update was
+# refused while the workflow task is being retried.
+WORKFLOW_TASK_RETRYING: Final = "Unable to perform workflow execution update due to"
 BUSY_RETRY_SECONDS: Final = 1.0
+TRANSIENT_STATUSES: Final = (
+    RPCStatusCode.UNAVAILABLE,
+    RPCStatusCode.DEADLINE_EXCEEDED,
+    RPCStatusCode.RESOURCE_EXHAUSTED,
+)
 
 
 def read_manifest_source(source: str, console: Console) -> str:
@@ -105,19 +112,19 @@ async def apply_manifest(source: str, console: Console) -> int:
     busy_until = loop.time() + WORKER_PATIENCE_SECONDS
     attempts = 0
     while attempts < START_ATTEMPTS:
-        latest = await latest_run(handle)
-        decision = await decide_apply(ref, latest)
-        if decision.unchanged and latest is not None:
-            await report_unchanged(handle, latest, manifest, console)
-            return 0
         try:
+            latest = await latest_run(handle)
+            decision = await decide_apply(ref, latest)
+            if decision.unchanged and latest is not None:
+                await report_unchanged(handle, latest, manifest, console)
+                return 0
             outcome = await update_with_start(
                 client, ref, manifest, decision.reuse_policy, settings.task_queue
             )
         except RPCError as error:
-            # The server refuses updates while the workflow's task is being retried (a worker overloaded or
-            # restarting); it is the update that must wait, not the user.
-            if WORKFLOW_TASK_RETRYING not in error.message or loop.time() > busy_until:
+            # A server or worker too busy to answer now (the server also refuses updates while the workflow's
+            # task is being retried): it is the command that waits, within the worker patience.
+            if not is_transient(error) or loop.time() > busy_until:
                 raise
             await asyncio.sleep(BUSY_RETRY_SECONDS)
             continue
@@ -133,6 +140,10 @@ async def apply_manifest(source: str, console: Console) -> int:
             console.out(f"{target} started (workflow {handle.id} on task queue {settings.task_queue})")
         return 0
     raise CommandError(f"apply {describe_ref(ref)}: its workflow kept changing state; try again")
+
+
+def is_transient(error: RPCError) -> bool:
+    return error.status in TRANSIENT_STATUSES or WORKFLOW_TASK_RETRYING in error.message
 
 
 async def decide_apply(ref: ObjectRef, latest: WorkflowExecutionDescription | None) -> ApplyDecision:
