@@ -110,6 +110,14 @@ async def test_reapplying_every_manifest_in_a_loop_runs_each_rayjob_once(
         f"runs {sum(runs.values())}; final {collections.Counter(f['jobStatus'] for f in finals.values())}"
     )
     failures = [output for code, output in results if code != 0]
+    unsuccessful = {
+        workflow_id: (final.get("reason"), final.get("message"))
+        for workflow_id, final in finals.items()
+        if final.get("jobStatus") != "SUCCEEDED"
+    }
+    print(f"failed RayJobs: {unsuccessful}")
+    said = collections.Counter(output.strip().splitlines()[-1][:200] for output in failures)
+    print(f"failed applies: {dict(said)}")
     outcomes = {(final["jobDeploymentStatus"], final["jobStatus"]) for final in finals.values()}
     assert set(runs.values()) == {1}, runs
     assert outcomes == {("Complete", "SUCCEEDED")}, finals
