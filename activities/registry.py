@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import httpx
 from kubernetes import client
+from temporalio.client import Client
 
 from activities.config import read_operator_config
 from activities.kubernetes_async import AsyncApiServer
@@ -46,6 +47,8 @@ class ActivityDependencies:
         )
     )
     kube_configuration: client.Configuration | None = None
+    # The worker's Temporal client, for the activity that reads a workflow id's earlier runs.
+    temporal_client: Client | None = None
     # Tests replace the network under the API server client (httpx.MockTransport).
     apiserver_transport: httpx.AsyncBaseTransport | None = None
     dashboard_access: DashboardAccess = field(init=False)
@@ -59,8 +62,10 @@ class ActivityDependencies:
         self.cluster_domain = self.env.get("CLUSTER_DOMAIN", "").strip() or DEFAULT_CLUSTER_DOMAIN
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ActivityDependencies:
-        return cls(env=dict(os.environ if env is None else env))
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, temporal_client: Client | None = None
+    ) -> ActivityDependencies:
+        return cls(env=dict(os.environ if env is None else env), temporal_client=temporal_client)
 
     def configuration(self) -> client.Configuration:
         with self._lock:
@@ -101,6 +106,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
     from activities.kubernetes_events import EventActivities, OwnershipActivities
     from activities.kubernetes_workloads import WorkloadActivities
     from activities.replica_ranks import ReplicaRankActivities
+    from activities.temporal_runs import TemporalRunActivities
     from activities.waits import DashboardWaits, KubernetesWaits
 
     instances: list[object] = [
@@ -112,6 +118,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         GatewayActivities(dependencies),
         DashboardActivities(dependencies),
         ReplicaRankActivities(dependencies),
+        TemporalRunActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
     ]

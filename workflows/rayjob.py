@@ -22,7 +22,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities import names
     from activities.config import READ_OPERATOR_CONFIG
+    from activities.inputs import EarlierRun, EarlierRuns
     from models.base import dump_status
     from models.features import FeatureGates
     from models.manifest import ManifestError, parse_rayjob
@@ -30,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
+    from workflows.decisions.rayjob_object import inherits_object, outcome_memo, rayjob_spec_hash
     from workflows.decisions.rayjob_transitions import validation_failed_transition
     from workflows.decisions.rayjob_workflow_support import applied_job, is_spec_changed
 
@@ -44,6 +47,13 @@ from workflows.rayjob_state import RayJobState
 
 VALIDATION_FAILED = "ValidationFailed"
 DELETING = "RayJobDeleting"
+FINISHED = "RayJobFinished"
+# Patches (workflow.patched), both asked when a run starts: runs started before them replay without these
+# commands (and complete without the memo, which counts as holding their object).
+# A completed run records in its memo whether it still holds the RayJob object (finished) or not (deleted).
+OUTCOME_MEMO_PATCH = "rayjob-outcome-memo"
+# A run first asks whether the newest earlier run of its id holds a finished RayJob; then it takes that over.
+EARLIER_RUN_PATCH = "rayjob-earlier-run-check"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -88,16 +98,65 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
+        # Both asked before any command: on replay, a patch first asked right after a local activity's result
+        # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
+        checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
+        records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
         self.state.config = await act(READ_OPERATOR_CONFIG, result_type=OperatorConfig)
         error = self._invalid or self._validation_error(self.job)
         if error is not None:
             self.transition(validation_failed_transition(error.message))
             raise error
-        await self._run_states()
+        inherited_from = ""
+        if checks_earlier_run:
+            earlier = await self._latest_earlier_run()
+            if earlier is not None and inherits_object(earlier):
+                self._inherit(earlier)
+                inherited_from = earlier.run_id
+        if not inherited_from:
+            await self._run_states()
+        elif self.state.delete_requested:
+            await self.delete_everything(stop_job=False)
         await self.flush_events()
         self.state.finished = True
+        if records_outcome:
+            workflow.upsert_memo(
+                outcome_memo(
+                    deleted=self.state.deleted,
+                    generation=self.state.generation,
+                    spec_hash=self.state.spec_hash or rayjob_spec_hash(self.job),
+                    inherited_from=inherited_from,
+                )
+            )
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.status_json()
+
+    async def _latest_earlier_run(self) -> EarlierRun | None:
+        """The newest earlier run of this id; None when there is none or Temporal cannot tell now (then the
+        RayJob runs: a repeated run is the lesser harm than one that never runs)."""
+        info = workflow.info()
+        try:
+            earlier: EarlierRun | None = await act(
+                names.LATEST_EARLIER_RUN,
+                EarlierRuns(info.workflow_id, info.run_id),
+                result_type=EarlierRun | None,
+            )
+        except ActivityError as error:
+            workflow.logger.warning("earlier runs of %s unknown: %s", info.workflow_id, error.cause)
+            return None
+        return earlier
+
+    def _inherit(self, earlier: EarlierRun) -> None:
+        """Takes over the finished RayJob an earlier run holds, as a re-applied finished RayJob stays as it
+        is in Kubernetes: its final status, generation and spec, and no side effect at all."""
+        workflow.logger.info(
+            "RayJob %s/%s finished in run %s; nothing to run again", self.namespace, self.name, earlier.run_id
+        )
+        status = RayJobStatus.model_validate(earlier.result or {})
+        self.state.job = self.job.model_copy(update={"status": status})
+        self.state.generation = earlier.generation or self.state.generation
+        self.state.spec_hash = earlier.spec_hash
+        self.publish()
 
     async def _run_states(self) -> None:
         phase: JobDeploymentStatus | None = None
@@ -174,8 +233,12 @@ class RayJobWorkflow(InitializingSteps, RunningSteps, ReleaseSteps, DeletionStep
 
     @apply.validator
     def _check_apply(self, manifest: Any) -> None:
-        if self.state.delete_requested or self.state.finished:
-            raise ApplicationError("the RayJob is being deleted or has finished", type=DELETING)
+        if self.state.delete_requested:
+            raise ApplicationError("the RayJob is being deleted", type=DELETING)
+        if self.state.finished:
+            raise ApplicationError(
+                "the RayJob has finished (KubeRay ignores spec changes of a finished RayJob)", type=FINISHED
+            )
         if (
             self._invalid is not None
             or self.status.job_deployment_status == JobDeploymentStatus.VALIDATION_FAILED
