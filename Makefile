@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
-.PHONY: install test lint typecheck unit reliability dev demo lock clean
+.PHONY: install test lint typecheck unit reliability bench dev demo lock clean
 
 install: $(STAMP)
 
@@ -55,3 +55,8 @@ lock:
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache
+
+# The performance suite (bench/README.md): every figure beside its reference, measured in the same run.
+# BENCH_ARGS e.g. "--record", "--only P3,P7", "--scale 100,1000,10000".
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)

@@ -10,6 +10,7 @@ from typing import Literal
 
 import httpx
 from kubernetes import client
+from temporalio.client import Client
 
 from activities.kubernetes_async import AsyncApiServer
 from activities.kubernetes_client import KubeObjects, load_kube_configuration, running_in_pod
@@ -45,6 +46,8 @@ class ActivityDependencies:
         )
     )
     kube_configuration: client.Configuration | None = None
+    # The worker's Temporal client, for the activity that reads a workflow id's earlier runs.
+    temporal_client: Client | None = None
     # Tests replace the network under the API server client (httpx.MockTransport).
     apiserver_transport: httpx.AsyncBaseTransport | None = None
     dashboard_access: DashboardAccess = field(init=False)
@@ -58,8 +61,10 @@ class ActivityDependencies:
         self.cluster_domain = self.env.get("CLUSTER_DOMAIN", "").strip() or DEFAULT_CLUSTER_DOMAIN
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ActivityDependencies:
-        return cls(env=dict(os.environ if env is None else env))
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, temporal_client: Client | None = None
+    ) -> ActivityDependencies:
+        return cls(env=dict(os.environ if env is None else env), temporal_client=temporal_client)
 
     def configuration(self) -> client.Configuration:
         with self._lock:

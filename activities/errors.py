@@ -49,6 +49,8 @@ DASHBOARD_BAD_RESPONSE: Final = "DashboardBadResponse"
 # Raised by the activities themselves (not an HTTP status).
 RAY_JOB_STILL_RUNNING: Final = "RayJobStillRunning"
 SECRET_MISSING: Final = "RayAuthTokenMissing"
+# Retryable: an earlier run's object had the name a create wants; it is being deleted.
+LEFTOVER_OF_EARLIER_RUN: Final = "LeftoverOfEarlierRun"
 
 NON_RETRYABLE_ERROR_TYPES: Final = (
     KUBERNETES_BAD_REQUEST,

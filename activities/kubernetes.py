@@ -12,7 +12,9 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
+from activities.errors import LEFTOVER_OF_EARLIER_RUN
 from activities.kubernetes_client import KubeObjects, kubernetes_errors
 from activities.kubernetes_resources import (
     ENDPOINT_SLICE,
@@ -22,6 +24,7 @@ from activities.kubernetes_resources import (
     trim_object,
 )
 from models.base import INT32_MAX
+from models.naming import is_owned_by_this_rayjob
 from wire import names
 from wire.kubernetes import (
     CreateObject,
@@ -55,6 +58,15 @@ def prepare_create_body(resource: Resource, request: CreateObject) -> dict[str, 
             references.append(request.owner.to_json())
         metadata["ownerReferences"] = references
     return body
+
+
+def is_leftover(existing: dict[str, Any], request: CreateObject) -> bool:
+    """Whether the object found under the name a RayJob run creates belongs to an earlier run of that
+    RayJob (only creates that name their instance are checked; RayService objects are adopted as before)."""
+    uid = request.ownership.rayjob_uid if request.ownership is not None else ""
+    if not uid:
+        return False
+    return not is_owned_by_this_rayjob((existing.get("metadata") or {}).get("annotations"), uid)
 
 
 def merge_string_map(current: dict[str, str] | None, changes: dict[str, str | None]) -> dict[str, str]:
@@ -98,14 +110,29 @@ class KubernetesActivityBase:
     def _create(self, resource: Resource, request: CreateObject) -> dict[str, Any]:
         body = prepare_create_body(resource, request)
         metadata = body["metadata"]
-        with kubernetes_errors(
-            f"create {resource.describe(metadata.get('namespace'), metadata.get('name'))}"
-        ):
+        described = resource.describe(metadata.get("namespace"), metadata.get("name"))
+        with kubernetes_errors(f"create {described}"):
             obj, created = self.kube.create(resource, body)
+            if not created and is_leftover(obj, request):
+                self._delete_leftover(resource, obj, described)
         activity.logger.info(
             "%s %s/%s", "created" if created else "found existing", resource.kind, metadata.get("name")
         )
         return obj
+
+    def _delete_leftover(self, resource: Resource, leftover: dict[str, Any], described: str) -> None:
+        """Deletes an earlier run's object of the name this run wants, then fails retryably: the next
+        attempt creates this run's own object once the leftover is gone."""
+        metadata = leftover.get("metadata") or {}
+        if not metadata.get("deletionTimestamp"):
+            self.kube.delete(
+                resource, metadata.get("namespace"), metadata["name"], "Background", metadata.get("uid")
+            )
+            activity.logger.info("deleting the leftover %s of an earlier run", described)
+        raise ApplicationError(
+            f"waiting for the leftover {described} of an earlier run to be deleted",
+            type=LEFTOVER_OF_EARLIER_RUN,
+        )
 
     def _get(self, resource: Resource, key: ObjectKey) -> dict[str, Any] | None:
         with kubernetes_errors(f"get {resource.describe(key.namespace, key.name)}"):

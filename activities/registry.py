@@ -13,6 +13,7 @@ from activities.kubernetes import RayClusterActivities, ServiceActivities
 from activities.kubernetes_events import EventActivities, OwnershipActivities
 from activities.kubernetes_workloads import WorkloadActivities
 from activities.replica_ranks import ReplicaRankActivities
+from activities.temporal_runs import TemporalRunActivities
 from activities.waits import DashboardWaits, KubernetesWaits
 
 __all__ = ["ActivityDependencies", "activity_methods", "build_activities", "dashboard_access_from_env"]
@@ -29,6 +30,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         GatewayActivities(dependencies),
         DashboardActivities(dependencies),
         ReplicaRankActivities(dependencies),
+        TemporalRunActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
     ]

@@ -24,6 +24,7 @@ __all__ = [
     "ManifestError",
     "dump_manifest",
     "format_validation_error",
+    "load_manifest_documents",
     "load_manifest_text",
     "parse_manifest",
     "parse_raycluster",
@@ -56,11 +57,7 @@ _KubernetesYamlLoader.yaml_implicit_resolvers = {
 
 def load_manifest_text(text: str) -> dict[str, Any]:
     """Parse one YAML or JSON document that must be a mapping."""
-    size = len(text.encode("utf-8", errors="replace"))
-    if size > MAX_MANIFEST_BYTES:
-        raise ManifestError(
-            f"the manifest is {size} bytes: Request entity too large: limit is {MAX_MANIFEST_BYTES}"
-        )
+    _check_size(text)
     try:
         loaded = _load_document(text)
     except RecursionError:
@@ -70,6 +67,14 @@ def load_manifest_text(text: str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise ManifestError(f"a manifest must be a mapping (an object), got {_json_type_name(loaded)}")
     return loaded
+
+
+def _check_size(text: str) -> None:
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            f"the manifest is {size} bytes: Request entity too large: limit is {MAX_MANIFEST_BYTES}"
+        )
 
 
 def _load_document(text: str) -> Any:
@@ -86,6 +91,32 @@ def _load_document(text: str) -> Any:
         raise ManifestError(_describe_yaml_error(error)) from None
     except yaml.YAMLError as error:
         raise ManifestError(f"invalid YAML: {error}") from None
+
+
+def load_manifest_documents(text: str) -> list[dict[str, Any]]:
+    """Every document of a YAML stream (`---` separated) or the one JSON object, in order, as
+    `kubectl apply -f` reads a file: empty documents are skipped; each other one must be a mapping.
+    The limits of `load_manifest_text` hold for the whole text."""
+    if text.lstrip().startswith("{"):
+        return [load_manifest_text(text)]
+    _check_size(text)
+    try:
+        loaded = list(yaml.load_all(text, Loader=_KubernetesYamlLoader))  # a SafeLoader: builds no objects
+    except RecursionError:
+        raise ManifestError(NESTED_TOO_DEEPLY) from None
+    except yaml.MarkedYAMLError as error:
+        raise ManifestError(_describe_yaml_error(error)) from None
+    except yaml.YAMLError as error:
+        raise ManifestError(f"invalid YAML: {error}") from None
+    documents: list[dict[str, Any]] = []
+    for number, document in enumerate(loaded, start=1):
+        if document is None:
+            continue
+        if not isinstance(document, dict):
+            got = _json_type_name(document)
+            raise ManifestError(f"document {number}: a manifest must be a mapping (an object), got {got}")
+        documents.append(document)
+    return documents
 
 
 def _describe_yaml_error(error: yaml.MarkedYAMLError) -> str:
@@ -149,8 +180,12 @@ def _validate_named_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _Ob
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         if isinstance(metadata, Mapping) and metadata.get("generateName"):
-            # The workflow id is built from the name, so a server-generated one cannot work.
-            raise ManifestError("metadata.name: Field required (metadata.generateName is not supported)")
+            # The workflow id is built from the name: `raypilot apply` picks one from the prefix (as the API
+            # server does for `kubectl create`); a workflow started directly needs it already chosen.
+            raise ManifestError(
+                "metadata.name: Field required (metadata.generateName is resolved by `raypilot apply`; "
+                "a workflow started directly needs metadata.name)"
+            )
         raise ManifestError("metadata.name: Field required")
     return parsed
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
+from collections.abc import Mapping
 from typing import Final, Literal, NamedTuple
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "ANNOTATION_INITIALIZING_TIMEOUT",
     "ANNOTATION_KUBERAY_VERSION",
     "ANNOTATION_NUM_WORKER_GROUPS",
+    "ANNOTATION_RAYJOB_UID",
     "ANNOTATION_WORKFLOW_ID",
     "CLUSTER_SELECTOR_KEY",
     "CREATED_BY_RAYPILOT",
@@ -28,6 +30,7 @@ __all__ = [
     "DEFAULT_METRICS_PORT",
     "DEFAULT_SERVE_PORT",
     "DEFAULT_SUBMITTER_BACKOFF_LIMIT",
+    "DNS1035_LABEL_MAX_LENGTH",
     "GATEWAY_LISTENER_NAME",
     "GATEWAY_LISTENER_PORT",
     "GATEWAY_LISTENER_PROTOCOL",
@@ -51,6 +54,10 @@ __all__ = [
     "MAX_RAYCLUSTER_NAME_LENGTH",
     "MAX_RAYJOB_NAME_LENGTH",
     "MAX_RAYSERVICE_NAME_LENGTH",
+    "MEMO_GENERATION",
+    "MEMO_INHERITED_FROM",
+    "MEMO_OUTCOME",
+    "MEMO_SPEC_HASH",
     "RAYCLUSTER_DELETION_DELAY_SECONDS",
     "RAY_CONTAINER_INDEX",
     "SUBMITTER_CONTAINER_NAME",
@@ -67,6 +74,7 @@ __all__ = [
     "head_identifier",
     "head_service_name",
     "http_route_name",
+    "is_owned_by_this_rayjob",
     "ownership_label_selector",
     "ownership_labels",
     "parse_object_ref",
@@ -107,6 +115,13 @@ ANNOTATION_DISABLE_PROVISIONED_HEAD_RESTART: Final = "ray.io/disable-provisioned
 ANNOTATION_FT_ENABLED: Final = "ray.io/ft-enabled"
 ANNOTATION_EXTERNAL_STORAGE_NAMESPACE: Final = "ray.io/external-storage-namespace"
 ANNOTATION_WORKFLOW_ID: Final = "raypilot.io/workflow-id"  # raypilot
+# raypilot: which run of a RayJob's workflow created the object (its first execution run id).
+ANNOTATION_RAYJOB_UID: Final = "raypilot.io/rayjob-uid"
+# raypilot: memo keys a completed RayJob run leaves (workflows.decisions.rayjob.object).
+MEMO_OUTCOME: Final = "raypilot.io/outcome"
+MEMO_GENERATION: Final = "raypilot.io/generation"
+MEMO_SPEC_HASH: Final = "raypilot.io/spec-hash"
+MEMO_INHERITED_FROM: Final = "raypilot.io/inherited-from"
 
 CLUSTER_SELECTOR_KEY: Final = "ray.io/cluster"  # RayJob spec.clusterSelector key naming the RayCluster
 
@@ -123,6 +138,7 @@ MAX_RAYCLUSTER_NAME_LENGTH: Final = 53
 # Room for the "-<5 random chars>" suffix of the RayCluster a RayJob/RayService creates.
 MAX_RAYSERVICE_NAME_LENGTH: Final = MAX_RAYCLUSTER_NAME_LENGTH - 6
 MAX_RAYJOB_NAME_LENGTH: Final = MAX_RAYCLUSTER_NAME_LENGTH - 6
+DNS1035_LABEL_MAX_LENGTH: Final = 63
 LABEL_VALUE_MAX_LENGTH: Final = 63
 
 # ---- ports and container names --------------------------------------------------------------------
@@ -285,3 +301,10 @@ def ownership_label_selector(kind: str, name: str) -> str:
 def workflow_annotations(workflow_id: str) -> dict[str, str]:
     """Annotations every object created by a workflow carries."""
     return {ANNOTATION_WORKFLOW_ID: workflow_id}
+
+
+def is_owned_by_this_rayjob(annotations: Mapping[str, str] | None, rayjob_uid: str) -> bool:
+    """Whether an existing object of the name a RayJob's run wants to create is that run's own (its create
+    was retried), rather than the leftover of an earlier run of the same RayJob (a different or missing
+    `raypilot.io/rayjob-uid`), which must never be adopted."""
+    return bool(rayjob_uid) and (annotations or {}).get(ANNOTATION_RAYJOB_UID) == rayjob_uid

@@ -24,6 +24,7 @@ class Sample:
     at: float  # time.monotonic() when the answer (or error) arrived
     version: str  # the version that answered, or FAILED
     detail: str = ""  # for a failure: status code or error
+    latency_s: float = 0.0  # from sending the request to its answer (or error)
 
 
 @dataclass
@@ -79,17 +80,23 @@ class SteadyLoad:
                     await asyncio.wait_for(self._stop.wait(), self.pause_s)
 
     async def _one_request(self, http: httpx.AsyncClient) -> Sample:
+        sent = time.monotonic()
+
+        def sample(version: str, detail: str = "") -> Sample:
+            now = time.monotonic()
+            return Sample(now, version, detail, now - sent)
+
         try:
             response = await http.get(self.url)
         except httpx.HTTPError as error:
-            return Sample(time.monotonic(), FAILED, f"{type(error).__name__}: {error}")
+            return sample(FAILED, f"{type(error).__name__}: {error}")
         if response.status_code != 200:
-            return Sample(time.monotonic(), FAILED, f"HTTP {response.status_code}")
+            return sample(FAILED, f"HTTP {response.status_code}")
         try:
             version = response.json()["version"]
         except (ValueError, KeyError, TypeError):
-            return Sample(time.monotonic(), FAILED, f"unexpected answer {response.text[:80]!r}")
-        return Sample(time.monotonic(), str(version))
+            return sample(FAILED, f"unexpected answer {response.text[:80]!r}")
+        return sample(str(version))
 
     async def wait_for_requests(self, count: int) -> None:
         """Return once at least `count` answers arrived (the load keeps running)."""

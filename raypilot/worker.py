@@ -36,7 +36,7 @@ MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
 async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
     client = await connect_with_retry(settings, make_runtime(settings))
     await ensure_search_attributes(client, settings.namespace)
-    dependencies = ActivityDependencies.from_env()
+    dependencies = ActivityDependencies.from_env(temporal_client=client)
     # Kubernetes client calls block, so synchronous activities run on threads: one per activity slot.
     with ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES) as executor:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from typing import Any
 
 from aiohttp import web
@@ -65,6 +66,9 @@ class ApiServer:
         self._handlers = ResourceHandlers(store)
         self._proxy = ProxyForwarder(store)
         self._runner: web.AppRunner | None = None
+        # Requests served per "<verb> <resource>" (e.g. "watch rayclusters", "get services/proxy"): the
+        # benchmarks compare the Kubernetes API load of raypilot's waits with KubeRay's requeue cadence.
+        self.requests: Counter[str] = Counter()
 
     async def start(self) -> str:
         """Start serving; returns the base URL (with the real port when port was 0)."""
@@ -96,6 +100,7 @@ class ApiServer:
             except UnknownPath:
                 return self._discovery(request)
             verb = request_verb(request.method, target, request.query)
+            self.requests[f"{verb} {target.resource}"] += 1
             fault = self.faults.decide(verb, target.resource)
             if fault is not None:
                 injected = await self._inject(fault, verb, target)

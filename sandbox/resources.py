@@ -54,6 +54,15 @@ SERVED_TYPES: tuple[ResourceType, ...] = (
     _rt("", "Event", "events", sub=(), short=("ev",)),
     _rt("", "Secret", "secrets", sub=()),
     _rt("", "ConfigMap", "configmaps", sub=(), short=("cm",)),
+    # Stored only, with no controller acting on them: the companions of KubeRay's sample manifests (a
+    # submitter's ServiceAccount and RBAC, a Redis Deployment for GCS fault tolerance, Volcano's Queue), so
+    # that such files apply here as on a cluster that has them.
+    _rt("", "ServiceAccount", "serviceaccounts", sub=(), short=("sa",)),
+    _rt("", "PersistentVolumeClaim", "persistentvolumeclaims", short=("pvc",)),
+    _rt("apps", "Deployment", "deployments", short=("deploy",), categories=("all",)),
+    _rt("rbac.authorization.k8s.io", "Role", "roles", sub=()),
+    _rt("rbac.authorization.k8s.io", "RoleBinding", "rolebindings", sub=()),
+    _rt("scheduling.volcano.sh", "Queue", "queues", namespaced=False, version="v1beta1"),
     _rt("discovery.k8s.io", "EndpointSlice", "endpointslices", sub=()),
     _rt("batch", "Job", "jobs", categories=("all",)),
     _rt("ray.io", "RayCluster", "rayclusters", categories=("all",)),

@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from models.naming import ownership_label_selector, ownership_labels, workflow_annotations
+from models.naming import (
+    ANNOTATION_RAYJOB_UID,
+    ownership_label_selector,
+    ownership_labels,
+    workflow_annotations,
+)
 
 Propagation = Literal["Background", "Foreground", "Orphan"]
 EventType = Literal["Normal", "Warning"]
@@ -30,17 +35,24 @@ class ObjectKey:
 
 @dataclass(frozen=True)
 class Ownership:
-    """Whose object this is (CONTRACT section 5): the RayJob/RayService kind and name, and the workflow id."""
+    """Whose object this is (CONTRACT section 5): the RayJob/RayService kind and name, and the workflow id.
+
+    `rayjob_uid` (a RayJob run's first execution run id) names the object instance: an existing object of
+    the same name with another (or no) uid is an earlier run's leftover, never adopted by a create."""
 
     kind: str
     name: str
     workflow_id: str
+    rayjob_uid: str = ""
 
     def labels(self) -> dict[str, str]:
         return ownership_labels(self.kind, self.name)
 
     def annotations(self) -> dict[str, str]:
-        return workflow_annotations(self.workflow_id)
+        annotations = workflow_annotations(self.workflow_id)
+        if self.rayjob_uid:
+            annotations[ANNOTATION_RAYJOB_UID] = self.rayjob_uid
+        return annotations
 
     def label_selector(self) -> str:
         return ownership_label_selector(self.kind, self.name)
@@ -224,3 +236,28 @@ class GatewayObservation:
     route: dict[str, Any] | None
     ready: bool
     view: dict[str, Any]
+
+
+# ---- Temporal ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EarlierRuns:
+    """The runs of a workflow id other than `run_id` (the asking run itself)."""
+
+    workflow_id: str
+    run_id: str
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """The newest closed run of a workflow id before the asking one: its execution status (the name of
+    WorkflowExecutionStatus), what its memo recorded (outcome, generation, spec hash; empty when it has no
+    memo) and, when it completed, its result (a RayJob's final status)."""
+
+    run_id: str
+    state: str
+    outcome: str | None = None
+    generation: int = 0
+    spec_hash: str = ""
+    result: dict[str, Any] | None = None

@@ -2,8 +2,8 @@
 `wire.stubs` carry them, so renaming a Python method can never break a running workflow's history.
 
 Prefixes: `k8s.` Kubernetes core, batch and ray.io objects; `gateway.` Gateway API objects; `dashboard.` the
-Ray Dashboard REST API of one RayCluster. Waits (one long heartbeating activity that returns on change) are
-named `<prefix>.wait_<what>`.
+Ray Dashboard REST API of one RayCluster; `temporal.` Temporal's own API (the earlier runs of a workflow id).
+Waits (one long heartbeating activity that returns on change) are named `<prefix>.wait_<what>`.
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ GET_SERVE_APPLICATIONS: Final = "dashboard.get_serve_applications"
 PUT_SERVE_CONFIG: Final = "dashboard.put_serve_config"
 CHECK_SERVE_HEALTH: Final = "dashboard.check_serve_health"
 READ_REPLICA_RANKS: Final = "dashboard.read_replica_ranks"
+
+# ---- Temporal (the runs of a workflow id) ------------------------------------------------------------------
+LATEST_EARLIER_RUN: Final = "temporal.latest_earlier_run"
 
 # ---- Waits (heartbeating, return on change) ---------------------------------------------------------------
 WAIT_RAYCLUSTER: Final = "k8s.wait_raycluster"

@@ -35,6 +35,8 @@ from wire.dashboard import (
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
+    EarlierRun,
+    EarlierRuns,
     GatewayObservation,
     HeadPodKey,
     ListObjects,
@@ -325,3 +327,7 @@ async def wait_gateway(request: WaitGateway) -> GatewayObservation:
     raise NotImplementedError(_STUB)
 
 
+@activity.defn(name=names.LATEST_EARLIER_RUN)
+async def latest_earlier_run(request: EarlierRuns) -> EarlierRun | None:
+    """`activities.temporal_runs.TemporalRunActivities.latest_earlier_run`"""
+    raise NotImplementedError(_STUB)

@@ -10,11 +10,16 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO, TypeVar
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+)
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from models.naming import ObjectRef, parse_object_ref, workflow_id
+from models.naming import MEMO_OUTCOME, ObjectRef, parse_object_ref, workflow_id
 from raypilot.cli.exits import EXIT_FAILURE, EXIT_REJECTED
 from raypilot.settings import SettingsError, TemporalSettings, connect, connection_failure
 
@@ -108,15 +113,26 @@ def is_not_found(error: BaseException) -> bool:
     return isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND
 
 
-async def workflow_state(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionStatus | None:
-    """The status of the workflow's latest run, or None when there never was one."""
+async def latest_run(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionDescription | None:
+    """The workflow's latest run, or None when there is none."""
     try:
-        description = await handle.describe()
+        return await handle.describe()
     except RPCError as error:
         if is_not_found(error):
             return None
         raise
-    return description.status
+
+
+async def workflow_state(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionStatus | None:
+    """The status of the workflow's latest run, or None when there never was one."""
+    description = await latest_run(handle)
+    return description.status if description is not None else None
+
+
+async def latest_outcome(description: WorkflowExecutionDescription) -> str | None:
+    """What a completed RayJob run recorded in its memo: `finished` or `deleted` (None: no record)."""
+    outcome = (await description.memo()).get(MEMO_OUTCOME)
+    return outcome if isinstance(outcome, str) else None
 
 
 def application_cause(error: BaseException) -> ApplicationError | None:

@@ -3,28 +3,42 @@ the workflows' updates.
 
 A RayJob whose workflow has already completed (or a RayService whose workflow is gone) can still have
 objects left, e.g. the submitter Job that DeleteCluster keeps for its logs: `delete` then removes them by the
-ownership labels of CONTRACT section 5, through the Kubernetes API of KUBECONFIG."""
+ownership labels of CONTRACT section 5, through the Kubernetes API of KUBECONFIG. A RayJob's completed run
+that still holds its finished object (workflows.decisions.rayjob.object) is removed from Temporal too, as
+`kubectl delete` removes a finished RayJob, so that the next `apply` runs it anew."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError
 
 from activities.kubernetes_client import KubeObjects, load_kube_configuration
 from activities.kubernetes_events import delete_objects, labelled_objects
-from models.naming import ObjectRef, ownership_labels
+from models.naming import KIND_RAYJOB, MEMO_OUTCOME, ObjectRef, ownership_labels
 from raypilot.cli.common import (
     CommandError,
     Console,
     application_cause,
     client_for,
     describe_ref,
+    latest_outcome,
+    latest_run,
     parse_ref,
     ref_id,
     rejected,
@@ -33,9 +47,11 @@ from raypilot.cli.common import (
     workflow_state,
 )
 from wire.kubernetes import OWNED_KINDS
+from workflows.decisions.rayjob.object import RunState, holds_object
 
 # Deleting owned objects and waiting for the clusters to go can take a while on a real cluster.
 DELETE_PATIENCE_SECONDS = 300.0
+FINISHED_RUN_POLL_SECONDS = 0.5
 
 
 def leftover_selector(ref: ObjectRef) -> str:
@@ -73,15 +89,69 @@ def describe_objects(refs: list[dict[str, str]]) -> str:
     return ", ".join(f"{ref['kind']}/{ref['name']}" for ref in refs)
 
 
+async def finished_runs(client: Client, workflow_id: str) -> set[str]:
+    """The completed runs of a RayJob's id that hold its finished object (visibility)."""
+    found = set()
+    async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
+        if execution.status != WorkflowExecutionStatus.COMPLETED:
+            continue
+        outcome = (await execution.memo()).get(MEMO_OUTCOME)
+        if holds_object(RunState.COMPLETED, outcome if isinstance(outcome, str) else None):
+            found.add(execution.run_id)
+    return found
+
+
+async def delete_finished_runs(
+    client: Client, handle: WorkflowHandle[Any, Any], latest_run_id: str, *, wait: bool
+) -> None:
+    """Removes a RayJob's completed runs that hold its finished object from Temporal
+    (DeleteWorkflowExecution), as deleting a finished RayJob removes the object: the next `apply` (or a run
+    started with the temporal CLI) then runs it anew instead of finding one of them. Temporal removes runs in
+    the background (about 30 s on the dev server); with `wait`, until they are gone."""
+    runs = await finished_runs(client, handle.id) | {latest_run_id}
+    for run_id in runs:
+        execution = WorkflowExecution(workflow_id=handle.id, run_id=run_id)
+        with contextlib.suppress(RPCError):  # gone already
+            await client.workflow_service.delete_workflow_execution(
+                DeleteWorkflowExecutionRequest(namespace=client.namespace, workflow_execution=execution)
+            )
+    if not wait:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DELETE_PATIENCE_SECONDS
+    while True:
+        latest = await latest_run(handle)
+        described_gone = latest is None or latest.run_id not in runs
+        if described_gone and not runs & await finished_runs(client, handle.id):
+            return
+        if loop.time() > deadline:
+            raise CommandError(
+                f"{handle.id}: deletion asked for, but Temporal still had its runs after "
+                f"{DELETE_PATIENCE_SECONDS:.0f} s"
+            )
+        await asyncio.sleep(FINISHED_RUN_POLL_SECONDS)
+
+
 async def delete_object(ref_text: str, console: Console, *, wait: bool) -> int:
     ref = parse_ref(ref_text)
     settings = settings_from(console)
     client = await client_for(console)
     handle = client.get_workflow_handle(ref_id(ref))
-    state = await workflow_state(handle)
+    latest = await latest_run(handle)
+    state = latest.status if latest is not None else None
     target = ref_id(ref)
     if state != WorkflowExecutionStatus.RUNNING:
         deleted = await delete_leftovers_for(ref, console)
+        if (
+            ref.kind == KIND_RAYJOB
+            and latest is not None
+            and state == WorkflowExecutionStatus.COMPLETED
+            and holds_object(RunState.COMPLETED, await latest_outcome(latest))
+        ):
+            await delete_finished_runs(client, handle, latest.run_id, wait=wait)
+            left = f"; deleted what was left: {describe_objects(deleted)}" if deleted else ""
+            console.out(f"{target} deleted (its finished run {latest.run_id} removed from Temporal{left})")
+            return 0
         if state is None and not deleted:
             raise CommandError(f"no {describe_ref(ref)}")
         if deleted:

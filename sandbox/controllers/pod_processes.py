@@ -23,6 +23,7 @@ from typing import Any, BinaryIO
 
 from sandbox.controllers.job_pods import rewrite_service_hosts
 from sandbox.controllers.raycluster_env import container_argv, container_environment
+from sandbox.images import stand_in_argv
 from sandbox.store import Store
 
 _LOOPBACK_HOST = re.compile(r"(?<![A-Za-z0-9.-])(?:127\.0\.0\.1|localhost)(?![A-Za-z0-9-]|\.[A-Za-z0-9])")
@@ -82,7 +83,8 @@ class PodProcessLauncher:
     def argv(
         self, namespace: str, container: Mapping[str, Any], env: Mapping[str, str], pod_ip: str | None = None
     ) -> list[str]:
-        return [self.rewrite(namespace, word, pod_ip) for word in container_argv(container, env)]
+        words = [self.rewrite(namespace, word, pod_ip) for word in container_argv(container, env)]
+        return stand_in_argv(container, words)
 
     async def start(
         self, argv: list[str], env: Mapping[str, str], cwd: Path, log_path: Path

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
@@ -95,6 +96,10 @@ class SimulatedDashboard:
         self.jobs: SimulatedJobs | None = None
         self.serve: SimulatedServe | None = None
         self.session_name = ""
+        # Requests served per "<METHOD> <route>" (e.g. "GET /api/jobs/{job_id}"), kept across restarts: the
+        # benchmarks measure how often raypilot's waits call a dashboard.
+        self.requests: Counter[str] = Counter()
+        self.paths: Counter[str] = Counter()  # the same per path (e.g. one job's reads)
 
     @property
     def ports(self) -> dict[str, int]:
@@ -125,7 +130,9 @@ class SimulatedDashboard:
         self.serve = SimulatedServe(
             self.timings, host=self.host, port=self._ports["serve"], head_env=self._env, node_id=node_id
         )
-        app = web.Application(middlewares=[self._auth_middleware, self._browser_middleware])
+        app = web.Application(
+            middlewares=[self._count_middleware, self._auth_middleware, self._browser_middleware]
+        )
         app.router.add_get("/api/version", self._version)
         app.router.add_get("/api/ray/version", self._version)
         app.router.add_get("/api/gcs_healthz", self._gcs_healthz)
@@ -159,6 +166,13 @@ class SimulatedDashboard:
         """A head crash: the dashboard goes away and comes back empty (no jobs, no Serve), same ports."""
         await self._shutdown()
         await self.start()
+
+    @web.middleware
+    async def _count_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        route = request.match_info.route.resource
+        self.requests[f"{request.method} {route.canonical if route is not None else request.path}"] += 1
+        self.paths[f"{request.method} {request.path}"] += 1
+        return await handler(request)
 
     @web.middleware
     async def _auth_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:

@@ -291,6 +291,44 @@ def test_count_ready_endpoints_counts_ready_pods_as_kuberay(
     assert count == 2
 
 
+def submitter_body(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
+                }
+            },
+        },
+    }
+
+
+def test_an_earlier_runs_submitter_job_is_deleted_not_adopted(
+    deps: ActivityDependencies, namespace: str
+) -> None:
+    activities = WorkloadActivities(deps)
+    first_run = Ownership("RayJob", "job", "rayjob/ns/job", rayjob_uid="run-1")
+    second_run = Ownership("RayJob", "job", "rayjob/ns/job", rayjob_uid="run-2")
+    earlier = run(activities.create_job, CreateObject(submitter_body("job", namespace), first_run))
+    assert earlier["metadata"]["annotations"]["raypilot.io/rayjob-uid"] == "run-1"
+    # A retried create of the same run adopts its own Job.
+    again = run(activities.create_job, CreateObject(submitter_body("job", namespace), first_run))
+    assert again["metadata"]["uid"] == earlier["metadata"]["uid"]
+
+    with pytest.raises(ApplicationError) as raised:
+        run(activities.create_job, CreateObject(submitter_body("job", namespace), second_run))
+    assert raised.value.type == errors.LEFTOVER_OF_EARLIER_RUN
+    assert not raised.value.non_retryable
+    assert "leftover" in str(raised.value)
+    # The retry (the leftover gone) creates the later run's own Job.
+    fresh = run(activities.create_job, CreateObject(submitter_body("job", namespace), second_run))
+    assert fresh["metadata"]["uid"] != earlier["metadata"]["uid"]
+    assert fresh["metadata"]["annotations"]["raypilot.io/rayjob-uid"] == "run-2"
+
+
 def test_job_create_get_delete(deps: ActivityDependencies, namespace: str) -> None:
     activities = WorkloadActivities(deps)
     body = {

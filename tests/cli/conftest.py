@@ -89,9 +89,11 @@ async def cli_stack(
         cluster = SandboxThread(workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()})
         await asyncio.to_thread(cluster.__enter__)
     kube_env = {"KUBECONFIG": str(cluster.kubeconfig_path), "HOME": "/nonexistent"}
-    dependencies = ActivityDependencies.from_env({**kube_env, "RAYPILOT_DASHBOARD_ACCESS": "proxy"})
-    api_client = cluster.api_client()
     client = dev_server_env.client
+    dependencies = ActivityDependencies.from_env(
+        {**kube_env, "RAYPILOT_DASHBOARD_ACCESS": "proxy"}, temporal_client=client
+    )
+    api_client = cluster.api_client()
     try:
         async with running_worker(
             client, activities=build_activities(dependencies), replay_every_task=False

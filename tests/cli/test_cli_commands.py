@@ -174,18 +174,19 @@ async def test_delete_what_a_finished_job_left_by_its_labels(cli_stack: CliStack
     clusters = cli_stack.owned("rayclusters", namespace, "RayJob", "leftover")
     assert len(clusters) == 1
 
+    # The finished RayJob is deleted as `kubectl delete` deletes it: what it left, and its completed run.
     deleted = await cli_stack.run("delete", ref)
     assert deleted.code == 0, deleted.stderr
-    assert "deleted what was left: " in deleted.stdout
-    left = deleted.stdout.split("deleted what was left: ")[1].strip().split(", ")
+    assert f"{ref} deleted (its finished run " in deleted.stdout
+    left = deleted.stdout.split("deleted what was left: ")[1].strip().rstrip(")").split(", ")
     assert set(left) == {"Service/leftover-head-svc", f"RayCluster/{clusters[0]}"}
     await wait_until(
         lambda: not cli_stack.owned("rayclusters", namespace, "RayJob", "leftover") or None,
         within=30,
         what="the RayCluster gone",
     )
-    nothing_left = await cli_stack.run("delete", ref)
-    assert (nothing_left.code, "nothing left to delete" in nothing_left.stdout) == (0, True)
+    gone = await cli_stack.run("delete", ref)
+    assert (gone.code, gone.stderr.strip()) == (1, f"error: no rayjob {namespace}/leftover")
     never_existed = await cli_stack.run("delete", f"rayjob/{namespace}/never")
     assert (never_existed.code, never_existed.stderr.strip()) == (1, f"error: no rayjob {namespace}/never")
 

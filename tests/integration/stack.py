@@ -136,7 +136,8 @@ async def sandbox_worker(
             "KUBECONFIG": str(cluster.kubeconfig_path),
             "RAYPILOT_DASHBOARD_ACCESS": "proxy",
             "HOME": "/nonexistent",
-        }
+        },
+        temporal_client=client,
     )
     try:
         async with running_worker(

@@ -23,6 +23,9 @@ class BadInput:
     text: str  # what the user's file holds
     message: str  # KubeRay's message (exact), or words the message must contain when `exact` is False
     exact: bool = True
+    # Words `raypilot apply` must say instead, where it differs from the workflows: like `kubectl apply`, it
+    # sends kinds that are not raypilot's to Kubernetes (here with no Kubernetes configuration to send them).
+    cli_message: str | None = None
 
     @property
     def document(self) -> Any:
@@ -73,7 +76,14 @@ def malformed() -> list[BadInput]:
         BadInput(
             "wrong apiVersion", "RayJob", json.dumps(_rayjob(apiVersion="ray.io/v2")), "ray.io/v2", False
         ),
-        BadInput("wrong kind", "RayJob", json.dumps(_rayjob(kind="Pod")), 'unsupported kind "Pod"', False),
+        BadInput(
+            "wrong kind",
+            "RayJob",
+            json.dumps(_rayjob(kind="Pod")),
+            'unsupported kind "Pod"',
+            False,
+            cli_message="a Pod goes to Kubernetes",
+        ),
         BadInput("unknown field", "RayJob", json.dumps(unknown), 'unknown field "spec.entrypiont"', False),
         BadInput(
             "name over 63 characters",

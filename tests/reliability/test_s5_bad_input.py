@@ -9,6 +9,7 @@ untouched (same status, no new history event).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import random
@@ -74,6 +75,8 @@ async def test_raypilot_apply_rejects_bad_input(reliability_stack: Stack, tmp_pa
         console = Console(stdout=stdout, stderr=stderr, env=env, stdin=io.StringIO(""))
         code = await asyncio.to_thread(main, ["apply", "-f", str(path)], console)
         message = stderr.getvalue().strip().removeprefix("error: ") if code == 2 else f"exit {code}"
+        if case.cli_message is not None:
+            case = dataclasses.replace(case, message=case.cli_message, exact=False)
         check(recorded, case, "raypilot apply", message, problems)
     assert (await stack.client.count_workflows()).count == workflows_before.count, "a workflow was started"
     assert objects_everywhere(stack) == objects_before, "an object was created"

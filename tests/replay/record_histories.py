@@ -42,6 +42,7 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
+from wire.kubernetes import EarlierRun
 
 HISTORIES = Path(__file__).parent / "histories"
 Scenario = Callable[[WorkflowEnvironment], Awaitable[Handle]]
@@ -68,6 +69,27 @@ async def rayjob_k8s_deletion_rules(env: WorkflowEnvironment) -> Handle:
     manifest = rayjob_manifest(mode="K8sJobMode", deletionStrategy={"deletionRules": rules})
     async with running_worker(env.client, activities=world.activities()) as queue:
         handle = await start(env.client, manifest, queue)
+        await handle.result()
+    return handle
+
+
+async def rayjob_outcome_memo(env: WorkflowEnvironment) -> Handle:
+    """Issue 22's patches: the earlier-run check finds nothing, the job runs (K8sJobMode, cluster deleted
+    at once) and the run records its outcome in its memo."""
+    world = FakeWorld()
+    manifest = rayjob_manifest(name="outcome", mode="K8sJobMode", shutdownAfterJobFinishes=True)
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
+        await handle.result()
+    return handle
+
+
+async def rayjob_inherits_finished(env: WorkflowEnvironment) -> Handle:
+    """Issue 22: a run started again with a used id takes over the earlier run's finished RayJob."""
+    finished = {"jobId": "inherit-abcde", "jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete"}
+    world = FakeWorld(earlier_run=EarlierRun("run-1", "COMPLETED", "finished", 1, "h", finished))
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, rayjob_manifest(name="inherit"), queue)
         await handle.result()
     return handle
 
@@ -140,6 +162,8 @@ SCENARIOS: dict[str, Scenario] = {
     for scenario in (
         rayjob_http_shutdown,
         rayjob_k8s_deletion_rules,
+        rayjob_outcome_memo,
+        rayjob_inherits_finished,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
     )

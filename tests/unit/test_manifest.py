@@ -86,7 +86,8 @@ def test_namespace_defaults_to_default_without_appearing_in_dump() -> None:
         (with_changes(RAYJOB, "metadata", {}), "metadata.name: Field required"),
         (
             with_changes(RAYJOB, "metadata", {"generateName": "sample-"}),
-            "metadata.name: Field required (metadata.generateName is not supported)",
+            "metadata.name: Field required (metadata.generateName is resolved by `raypilot apply`; "
+            "a workflow started directly needs metadata.name)",
         ),
     ],
 )

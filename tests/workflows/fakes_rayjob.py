@@ -37,6 +37,8 @@ from wire.dashboard import (
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
+    EarlierRun,
+    EarlierRuns,
     ObjectKey,
     Observation,
     OwnedObjects,
@@ -140,6 +142,8 @@ class FakeWorld:
     events: list[RecordEvent] = field(default_factory=list)
     calls: list[tuple[str, Any]] = field(default_factory=list)
     deleted_resources: list[RayResourceKey] = field(default_factory=list)
+    # What Temporal's visibility shows as the newest earlier run of the workflow id.
+    earlier_run: EarlierRun | None = None
     submissions: int = 0
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -298,6 +302,11 @@ class FakeActivities:
     @activity.defn(name=READ_OPERATOR_CONFIG)
     async def read_operator_config(self) -> OperatorConfig:
         return self.world.config
+
+    @activity.defn(name=names.LATEST_EARLIER_RUN)
+    async def latest_earlier_run(self, request: EarlierRuns) -> EarlierRun | None:
+        self._log(names.LATEST_EARLIER_RUN, request)
+        return self.world.earlier_run
 
     # ---- RayClusters --------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Table tests for the RayJob workflow's small decisions (workflows/decisions/rayjob_workflow_support.py)."""
+"""Table tests for the RayJob workflow's small decisions (workflows/decisions/rayjob/)."""
 
 from __future__ import annotations
 

@@ -133,7 +133,11 @@ class RayJobCore:
     # ---- Kubernetes objects -------------------------------------------------------------------------------
 
     def ownership(self) -> Ownership:
-        return Ownership(KIND_RAYJOB, self.name, self.state.workflow_id)
+        """Ownership labels and annotations, with this RayJob instance's uid (the run's first execution run
+        id, stable across retries), so no later run adopts what this one created."""
+        return Ownership(
+            KIND_RAYJOB, self.name, self.state.workflow_id, rayjob_uid=workflow.info().first_execution_run_id
+        )
 
     def owner_reference(self) -> OwnerReference | None:
         """An ownerReference to the RayJob custom resource, when the manifest came from one (has a uid)."""

@@ -82,6 +82,8 @@ class RayJobState:
     delete_requested: bool = False
     deleted: bool = False
     finished: bool = False
+    # The spec hash of the finished RayJob this run took over from an earlier run ("" when it ran itself).
+    spec_hash: str = ""
     attempt: AttemptState = field(default_factory=AttemptState)
     # The RayCluster as the deletion rules judge it, once read in Complete/Failed.
     cluster_for_deletion: ClusterDeletionObservation | None = None

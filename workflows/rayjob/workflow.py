@@ -30,13 +30,12 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
-    from workflows.decisions.rayjob.apply import (
-        applied_job,
-        is_spec_changed,
-    )
+    from wire.kubernetes import EarlierRun, EarlierRuns
+    from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
+    from workflows.decisions.rayjob.object import inherits_object, outcome_memo, rayjob_spec_hash
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
-from workflows.kit.calls import IO, call_without_input
+from workflows.kit.calls import IO, call, call_without_input
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
@@ -46,6 +45,13 @@ from workflows.rayjob.state import RayJobState
 
 VALIDATION_FAILED = "ValidationFailed"
 DELETING = "RayJobDeleting"
+FINISHED = "RayJobFinished"
+# Patches (workflow.patched), both asked when a run starts: runs started before them replay without these
+# commands (and complete without the memo, which counts as holding their object).
+# A completed run records in its memo whether it still holds the RayJob object (finished) or not (deleted).
+OUTCOME_MEMO_PATCH = "rayjob-outcome-memo"
+# A run first asks whether the newest earlier run of its id holds a finished RayJob; then it takes that over.
+EARLIER_RUN_PATCH = "rayjob-earlier-run-check"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -94,16 +100,67 @@ class RayJobWorkflow:
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
+        # Both asked before any command: on replay, a patch first asked right after a local activity's result
+        # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
+        checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
+        records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
             raise error
-        await self._run_states()
+        inherited_from = ""
+        if checks_earlier_run:
+            earlier = await self._latest_earlier_run()
+            if earlier is not None and inherits_object(earlier):
+                self._inherit(earlier)
+                inherited_from = earlier.run_id
+        if not inherited_from:
+            await self._run_states()
+        elif self.core.state.delete_requested:
+            await self.deletion.delete_everything(stop_job=False)
         await self.core.flush_events()
         self.core.state.finished = True
+        if records_outcome:
+            workflow.upsert_memo(
+                outcome_memo(
+                    deleted=self.core.state.deleted,
+                    generation=self.core.state.generation,
+                    spec_hash=self.core.state.spec_hash or rayjob_spec_hash(self.core.job),
+                    inherited_from=inherited_from,
+                )
+            )
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.status_json()
+
+    async def _latest_earlier_run(self) -> EarlierRun | None:
+        """The newest earlier run of this id; None when there is none or Temporal cannot tell now (then the
+        RayJob runs: a repeated run is the lesser harm than one that never runs)."""
+        info = workflow.info()
+        try:
+            earlier = await call(
+                stubs.latest_earlier_run, EarlierRuns(info.workflow_id, info.run_id), IO.STEP
+            )
+        except ActivityError as error:
+            workflow.logger.warning("earlier runs of %s unknown: %s", info.workflow_id, error.cause)
+            return None
+        return earlier
+
+    def _inherit(self, earlier: EarlierRun) -> None:
+        """Takes over the finished RayJob an earlier run holds, as a re-applied finished RayJob stays as it
+        is in Kubernetes: its final status, generation and spec, and no side effect at all."""
+        workflow.logger.info(
+            "RayJob %s/%s finished in run %s; nothing to run again",
+            self.core.namespace,
+            self.core.name,
+            earlier.run_id,
+        )
+        status = RayJobStatus.model_validate(earlier.result or {})
+        state = self.core.state
+        state.job = state.job.model_copy(update={"status": status})
+        state.generation = earlier.generation or state.generation
+        state.spec_hash = earlier.spec_hash
+        self.core.publish()
 
     async def _run_states(self) -> None:
         phase: JobDeploymentStatus | None = None
@@ -180,8 +237,12 @@ class RayJobWorkflow:
 
     @apply.validator
     def _check_apply(self, manifest: Any) -> None:
-        if self.core.state.delete_requested or self.core.state.finished:
-            raise ApplicationError("the RayJob is being deleted or has finished", type=DELETING)
+        if self.core.state.delete_requested:
+            raise ApplicationError("the RayJob is being deleted", type=DELETING)
+        if self.core.state.finished:
+            raise ApplicationError(
+                "the RayJob has finished (KubeRay ignores spec changes of a finished RayJob)", type=FINISHED
+            )
         if (
             self._invalid is not None
             or self.core.status.job_deployment_status == JobDeploymentStatus.VALIDATION_FAILED

@@ -1,0 +1,1 @@
+"""raypilot's performance suite: `python -m bench` (see bench/README.md)."""

@@ -1,0 +1,3 @@
+from bench.suite import main
+
+main()

@@ -1,0 +1,141 @@
+"""P3: how soon a RayJob's end is seen, and how many dashboard requests a running job costs.
+
+M HTTPMode RayJobs on one shared simulated RayCluster, each `sleep`ing a different time, run by the real
+worker (own process). Latency: from the Ray job's end_time on the dashboard to the completion of the wait
+activity that reported it (its ActivityTaskCompleted event). Requests: the reads of each job's path on the
+dashboard, per second the job was running.
+
+Reference, same sandbox, same run: a KubeRay-cadence poller (one GET /api/jobs/<id> per job every 3 s,
+each job's loop starting at a random phase, as reconciles of many objects do) over M Ray jobs of its own
+submitted to the same dashboard with the same sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from typing import Any
+
+import httpx
+from temporalio.client import WorkflowHandle
+
+from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, event_kind, parse_event_time, percentile
+from bench.jobs_support import SharedCluster, selector_rayjob, shared_cluster, start_rayjobs, worker_process
+from bench.progress import Progress
+from bench.suite import BenchContext
+from wire import names
+
+LATENCY_TARGET_S = 1.0
+RATE_TARGET = 0.2
+
+
+def sleeps(count: int, shortest: float) -> list[float]:
+    """Job lengths spread over 3 s so that ends fall at every phase of a 3 s poll."""
+    return [shortest + 3.0 * index / max(1, count) for index in range(count)]
+
+
+async def wait_completed_at(handle: WorkflowHandle[Any, Any]) -> float:
+    """The time of the last ActivityTaskCompleted of a Ray job wait in the workflow's history."""
+    history = await handle.fetch_history()
+    events = history.to_json_dict()["events"]
+    waits: set[int] = set()
+    completed = 0.0
+    for event in events:
+        kind = event_kind(event)
+        if kind == "activitytaskscheduled":
+            attributes = event["activityTaskScheduledEventAttributes"]
+            if attributes["activityType"]["name"] == names.WAIT_RAY_JOB:
+                waits.add(int(event["eventId"]))
+        elif (
+            kind == "activitytaskcompleted"
+            and int(event["activityTaskCompletedEventAttributes"]["scheduledEventId"]) in waits
+        ):
+            completed = parse_event_time(event["eventTime"]).timestamp()
+    return completed
+
+
+async def kuberay_poller(base: str, submission_id: str, period: float) -> tuple[float, int]:
+    """Poll one job as KubeRay does until it is terminal; returns (time seen terminal, requests made)."""
+    requests = 0
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        await asyncio.sleep(random.uniform(0, period))
+        while True:
+            answer = (await http.get(f"{base}/api/jobs/{submission_id}")).json()
+            requests += 1
+            if answer["status"] in ("SUCCEEDED", "FAILED", "STOPPED"):
+                return time.time(), requests
+            await asyncio.sleep(period)
+
+
+async def submit_direct(base: str, submission_id: str, entrypoint: str) -> None:
+    async with httpx.AsyncClient(timeout=10.0) as http:
+        answer = await http.post(
+            f"{base}/api/jobs/", json={"entrypoint": entrypoint, "submission_id": submission_id}
+        )
+        answer.raise_for_status()
+
+
+def dashboard_base(shared: SharedCluster) -> str:
+    host = shared.api_client.configuration.host.rstrip("/")
+    return f"{host}/api/v1/namespaces/{shared.namespace}/services/shared-cluster-head-svc:dashboard/proxy"
+
+
+async def run(context: BenchContext) -> list[Figure]:
+    count = 3 if context.smoke else 30
+    lengths = sleeps(count, 2.0 if context.smoke else 8.0)
+    task_queue = f"bench-p3-{uuid.uuid4().hex[:6]}"
+    async with shared_cluster(context.scratch("p3-sandbox")) as shared:
+        base = dashboard_base(shared)
+        kubeconfig = shared.cluster.kubeconfig_path
+        async with worker_process(context.address, task_queue, kubeconfig, context.scratch("p3") / "w.log"):
+            tag = uuid.uuid4().hex[:4]
+            manifests = [
+                selector_rayjob(shared.namespace, f"p3-{tag}-{index}", f"sleep {length:.3f}")
+                for index, length in enumerate(lengths)
+            ]
+            reference_ids = [f"kuberay-{tag}-{index}" for index in range(count)]
+            for submission_id, length in zip(reference_ids, lengths, strict=True):
+                await submit_direct(base, submission_id, f"sleep {length:.3f}")
+            pollers = [
+                asyncio.create_task(kuberay_poller(base, submission_id, KUBERAY_RAYJOB_TICK_S))
+                for submission_id in reference_ids
+            ]
+            handles = await start_rayjobs(context.client, task_queue, manifests, "P3 start")
+            with Progress("P3 jobs ended", count) as bar:
+                results: list[dict[str, Any]] = []
+                for handle in handles:
+                    results.append(await handle.result())
+                    bar.advance()
+            seen = await asyncio.gather(*pollers)
+            ours_latency: list[float] = []
+            ours_rate_requests, ours_running_s = 0, 0.0
+            paths = shared.dashboard_paths()
+            for handle, result in zip(handles, results, strict=True):
+                job = shared.ray_job(result["jobId"])
+                ended = job["end_time"] / 1000
+                ours_latency.append(await wait_completed_at(handle) - ended)
+                ours_rate_requests += paths[f"GET /api/jobs/{result['jobId']}"]
+                ours_running_s += ended - job["start_time"] / 1000
+            ref_latency, ref_requests, ref_running_s = [], 0, 0.0
+            for submission_id, (seen_at, requests) in zip(reference_ids, seen, strict=True):
+                job = shared.ray_job(submission_id)
+                ref_latency.append(seen_at - job["end_time"] / 1000)
+                ref_requests += requests
+                ref_running_s += (job["end_time"] - job["start_time"]) / 1000
+    ours_rate = ours_rate_requests / ours_running_s
+    ref_rate = ref_requests / ref_running_s
+    median = percentile(ours_latency, 50)
+    return [
+        Figure(
+            "P3",
+            f"job-end detection, {count} jobs",
+            f"latency median {median:.2f} s, p90 {percentile(ours_latency, 90):.2f} s, max "
+            f"{max(ours_latency):.2f} s; {ours_rate:.3f} dashboard req/s per running job",
+            f"KubeRay-cadence poller: median {percentile(ref_latency, 50):.2f} s, "
+            f"max {max(ref_latency):.2f} s; {ref_rate:.3f} req/s/job",
+            "median <= 1 s at <= 0.2 req/s/job",
+            median <= LATENCY_TARGET_S and ours_rate <= RATE_TARGET,
+        )
+    ]

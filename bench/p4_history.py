@@ -1,0 +1,245 @@
+"""P4 / P4b: history events and billable Temporal actions of three typical lives, beside a tick loop.
+
+Runs on Temporal's time-skipping test server with the workflows' fake activities (tests/workflows), so
+hours of workflow time pass in seconds:
+- an HTTPMode RayJob whose Ray job runs 10 min, cluster deleted 60 s after it ends (shutdown + TTL);
+- a RayService idle for 24 h after its first deployment (events and actions counted over the 24 h only);
+- a 4-step incremental upgrade (stepSizePercent 25), counted from the `apply` to the promoted cluster.
+
+Actions = the billed history events (bench.arithmetic.count_actions) + wait retries at their 1 h attempt
+timeout + heartbeats that reach the server: each wait activity's outstanding time (from its events) divided
+by max(its heartbeat call period, the worker's 2 s throttle). The fakes' own retries are not counted: the
+real waits do not end while nothing changes.
+
+Reference, same run: `BenchKubeRayTickLoop` (bench/reference_workflows.py), one observe activity and one
+timer per tick, at KubeRay's cadence (RayJob 3 s, RayService 2 s) for the same workflow time. It runs
+twice, for two short lengths, and is extended linearly to the full length (its cost per tick is constant):
+43,200 real ticks would take the test server many minutes.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from bench.arithmetic import (
+    KUBERAY_RAYJOB_TICK_S,
+    KUBERAY_RAYSERVICE_TICK_S,
+    Figure,
+    activity_spans,
+    aware,
+    count_actions,
+    heartbeats_reaching_server,
+    parse_event_time,
+)
+from bench.reference_workflows import KubeRayTickLoop, observe
+from bench.suite import BenchContext
+from raypilot.search_attributes import ensure_search_attributes
+from raypilot.testing.binaries import temporal_test_server
+from raypilot.testing.worker import running_worker
+from tests.workflows.fakes_rayjob import FakeWorld
+from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
+from tests.workflows.fakes_rayservice import (
+    FakeRayWorld,
+    eventually,
+    incremental_manifest,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from wire import names
+
+HEARTBEAT_THROTTLE_S = 2.0  # worker.py MAX_HEARTBEAT_THROTTLE
+WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout: one retry (an action) per hour of waiting
+POLLING_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_SERVE: 2.0, names.WAIT_GATEWAY: 2.0}
+WATCH_HEARTBEAT_S = 10.0  # Kubernetes watches heartbeat from a background task every 10 s
+
+
+@dataclass(frozen=True)
+class Cost:
+    events: int
+    actions: int
+    heartbeats: int
+
+    @property
+    def billable(self) -> int:
+        return self.actions + self.heartbeats
+
+
+def cost_of(
+    events: Sequence[Mapping[str, Any]], since: datetime | None = None, until: datetime | None = None
+) -> Cost:
+    """The cost of the events after `since` (all by default), waits counted while outstanding in the
+    window [since, until]."""
+    window = [
+        event for event in events if since is None or parse_event_time(event["eventTime"]) > aware(since)
+    ]
+    counted = count_actions(window)
+    heartbeats = retries = 0
+    for span in activity_spans(events, since, until):
+        period = POLLING_WAITS.get(span.activity_type, WATCH_HEARTBEAT_S)
+        if span.activity_type.startswith("wait") or span.activity_type in POLLING_WAITS:
+            heartbeats += heartbeats_reaching_server(span.seconds, period, HEARTBEAT_THROTTLE_S)
+            retries += int(span.seconds // WAIT_ATTEMPT_S)
+    return Cost(len(window), counted.total + retries, heartbeats)
+
+
+async def time_skipping() -> WorkflowEnvironment:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=temporal_test_server(), data_converter=pydantic_data_converter
+    )
+    await ensure_search_attributes(env.client, env.client.namespace)
+    return env
+
+
+async def rayjob_ten_minutes(minutes: float) -> Cost:
+    env = await time_skipping()
+    try:
+        world = FakeWorld(job_duration=timedelta(minutes=minutes))
+        manifest = rayjob_manifest(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=60)
+        async with running_worker(env.client, activities=world.activities()) as queue:
+            handle = await start(env.client, manifest, queue)
+            await handle.result()
+        history = await handle.fetch_history()
+        return cost_of(history.to_json_dict()["events"])
+    finally:
+        await env.shutdown()
+
+
+async def idle_rayservice(hours: float) -> Cost:
+    env = await time_skipping()
+    try:
+        world = FakeRayWorld()
+        async with running_rayservice(env, world, rayservice_manifest()) as handle:
+            await until_ready(env, handle)
+            run_id = (await handle.describe()).run_id
+            since = await env.get_current_time()
+            await env.sleep(timedelta(hours=hours))
+            await status_of(handle)
+            until = await env.get_current_time()
+            if (await handle.describe()).run_id != run_id:
+                raise RuntimeError("the idle RayService continued as new: count across runs")
+            events = (await handle.fetch_history()).to_json_dict()["events"]
+            return cost_of(events, since, until)
+    finally:
+        await env.shutdown()
+
+
+def four_steps(version: str) -> dict[str, Any]:
+    manifest = copy.deepcopy(incremental_manifest(version))
+    manifest["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(stepSizePercent=25)
+    return manifest
+
+
+async def incremental_upgrade() -> tuple[Cost, float]:
+    """The cost of a 4-step upgrade and its length in workflow time (seconds)."""
+    env = await time_skipping()
+    try:
+        world = FakeRayWorld()
+        async with running_rayservice(env, world, four_steps("v1")) as handle:
+            await until_ready(env, handle)
+
+            async def routed() -> bool:
+                return world.route is not None
+
+            await eventually(env, routed)
+            since = await env.get_current_time()
+            await handle.execute_update("apply", four_steps("v2"))
+            new = ""
+
+            async def promoted() -> bool:
+                nonlocal new
+                status = await status_of(handle)
+                pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+                new = new or str(pending or "")
+                return bool(new) and status["activeServiceStatus"]["rayClusterName"] == new
+
+            await eventually(env, promoted)
+            await until_ready(env, handle)
+            until = await env.get_current_time()
+            events = (await handle.fetch_history()).to_json_dict()["events"]
+            return cost_of(events, since, until), (until - since).total_seconds()
+    finally:
+        await env.shutdown()
+
+
+async def tick_loop_cost(seconds: float, tick_s: float, sample_ticks: tuple[int, int]) -> Cost:
+    """The tick loop's cost for `seconds` of workflow time: two short runs, extended linearly."""
+    env = await time_skipping()
+    try:
+        costs: list[Cost] = []
+        async with running_worker(
+            env.client, activities=[observe], workflows=[KubeRayTickLoop], replay_every_task=False
+        ) as queue:
+            for ticks in sample_ticks:
+                handle: WorkflowHandle[Any, Any] = await env.client.start_workflow(
+                    "BenchKubeRayTickLoop",
+                    args=[ticks, tick_s],
+                    id=f"tick-loop-{uuid.uuid4().hex[:6]}",
+                    task_queue=queue,
+                )
+                await handle.result()
+                costs.append(cost_of((await handle.fetch_history()).to_json_dict()["events"]))
+    finally:
+        await env.shutdown()
+    (short, short_cost), (long, long_cost) = zip(sample_ticks, costs, strict=True)
+    ticks = seconds / tick_s
+
+    def extend(low: int, high: int) -> int:
+        per_tick = (high - low) / (long - short)
+        return round(low + per_tick * (ticks - short))
+
+    return Cost(
+        extend(short_cost.events, long_cost.events),
+        extend(short_cost.actions, long_cost.actions),
+        extend(short_cost.heartbeats, long_cost.heartbeats),
+    )
+
+
+def figure_pair(
+    name: str, ours: Cost, loop: Cost, event_target: int, action_target: int | None
+) -> list[Figure]:
+    return [
+        Figure(
+            "P4",
+            f"history events: {name}",
+            f"{ours.events}",
+            f"tick loop: {loop.events} ({ours.events / loop.events:.3f} of it)",
+            f"<= {event_target}",
+            ours.events <= event_target,
+        ),
+        Figure(
+            "P4b",
+            f"billable actions: {name}",
+            f"{ours.billable} ({ours.actions} from history + {ours.heartbeats} heartbeats)",
+            f"tick loop: {loop.billable} ({ours.billable / loop.billable:.3f} of it)",
+            f"<= {action_target:,}" if action_target is not None else "report",
+            ours.billable <= action_target if action_target is not None else None,
+        ),
+    ]
+
+
+async def run(context: BenchContext) -> list[Figure]:
+    minutes, hours = (1.0, 0.1) if context.smoke else (10.0, 24.0)
+    samples = (2, 4) if context.smoke else (20, 60)
+    job = await rayjob_ten_minutes(minutes)
+    job_loop = await tick_loop_cost(minutes * 60 + 60, KUBERAY_RAYJOB_TICK_S, samples)
+    idle = await idle_rayservice(hours)
+    idle_loop = await tick_loop_cost(hours * 3600, KUBERAY_RAYSERVICE_TICK_S, samples)
+    upgrade, length = await incremental_upgrade()
+    upgrade_loop = await tick_loop_cost(length, KUBERAY_RAYSERVICE_TICK_S, samples)
+    context.log(f"   P4 upgrade took {length:.0f} s of workflow time")
+    return [
+        *figure_pair(f"HTTPMode RayJob, {minutes:g} min + TTL 60 s", job, job_loop, 60, 40),
+        *figure_pair(f"idle RayService, {hours:g} h", idle, idle_loop, 50, 1500),
+        *figure_pair(f"4-step incremental upgrade ({length:.0f} s)", upgrade, upgrade_loop, 200, None),
+    ]

@@ -1,0 +1,137 @@
+"""P7: N concurrent *running* RayJobs held by one worker process (today's design: one polling wait per job).
+
+For each N of the scale: N HTTPMode RayJobs on one shared simulated RayCluster (`sleep` entrypoints that
+outlast the run; the simulated dashboard holds a Ray job as one asyncio task, no process), the real worker
+in its own process. Once every Ray job runs, a quiet window measures the worker's RSS and CPU share, the
+dashboard and Kubernetes API request rates, and how many distinct jobs were polled in it (a job whose wait
+found no activity slot is not watched at all). Reference: KubeRay's 1 dashboard GET per job per 3 s,
+extrapolated to N.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, ratio
+from bench.jobs_support import (
+    SharedCluster,
+    sample_process,
+    selector_rayjob,
+    shared_cluster,
+    start_rayjobs,
+    terminate_all,
+    wait_for_states,
+    worker_process,
+)
+from bench.suite import BenchContext
+
+RSS_TARGET_BYTES = int(1.5 * 2**30)
+# An observer that lists a cluster's jobs once a second stays within this whatever N is.
+PER_CLUSTER_RPS = 1.0
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    jobs: int
+    ramp_s: float
+    window_s: float
+    rss_bytes: int
+    cpu_share: float  # CPU seconds per wall second in the window
+    dashboard_rps: float
+    api_rps: float  # Kubernetes API requests, proxied dashboard calls excluded
+    jobs_polled: int  # distinct jobs read in the window
+    slots_used: int | None  # the worker's activity slots in use at the window's end
+
+
+def _delta(after: Counter[str], before: Counter[str]) -> Counter[str]:
+    return Counter({key: after[key] - before[key] for key in after if after[key] != before[key]})
+
+
+async def measure_point(
+    context: BenchContext, shared: SharedCluster, jobs: int, window_s: float, settle_s: float
+) -> ScalePoint:
+    task_queue = f"bench-p7-{uuid.uuid4().hex[:6]}"
+    log_path = context.scratch("p7") / f"worker-{jobs}.log"
+    kubeconfig = shared.cluster.kubeconfig_path
+    async with worker_process(context.address, task_queue, kubeconfig, log_path) as worker:
+        tag = uuid.uuid4().hex[:4]
+        manifests = [
+            selector_rayjob(shared.namespace, f"p7-{tag}-{index}", "sleep 100000") for index in range(jobs)
+        ]
+        running_before = shared.ray_job_states()["RUNNING"]
+        started = time.monotonic()
+        handles = await start_rayjobs(context.client, task_queue, manifests, f"P7 start N={jobs}")
+        try:
+            await wait_for_states(
+                shared,
+                "RUNNING",
+                running_before + jobs,
+                within=120 + jobs * 0.5,
+                label=f"P7 running N={jobs}",
+            )
+            ramp = time.monotonic() - started
+            await asyncio.sleep(settle_s)  # the first waits (PENDING -> RUNNING) return and start again
+            dashboard_before, api_before = shared.dashboard_requests(), shared.api_requests()
+            paths_before = shared.dashboard_paths()
+            cpu_before, wall_before = sample_process(worker.pid).cpu_seconds, time.monotonic()
+            await asyncio.sleep(window_s)
+            sample = sample_process(worker.pid)
+            wall = time.monotonic() - wall_before
+            dashboard = _delta(shared.dashboard_requests(), dashboard_before)
+            api = _delta(shared.api_requests(), api_before)
+            polled = _delta(shared.dashboard_paths(), paths_before)
+            slots = await worker.activity_slots_used()
+        finally:
+            await terminate_all(handles)
+    prefix = "GET /api/jobs/"
+    api_own = sum(count for key, count in api.items() if not key.endswith("/proxy"))
+    return ScalePoint(
+        jobs=jobs,
+        ramp_s=ramp,
+        window_s=wall,
+        rss_bytes=sample.rss_bytes,
+        cpu_share=(sample.cpu_seconds - cpu_before) / wall,
+        dashboard_rps=sum(dashboard.values()) / wall,
+        api_rps=api_own / wall,
+        jobs_polled=sum(1 for key in polled if key.startswith(prefix) and key.count("/") == 3),
+        slots_used=slots,
+    )
+
+
+def scale_figures(points: list[ScalePoint]) -> list[Figure]:
+    figures: list[Figure] = []
+    for point in points:
+        kuberay_rps = point.jobs / KUBERAY_RAYJOB_TICK_S
+        held = point.jobs_polled >= point.jobs
+        figures.append(
+            Figure(
+                "P7",
+                f"N={point.jobs} running RayJobs, one worker",
+                f"RSS {point.rss_bytes / 2**20:.0f} MiB, CPU {point.cpu_share:.2f} core, "
+                f"dashboard {point.dashboard_rps:.1f} req/s ({point.dashboard_rps / point.jobs:.3f}/job), "
+                f"K8s API {point.api_rps:.2f} req/s, jobs polled in {point.window_s:.0f} s: "
+                f"{point.jobs_polled}/{point.jobs}, activity slots used {point.slots_used}/100",
+                f"KubeRay: dashboard {kuberay_rps:.1f} req/s ({1 / KUBERAY_RAYJOB_TICK_S:.3f}/job); "
+                f"ours/KubeRay {ratio(point.dashboard_rps, kuberay_rps):.2f}",
+                "all held, RSS <= 1.5 GiB, load independent of N (<= 1 dashboard req/s per cluster)",
+                held and point.rss_bytes <= RSS_TARGET_BYTES and point.dashboard_rps <= PER_CLUSTER_RPS,
+                [f"N={point.jobs}: ramp to all RUNNING {point.ramp_s:.0f} s, window {point.window_s:.0f} s"],
+            )
+        )
+    return figures
+
+
+async def run(context: BenchContext) -> list[Figure]:
+    sizes = [3] if context.smoke else list(context.scale)
+    window, settle = (2.0, 0.0) if context.smoke else (20.0, 20.0)
+    points: list[ScalePoint] = []
+    async with shared_cluster(context.scratch("p7-sandbox")) as shared:
+        for jobs in sizes:
+            point = await measure_point(context, shared, jobs, window, settle)
+            context.log(f"   P7 N={jobs}: {point}")
+            points.append(point)
+    return scale_figures(points)

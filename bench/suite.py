@@ -1,0 +1,169 @@
+"""`make bench`: every speed and cost figure of raypilot beside its reference, measured in the same run.
+
+    .venv/bin/python -m bench [--only P1,P3] [--smoke] [--scale 100,1000] [--record]
+
+Each bench is a module `bench.pN_*` with `async def run(context) -> list[Figure]`. The suite starts one
+Temporal dev server for all of them, runs them one after the other (P6, the only one on real Ray, last),
+prints one table and, with `--record`, appends it to bench/RESULTS.md with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import os
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from bench.arithmetic import Figure, markdown_table
+from raypilot.testing.binaries import temporal_cli
+from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
+
+RESULTS = Path(__file__).with_name("RESULTS.md")
+BENCHES: dict[str, str] = {
+    "P1": "bench.p1_incremental",
+    "P2": "bench.p2_deletion",
+    "P3": "bench.p3_detection",
+    "P4": "bench.p4_history",
+    "P5": "bench.p5_throughput",
+    "P7": "bench.p7_scale",
+    "P6": "bench.p6_serve_real",  # real Ray: last, on the machine as the others left it
+}
+DEFAULT_SCALE = (100, 1000)
+
+
+@dataclass
+class BenchContext:
+    """What a bench gets: the dev server's client and address, a scratch directory, and how big to run."""
+
+    client: Client
+    address: str
+    workdir: Path
+    smoke: bool = False
+    scale: Sequence[int] = DEFAULT_SCALE
+    log: Callable[[str], None] = print
+    loads: list[float] = field(default_factory=list)
+
+    def scratch(self, name: str) -> Path:
+        path = self.workdir / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+Bench = Callable[[BenchContext], Awaitable[list[Figure]]]
+
+
+def bench_of(bench_id: str) -> Bench:
+    module = importlib.import_module(BENCHES[bench_id])
+    run: Bench = module.run
+    return run
+
+
+async def run_benches(context: BenchContext, ids: Sequence[str]) -> list[Figure]:
+    """Each bench in turn; a bench that fails shows as one MISSED row with its error, the others still run."""
+    figures: list[Figure] = []
+    for bench_id in ids:
+        started = time.monotonic()
+        context.log(f"== {bench_id} ({BENCHES[bench_id]})")
+        try:
+            figures.extend(await bench_of(bench_id)(context))
+        except Exception as error:
+            if context.smoke:
+                raise
+            traceback.print_exc()
+            failure = f"{type(error).__name__}: {error}"
+            figures.append(Figure(bench_id, "(bench failed)", failure, "", "", False))
+        load = os.getloadavg()[0]
+        context.loads.append(load)
+        context.log(f"   {bench_id} took {time.monotonic() - started:.0f} s, load avg {load:.1f}")
+    return figures
+
+
+async def start_dev_server() -> WorkflowEnvironment:
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli(),
+        data_converter=pydantic_data_converter,
+        search_attributes=ALL_SEARCH_ATTRIBUTES,
+        dev_server_log_level="error",
+    )
+
+
+def dev_server_address(env: WorkflowEnvironment) -> str:
+    return str(env.client.service_client.config.target_host)
+
+
+def record_text(figures: Sequence[Figure], ids: Sequence[str], loads: Sequence[float], note: str) -> str:
+    """The section `--record` appends to RESULTS.md."""
+    low, high = (min(loads), max(loads)) if loads else (0.0, 0.0)
+    notes = [f"- {row.id}: {text}" for row in figures for text in row.notes]
+    return "\n".join(
+        [
+            "",
+            f"## make bench, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({', '.join(ids)}{note})",
+            "",
+            f"Machine: load average {low:.1f}-{high:.1f} (1 min, sampled after each bench) on "
+            f"{os.cpu_count()} cores, shared with other test runs.",
+            "",
+            markdown_table(figures),
+            *(["", *notes] if notes else []),
+            "",
+        ]
+    )
+
+
+async def main_async(options: argparse.Namespace) -> list[Figure]:
+    ids = [item.strip().upper() for item in options.only.split(",")] if options.only else list(BENCHES)
+    unknown = [item for item in ids if item not in BENCHES]
+    if unknown:
+        raise SystemExit(f"unknown bench {unknown}; known: {', '.join(BENCHES)}")
+    ids = [bench_id for bench_id in BENCHES if bench_id in ids]  # P6 stays last
+    scale = tuple(int(n) for n in options.scale.split(",")) if options.scale else DEFAULT_SCALE
+    env = await start_dev_server()
+    try:
+        with tempfile.TemporaryDirectory(prefix="raypilot-bench-") as workdir:
+            context = BenchContext(
+                env.client, dev_server_address(env), Path(workdir), smoke=options.smoke, scale=scale
+            )
+            figures = await run_benches(context, ids)
+    finally:
+        await env.shutdown()
+    table = markdown_table(figures)
+    print()
+    print(table)
+    for row in figures:
+        for text in row.notes:
+            print(f"  {row.id}: {text}")
+    if options.record:
+        note = ", smoke" if options.smoke else ""
+        with RESULTS.open("a") as results:
+            results.write(record_text(figures, ids, context.loads, note))
+        print(f"appended to {RESULTS}")
+    return figures
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated bench ids, e.g. P1,P3 (default: all)")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every bench runs")
+    parser.add_argument("--scale", default="", help="P7's numbers of running RayJobs, e.g. 100,1000,10000")
+    parser.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
+    options = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    # The fake waits of P4 end with a retryable "nothing changed yet" by design; the worker logs each one.
+    logging.getLogger("temporalio.activity").setLevel(logging.ERROR)
+    logging.getLogger("temporalio.worker._activity").setLevel(logging.ERROR)
+    # The sandbox's TCP proxies log their connection tasks cancelled at shutdown (asyncio's stream callback
+    # asks a cancelled task for its exception): noise at the end of each bench, not a result.
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+    asyncio.run(main_async(options))

@@ -1,0 +1,211 @@
+"""The suite's own arithmetic: percentiles, ratios, KubeRay's tick model, actions and heartbeats counted
+from a recorded history."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.arithmetic import (
+    Figure,
+    activity_spans,
+    count_actions,
+    event_kind,
+    heartbeats_reaching_server,
+    kuberay_step_errors,
+    kuberay_tick_after,
+    markdown_table,
+    parse_event_time,
+    percentile,
+    ratio,
+)
+from bench.progress import Progress, bar_text
+from bench.suite import record_text
+
+HISTORIES = Path(__file__).parents[1] / "replay" / "histories"
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [
+        ([3.0], 50, 3.0),
+        ([1.0, 2.0, 3.0, 4.0], 50, 2.5),
+        ([4.0, 1.0, 3.0, 2.0], 0, 1.0),
+        ([4.0, 1.0, 3.0, 2.0], 100, 4.0),
+        ([1.0, 2.0, 3.0, 4.0, 5.0], 90, 4.6),
+        ([0.0, 10.0], 99, 9.9),
+    ],
+)
+def test_percentile_interpolates_between_ranks(values: list[float], q: float, expected: float) -> None:
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("values", "q"), [([], 50), ([1.0], -1), ([1.0], 101)])
+def test_percentile_rejects_what_has_none(values: list[float], q: float) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011 (two distinct messages)
+        percentile(values, q)
+
+
+@pytest.mark.parametrize(
+    ("measured", "reference", "expected"),
+    [(1.0, 4.0, 0.25), (3.0, 3.0, 1.0), (0.0, 0.0, 1.0), (2.0, 0.0, math.inf), (0.0, 5.0, 0.0)],
+)
+def test_ratio(measured: float, reference: float, expected: float) -> None:
+    assert ratio(measured, reference) == expected
+
+
+@pytest.mark.parametrize(
+    ("due", "tick", "phase", "expected"),
+    [
+        (5.0, 2.0, 0.0, 6.0),  # between ticks: the next one
+        (6.0, 2.0, 0.0, 6.0),  # on a tick: that one
+        (5.0, 3.0, 1.0, 7.0),  # ticks at 1, 4, 7
+        (0.5, 2.0, 1.0, 1.0),  # already due at the first tick
+    ],
+)
+def test_kuberay_acts_at_the_first_tick_at_or_after_the_due_time(
+    due: float, tick: float, phase: float, expected: float
+) -> None:
+    assert kuberay_tick_after(due, tick, phase) == expected
+
+
+@pytest.mark.parametrize(
+    ("steps", "interval", "tick", "expected"),
+    [(4, 3.0, 2.0, [1.0, 1.0, 1.0]), (3, 4.0, 2.0, [0.0, 0.0]), (2, 5.0, 2.0, [1.0]), (1, 5.0, 2.0, [])],
+)
+def test_kuberay_steps_land_on_reconcile_ticks(
+    steps: int, interval: float, tick: float, expected: list[float]
+) -> None:
+    assert kuberay_step_errors(steps, interval, tick) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        ({"eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"}, "activitytaskscheduled"),
+        ({"eventType": "ActivityTaskScheduled"}, "activitytaskscheduled"),
+        ({"event_type": "TimerStarted"}, "timerstarted"),
+    ],
+)
+def test_event_kinds_from_any_spelling(raw: dict[str, Any], kind: str) -> None:
+    assert event_kind(raw) == kind
+
+
+def test_actions_counted_from_a_synthetic_history() -> None:
+    events = [
+        {"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED"},
+        {"eventType": "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED"},
+        {"eventType": "EVENT_TYPE_WORKFLOW_TASK_COMPLETED"},
+        {"eventType": "EVENT_TYPE_MARKER_RECORDED"},
+        {"eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"},
+        {
+            "eventType": "EVENT_TYPE_ACTIVITY_TASK_STARTED",
+            "activityTaskStartedEventAttributes": {"attempt": 3},
+        },
+        {"eventType": "EVENT_TYPE_ACTIVITY_TASK_COMPLETED"},
+        {"eventType": "EVENT_TYPE_TIMER_STARTED"},
+        {"eventType": "EVENT_TYPE_TIMER_FIRED"},
+        {"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED"},
+        {"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED"},
+        {"eventType": "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES"},
+        {"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED"},
+    ]
+    counted = count_actions(events)
+    # start, marker, activity, timer, update, signal, upsert; the third attempt is two retries
+    assert sum(counted.by_kind.values()) == 7
+    assert counted.retries == 2
+    assert counted.total == 9
+
+
+def test_actions_of_a_recorded_history_match_its_billed_events() -> None:
+    events = json.loads((HISTORIES / "rayjob_http_shutdown.json").read_text())["events"]
+    counted = count_actions(events)
+    kinds = [event_kind(event) for event in events]
+    assert counted.by_kind["workflowexecutionstarted"] == 1
+    assert counted.by_kind["timerstarted"] == kinds.count("timerstarted") >= 1  # the 60 s TTL at least
+    assert counted.by_kind.get("activitytaskscheduled", 0) == kinds.count("activitytaskscheduled")
+    assert counted.total < len(events)
+
+
+def test_activity_spans_from_event_times_within_a_window() -> None:
+    def event(event_id: int, kind: str, second: int, **attributes: Any) -> dict[str, Any]:
+        return {
+            "eventId": event_id,
+            "eventType": kind,
+            "eventTime": f"2026-01-01T00:00:{second:02d}.5Z",
+            **attributes,
+        }
+
+    events = [
+        event(
+            1,
+            "ActivityTaskScheduled",
+            0,
+            activityTaskScheduledEventAttributes={"activityType": {"name": "w"}},
+        ),
+        event(
+            2,
+            "ActivityTaskScheduled",
+            1,
+            activityTaskScheduledEventAttributes={"activityType": {"name": "x"}},
+        ),
+        event(3, "ActivityTaskCompleted", 11, activityTaskCompletedEventAttributes={"scheduledEventId": 1}),
+        event(4, "TimerStarted", 20),
+    ]
+    spans = activity_spans(events)
+    assert [(span.activity_type, span.seconds) for span in spans] == [("w", 11.0), ("x", 19.0)]
+    since = parse_event_time("2026-01-01T00:00:05.5Z")
+    clipped = activity_spans(events, since=since)
+    assert [(span.activity_type, span.seconds) for span in clipped] == [("w", 6.0), ("x", 15.0)]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "call", "throttle", "expected"),
+    [
+        (0.0, 2.0, 2.0, 0),
+        (1.0, 2.0, 2.0, 1),
+        (10.0, 2.0, 2.0, 6),
+        (60.0, 10.0, 2.0, 7),
+        (3600, 1.0, 24.0, 151),
+    ],
+)
+def test_heartbeats_reaching_the_server_are_throttled(
+    seconds: float, call: float, throttle: float, expected: int
+) -> None:
+    assert heartbeats_reaching_server(seconds, call, throttle) == expected
+
+
+def test_event_times_with_nanoseconds_parse() -> None:
+    moment = parse_event_time("2026-11-25T10:00:01.123456789Z")
+    assert (moment.second, moment.microsecond, moment.utcoffset()) == (
+        1,
+        123456,
+        parse_event_time("2026-11-25T10:00:00Z").utcoffset(),
+    )
+
+
+def test_table_and_record_show_each_verdict() -> None:
+    figures = [
+        Figure("P1", "a", "1", "2", "<= 1", True),
+        Figure("P2", "b|c", "3", "4", "<= 1", False, ["why"]),
+        Figure("P4b", "d", "5", "6", "report", None),
+    ]
+    table = markdown_table(figures)
+    assert [line.rsplit("|", 2)[1].strip() for line in table.splitlines()[2:]] == ["met", "MISSED", "report"]
+    assert "b/c" in table  # a cell cannot break the table
+    recorded = record_text(figures, ["P1", "P2", "P4"], [1.0, 3.5], "")
+    assert "load average 1.0-3.5" in recorded
+    assert "- P2: why" in recorded
+
+
+def test_progress_bar_text() -> None:
+    assert bar_text("P7", 5, 10, 1.25) == "P7 [" + "#" * 15 + "." * 15 + "] 5/10 1.2 s"
+    stream = io.StringIO()
+    with Progress("x", 2, stream=stream) as bar:
+        bar.advance(2)
+    assert stream.getvalue().endswith("] 2/2 0.0 s\n")

@@ -1,0 +1,92 @@
+"""The corpus (tests/corpus/: one realistic manifest per feature KubeRay's samples exercise) applied as users
+apply it: all files at once through `raypilot apply -f tests/corpus`, each in its own namespace, on the
+simulated sandbox; then every object must progress (RayService Running, RayJob Running or Complete,
+InteractiveMode Waiting). A feature the sandbox cannot run is skipped by name, with the reason."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from sandbox.testing import wait_until
+from tests.cli.conftest import CliResult, CliStack
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
+
+CORPUS = Path(__file__).parents[1] / "corpus"
+FEATURES = sorted(path.stem for path in CORPUS.glob("*.yaml"))
+# Features the sandbox cannot run, by corpus file name, with the reason (a test skipped by that name). Empty
+# since the sandbox stands in for KubeRay's light-weight submitter image (sandbox/images/).
+SANDBOX_CANNOT_RUN: dict[str, str] = {}
+# What "progresses" means for each kind of object, read from the status query.
+PROGRESSED_RAYJOB = frozenset({"Running", "Complete"})
+WAITING_FOR_THE_USER = "Waiting"
+STARTED_LINE = re.compile(r"^(ray(?:job|service))/(corpus-[a-z0-9-]+)/(\S+) started", re.MULTILINE)
+
+
+def namespace_of(feature: str) -> str:
+    return f"corpus-{feature}"
+
+
+@pytest.fixture(scope="module")
+async def applied_corpus(cli_stack: CliStack) -> CliResult:
+    core = k8s.CoreV1Api(cli_stack.api_client)
+    for feature in FEATURES:
+        core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=namespace_of(feature))))
+    return await cli_stack.run("apply", "-f", str(CORPUS))
+
+
+def test_every_feature_has_its_namespace() -> None:
+    """Each corpus file puts its namespaced objects in corpus-<file name>, so they run side by side."""
+    for feature in FEATURES:
+        text = (CORPUS / f"{feature}.yaml").read_text()
+        namespaces = set(re.findall(r"^  namespace: (\S+)$", text, re.MULTILINE))
+        assert namespaces == {namespace_of(feature)}, feature
+
+
+async def test_the_whole_corpus_applies_in_one_call(applied_corpus: CliResult) -> None:
+    assert applied_corpus.code == 0, applied_corpus.stderr
+    assert applied_corpus.stderr == ""
+    started = {match[1] for match in STARTED_LINE.findall(applied_corpus.stdout)}
+    assert started == {namespace_of(feature) for feature in FEATURES}
+    # The objects beside the Ray ones went to Kubernetes, each line naming its object.
+    assert "queue.scheduling.volcano.sh/corpus-research created" in applied_corpus.stdout
+    assert "role.rbac.authorization.k8s.io/corpus-platform-events/ray-events-reader created" in (
+        applied_corpus.stdout
+    )
+
+
+def progressed(kind: str, status: dict[str, Any], feature: str) -> bool:
+    if kind == "rayservice":
+        return status.get("serviceStatus") == "Running"
+    phase = status.get("jobDeploymentStatus")
+    if feature == "interactive-mode":
+        return phase == WAITING_FOR_THE_USER
+    return phase in PROGRESSED_RAYJOB
+
+
+@pytest.mark.parametrize(
+    "feature",
+    [
+        pytest.param(feature, marks=pytest.mark.skip(reason=f"{feature}: {SANDBOX_CANNOT_RUN[feature]}"))
+        if feature in SANDBOX_CANNOT_RUN
+        else feature
+        for feature in FEATURES
+    ],
+)
+async def test_each_feature_progresses_on_the_sandbox(
+    feature: str, applied_corpus: CliResult, cli_stack: CliStack
+) -> None:
+    refs = {namespace: (kind, name) for kind, namespace, name in STARTED_LINE.findall(applied_corpus.stdout)}
+    kind, name = refs[namespace_of(feature)]
+    handle = cli_stack.client.get_workflow_handle(f"{kind}/{namespace_of(feature)}/{name}")
+
+    async def advanced() -> dict[str, Any] | None:
+        status: dict[str, Any] = await handle.query("status")
+        return status if progressed(kind, status, feature) else None
+
+    await wait_until(advanced, within=90, interval=0.5, what=f"{feature} progressing")
