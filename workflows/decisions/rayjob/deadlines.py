@@ -131,9 +131,14 @@ def job_status_check_deadline(job: RayJob, timeout_seconds: int) -> Deadline | N
     return Deadline("jobStatusCheckTimeout", since + timedelta(seconds=timeout_seconds), failed)
 
 
-def submitter_finished_deadline(finished_at: datetime | None) -> Deadline | None:
-    """The submitter finished but the Ray job is not terminal: fail 30 s later, marking the Ray job FAILED."""
-    if finished_at is None:
+def submitter_finished_deadline(
+    finished_at: datetime | None, job_status: JobStatus | None
+) -> Deadline | None:
+    """The submitter finished but the Ray job is not terminal: fail 30 s later, marking the Ray job FAILED.
+
+    None once the Ray job was seen terminal: the rule is about a job that never got there, and a workflow
+    that looks late (a worker busy for minutes) must not fail a job that succeeded in time."""
+    if finished_at is None or (job_status is not None and is_job_terminal(job_status)):
         return None
     timeout = SUBMITTER_FINISHED_TIMEOUT_SECONDS
     message = (
@@ -167,7 +172,9 @@ def rayjob_deadlines(
             active_deadline(job),
             transition_grace_deadline(job, config.job_transition_grace_seconds),
             job_status_check_deadline(job, config.job_status_check_timeout_seconds),
-            submitter_finished_deadline(kube_time(submitter_finished_at) if submitter_finished_at else None),
+            submitter_finished_deadline(
+                kube_time(submitter_finished_at) if submitter_finished_at else None, job.status.job_status
+            ),
         ]
     else:
         candidates = []

@@ -63,9 +63,14 @@ def has_submitter(job: RayJob) -> bool:
     return job.spec.submission_mode in (JobSubmissionMode.K8S_JOB_MODE, JobSubmissionMode.SIDECAR_MODE)
 
 
-def _submitter_transition(job: RayJob, submitter: SubmitterState, now: datetime) -> Transition | None:
+def _submitter_transition(
+    job: RayJob, submitter: SubmitterState, now: datetime, job_info: JobInfoResult
+) -> Transition | None:
+    # Terminal if this look or an earlier one saw it so (a Ray job never leaves a terminal state).
+    looked = job_info.status if isinstance(job_info, JobInfo) else None
+    seen = looked if looked is not None and is_job_terminal(looked) else job.status.job_status
     finished = submitter_finished_deadline(
-        kube_time(submitter.finished_at) if submitter.finished_at else None
+        kube_time(submitter.finished_at) if submitter.finished_at else None, seen
     )
     # KubeRay checks the 30 s rule after judging the submitter, so it overrides a submitter failure.
     if finished is not None and now >= finished.at:
@@ -135,7 +140,7 @@ def next_running_status(
     status = job.status
     finished_at = submitter.finished_at if submitter is not None else None
     if submitter is not None and has_submitter(job):
-        transition = _submitter_transition(job, submitter, now)
+        transition = _submitter_transition(job, submitter, now, job_info)
         if transition is not None:
             return RunningDecision(apply_transition(status, transition))
     if isinstance(job_info, JobNotFound):

@@ -141,7 +141,7 @@ def test_timeouts_from_environment(env: dict[str, str], status_check: int, grace
 
 
 def test_submitter_finished_timeout_marks_the_ray_job_failed() -> None:
-    deadline = submitter_finished_deadline(datetime(2025, 3, 4, 7, 0, 0, tzinfo=UTC))
+    deadline = submitter_finished_deadline(datetime(2025, 3, 4, 7, 0, 0, tzinfo=UTC), JobStatus.RUNNING)
     assert deadline is not None
     assert deadline.at == datetime(2025, 3, 4, 7, 0, 30, tzinfo=UTC)
     assert deadline.transition.job_status == JobStatus.FAILED
@@ -151,7 +151,26 @@ def test_submitter_finished_timeout_marks_the_ray_job_failed() -> None:
         "The RayJob submitter finished at 2025-03-04 07:00:00 but the ray job did not reach terminal state "
         "within 30s"
     )
-    assert submitter_finished_deadline(None) is None
+    assert submitter_finished_deadline(None, JobStatus.RUNNING) is None
+
+
+@pytest.mark.parametrize(
+    ("job_status", "applies"),
+    [
+        (None, True),
+        (JobStatus.PENDING, True),
+        (JobStatus.RUNNING, True),
+        (JobStatus.SUCCEEDED, False),
+        (JobStatus.FAILED, False),
+        (JobStatus.STOPPED, False),
+    ],
+)
+def test_submitter_finished_timeout_only_for_a_ray_job_not_seen_terminal(
+    job_status: JobStatus | None, applies: bool
+) -> None:
+    """A workflow that looks late (its worker busy for minutes) must not fail a job seen terminal in time."""
+    deadline = submitter_finished_deadline(datetime(2025, 3, 4, 7, 0, 0, tzinfo=UTC), job_status)
+    assert (deadline is not None) == applies
 
 
 ALL_DEADLINES = {"activeDeadlineSeconds": 100, "preRunningDeadlineSeconds": 50}
@@ -174,7 +193,8 @@ RUNNING_EXTRAS = {
                 "activeDeadlineSeconds",
                 "transitionGracePeriod",
                 "jobStatusCheckTimeout",
-                "submitterFinishedTimeout",
+                # Not submitterFinishedTimeout: the Ray job is SUCCEEDED here (the grace period needs a
+                # terminal job), and that rule is for a job never seen terminal.
             ],
         ),
         (JobDeploymentStatus.SUSPENDED, []),
@@ -189,7 +209,9 @@ def test_deadlines_that_apply_per_state(state: JobDeploymentStatus, expected: li
 
 
 def test_earliest_is_armed_but_kuberays_order_decides_after_downtime() -> None:
-    job = make_job(ALL_DEADLINES, jobDeploymentStatus=JobDeploymentStatus.RUNNING, **RUNNING_EXTRAS)
+    # The Ray job still RUNNING, so the submitter rule applies (and the grace period does not).
+    extras = {**RUNNING_EXTRAS, "jobStatus": JobStatus.RUNNING}
+    job = make_job(ALL_DEADLINES, jobDeploymentStatus=JobDeploymentStatus.RUNNING, **extras)
     deadlines = rayjob_deadlines(job, CONFIG, START + timedelta(seconds=1))
     earliest = earliest_deadline(deadlines)
     assert earliest is not None

@@ -12,6 +12,7 @@ from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
 from workflows.decisions.rayjob.observations import (
     JobInfo,
+    JobInfoResult,
     JobInfoUnavailable,
     JobNotFound,
     SubmitterState,
@@ -279,6 +280,30 @@ def test_submitter_finished_30_seconds_ago_overrides_everything() -> None:
         "The RayJob submitter finished at 2025-06-01 11:59:30 but the ray job did not reach terminal state "
         "within 30s"
     )
+
+
+@pytest.mark.parametrize(
+    ("previous_job_status", "job_info"),
+    [
+        ("SUCCEEDED", INFO_RUNNING),  # seen terminal by an earlier look
+        ("RUNNING", INFO_SUCCEEDED),  # seen terminal by this look
+    ],
+)
+def test_a_late_look_does_not_fail_a_job_that_finished_in_time(
+    previous_job_status: str, job_info: JobInfoResult
+) -> None:
+    """The workflow looked minutes after the submitter finished (its worker was busy), but the Ray job had
+    succeeded: Complete, not "did not reach terminal state within 30s"."""
+    submitter = SubmitterState(finished_at=NOW - timedelta(minutes=5))
+    job = running_job("K8sJobMode", jobStatus=previous_job_status)
+    decision = next_running_status(job, NOW, cluster_status=READY, submitter=submitter, job_info=job_info)
+    status = decision.status
+    assert status.reason != JobFailedReason.TRANSITION_GRACE_PERIOD_EXCEEDED
+    if job_info is INFO_SUCCEEDED:
+        assert (status.job_deployment_status, status.job_status) == (
+            JobDeploymentStatus.COMPLETE,
+            JobStatus.SUCCEEDED,
+        )
 
 
 def test_sidecar_head_pod_missing_fails_the_job() -> None:
