@@ -75,9 +75,10 @@ class TemporalSettings:
 
 
 # How rustls and hyper report a server that refuses the client's certificate: a TLS alert, or the connection
-# closed or reset right after the handshake (which one depends on timing).
+# closed, reset or a broken pipe right after the handshake (which one depends on timing).
 _TLS_FAILURE_SIGNS = (
     "tls", "certificate", "handshake", "close_notify", "connectionreset", "connection reset", "unexpectedeof",
+    "broken pipe", "brokenpipe",
 )  # fmt: skip
 
 

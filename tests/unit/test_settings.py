@@ -92,10 +92,18 @@ def test_metrics_bind_address_rejects_non_ports(value: str) -> None:
         ({"TEMPORAL_TLS_CA": "ca.pem"}, "peer closed connection without sending TLS close_notify", True),
         ({"TEMPORAL_API_KEY": "k"}, "invalid peer certificate: UnknownIssuer", True),
         ({"TEMPORAL_TLS_CA": "ca.pem"}, "transport error: hyper::Error(Io, Kind(ConnectionReset))", True),
+        ({"TEMPORAL_TLS_CA": "ca.pem"}, "error sending request: Broken pipe (os error 32)", True),
         ({"TEMPORAL_TLS_CA": "ca.pem"}, "Connection refused (os error 111)", False),
         ({}, "peer closed connection without sending TLS close_notify", False),
     ],
-    ids=["mtls refused", "api key, unknown issuer", "mtls reset", "not a tls failure", "no tls configured"],
+    ids=[
+        "mtls refused",
+        "api key, unknown issuer",
+        "mtls reset",
+        "mtls broken pipe",
+        "not a tls failure",
+        "no tls configured",
+    ],
 )
 def test_a_tls_failure_names_the_settings_to_check(env: dict[str, str], error: str, hinted: bool) -> None:
     message = connection_failure(TemporalSettings.from_env({"TEMPORAL_ADDRESS": "h:7233", **env}), error)
