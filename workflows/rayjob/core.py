@@ -23,8 +23,9 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import RayJob, RayJobStatus
     from wire import stubs
     from wire.dashboard import DashboardTarget
-    from wire.kubernetes import InvolvedObject, OwnerReference, Ownership, RecordEvent
+    from wire.kubernetes import CreateObject, InvolvedObject, OwnerReference, Ownership, RecordEvent
     from workflows.decisions.rayjob.backoff import failure_backoff
+    from workflows.decisions.rayjob.cluster import rayjob_cluster_manifest
     from workflows.decisions.rayjob.dashboard import dashboard_target
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob.details import phase_details
@@ -145,6 +146,14 @@ class RayJobCore:
         if not uid:
             return None
         return OwnerReference(RAY_API_VERSION, KIND_RAYJOB, self.name, uid)
+
+    def cluster_create_request(self, cluster_name: str) -> CreateObject:
+        """The RayCluster this RayJob runs on, as the create activity takes it (first creation and the
+        re-creation of a cluster deleted while Running are the same object)."""
+        manifest = rayjob_cluster_manifest(
+            self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
+        )
+        return CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
 
     def cluster_spec(self) -> RayClusterSpec:
         spec = self.state.attempt.cluster_spec

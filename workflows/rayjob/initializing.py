@@ -25,7 +25,6 @@ with workflow.unsafe.imports_passed_through():
         DashboardPortNotFound,
         cluster_head_service_name,
         dashboard_url_from_head_service,
-        rayjob_cluster_manifest,
     )
     from workflows.decisions.rayjob.dashboard import dashboard_url_from_cluster_status
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
@@ -118,15 +117,7 @@ class InitializingSteps(RayJobPart):
             self.core.set_cluster_status(found)
             return
         try:
-            manifest = rayjob_cluster_manifest(
-                self.core.job,
-                cluster_name,
-                workflow_id=self.core.state.workflow_id,
-                gates=self.core.config.feature_gates,
-            )
-            request = CreateObject(
-                body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
-            )
+            request = self.core.cluster_create_request(cluster_name)
             created: dict[str, Any] = await call(stubs.create_raycluster, request, IO.STEP)
         except (ActivityError, SubmitCommandError, ValueError) as error:
             self.core.record(

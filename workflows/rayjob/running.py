@@ -20,7 +20,6 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
-    from workflows.decisions.rayjob.cluster import rayjob_cluster_manifest
     from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob.events import (
@@ -216,14 +215,5 @@ class RunningSteps(RayJobPart):
                 rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.core.namespace, cluster_name)
             )
             return
-        manifest = rayjob_cluster_manifest(
-            self.core.job,
-            cluster_name,
-            workflow_id=self.core.state.workflow_id,
-            gates=self.core.config.feature_gates,
-        )
-        request = CreateObject(
-            body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
-        )
-        await call(stubs.create_raycluster, request, IO.STEP)
+        await call(stubs.create_raycluster, self.core.cluster_create_request(cluster_name), IO.STEP)
         self.core.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name))
