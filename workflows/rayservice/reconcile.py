@@ -22,7 +22,11 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.raycluster import RayCluster
     from models.rayservice import RayService, RayServiceConditionType
-    from workflows.decisions.rayservice.cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
+    from workflows.decisions.rayservice.cleanup import (
+        OwnedClusters,
+        cluster_deletion_delay,
+        plan_dangling_cluster_cleanup,
+    )
     from workflows.decisions.rayservice.cluster import (
         goal_cluster_hash,
         in_place_update_request,
@@ -287,12 +291,14 @@ class RayServiceReconciler(RayServicePart):
         state = self.state
         active_name, pending_name = cluster_names(state.status)
         plan = plan_dangling_cluster_cleanup(
-            state.owned_clusters,
-            active_name,
-            pending_name,
-            state.deletion_schedule,
-            cluster_deletion_delay(rayservice.spec),
-            now,
+            OwnedClusters(
+                existing=state.owned_clusters,
+                active=active_name,
+                pending=pending_name,
+                schedule=state.deletion_schedule,
+                delay=cluster_deletion_delay(rayservice.spec),
+                now=now,
+            )
         )
         state.deletion_schedule = plan.schedule
         if plan.delete_now:

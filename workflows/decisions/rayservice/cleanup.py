@@ -21,6 +21,7 @@ from models.rayservice import DEFAULT_RAY_CLUSTER_DELETION_DELAY_SECONDS, RaySer
 
 __all__ = [
     "CleanupPlan",
+    "OwnedClusters",
     "cluster_deletion_delay",
     "plan_dangling_cluster_cleanup",
 ]
@@ -42,33 +43,42 @@ class CleanupPlan:
     next_due: datetime | None  # earliest deletion time still in the future (arm a timer for it)
 
 
-def plan_dangling_cluster_cleanup(
-    existing_clusters: Iterable[str],
-    active_cluster: str,
-    pending_cluster: str,
-    schedule: Mapping[str, datetime],
-    delay: timedelta,
-    now: datetime,
-    rayservice_deleting: bool = False,
-) -> CleanupPlan:
+@dataclass(frozen=True)
+class OwnedClusters:
+    """The RayService's clusters at one pass, for `plan_dangling_cluster_cleanup`.
+
+    `existing` are the names listed with the RayService's ownership labels (not already being deleted);
+    `schedule` is the previous plan's schedule (workflow state); `delay` is `cluster_deletion_delay(...)`.
+    """
+
+    existing: Iterable[str]
+    active: str
+    pending: str
+    schedule: Mapping[str, datetime]
+    delay: timedelta
+    now: datetime
+    rayservice_deleting: bool = False
+
+
+def plan_dangling_cluster_cleanup(clusters: OwnedClusters) -> CleanupPlan:
     """Which of the RayService's existing clusters to delete now, and when the others are due.
 
-    `existing_clusters` are the names listed with the RayService's ownership labels (not already being
-    deleted). A cluster that is active or pending again is taken off the schedule.
+    A cluster that is active or pending again is taken off the schedule.
     """
+    rayservice_deleting, now = clusters.rayservice_deleting, clusters.now
     new_schedule: dict[str, datetime] = {}
     delete_now: list[str] = []
     has_clusters_to_clean = False
-    for name in sorted(set(existing_clusters)):
-        if not rayservice_deleting and name in (active_cluster, pending_cluster):
+    for name in sorted(set(clusters.existing)):
+        if not rayservice_deleting and name in (clusters.active, clusters.pending):
             continue
         has_clusters_to_clean = True
         if rayservice_deleting:
             delete_now.append(name)
             continue
-        due = schedule.get(name)
+        due = clusters.schedule.get(name)
         if due is None:
-            due = now + delay
+            due = now + clusters.delay
         if now >= due:
             delete_now.append(name)
         else:

@@ -7,7 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from models.rayservice import RayServiceSpec
-from workflows.decisions.rayservice.cleanup import cluster_deletion_delay, plan_dangling_cluster_cleanup
+from workflows.decisions.rayservice.cleanup import (
+    OwnedClusters,
+    cluster_deletion_delay,
+    plan_dangling_cluster_cleanup,
+)
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 
@@ -40,7 +44,7 @@ def test_a_dangling_cluster_is_scheduled_once(
     delay: int | None, scheduled_at: datetime | None, deleted_now: bool
 ) -> None:
     plan = plan_dangling_cluster_cleanup(
-        ["svc-old", "svc-new"], "svc-new", "", {}, cluster_deletion_delay(spec(delay)), NOW
+        OwnedClusters(["svc-old", "svc-new"], "svc-new", "", {}, cluster_deletion_delay(spec(delay)), NOW)
     )
     assert plan.has_clusters_to_clean is True
     assert plan.schedule.get("svc-old") == scheduled_at
@@ -51,12 +55,14 @@ def test_a_dangling_cluster_is_scheduled_once(
 def test_the_schedule_survives_and_fires_exactly_at_the_due_time() -> None:
     due = NOW + timedelta(seconds=60)
     before = plan_dangling_cluster_cleanup(
-        ["svc-old"], "svc-new", "", {"svc-old": due}, timedelta(seconds=60), due - timedelta(seconds=1)
+        OwnedClusters(
+            ["svc-old"], "svc-new", "", {"svc-old": due}, timedelta(seconds=60), due - timedelta(seconds=1)
+        )
     )
     assert before.delete_now == ()
     assert before.schedule == {"svc-old": due}  # not pushed back by a later pass
     at_due = plan_dangling_cluster_cleanup(
-        ["svc-old"], "svc-new", "", {"svc-old": due}, timedelta(seconds=60), due
+        OwnedClusters(["svc-old"], "svc-new", "", {"svc-old": due}, timedelta(seconds=60), due)
     )
     assert at_due.delete_now == ("svc-old",)
     assert at_due.schedule == {}
@@ -66,14 +72,14 @@ def test_the_schedule_survives_and_fires_exactly_at_the_due_time() -> None:
 def test_clusters_in_use_are_not_cleaned_and_stale_entries_are_dropped() -> None:
     schedule = {"svc-a": NOW, "svc-gone": NOW}
     plan = plan_dangling_cluster_cleanup(
-        ["svc-a", "svc-b"], "svc-a", "svc-b", schedule, timedelta(seconds=60), NOW
+        OwnedClusters(["svc-a", "svc-b"], "svc-a", "svc-b", schedule, timedelta(seconds=60), NOW)
     )
     assert plan == plan.__class__({}, (), False, None)
 
 
 def test_a_deleted_rayservice_deletes_every_cluster_now() -> None:
     plan = plan_dangling_cluster_cleanup(
-        ["svc-a", "svc-b"], "svc-a", "svc-b", {}, timedelta(0), NOW, rayservice_deleting=True
+        OwnedClusters(["svc-a", "svc-b"], "svc-a", "svc-b", {}, timedelta(0), NOW, rayservice_deleting=True)
     )
     assert plan.delete_now == ("svc-a", "svc-b")
     assert plan.has_clusters_to_clean is True
