@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         plan_dangling_cluster_cleanup,
     )
     from workflows.decisions.rayservice.cluster import (
+        ServiceClusters,
         goal_cluster_hash,
         in_place_update_request,
         in_place_update_warning,
@@ -282,7 +283,14 @@ class RayServiceReconciler(RayServicePart):
 
     def _would_prepare_new_cluster(self, rayservice: RayService, active: RayCluster) -> bool:
         return should_prepare_new_cluster(
-            rayservice, active, None, False, self.config, self.state.controls.aborted_goal_hash
+            ServiceClusters(
+                rayservice=rayservice,
+                active=active,
+                pending=None,
+                pending_serving=False,
+                config=self.config,
+                suppressed_goal_hash=self.state.controls.aborted_goal_hash,
+            )
         )
 
     # ---- dangling clusters ---------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ Where raypilot differs, deliberately:
 - `should_update_in_place_without_upgrade`: with upgrade strategy None (or ENABLE_ZERO_DOWNTIME=false) KubeRay
   silently ignores a cluster change; raypilot updates the active cluster in place and warns that traffic may
   drop.
-- `should_prepare_new_cluster` takes `suppressed_goal_hash`: after the `abort` control the aborted spec must
+- `ServiceClusters.suppressed_goal_hash`: after the `abort` control the aborted spec must
   not start the same upgrade again the moment the rollback completes.
 - The RayCluster gets no ownerReference to the RayService (the RayService is a workflow, not an object in the
   cluster); it carries raypilot's ownership labels and workflow-id annotation (contract section 5).
@@ -54,6 +54,7 @@ from workflows.decisions.rayservice.conditions import RayServiceEvent
 __all__ = [
     "EVENT_REASON_IN_PLACE_UPDATE",
     "InPlaceUpdate",
+    "ServiceClusters",
     "cluster_upgrade_options",
     "goal_cluster_hash",
     "in_place_cluster_update",
@@ -124,22 +125,33 @@ def should_update_cluster(rayservice: RayService, cluster: RayCluster | None, is
     return is_cluster_spec_hash_equal(goal, _annotations(cluster), partial=True)
 
 
-def should_prepare_new_cluster(
-    rayservice: RayService,
-    active: RayCluster | None,
-    pending: RayCluster | None,
-    is_pending_cluster_serving: bool,
-    config: OperatorConfig,
-    suppressed_goal_hash: str | None = None,
-) -> bool:
+@dataclass(frozen=True)
+class ServiceClusters:
+    """A RayService with its active and pending RayClusters, for `should_prepare_new_cluster`.
+
+    `pending_serving`: the pending cluster just became the one serving. `suppressed_goal_hash` (raypilot):
+    the hash of a goal the user aborted.
+    """
+
+    rayservice: RayService
+    active: RayCluster | None
+    pending: RayCluster | None
+    pending_serving: bool
+    config: OperatorConfig
+    suppressed_goal_hash: str | None = None
+
+
+def should_prepare_new_cluster(clusters: ServiceClusters) -> bool:
     """shouldPrepareNewCluster: choose a new pending cluster name now?
 
     Not while the pending cluster just became the one serving, nor during a rollback. Yes when there is no
     cluster at all. Otherwise compare the goal with the pending cluster (or the active one when none): a
     different spec that does not merely append worker groups needs a new cluster when zero-downtime upgrades
-    are enabled. `suppressed_goal_hash` (raypilot): a goal the user aborted does not start again.
+    are enabled. A goal the user aborted (`suppressed_goal_hash`) does not start again.
     """
-    if is_pending_cluster_serving:
+    rayservice, active, pending = clusters.rayservice, clusters.active, clusters.pending
+    suppressed_goal_hash = clusters.suppressed_goal_hash
+    if clusters.pending_serving:
         return False
     if is_condition_true(rayservice.status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS):
         return False
@@ -154,7 +166,7 @@ def should_prepare_new_cluster(
         return False
     if suppressed_goal_hash is not None and goal_cluster_hash(rayservice.spec) == suppressed_goal_hash:
         return False
-    return is_zero_downtime_upgrade_enabled(rayservice.spec.upgrade_strategy, config)
+    return is_zero_downtime_upgrade_enabled(rayservice.spec.upgrade_strategy, clusters.config)
 
 
 def should_update_in_place_without_upgrade(

@@ -30,7 +30,11 @@ from models.rayservice import (
     RayServiceStatus,
     RayServiceStatuses,
 )
-from workflows.decisions.rayservice.cluster import is_incremental_upgrade_enabled, should_prepare_new_cluster
+from workflows.decisions.rayservice.cluster import (
+    ServiceClusters,
+    is_incremental_upgrade_enabled,
+    should_prepare_new_cluster,
+)
 from workflows.decisions.rayservice.conditions import RayServiceEvent, calculate_conditions, service_status
 from workflows.decisions.upgrade.gateway import weights_from_http_route
 from workflows.decisions.upgrade.incremental import (
@@ -192,12 +196,14 @@ def calculate_status(inputs: StatusInputs) -> StatusOutcome:
     new_pending: str | None = None
     current = rayservice.model_copy(update={"status": status})
     if should_prepare_new_cluster(
-        current,
-        active,
-        pending_for_decisions,
-        is_pending_cluster_serving,
-        config,
-        inputs.suppressed_goal_hash,
+        ServiceClusters(
+            rayservice=current,
+            active=active,
+            pending=pending_for_decisions,
+            pending_serving=is_pending_cluster_serving,
+            config=config,
+            suppressed_goal_hash=inputs.suppressed_goal_hash,
+        )
     ):
         new_pending = generated_cluster_name(rayservice.metadata.name, rand)
         status.pending_service_status = RayServiceStatus(ray_cluster_name=new_pending)

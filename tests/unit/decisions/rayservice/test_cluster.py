@@ -17,6 +17,7 @@ from models.operator import OperatorConfig
 from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceUpgradeStrategy
 from workflows.decisions.rayservice.cluster import (
+    ServiceClusters,
     in_place_cluster_update,
     is_incremental_upgrade_enabled,
     is_zero_downtime_upgrade_enabled,
@@ -171,7 +172,8 @@ def test_suspend_is_not_part_of_the_goal_hash() -> None:
     def suspended(data: dict[str, Any]) -> None:
         data["suspend"] = True
 
-    assert should_prepare_new_cluster(rayservice(suspended), cluster(), None, False, DEFAULT) is False
+    unchanged_but_suspended = ServiceClusters(rayservice(suspended), cluster(), None, False, DEFAULT)
+    assert should_prepare_new_cluster(unchanged_but_suspended) is False
 
 
 @pytest.mark.parametrize(
@@ -206,7 +208,10 @@ def test_should_prepare_new_cluster(
     rs = rayservice(goal_mutation, conditions=[c.model_dump() for c in conditions])
     active_cluster = clusters[active] if active else None
     pending_cluster = clusters[pending] if pending else None
-    assert should_prepare_new_cluster(rs, active_cluster, pending_cluster, serving, DEFAULT) is expected
+    assert (
+        should_prepare_new_cluster(ServiceClusters(rs, active_cluster, pending_cluster, serving, DEFAULT))
+        is expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -218,7 +223,7 @@ def test_should_prepare_new_cluster_follows_the_upgrade_strategy(
 ) -> None:
     rs = rayservice(new_ray_version, strategy=strategy)
     config = OperatorConfig(enable_zero_downtime=env_zero_downtime)
-    assert should_prepare_new_cluster(rs, cluster(), None, False, config) is expected
+    assert should_prepare_new_cluster(ServiceClusters(rs, cluster(), None, False, config)) is expected
 
 
 def test_an_aborted_goal_does_not_start_a_new_cluster_again() -> None:
@@ -226,12 +231,10 @@ def test_an_aborted_goal_does_not_start_a_new_cluster_again() -> None:
 
     rs = rayservice(new_ray_version)
     aborted = goal_cluster_hash(rs.spec)
-    assert (
-        should_prepare_new_cluster(rs, cluster(), None, False, DEFAULT, suppressed_goal_hash=aborted) is False
-    )
-    assert (
-        should_prepare_new_cluster(rs, cluster(), None, False, DEFAULT, suppressed_goal_hash="other") is True
-    )
+    aborted_goal = ServiceClusters(rs, cluster(), None, False, DEFAULT, suppressed_goal_hash=aborted)
+    assert should_prepare_new_cluster(aborted_goal) is False
+    other_goal = ServiceClusters(rs, cluster(), None, False, DEFAULT, suppressed_goal_hash="other")
+    assert should_prepare_new_cluster(other_goal) is True
 
 
 @pytest.mark.parametrize(
