@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from models.naming import (
@@ -39,6 +40,7 @@ from workflows.decisions.upgrade.incremental import TrafficMoment, TrafficStep, 
 
 __all__ = [
     "GATEWAY_API_VERSION",
+    "RouteBackend",
     "desired_http_route",
     "gateway_manifest",
     "gateway_update",
@@ -87,26 +89,34 @@ def gateway_manifest(rayservice: RayService) -> dict[str, Any]:
     }
 
 
-def _backend(cluster_name: str, namespace: str, port: int, weight: int) -> dict[str, Any]:
-    return {"name": serve_service_name(cluster_name), "namespace": namespace, "port": port, "weight": weight}
+@dataclass(frozen=True)
+class RouteBackend:
+    """One cluster behind the HTTPRoute: its `<rc>-serve-svc` on the cluster's serve port, with its weight."""
+
+    cluster: str
+    serve_port: int
+    weight: int
+
+
+def _backend(backend: RouteBackend, namespace: str) -> dict[str, Any]:
+    return {
+        "name": serve_service_name(backend.cluster),
+        "namespace": namespace,
+        "port": backend.serve_port,
+        "weight": backend.weight,
+    }
 
 
 def http_route_manifest(
-    rayservice: RayService,
-    active_cluster: str,
-    active_serve_port: int,
-    active_weight: int,
-    pending_cluster: str | None = None,
-    pending_serve_port: int = 0,
-    pending_weight: int = 0,
+    rayservice: RayService, active: RouteBackend, pending: RouteBackend | None = None
 ) -> dict[str, Any]:
     """`<rs>-httproute` attached to `<rs>-gateway`: PathPrefix "/" to the clusters' `<rc>-serve-svc` with the
     given weights (the pending backend only when a pending cluster exists). KubeRay builds none without an
     active cluster; the caller skips the route then."""
     namespace = rayservice.metadata.namespace
-    backends = [_backend(active_cluster, namespace, active_serve_port, active_weight)]
-    if pending_cluster:
-        backends.append(_backend(pending_cluster, namespace, pending_serve_port, pending_weight))
+    backends = [_backend(active, namespace)]
+    if pending is not None and pending.cluster:
+        backends.append(_backend(pending, namespace))
     return {
         "apiVersion": GATEWAY_API_VERSION,
         "kind": "HTTPRoute",
@@ -267,11 +277,9 @@ def desired_http_route(
         return None, step
     route = http_route_manifest(
         rayservice,
-        active.metadata.name,
-        serve_port(active),
-        step.active_weight,
-        pending.metadata.name if pending is not None else None,
-        serve_port(pending),
-        step.pending_weight,
+        RouteBackend(active.metadata.name, serve_port(active), step.active_weight),
+        RouteBackend(pending.metadata.name, serve_port(pending), step.pending_weight)
+        if pending is not None
+        else None,
     )
     return route, step

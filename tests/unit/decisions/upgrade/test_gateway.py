@@ -12,6 +12,7 @@ import pytest
 from models.raycluster import RayCluster
 from models.rayservice import RayService
 from workflows.decisions.upgrade.gateway import (
+    RouteBackend,
     desired_http_route,
     gateway_manifest,
     gateway_update,
@@ -176,7 +177,9 @@ def test_reconcile_http_route(
     assert route["spec"]["parentRefs"] == [{"name": "test-rayservice-gateway", "namespace": "test-ns"}]
     if existing:
         current = http_route_manifest(
-            rs, "active-ray-cluster", 8000, 100, "pending-ray-cluster" if pending else None, 8000, 0
+            rs,
+            RouteBackend("active-ray-cluster", 8000, 100),
+            RouteBackend("pending-ray-cluster", 8000, 0) if pending else None,
         )
         current["metadata"]["resourceVersion"] = "9"
         updated = http_route_update(current, route)
@@ -261,7 +264,7 @@ def test_is_http_route_ready(route: dict[str, Any] | None, expected: bool) -> No
 
 
 def test_is_http_route_equal_compares_only_managed_fields() -> None:
-    desired = http_route_manifest(rayservice(), "a", 8000, 70, "b", 8000, 30)
+    desired = http_route_manifest(rayservice(), RouteBackend("a", 8000, 70), RouteBackend("b", 8000, 30))
     defaulted = copy.deepcopy(desired)  # what an API server hands back: defaults filled, status added
     defaulted["spec"]["hostnames"] = []
     defaulted["spec"]["parentRefs"][0].update({"group": "gateway.networking.k8s.io", "kind": "Gateway"})
@@ -271,11 +274,11 @@ def test_is_http_route_equal_compares_only_managed_fields() -> None:
     assert is_http_route_equal(defaulted, desired)
     assert is_http_route_equal(None, None)
     assert not is_http_route_equal(None, desired)
-    shifted = http_route_manifest(rayservice(), "a", 8000, 60, "b", 8000, 40)
+    shifted = http_route_manifest(rayservice(), RouteBackend("a", 8000, 60), RouteBackend("b", 8000, 40))
     assert not is_http_route_equal(defaulted, shifted)
-    other_port = http_route_manifest(rayservice(), "a", 8001, 70, "b", 8000, 30)
+    other_port = http_route_manifest(rayservice(), RouteBackend("a", 8001, 70), RouteBackend("b", 8000, 30))
     assert not is_http_route_equal(desired, other_port)
-    one_backend = http_route_manifest(rayservice(), "a", 8000, 100)
+    one_backend = http_route_manifest(rayservice(), RouteBackend("a", 8000, 100))
     assert not is_http_route_equal(desired, one_backend)
     no_weight = copy.deepcopy(one_backend)
     del no_weight["spec"]["rules"][0]["backendRefs"][0]["weight"]
