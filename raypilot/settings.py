@@ -18,6 +18,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
 
 from raypilot.converter import raypilot_data_converter
+from wire.metrics import histogram_buckets
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -119,10 +120,14 @@ def _read(variable: str, path: Path | None) -> bytes | None:
 
 
 def make_runtime(settings: TemporalSettings) -> Runtime | None:
-    """A runtime exporting SDK metrics for Prometheus when asked to; None keeps the SDK default."""
+    """A runtime exporting the SDK's and raypilot's metrics (`wire.metrics`) for Prometheus when asked to;
+    None keeps the SDK default."""
     if settings.metrics_bind is None:
         return None
-    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=settings.metrics_bind)))
+    prometheus = PrometheusConfig(
+        bind_address=settings.metrics_bind, histogram_bucket_overrides=histogram_buckets()
+    )
+    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))
 
 
 async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:

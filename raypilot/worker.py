@@ -16,8 +16,10 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
+from activities.metrics import ActivityErrorMetrics
 from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
 from models.operator import operator_config_from_env
+from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from workflows.registry import WORKFLOWS
@@ -34,8 +36,13 @@ MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
 
 
 async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
-    client = await connect_with_retry(settings, make_runtime(settings))
+    runtime = make_runtime(settings)
+    client = await connect_with_retry(settings, runtime)
     await ensure_search_attributes(client, settings.namespace)
+    # The state gauges only where someone scrapes them (RAYPILOT_METRICS_PORT).
+    gauges: asyncio.Task[None] | None = None
+    if runtime is not None:
+        gauges = asyncio.create_task(collect_phase_gauges(client, runtime.metric_meter))
     dependencies = ActivityDependencies.from_env(temporal_client=client)
     # Kubernetes client calls block, so synchronous activities run on threads: one per activity slot.
     with ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES) as executor:
@@ -45,6 +52,7 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 task_queue=settings.task_queue,
                 workflows=WORKFLOWS,
                 activities=build_activities(dependencies),
+                interceptors=[ActivityErrorMetrics()],
                 activity_executor=executor,
                 max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
                 graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
@@ -60,6 +68,8 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 await stop.wait()
                 log.info("shutting down")
         finally:
+            if gauges is not None:
+                gauges.cancel()
             await dependencies.aclose()
 
 
