@@ -14,9 +14,9 @@ from temporalio.worker import Replayer
 from raypilot.converter import raypilot_data_converter
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_world import FakeWorld
 from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_rayjob import FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
 from wire import metrics as m
 from workflows.registry import WORKFLOWS
 
