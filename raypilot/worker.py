@@ -19,6 +19,7 @@ from temporalio.worker import Worker
 from activities.metrics import ActivityErrorMetrics
 from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
 from models.operator import operator_config_from_env
+from raypilot.logs import configure_logging
 from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
@@ -74,7 +75,12 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        configure_logging(os.environ)
+    except ValueError as err:  # RAYPILOT_LOG_FORMAT names no format: say so in the default one
+        logging.basicConfig(level=logging.INFO)
+        log.error("%s", err)
+        return 2
     # httpx logs every request at INFO: one line per dashboard poll would drown the worker's own log.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
