@@ -18,6 +18,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
 
 from raypilot.converter import raypilot_data_converter
+from raypilot.tracing import client_interceptors, traces_exporter
 from wire.metrics import histogram_buckets
 
 DEFAULT_ADDRESS = "localhost:7233"
@@ -42,6 +43,8 @@ class TemporalSettings:
     tls_key: Path | None = None
     tls_ca: Path | None = None
     metrics_bind: str | None = None
+    # The standard OpenTelemetry variables (OTEL_*): tracing is on when they ask for it (raypilot.tracing).
+    otel: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TemporalSettings:
@@ -51,6 +54,11 @@ class TemporalSettings:
             value = env.get(name, "").strip()
             return Path(value) if value else None
 
+        otel = {name: value for name, value in env.items() if name.startswith("OTEL_")}
+        try:
+            traces_exporter(otel)
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         return cls(
             address=env.get("TEMPORAL_ADDRESS", "").strip() or DEFAULT_ADDRESS,
             namespace=env.get("TEMPORAL_NAMESPACE", "").strip() or DEFAULT_NAMESPACE,
@@ -60,6 +68,7 @@ class TemporalSettings:
             tls_key=path("TEMPORAL_TLS_KEY"),
             tls_ca=path("TEMPORAL_TLS_CA"),
             metrics_bind=metrics_bind_address(env.get("RAYPILOT_METRICS_PORT", "")),
+            otel=otel,
         )
 
     def tls_config(self) -> TLSConfig | bool:
@@ -139,6 +148,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         tls=settings.tls_config(),
         data_converter=raypilot_data_converter,
         runtime=runtime,
+        interceptors=client_interceptors(settings.otel),
     )
 
 

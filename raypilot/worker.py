@@ -23,6 +23,7 @@ from raypilot.logs import configure_logging
 from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
+from raypilot.tracing import shutdown_tracing, worker_interceptors
 from workflows.registry import WORKFLOWS
 
 log = logging.getLogger("raypilot.worker")
@@ -53,7 +54,7 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 task_queue=settings.task_queue,
                 workflows=WORKFLOWS,
                 activities=build_activities(dependencies),
-                interceptors=[ActivityErrorMetrics()],
+                interceptors=[ActivityErrorMetrics(), *worker_interceptors(settings.otel)],
                 activity_executor=executor,
                 max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
                 graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
@@ -71,6 +72,7 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
         finally:
             if gauges is not None:
                 gauges.cancel()
+            shutdown_tracing()
             await dependencies.aclose()
 
 
