@@ -37,9 +37,11 @@ class PhaseCount:
     label: str
     kind: str
     phase: str
+    scope: str = ""  # a further condition of the visibility query (e.g. one RayNamespace)
 
     def query(self) -> str:
-        return f'RayKind="{self.kind}" AND RayPhase="{self.phase}" AND ExecutionStatus="Running"'
+        query = f'RayKind="{self.kind}" AND RayPhase="{self.phase}" AND ExecutionStatus="Running"'
+        return f"{query} AND {self.scope}" if self.scope else query
 
 
 def phase_counts() -> tuple[PhaseCount, ...]:
