@@ -4,24 +4,37 @@ workflow to the RayCluster's creation, recorded here by OpenTelemetry's in-memor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
+from activities.errors import http_error
+from activities.tracing import ActivityCallSpans
 from raypilot.cli.common import Console
 from raypilot.cli.main import run_main
 from raypilot.converter import raypilot_data_converter
 from raypilot.settings import SettingsError, TemporalSettings
 from raypilot.testing import FakeWorld, rayjob_manifest, running_worker
-from raypilot.tracing import client_interceptors, traces_exporter, use_tracer_provider, worker_interceptors
+from raypilot.tracing import (
+    client_interceptors,
+    tracer_provider,
+    traces_exporter,
+    use_tracer_provider,
+    worker_interceptors,
+)
 
 OTEL_ON = {"OTEL_TRACES_EXPORTER": "console"}
 
@@ -124,3 +137,35 @@ async def test_one_trace_from_raypilot_apply_to_the_raycluster_creation(
     ]
     assert create.attributes is not None
     assert create.attributes["raypilot.io"] == "k8s"
+
+
+class _Failing(ActivityInboundInterceptor):
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        raise self.error
+
+
+async def test_a_failed_call_span_carries_its_error_type_and_status_but_not_its_message(
+    spans: InMemorySpanExporter,
+) -> None:
+    provider = tracer_provider({})
+    assert provider is not None
+    failing = _Failing(http_error("kubernetes", 403, "create RayCluster", "Bearer abc.def"))
+    interceptor = ActivityCallSpans(provider.get_tracer("test")).intercept_activity(failing)
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, activity_type="k8s.create_raycluster")
+
+    async def call() -> None:
+        await interceptor.execute_activity(ExecuteActivityInput(fn=call, args=[], executor=None, headers={}))
+
+    with pytest.raises(ApplicationError):
+        await env.run(call)
+    [span] = spans.get_finished_spans()
+    assert span.name == "k8s k8s.create_raycluster"
+    assert span.attributes is not None
+    assert span.attributes["error.type"] == "KubernetesForbidden"
+    assert span.attributes["http.response.status_code"] == 403
+    assert span.status.status_code == StatusCode.ERROR
+    assert "abc.def" not in str(span.to_json())
