@@ -44,11 +44,9 @@ from bench.reference_workflows import KubeRayTickLoop, observe
 from bench.suite import BenchContext
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
-from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_rayjob import FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
-from tests.workflows.fakes_rayservice import (
-    FakeRayWorld,
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_world import FakeWorld
+from raypilot.testing.rayservice_scenarios import (
     eventually,
     incremental_manifest,
     rayservice_manifest,
@@ -56,6 +54,8 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
+from raypilot.testing.worker import running_worker
 from wire import names
 
 HEARTBEAT_THROTTLE_S = 2.0  # worker.py MAX_HEARTBEAT_THROTTLE

@@ -18,6 +18,8 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
 
 from raypilot.converter import raypilot_data_converter
+from raypilot.tracing import client_interceptors, traces_exporter
+from wire.metrics import histogram_buckets
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -41,6 +43,8 @@ class TemporalSettings:
     tls_key: Path | None = None
     tls_ca: Path | None = None
     metrics_bind: str | None = None
+    # The standard OpenTelemetry variables (OTEL_*): tracing is on when they ask for it (raypilot.tracing).
+    otel: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> TemporalSettings:
@@ -50,6 +54,11 @@ class TemporalSettings:
             value = env.get(name, "").strip()
             return Path(value) if value else None
 
+        otel = {name: value for name, value in env.items() if name.startswith("OTEL_")}
+        try:
+            traces_exporter(otel)
+        except ValueError as error:
+            raise SettingsError(str(error)) from None
         return cls(
             address=env.get("TEMPORAL_ADDRESS", "").strip() or DEFAULT_ADDRESS,
             namespace=env.get("TEMPORAL_NAMESPACE", "").strip() or DEFAULT_NAMESPACE,
@@ -59,6 +68,7 @@ class TemporalSettings:
             tls_key=path("TEMPORAL_TLS_KEY"),
             tls_ca=path("TEMPORAL_TLS_CA"),
             metrics_bind=metrics_bind_address(env.get("RAYPILOT_METRICS_PORT", "")),
+            otel=otel,
         )
 
     def tls_config(self) -> TLSConfig | bool:
@@ -119,10 +129,14 @@ def _read(variable: str, path: Path | None) -> bytes | None:
 
 
 def make_runtime(settings: TemporalSettings) -> Runtime | None:
-    """A runtime exporting SDK metrics for Prometheus when asked to; None keeps the SDK default."""
+    """A runtime exporting the SDK's and raypilot's metrics (`wire.metrics`) for Prometheus when asked to;
+    None keeps the SDK default."""
     if settings.metrics_bind is None:
         return None
-    return Runtime(telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=settings.metrics_bind)))
+    prometheus = PrometheusConfig(
+        bind_address=settings.metrics_bind, histogram_bucket_overrides=histogram_buckets()
+    )
+    return Runtime(telemetry=TelemetryConfig(metrics=prometheus))
 
 
 async def connect(settings: TemporalSettings, runtime: Runtime | None = None) -> Client:
@@ -134,6 +148,7 @@ async def connect(settings: TemporalSettings, runtime: Runtime | None = None) ->
         tls=settings.tls_config(),
         data_converter=raypilot_data_converter,
         runtime=runtime,
+        interceptors=client_interceptors(settings.otel),
     )
 
 

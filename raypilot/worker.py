@@ -16,10 +16,14 @@ from datetime import timedelta
 
 from temporalio.worker import Worker
 
+from activities.metrics import ActivityErrorMetrics
 from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
 from models.operator import operator_config_from_env
+from raypilot.logs import configure_logging
+from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
+from raypilot.tracing import shutdown_tracing, worker_interceptors
 from workflows.registry import WORKFLOWS
 
 log = logging.getLogger("raypilot.worker")
@@ -34,8 +38,13 @@ MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
 
 
 async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
-    client = await connect_with_retry(settings, make_runtime(settings))
+    runtime = make_runtime(settings)
+    client = await connect_with_retry(settings, runtime)
     await ensure_search_attributes(client, settings.namespace)
+    # The state gauges only where someone scrapes them (RAYPILOT_METRICS_PORT).
+    gauges: asyncio.Task[None] | None = None
+    if runtime is not None:
+        gauges = asyncio.create_task(collect_phase_gauges(client, runtime.metric_meter))
     dependencies = ActivityDependencies.from_env(temporal_client=client)
     # Kubernetes client calls block, so synchronous activities run on threads: one per activity slot.
     with ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES) as executor:
@@ -45,6 +54,7 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 task_queue=settings.task_queue,
                 workflows=WORKFLOWS,
                 activities=build_activities(dependencies),
+                interceptors=[ActivityErrorMetrics(), *worker_interceptors(settings.otel)],
                 activity_executor=executor,
                 max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
                 graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
@@ -60,11 +70,19 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 await stop.wait()
                 log.info("shutting down")
         finally:
+            if gauges is not None:
+                gauges.cancel()
+            shutdown_tracing()
             await dependencies.aclose()
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        configure_logging(os.environ)
+    except ValueError as err:  # RAYPILOT_LOG_FORMAT names no format: say so in the default one
+        logging.basicConfig(level=logging.INFO)
+        log.error("%s", err)
+        return 2
     # httpx logs every request at INFO: one line per dashboard poll would drown the worker's own log.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:

@@ -22,6 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from models.naming import MEMO_OUTCOME, ObjectRef, parse_object_ref, workflow_id
 from raypilot.cli.exits import EXIT_FAILURE, EXIT_REJECTED
 from raypilot.settings import SettingsError, TemporalSettings, connect, connection_failure
+from raypilot.tracing import shutdown_tracing
 
 # How long a command waits for a worker to answer an update or query before it gives up: a worker that is not
 # running would otherwise leave the command waiting forever.
@@ -163,3 +164,5 @@ def run_command(coroutine: Awaitable[int], console: Console, *, interrupted: int
         return asyncio.run(guarded())
     except KeyboardInterrupt:
         return interrupted
+    finally:
+        shutdown_tracing()  # the command's spans leave before the process does

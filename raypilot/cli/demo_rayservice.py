@@ -30,13 +30,14 @@ from raypilot.cli.demo_support import (
 )
 from raypilot.cli.demo_view import RECENT_S, UpgradeReport, service_line
 from raypilot.cli.render import PhaseMark, advance_timeline, render_status, status_phase
-from raypilot.cli.timeline import (
-    StatusSample,
-    cluster_series,
-    share_series,
-    status_sample,
-    upgrade_steps,
-    write_timeline_png,
+from raypilot.cli.timeline import share_series, write_timeline_png
+from raypilot.cli.timeline_command import handle_events
+from raypilot.cli.timeline_history import (
+    cluster_points,
+    last_update,
+    rebased,
+    steps_of,
+    timeline_from_history,
 )
 from raypilot.load import SteadyLoad
 
@@ -203,7 +204,6 @@ async def _upgrade_under_load(
     manifest = demo_service_manifest(deployed.namespace, NEW_VERSION, pace)
     result = await handle.execute_update("apply", manifest)
     emit(f"  {NEW_VERSION} applied (generation {result.get('generation')}); {pace.upgrade_text()}")
-    samples: list[StatusSample] = []
     phases: tuple[PhaseMark, ...] = ()  # for the `raypilot status` view at the end
     migrated: list[datetime] = []
     new_cluster = ""
@@ -212,7 +212,6 @@ async def _upgrade_under_load(
     while time.monotonic() - applied_at < UPGRADE_PATIENCE_S:
         status = await query_status(handle)
         elapsed = time.monotonic() - applied_at
-        samples.append(status_sample(elapsed, status))
         phases = advance_timeline(phases, status_phase("RayService", status), datetime.now(UTC))
         migrated_at = _migrated_time(status)
         if migrated_at is not None and migrated_at not in migrated:
@@ -231,7 +230,6 @@ async def _upgrade_under_load(
     await asyncio.sleep(SETTLE_S)
     load_ended = time.monotonic()
     final = await query_status(handle)
-    samples.append(status_sample(load_ended - applied_at, final))
     await load.stop()
     view = render_status("RayService", final, ref=handle.id, now=datetime.now(UTC), timeline=phases)
     for line in view.splitlines():
@@ -239,11 +237,16 @@ async def _upgrade_under_load(
     labels = {old_cluster: f"{OLD_VERSION} ({old_cluster})"}
     if new_cluster:
         labels[new_cluster] = f"{NEW_VERSION} ({new_cluster})"
-    steps = upgrade_steps(samples, list(labels))
+    # The same reading of the history as `raypilot timeline`, as seconds since the upgrade's `apply`.
+    timeline = timeline_from_history(await handle_events(handle), SERVICE_NAME)
+    origin = last_update(timeline, "apply") or 0.0
+    series = rebased(cluster_points(timeline, origin + load_ended - applied_at), origin)
+    series = {cluster: points for cluster, points in series.items() if cluster in labels}
+    steps = [step for step in steps_of(series) if step.at > 0]
     serving = [(steps[0].at, f"{NEW_VERSION} cluster serving")] if steps else []
     png = write_timeline_png(
         workdir / "upgrade-timeline.png",
-        {label: cluster_series(samples, cluster) for cluster, label in labels.items()},
+        {labels[cluster]: points for cluster, points in series.items()},
         share_series(load.samples, NEW_VERSION, applied_at, load_ended),
         f"RayService {SERVICE_NAME}: {OLD_VERSION} -> {NEW_VERSION}, NewClusterWithIncrementalUpgrade",
         f"observed {NEW_VERSION} share of answers (1 s windows)",

@@ -127,7 +127,7 @@ def upgrade_summary(report: UpgradeReport) -> list[str]:
         f"RayService upgrade {report.old_version} -> {report.new_version} ({report.strategy})",
         f"  requests sent {sent}, failed {failed} ({rate:.2f} %);"
         f" {report.new_version} answered {share(report.counts, report.new_version):.1f} % of them",
-        "  steps (seconds after the new manifest was applied, as first seen by the status poll):",
+        "  steps (seconds after the new manifest was applied, as recorded in the workflow's history):",
     ]
     for step in report.steps:
         who = f"{names.get(step.cluster, '?')} {step.cluster}"

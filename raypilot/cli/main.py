@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     upgrade = commands.add_parser("upgrade", help="control a RayService's incremental upgrade")
     upgrade.add_argument("control", choices=UPGRADE_CONTROLS)
     upgrade.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
+    timeline = commands.add_parser(
+        "timeline", help="draw a RayService's traffic and capacity, or a RayJob's states, from its history"
+    )
+    timeline.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
+    timeline.add_argument(
+        "-o", "--output", metavar="FILE", help="FILE.png or FILE.svg (default: KIND-NS-NAME-timeline.png)"
+    )
     sandbox = commands.add_parser(
         "sandbox",
         help="a local cluster: Kubernetes API, RayCluster/Job/Service/Gateway controllers",
@@ -111,7 +118,7 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
-    if args.command in ("apply", "status", "delete", "upgrade"):
+    if args.command in ("apply", "status", "delete", "upgrade", "timeline"):
         from raypilot.cli.common import Console, run_command
 
         console = console or Console()
@@ -147,6 +154,10 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
         return await apply_sources(args.filename, console)
     if args.command == "status":
         return await show_status(args.ref, console, output=args.output, watch=args.watch)
+    if args.command == "timeline":
+        from raypilot.cli.timeline_command import draw_timeline
+
+        return await draw_timeline(args.ref, args.output, console)
     if args.command == "delete":
         return await delete_object(args.ref, console, wait=not args.no_wait)
     return await upgrade_control(args.control, args.ref, console)

@@ -150,6 +150,7 @@ def write_timeline_png(
     title: str,
     share_label: str,
     marks: Sequence[tuple[float, str]] = (),
+    xlabel: str = "seconds since the upgrade was applied",
 ) -> Path:
     """Traffic (solid) and target capacity (dashed) per cluster label as step lines, the observed share as
     dots, `marks` as labelled vertical lines; returns `path`."""
@@ -180,7 +181,7 @@ def write_timeline_png(
     for at, label in marks:
         axes.axvline(at, color="gray", linestyle=":", linewidth=1)
         axes.annotate(label, (at, 102), fontsize="small", color="gray", ha="right", rotation=90, va="top")
-    axes.set_xlabel("seconds since the upgrade was applied")
+    axes.set_xlabel(xlabel)
     axes.set_ylabel("%")
     axes.set_ylim(-5, 105)
     axes.set_title(title)

@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 
 
 @asynccontextmanager
@@ -22,6 +22,7 @@ async def running_worker(
     workflows: Sequence[type] | None = None,
     task_queue: str | None = None,
     replay_every_task: bool = True,
+    interceptors: Sequence[Interceptor] = (),
 ) -> AsyncIterator[str]:
     """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
 
@@ -40,6 +41,7 @@ async def running_worker(
             workflows=list(workflows),
             activities=list(activities),
             activity_executor=executor,
+            interceptors=list(interceptors),
             max_cached_workflows=0 if replay_every_task else 1000,
             workflow_failure_exception_types=[workflow.NondeterminismError],
             # As worker.py: cancellation reaches a wait within ~2 s instead of 0.8 x its heartbeat timeout.

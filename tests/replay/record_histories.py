@@ -28,12 +28,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
-from raypilot.testing.replay import save_history
-from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_rayjob import FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
-from tests.workflows.fakes_rayservice import (
-    FakeRayWorld,
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_world import FakeWorld
+from raypilot.testing.rayservice_scenarios import (
     Handle,
     eventually,
     incremental_manifest,
@@ -42,6 +39,9 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
+from raypilot.testing.replay import save_history
+from raypilot.testing.worker import running_worker
 from wire.kubernetes import EarlierRun
 
 HISTORIES = Path(__file__).parent / "histories"

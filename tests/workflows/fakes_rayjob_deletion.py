@@ -25,8 +25,8 @@ from temporalio.testing import WorkflowEnvironment
 from activities.config import read_operator_config as read_operator_config_from_env
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType
-from tests.workflows.fakes_rayjob import FakeActivities, FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_world import FakeActivities, FakeWorld
 from wire import names
 from wire.kubernetes import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
 from wire.names import READ_OPERATOR_CONFIG

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS
+from raypilot.testing.rayjob_scenarios import start, until_phase
+from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.fakes_rayjob_deletion import (
     WORKER_LATENCY,
     FakeWorker,
@@ -32,7 +33,6 @@ from tests.workflows.fakes_rayjob_deletion import (
     run_to_end,
     with_rules,
 )
-from tests.workflows.fakes_rayjob_manifests import start, until_phase
 from wire import names
 
 OUTCOMES = {"SUCCEEDED": (SUCCEEDS, "Complete"), "FAILED": (FAILS, "Failed")}

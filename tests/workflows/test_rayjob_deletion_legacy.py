@@ -17,7 +17,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from models.features import FEATURE_GATES_ENV
-from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, shared_cluster, start
+from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.fakes_rayjob_deletion import (
     WORKER_LATENCY,
     FakeWorker,
@@ -31,7 +32,6 @@ from tests.workflows.fakes_rayjob_deletion import (
     run_to_end,
     with_rules,
 )
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, shared_cluster, start
 
 STOPS: tuple[str, ...] = ("PENDING", "RUNNING", "STOPPED")
 TTL = 45

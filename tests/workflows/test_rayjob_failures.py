@@ -11,8 +11,8 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from models.operator import OperatorConfig
-from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
 from wire import names
 from workflows.decisions.rayjob.deadlines import GRACE_PERIOD_MESSAGE
 

@@ -24,8 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.features import FeatureGates
 from models.operator import OperatorConfig
-from tests.workflows.fakes_rayjob import RUNS_FOREVER, SUCCEEDS, FakeWorld
-from tests.workflows.fakes_rayjob_manifests import (
+from raypilot.testing.rayjob_scenarios import (
     eventually,
     rayjob_manifest,
     shared_cluster,
@@ -34,6 +33,7 @@ from tests.workflows.fakes_rayjob_manifests import (
     until_phase,
     workflow_id,
 )
+from raypilot.testing.rayjob_world import RUNS_FOREVER, SUCCEEDS, FakeWorld
 from wire import names
 from workflows.rayjob.workflow import RayJobWorkflow
 

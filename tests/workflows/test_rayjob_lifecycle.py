@@ -14,8 +14,7 @@ import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
-from tests.workflows.fakes_rayjob_manifests import (
+from raypilot.testing.rayjob_scenarios import (
     eventually,
     history_event_count,
     history_event_types,
@@ -23,6 +22,7 @@ from tests.workflows.fakes_rayjob_manifests import (
     start,
     status_of,
 )
+from raypilot.testing.rayjob_world import RUNS_FOREVER, FakeWorld
 from wire import names
 from wire.kubernetes import CreateObject
 from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE

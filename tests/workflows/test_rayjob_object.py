@@ -12,8 +12,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.manifest import parse_rayjob
 from models.naming import ANNOTATION_RAYJOB_UID
-from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start, until_phase
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start, until_phase
+from raypilot.testing.rayjob_world import RUNS_FOREVER, FakeWorld
 from wire import names
 from wire.kubernetes import EarlierRun
 from workflows.decisions.rayjob.object import rayjob_spec_hash

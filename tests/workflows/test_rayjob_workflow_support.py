@@ -10,7 +10,7 @@ import pytest
 from models.manifest import parse_rayjob
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob, RayJobStatus
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest
+from raypilot.testing.rayjob_scenarios import rayjob_manifest
 from wire.dashboard import JobInfoAnswer
 from workflows.decisions.rayjob.apply import (
     applied_job,

@@ -14,8 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.features import FeatureGates
 from models.operator import OperatorConfig
-from tests.workflows.fakes_rayservice import (
-    FakeRayWorld,
+from raypilot.testing.rayservice_scenarios import (
     Handle,
     condition_of,
     eventually,
@@ -26,6 +25,7 @@ from tests.workflows.fakes_rayservice import (
     until_ready,
     upgrade_sequence,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
 from workflows.search_attributes import RAY_PHASE
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.fakes_rayservice import (
-    FakeRayWorld,
+from raypilot.testing.rayservice_scenarios import (
     condition_of,
     rayservice_manifest,
     running_rayservice,
     until_ready,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
 
 
 async def test_first_deployment_creates_the_cluster_serves_and_becomes_ready(

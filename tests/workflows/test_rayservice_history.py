@@ -8,9 +8,8 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.fakes_rayservice import (
+from raypilot.testing.rayservice_scenarios import (
     WORKFLOW_ID,
-    FakeRayWorld,
     condition_of,
     eventually,
     rayservice_manifest,
@@ -18,6 +17,7 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
 from workflows.rayservice.state import RayServiceState
 
 

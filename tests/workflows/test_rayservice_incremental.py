@@ -10,9 +10,8 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.fakes_rayservice import (
+from raypilot.testing.rayservice_scenarios import (
     WORKFLOW_ID,
-    FakeRayWorld,
     Handle,
     condition_of,
     eventually,
@@ -23,6 +22,7 @@ from tests.workflows.fakes_rayservice import (
     until_ready,
     upgrade_sequence,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.incremental_simulation import expected_upgrade_steps
 
 

@@ -11,8 +11,7 @@ from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
-from tests.workflows.fakes_rayservice import (
-    FakeRayWorld,
+from raypilot.testing.rayservice_scenarios import (
     condition_of,
     eventually,
     rayservice_manifest,
@@ -20,6 +19,7 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
 from workflows.search_attributes import RAY_PHASE
 
 

@@ -12,9 +12,8 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from models.operator import OperatorConfig
-from tests.workflows.fakes_rayservice import (
+from raypilot.testing.rayservice_scenarios import (
     SERVE_CONFIG_V1,
-    FakeRayWorld,
     Handle,
     condition_of,
     eventually,
@@ -23,6 +22,7 @@ from tests.workflows.fakes_rayservice import (
     status_of,
     until_ready,
 )
+from raypilot.testing.rayservice_world import FakeRayWorld
 
 
 def active_of(status: dict[str, Any]) -> str:

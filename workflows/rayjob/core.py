@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 from workflows.kit.calls import IO, call
+from workflows.kit.metrics import RayJobMetrics
 from workflows.kit.waits import Waits
 from workflows.rayjob.state import RayJobState
 
@@ -51,6 +52,7 @@ class RayJobCore:
     def __init__(self, state: RayJobState) -> None:
         self.state = state
         self.watches = Waits()
+        self.metrics = RayJobMetrics()
         self._event_tasks: list[asyncio.Task[None]] = []
 
     # ---- the RayJob -------------------------------------------------------------------------------------
@@ -93,6 +95,7 @@ class RayJobCore:
         previous = self.status
         settled = settle_transition(self.job.spec, previous, new, workflow.now())
         self.state.job = self.job.model_copy(update={"status": settled})
+        self.metrics.status_changed(previous, settled)
         if settled.job_deployment_status != previous.job_deployment_status:
             workflow.logger.info(
                 "RayJob %s/%s: %s -> %s (%s)",

@@ -64,6 +64,7 @@ class DeletionSteps(RayJobPart):
 
     async def _execute(self, policy: DeletionPolicyType) -> bool:
         cluster_name = self.core.status.ray_cluster_name
+        self.core.metrics.deletion_action(self.core.job, policy, self.core.config)
         workflow.logger.info(
             "RayJob %s/%s: deletion policy %s", self.core.namespace, self.core.name, policy.value
         )

@@ -63,6 +63,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 from workflows.kit.calls import IO, call_without_input
+from workflows.kit.metrics import rayservice_status_changed
 
 __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
@@ -154,6 +155,7 @@ class RayServiceWorkflow:
         """Persist a new status (lastUpdateTime only when it changed), record its events, upsert RayPhase when
         the phase changed, and show the current details in the Web UI."""
         state = self._state
+        rayservice_status_changed(*_metadata(state.manifest), state.status, status)
         state.status = stamp_status_update(state.status, status, workflow.now())
         for event in events:
             state.event_sequence += 1

@@ -313,7 +313,7 @@ class FakeActivities:
     @activity.defn(name=names.CREATE_RAYCLUSTER)
     async def create_raycluster(self, request: CreateObject) -> dict[str, Any]:
         self._log(names.CREATE_RAYCLUSTER, request)
-        created = self._create(self.world.clusters, RAYCLUSTER, request)
+        created: dict[str, Any] = self._create(self.world.clusters, RAYCLUSTER, request)
         if self.world.clusters_become_ready and not created.get("status"):
             self.world.make_ready(_key(created))
         return created

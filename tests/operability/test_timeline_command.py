@@ -1,0 +1,100 @@
+"""`raypilot timeline` end to end on the time-skipping server with fake activities: an incremental upgrade
+of a running RayService (drawn up to now), and a finished RayJob."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from raypilot.cli.common import Console
+from raypilot.cli.main import run_main
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_world import FakeWorld
+from raypilot.testing.rayservice_scenarios import (
+    eventually,
+    incremental_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from raypilot.testing.rayservice_world import FakeRayWorld
+from raypilot.testing.worker import running_worker
+
+
+async def _timeline(env: WorkflowEnvironment, task_queue: str, *argv: str) -> tuple[int, str, str]:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    client = env.client
+    console = Console(
+        stdout=stdout,
+        stderr=stderr,
+        env={
+            "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+            "TEMPORAL_NAMESPACE": client.namespace,
+            "RAYPILOT_TASK_QUEUE": task_queue,
+        },
+    )
+    code = await asyncio.to_thread(run_main, ["timeline", *argv], console)
+    return code, stdout.getvalue(), stderr.getvalue()
+
+
+async def test_the_timeline_of_a_running_rayservice_after_an_incremental_upgrade(
+    time_skipping_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+
+        async def promoted() -> bool:
+            status = await status_of(handle)
+            active = status["activeServiceStatus"].get("rayClusterName")
+            return active != old and not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+
+        await eventually(env, promoted)
+        new = (await status_of(handle))["activeServiceStatus"]["rayClusterName"]
+        task_queue = (await handle.describe()).task_queue
+        picture = tmp_path / "svc.png"
+        code, out, err = await _timeline(env, task_queue, "rayservice/default/svc", "-o", str(picture))
+    assert code == 0, err
+    assert f"wrote {picture}" in out
+    # The manifest's 25 % steps every 10 s, timed by the durable timers (workflow time, skipped here).
+    moves = [line.split(" s ")[0] for line in out.splitlines() if f"{new} traffic" in line]
+    assert [line.split(f"{new} traffic ")[1] for line in out.splitlines() if f"{new} traffic" in line] == [
+        "0% -> 25%",
+        "25% -> 50%",
+        "50% -> 75%",
+        "75% -> 100%",
+    ]
+    gaps = [float(later) - float(earlier) for earlier, later in itertools.pairwise(moves)]
+    assert all(abs(gap - 10) < 0.5 for gap in gaps), gaps
+    assert f"{old} traffic 25% -> 0%" in out
+    assert "update apply" in out
+    assert picture.stat().st_size > 20_000  # a drawn picture, not an empty figure
+
+
+async def test_the_timeline_of_a_finished_rayjob_and_of_no_workflow(
+    time_skipping_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    env = time_skipping_env
+    world = FakeWorld()
+    async with running_worker(env.client, activities=world.activities()) as task_queue:
+        handle = await start(env.client, rayjob_manifest(shutdownAfterJobFinishes=True), task_queue)
+        await handle.result()
+        picture = tmp_path / "job.svg"
+        code, out, err = await _timeline(env, task_queue, "rayjob/default/sample", "-o", str(picture))
+        assert code == 0, err
+        assert [line.split("phase ")[1] for line in out.splitlines() if "phase " in line] == [
+            "Initializing",
+            "Running",
+            "Complete",
+        ]
+        assert picture.read_text().lstrip().startswith("<?xml")
+        missing, _, err = await _timeline(env, task_queue, "rayjob/default/nothing")
+        assert missing == 1
+        assert "no rayjob default/nothing" in err
+        rejected, _, err = await _timeline(env, task_queue, "rayjob/default/sample", "-o", "x.pdf")
+        assert rejected == 2
