@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import replace
 from typing import Any, Final
 
 from temporalio import workflow
@@ -27,9 +28,9 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 with workflow.unsafe.imports_passed_through():
     from models.manifest import ManifestError, parse_raycronjob
     from models.naming import KIND_RAYJOB
-    from models.raycronjob import RayCronJob, schedule_settings
+    from models.raycronjob import RayCronJob, ScheduleSettings, schedule_settings
     from wire import stubs
-    from wire.cronjob import CronJobKey, RayJobRunRef
+    from wire.cronjob import CronJobKey, CronJobRun, RayJobRunRef
     from workflows.decisions.raycronjob.runs import (
         child_rayjob_manifest,
         rfc3339_utc,
@@ -104,8 +105,8 @@ class RayCronJobTickWorkflow:
             raise
         except ChildWorkflowError as error:
             status = {"jobDeploymentStatus": "Failed", "message": str(error.cause or error)}
-        await self._prune(CronJobKey(namespace, cronjob.metadata.name), settings)
         final = status if isinstance(status, dict) else {}
+        await self._prune(CronJobKey(namespace, cronjob.metadata.name), settings, ref, final)
         return {
             **summary,
             "outcome": "Finished",
@@ -113,10 +114,20 @@ class RayCronJobTickWorkflow:
             "jobStatus": final.get("jobStatus", ""),
         }
 
-    async def _prune(self, key: CronJobKey, settings: Any) -> None:
-        """History limits: observe the RayCronJob's RayJobs, decide, delete the finished ones beyond them."""
-        runs = await call(stubs.list_cronjob_runs, key, IO.RECONCILE)
-        for run in runs_to_prune(runs.runs, settings):
+    async def _prune(
+        self, key: CronJobKey, settings: ScheduleSettings, own: RayJobRunRef, own_status: dict[str, Any]
+    ) -> None:
+        """History limits: observe the RayCronJob's RayJobs, decide, delete the finished ones beyond them.
+        Its own RayJob counts as finished with the status it returned (Temporal's list may still show it
+        running for a moment)."""
+        listed = await call(stubs.list_cronjob_runs, key, IO.RECONCILE)
+        runs = [
+            replace(run, state="COMPLETED", status=own_status) if run.workflow_id == own.workflow_id else run
+            for run in listed.runs
+        ]
+        if own.workflow_id not in {run.workflow_id for run in runs}:
+            runs.append(CronJobRun(own.workflow_id, "", own.name, "COMPLETED", own_status))
+        for run in runs_to_prune(runs, settings):
             await call(
                 stubs.delete_finished_rayjob,
                 RayJobRunRef(key.namespace, run.name, run.workflow_id),
