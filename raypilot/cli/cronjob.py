@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -142,19 +142,23 @@ async def apply_cronjob(ref: CronJobRef, manifest: dict[str, Any], console: Cons
     except ScheduleAlreadyRunningError:
         pass
     handle = client.get_schedule_handle(ref.schedule_id)
-    state: dict[str, Any] = {}
+    kept: list[str] = []
 
     def updated(current: ScheduleUpdateInput) -> ScheduleUpdate:
-        state["paused"] = current.description.schedule.state.paused
-        state["note"] = current.description.schedule.state.note
+        state = current.description.schedule.state
+        if not plan.paused and state.paused and state.note != SUSPEND_NOTE:
+            # Paused by hand (`raypilot cronjob pause`): an apply without suspend leaves it paused.
+            kept.append(state.note or "")
+            return ScheduleUpdate(
+                schedule=replace(schedule, state=ScheduleState(paused=True, note=state.note))
+            )
         return ScheduleUpdate(schedule=schedule)
 
     await handle.update(updated)
-    paused_by_hand = state.get("paused") and state.get("note") != SUSPEND_NOTE
-    if plan.paused and not state.get("paused"):
-        await handle.pause(note=SUSPEND_NOTE)
-    elif not plan.paused and state.get("paused") and not paused_by_hand:
-        await handle.unpause(note="spec.suspend is no longer true")
+    if kept:
+        return (
+            f"{target} configured (still paused: {kept[0]}; `raypilot cronjob unpause {target}` resumes it)"
+        )
     return f"{target} configured"
 
 

@@ -53,6 +53,7 @@ async def test_a_tick_runs_one_rayjob_with_the_contracts_id_label_and_annotation
         "outcome": "Finished",
         "jobDeploymentStatus": "Complete",
         "jobStatus": "SUCCEEDED",
+        "pruned": [],
     }
     assert rayjob["metadata"] == {
         "name": "nightly-29926905",
@@ -123,7 +124,8 @@ async def test_history_limits_delete_the_oldest_finished_rayjobs(
     limits = '{"successfulJobsHistoryLimit": 2, "failedJobsHistoryLimit": 1}'
     manifest = cronjob_manifest(annotations={"raypilot.io/schedule": limits})
     async with fake_worker(client, activities=world.activities(), workflows=WORKFLOWS) as queue:
-        await tick(client, queue, manifest)
+        result = await tick(client, queue, manifest)
+    assert result["pruned"] == ["nightly-29926900", "nightly-29926901", "nightly-29926902"]
     # Its own RayJob (29926905, succeeded) counts: the two newest successes and the newest failure stay.
     assert world.deleted == [
         "rayjob/jobs/nightly-29926900",

@@ -106,20 +106,21 @@ class RayCronJobTickWorkflow:
         except ChildWorkflowError as error:
             status = {"jobDeploymentStatus": "Failed", "message": str(error.cause or error)}
         final = status if isinstance(status, dict) else {}
-        await self._prune(CronJobKey(namespace, cronjob.metadata.name), settings, ref, final)
+        pruned = await self._prune(CronJobKey(namespace, cronjob.metadata.name), settings, ref, final)
         return {
             **summary,
             "outcome": "Finished",
             "jobDeploymentStatus": final.get("jobDeploymentStatus", ""),
             "jobStatus": final.get("jobStatus", ""),
+            "pruned": pruned,
         }
 
     async def _prune(
         self, key: CronJobKey, settings: ScheduleSettings, own: RayJobRunRef, own_status: dict[str, Any]
-    ) -> None:
+    ) -> list[str]:
         """History limits: observe the RayCronJob's RayJobs, decide, delete the finished ones beyond them.
         Its own RayJob counts as finished with the status it returned (Temporal's list may still show it
-        running for a moment)."""
+        running for a moment). Returns the names of the RayJobs deleted."""
         listed = await call(stubs.list_cronjob_runs, key, IO.RECONCILE)
         runs = [
             replace(run, state="COMPLETED", status=own_status) if run.workflow_id == own.workflow_id else run
@@ -127,12 +128,11 @@ class RayCronJobTickWorkflow:
         ]
         if own.workflow_id not in {run.workflow_id for run in runs}:
             runs.append(CronJobRun(own.workflow_id, "", own.name, "COMPLETED", own_status))
-        for run in runs_to_prune(runs, settings):
-            await call(
-                stubs.delete_finished_rayjob,
-                RayJobRunRef(key.namespace, run.name, run.workflow_id),
-                IO.RECONCILE,
-            )
+        pruned = runs_to_prune(runs, settings)
+        for run in pruned:
+            gone = RayJobRunRef(key.namespace, run.name, run.workflow_id)
+            await call(stubs.delete_finished_rayjob, gone, IO.RECONCILE)
+        return [run.name for run in pruned]
 
 
 async def _finished(child: workflow.ChildWorkflowHandle[Any, Any]) -> None:
