@@ -41,7 +41,12 @@ from activities.cronjob_runs import cronjob_runs_query
 from models.raycronjob import schedule_settings
 from raypilot.cli.common import CommandError, Console, client_for, rejected, settings_from
 from wire.cronjob import CronJobKey
-from workflows.decisions.raycronjob.runs import rfc3339_utc, scheduled_time_from_tick_id, tick_workflow_id
+from workflows.decisions.raycronjob.runs import (
+    child_rayjob_name,
+    rfc3339_utc,
+    scheduled_time_from_tick_id,
+    tick_workflow_id,
+)
 from workflows.decisions.raycronjob.schedule import CalendarPlan, SchedulePlan, schedule_plan
 from workflows.search_attributes import RAY_CRONJOB, RAY_NAMESPACE, RAY_PHASE
 
@@ -261,7 +266,12 @@ async def delete_cronjob(ref_text: str, console: Console, *, wait: bool) -> int:
         f"WorkflowType = '{TICK_WORKFLOW}' AND RayNamespace = '{ref.namespace}' "
         f"AND RayCronJob = '{ref.name}' AND ExecutionStatus = 'Running'"
     )
+    # A RayJob a tick has just started may not be listed yet: each running tick names its RayJob too.
+    names = set()
     async for tick in client.list_workflows(query):
+        scheduled = scheduled_time_from_tick_id(tick.id)
+        if scheduled is not None:
+            names.add(child_rayjob_name(ref.name, scheduled))
         try:
             await client.get_workflow_handle(tick.id, run_id=tick.run_id).terminate(
                 "its RayCronJob was deleted"
@@ -269,12 +279,16 @@ async def delete_cronjob(ref_text: str, console: Console, *, wait: bool) -> int:
         except RPCError as error:
             if error.status != RPCStatusCode.NOT_FOUND:
                 raise
-    runs = await cronjob_runs(client, ref)
-    if not found and not runs:
+    names |= {run["name"] for run in await cronjob_runs(client, ref)}
+    if not found and not names:
         raise CommandError(f"no raycronjob {ref.namespace}/{ref.name}")
-    for run in runs:
-        await delete_object(f"rayjob/{ref.namespace}/{run['name']}", console, wait=wait)
-    console.out(f"{KIND_TEXT}/{ref.namespace}/{ref.name} deleted ({len(runs)} RayJobs)")
+    for name in sorted(names):
+        try:
+            await delete_object(f"rayjob/{ref.namespace}/{name}", console, wait=wait)
+        except CommandError as error:
+            if not str(error).startswith("no rayjob"):  # else: a tick terminated before it started its RayJob
+                raise
+    console.out(f"{KIND_TEXT}/{ref.namespace}/{ref.name} deleted ({len(names)} RayJobs)")
     return 0
 
 
