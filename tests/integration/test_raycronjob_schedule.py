@@ -243,8 +243,8 @@ async def test_suspend_pauses_and_the_controls(cron_stack: CronStack) -> None:
     code, out, _ = await cron_stack.cli("cronjob", "pause", ref, "--note", "maintenance")
     assert code == 0
     assert "paused" in out
-    # A later apply without suspend keeps a pause made by hand.
-    await cron_stack.apply(cronjob_manifest(name, namespace, schedule="@yearly"))
+    # A later apply without suspend keeps a pause made by hand; its new jobTemplate applies to the next run.
+    await cron_stack.apply(cronjob_manifest(name, namespace, schedule="@yearly", entrypoint="fail"))
     state = (await handle.describe()).schedule.state
     assert (state.paused, state.note) == (True, "maintenance")
     assert (await cron_stack.cli("cronjob", "unpause", ref))[0] == 0
@@ -257,6 +257,8 @@ async def test_suspend_pauses_and_the_controls(cron_stack: CronStack) -> None:
             return list(found.values()) == [WorkflowExecutionStatus.COMPLETED]
 
         await until(ran, "the triggered RayJob finished")
+        (rayjob,) = await cron_stack.rayjobs(namespace, name)
+        assert (await cron_stack.client.get_workflow_handle(rayjob).result())["jobStatus"] == "FAILED"
     code, _, err = await cron_stack.cli(
         "cronjob", "backfill", ref, "--from", "2026-01-02T00:00:00Z", "--to", "2026-01-01T00:00:00Z"
     )
