@@ -17,13 +17,14 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from models.validation_formats import parse_go_duration_seconds
+
 __all__ = [
     "CronError",
     "CronFields",
     "EverySchedule",
     "ParsedSchedule",
     "day_fields_either",
-    "parse_go_duration_seconds",
     "parse_standard",
 ]
 
@@ -139,10 +140,11 @@ def _descriptor(spec: str) -> ParsedSchedule:
     if spec.startswith(_EVERY):
         text = spec[len(_EVERY) :]
         try:
-            nanoseconds = _go_duration_nanoseconds(text)
-        except CronError as error:
+            seconds = parse_go_duration_seconds(text)
+        except ValueError as error:
             raise CronError(f"failed to parse duration {spec}: {error}") from None
-        return EverySchedule(max(1, nanoseconds // 1_000_000_000))
+        # robfig's Every: below one second is one second; the fraction of a second is dropped.
+        return EverySchedule(max(1, int(seconds)))
     raise CronError(f"unrecognized descriptor: {spec}")
 
 
@@ -216,55 +218,3 @@ def _go_atoi_non_negative(text: str) -> int:
     if number < 0:
         raise CronError(f"negative number ({number}) not allowed: {text}")
     return number
-
-
-# ---- Go's time.ParseDuration -----------------------------------------------------------------------------
-
-_UNIT_NANOSECONDS: Final = {
-    "ns": 1,
-    "us": 1_000,
-    "µs": 1_000,  # U+00B5 micro sign
-    "μs": 1_000,  # U+03BC Greek mu
-    "ms": 1_000_000,
-    "s": 1_000_000_000,
-    "m": 60_000_000_000,
-    "h": 3_600_000_000_000,
-}
-_DURATION_PART: Final = re.compile(r"([0-9]*)(\.[0-9]*)?([^0-9.]*)")
-
-
-def parse_go_duration_seconds(text: str) -> float:
-    """Go's time.ParseDuration, in seconds (CronError with Go's message otherwise)."""
-    return _go_duration_nanoseconds(text) / 1_000_000_000
-
-
-def _go_duration_nanoseconds(text: str) -> int:
-    quoted = '"' + text + '"'
-    rest = text
-    negative = False
-    if rest[:1] in ("-", "+"):
-        negative = rest[0] == "-"
-        rest = rest[1:]
-    if rest == "0":
-        return 0
-    if not rest:
-        raise CronError(f"time: invalid duration {quoted}")
-    total = 0.0
-    while rest:
-        match = _DURATION_PART.match(rest)
-        whole, fraction, unit = (
-            (match.group(1), match.group(2) or "", match.group(3)) if match else ("", "", "")
-        )
-        if not whole and fraction in ("", "."):
-            raise CronError(f"time: invalid duration {quoted}")
-        if not unit:
-            raise CronError(f"time: missing unit in duration {quoted}")
-        # The unit runs until the next digit or dot.
-        if unit not in _UNIT_NANOSECONDS:
-            raise CronError(f'time: unknown unit "{unit}" in duration {quoted}')
-        total += float((whole or "0") + (fraction if fraction != "." else "")) * _UNIT_NANOSECONDS[unit]
-        rest = rest[len(whole) + len(fraction) + len(unit) :]
-    if total > _INT64_MAX:
-        raise CronError(f"time: invalid duration {quoted}")
-    nanoseconds = int(total)
-    return -nanoseconds if negative else nanoseconds

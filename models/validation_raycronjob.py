@@ -14,6 +14,7 @@ from models.meta import ObjectMeta
 from models.naming import MAX_RAYJOB_NAME_LENGTH
 from models.raycronjob import RayCronJob, schedule_settings
 from models.rayjob import RayJob
+from models.validation_formats import dns1123_subdomain_errors, go_quote
 from models.validation_rayjob import rayjob_crd_error, validate_rayjob_spec
 
 __all__ = [
@@ -48,6 +49,10 @@ def time_zone_error(name: str) -> str | None:
 def validate_raycronjob(cronjob: RayCronJob, gates: FeatureGates = _DEFAULT_GATES) -> str | None:
     """Everything KubeRay (CRD rules, gate, then ValidateRayCronJobSpec) would reject, first error only;
     then the `raypilot.io/schedule` annotation."""
+    name_errors = dns1123_subdomain_errors(cronjob.metadata.name)
+    if name_errors:
+        # The API server's check of every custom resource's name.
+        return f"metadata.name: Invalid value: {go_quote(cronjob.metadata.name)}: {name_errors[0]}"
     spec = cronjob.spec
     # KubeRay validates a RayJob with only the template as its spec (no name, no annotations).
     template = RayJob(metadata=ObjectMeta(), spec=spec.job_template)

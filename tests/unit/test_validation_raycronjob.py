@@ -53,6 +53,10 @@ def message_of(manifest: dict[str, Any], gates: FeatureGates | None = None) -> s
         (cronjob(name="n" * 36), None),
         (cronjob(name="n" * 37), "RayCronJob name should be no more than 36 characters"),
         (
+            cronjob(name="Nightly_Job"),
+            'metadata.name: Invalid value: "Nightly_Job": a lowercase RFC 1123 subdomain must consist of',
+        ),
+        (
             cronjob(schedule="TZ=UTC 0 3 * * *"),
             "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
         ),
@@ -109,7 +113,12 @@ def message_of(manifest: dict[str, Any], gates: FeatureGates | None = None) -> s
     ],
 )
 def test_kuberays_rules_and_messages(manifest: dict[str, Any], message: str | None) -> None:
-    assert message_of(manifest) == message
+    found = message_of(manifest)
+    if message is not None and message.endswith(" of"):  # the API server's long regex message: its start
+        assert found is not None
+        assert found.startswith(message)
+    else:
+        assert found == message
 
 
 def test_with_the_gate_off_a_raycronjob_is_rejected_saying_how_to_turn_it_on() -> None:
