@@ -147,6 +147,7 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
     from raypilot.cli.apply_input import apply_sources
+    from raypilot.cli.common import rejected
     from raypilot.cli.control import delete_object, upgrade_control
     from raypilot.cli.cronjob import cronjob_control, delete_cronjob, is_cronjob_ref, show_cronjob_status
     from raypilot.cli.status import show_status
@@ -157,6 +158,8 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
         )
     if args.command in ("status", "delete") and is_cronjob_ref(args.ref):
         if args.command == "status":
+            if args.watch:
+                raise rejected("--watch follows a rayjob or rayservice; a raycronjob's RayJobs are rayjobs")
             return await show_cronjob_status(args.ref, console, output=args.output)
         return await delete_cronjob(args.ref, console, wait=not args.no_wait)
     if args.command == "apply":
