@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.config import read_operator_config
+from activities.cronjob_runs import CronJobRunActivities
 from activities.dashboard import DashboardActivities
 from activities.dependencies import ActivityDependencies, dashboard_access_from_env
 from activities.gateway import GatewayActivities
@@ -31,6 +32,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         DashboardActivities(dependencies),
         ReplicaRankActivities(dependencies),
         TemporalRunActivities(dependencies),
+        CronJobRunActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
     ]

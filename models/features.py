@@ -23,13 +23,15 @@ FEATURE_GATES_ENV = "RAYPILOT_FEATURE_GATES"
 
 @dataclass(frozen=True)
 class FeatureGates:
-    """Gate values; defaults are those of KubeRay at the reference commit."""
+    """Gate values; defaults are those of KubeRay at the reference commit, except RayCronJob (on)."""
 
     ray_cluster_status_conditions: bool = True
     ray_job_deletion_policy: bool = True
     ray_multi_host_indexing: bool = True
     ray_service_incremental_upgrade: bool = True
-    ray_cron_job: bool = False
+    # On in raypilot (off in KubeRay): RayCronJobs run on Temporal Schedules (README, "Where raypilot
+    # differs").
+    ray_cron_job: bool = True
     sidecar_submitter_restart: bool = False
     ray_cluster_network_policy: bool = False
     gcs_fault_tolerance_embedded_storage: bool = False

@@ -17,6 +17,7 @@ from pydantic_core import ErrorDetails
 
 from models.base import dump_manifest
 from models.raycluster import RAY_API_VERSION, RayCluster
+from models.raycronjob import RayCronJob
 from models.rayjob import RayJob
 from models.rayservice import RayService
 
@@ -28,6 +29,7 @@ __all__ = [
     "load_manifest_text",
     "parse_manifest",
     "parse_raycluster",
+    "parse_raycronjob",
     "parse_rayjob",
     "parse_rayservice",
 ]
@@ -143,6 +145,11 @@ def parse_rayjob(obj: Mapping[str, Any]) -> RayJob:
 def parse_rayservice(obj: Mapping[str, Any]) -> RayService:
     _checked_header(obj, ("RayService",))
     return _validate_named_object(RayService, obj)
+
+
+def parse_raycronjob(obj: Mapping[str, Any]) -> RayCronJob:
+    _checked_header(obj, ("RayCronJob",))
+    return _validate_named_object(RayCronJob, obj)
 
 
 def parse_raycluster(obj: Mapping[str, Any]) -> RayCluster:

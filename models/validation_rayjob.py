@@ -32,6 +32,7 @@ __all__ = [
     "CEL_DELETION_CONDITION_NONE",
     "CEL_DELETION_STRATEGY_INCOMPLETE",
     "CEL_DELETION_STRATEGY_MIXED",
+    "rayjob_crd_error",
     "validate_rayjob",
     "validate_rayjob_metadata",
     "validate_rayjob_spec",
@@ -85,7 +86,7 @@ def _deletion_strategy_cel_error(strategy: DeletionStrategy) -> str | None:
     return None
 
 
-def _rayjob_crd_error(job: RayJob) -> str | None:
+def rayjob_crd_error(job: RayJob) -> str | None:
     spec = job.spec
     error = managed_by_value_error(spec.managed_by)
     if error is None and spec.ray_cluster_spec is not None:
@@ -337,7 +338,7 @@ def validate_rayjob(job: RayJob, gates: FeatureGates = _DEFAULT_GATES) -> str | 
     ValidateRayJobSpec, then the RayCluster-side rules for the cluster this RayJob would create.
     """
     error = (
-        _rayjob_crd_error(job) or validate_rayjob_metadata(job.metadata) or validate_rayjob_spec(job, gates)
+        rayjob_crd_error(job) or validate_rayjob_metadata(job.metadata) or validate_rayjob_spec(job, gates)
     )
     if error is None and job.spec.ray_cluster_spec is not None and not job.spec.cluster_selector:
         error = validate_created_cluster(job.spec.ray_cluster_spec, KIND_RAYJOB)

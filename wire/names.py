@@ -75,3 +75,8 @@ WAIT_READY_ENDPOINTS: Final = "k8s.wait_ready_endpoints"
 WAIT_RAY_JOB: Final = "dashboard.wait_job"
 WAIT_SERVE: Final = "dashboard.wait_serve"
 WAIT_GATEWAY: Final = "gateway.wait_ready"
+
+# ---- RayCronJob (Temporal: the RayJobs one RayCronJob made) ----------------------------------------------
+LIST_CRONJOB_RUNS: Final = "temporal.list_cronjob_runs"
+DELETE_FINISHED_RAYJOB: Final = "temporal.delete_finished_rayjob"
+REQUEST_RAYJOB_DELETION: Final = "temporal.request_rayjob_deletion"

@@ -16,6 +16,7 @@ from temporalio import activity
 
 from models.operator import OperatorConfig
 from wire import names
+from wire.cronjob import CronJobKey, CronJobRuns, RayJobRunRef
 from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
@@ -330,4 +331,22 @@ async def wait_gateway(request: WaitGateway) -> GatewayObservation:
 @activity.defn(name=names.LATEST_EARLIER_RUN)
 async def latest_earlier_run(request: EarlierRuns) -> EarlierRun | None:
     """`activities.temporal_runs.TemporalRunActivities.latest_earlier_run`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.LIST_CRONJOB_RUNS)
+async def list_cronjob_runs(request: CronJobKey) -> CronJobRuns:
+    """`activities.cronjob_runs.CronJobRunActivities.list_cronjob_runs`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.DELETE_FINISHED_RAYJOB)
+async def delete_finished_rayjob(request: RayJobRunRef) -> bool:
+    """`activities.cronjob_runs.CronJobRunActivities.delete_finished_rayjob`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.REQUEST_RAYJOB_DELETION)
+async def request_rayjob_deletion(request: RayJobRunRef) -> bool:
+    """`activities.cronjob_runs.CronJobRunActivities.request_rayjob_deletion`"""
     raise NotImplementedError(_STUB)

@@ -12,5 +12,13 @@ RAY_KIND = SearchAttributeKey.for_keyword("RayKind")
 RAY_NAMESPACE = SearchAttributeKey.for_keyword("RayNamespace")
 RAY_NAME = SearchAttributeKey.for_keyword("RayName")
 RAY_PHASE = SearchAttributeKey.for_keyword("RayPhase")
+# On the RayJobs a RayCronJob made: the RayCronJob's name (its namespace is RayNamespace).
+RAY_CRONJOB = SearchAttributeKey.for_keyword("RayCronJob")
 
-ALL_SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str], ...] = (RAY_KIND, RAY_NAMESPACE, RAY_NAME, RAY_PHASE)
+ALL_SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str], ...] = (
+    RAY_KIND,
+    RAY_NAMESPACE,
+    RAY_NAME,
+    RAY_PHASE,
+    RAY_CRONJOB,
+)

@@ -26,6 +26,7 @@ from models.manifest import ManifestError
 from raypilot.cli.apply import apply_manifest, feature_gates
 from raypilot.cli.apply_kubernetes import ClusterAccess, api_message, kubernetes_configured
 from raypilot.cli.apply_plan import (
+    CronDocument,
     KubeDocument,
     PlannedDocument,
     RayDocument,
@@ -34,6 +35,7 @@ from raypilot.cli.apply_plan import (
 )
 from raypilot.cli.apply_sources import SourceDocument, read_documents
 from raypilot.cli.common import CommandError, Console, rejected
+from raypilot.cli.cronjob import CronJobRef, apply_cronjob
 from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK
 
 
@@ -113,6 +115,9 @@ async def applied_in_order(
         try:
             if isinstance(item, RayDocument):
                 await apply_manifest(item.ref, item.manifest, console)
+            elif isinstance(item, CronDocument):
+                ref = CronJobRef(item.namespace, item.name)
+                console.out(await apply_cronjob(ref, item.manifest, console))
             elif access is not None:  # always, for a Kubernetes document: the input was rejected otherwise
                 console.out(await asyncio.to_thread(access.apply, item, resources[index]))
         except CommandError as error:

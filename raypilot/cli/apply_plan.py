@@ -1,6 +1,6 @@
 """What `raypilot apply` does with each document of its input, decided before anything is applied (pure).
 
-A RayJob or RayService becomes a workflow; a RayCronJob a schedule (not served yet, so it is rejected); every
+A RayJob or RayService becomes a workflow; a RayCronJob a Temporal Schedule; every
 other object goes to Kubernetes as `kubectl apply` would send it. A document with `metadata.generateName` and
 no name gets its name here, as the API server picks one for `kubectl create`: the prefix, cut to leave room,
 plus 5 random characters of Kubernetes' alphabet.
@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from models.features import FeatureGates
-from models.manifest import ManifestError, parse_manifest
+from models.manifest import ManifestError, parse_manifest, parse_raycronjob
 from models.meta import DEFAULT_NAMESPACE
 from models.naming import DNS1035_LABEL_MAX_LENGTH, SUFFIX_LENGTH, ObjectRef, random_suffix
 from models.validation import validate
+from models.validation_raycronjob import validate_raycronjob
 
 # Kubernetes' names.SimpleNameGenerator keeps at most this much of a generateName prefix (63 - 5).
 MAX_GENERATE_NAME_PREFIX: Final = DNS1035_LABEL_MAX_LENGTH - SUFFIX_LENGTH
@@ -48,7 +49,17 @@ class KubeDocument:
     body: dict[str, Any]
 
 
-PlannedDocument = RayDocument | KubeDocument
+@dataclass(frozen=True)
+class CronDocument:
+    """A RayCronJob for its Temporal Schedule, validated as KubeRay would."""
+
+    origin: str
+    namespace: str
+    name: str
+    manifest: dict[str, Any]
+
+
+PlannedDocument = RayDocument | KubeDocument | CronDocument
 
 
 def name_from_generate_name(prefix: str, rand: random.Random) -> str:
@@ -82,11 +93,9 @@ def planned_document(
     be applied."""
     api_version, kind = document.get("apiVersion"), document.get("kind")
     if goes_to_raypilot(api_version, kind):
-        if kind in SCHEDULE_KINDS:
-            raise ManifestError(
-                f"{kind} is not supported by this version of raypilot (RayJob and RayService are)"
-            )
         named = with_generated_name(document, rand)
+        if kind in SCHEDULE_KINDS:
+            return cron_document(named, origin, gates)
         parsed = parse_manifest(named)
         message = validate(parsed, gates)
         if message is not None:
@@ -94,6 +103,15 @@ def planned_document(
         ref = ObjectRef(parsed.kind, parsed.metadata.namespace or DEFAULT_NAMESPACE, parsed.metadata.name)
         return RayDocument(origin, ref, named)
     return kube_document(document, origin)
+
+
+def cron_document(document: dict[str, Any], origin: str, gates: FeatureGates) -> CronDocument:
+    cronjob = parse_raycronjob(document)
+    message = validate_raycronjob(cronjob, gates)
+    if message is not None:
+        raise ManifestError(message)
+    namespace = cronjob.metadata.namespace or DEFAULT_NAMESPACE
+    return CronDocument(origin, namespace, cronjob.metadata.name, document)
 
 
 def kube_document(document: Mapping[str, Any], origin: str) -> KubeDocument:
@@ -135,6 +153,8 @@ def namespaces_to_check(
     for item in plan:
         if isinstance(item, RayDocument):
             namespace = item.ref.namespace
+        elif isinstance(item, CronDocument):
+            namespace = item.namespace
         elif (item.api_version, item.kind) in cluster_scoped:
             continue
         else:

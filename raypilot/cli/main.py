@@ -24,7 +24,8 @@ __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_REJECTED", "build_parser", "main"]
 # The commands import Temporal, Kubernetes and the models only when they run: `raypilot --help` stays quick.
 UPGRADE_CONTROLS = ("pause", "resume", "promote", "abort")
 
-REF_HELP = "KIND/NAMESPACE/NAME, e.g. rayjob/default/sample (KIND: rayjob or rayservice)"
+REF_HELP = "KIND/NAMESPACE/NAME, e.g. rayjob/default/sample (KIND: rayjob, rayservice or raycronjob)"
+CRONJOB_CONTROLS = ("trigger", "pause", "unpause", "backfill")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.add_argument(
         "-o", "--output", metavar="FILE", help="FILE.png or FILE.svg (default: KIND-NS-NAME-timeline.png)"
     )
+    cronjob = commands.add_parser("cronjob", help="control a RayCronJob's schedule")
+    cronjob.add_argument("control", choices=CRONJOB_CONTROLS)
+    cronjob.add_argument("ref", metavar="raycronjob/NAMESPACE/NAME")
+    cronjob.add_argument("--note", help="pause/unpause: why (shown by status and in the Web UI)")
+    cronjob.add_argument("--from", dest="start", metavar="TIME", help="backfill: first tick time (RFC 3339)")
+    cronjob.add_argument("--to", dest="end", metavar="TIME", help="backfill: last tick time (RFC 3339)")
     sandbox = commands.add_parser(
         "sandbox",
         help="a local cluster: Kubernetes API, RayCluster/Job/Service/Gateway controllers",
@@ -118,7 +125,7 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
-    if args.command in ("apply", "status", "delete", "upgrade", "timeline"):
+    if args.command in ("apply", "status", "delete", "upgrade", "timeline", "cronjob"):
         from raypilot.cli.common import Console, run_command
 
         console = console or Console()
@@ -147,9 +154,21 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
     from raypilot.cli.apply_input import apply_sources
+    from raypilot.cli.common import rejected
     from raypilot.cli.control import delete_object, upgrade_control
+    from raypilot.cli.cronjob import cronjob_control, delete_cronjob, is_cronjob_ref, show_cronjob_status
     from raypilot.cli.status import show_status
 
+    if args.command == "cronjob":
+        return await cronjob_control(
+            args.control, args.ref, console, note=args.note, start=args.start, end=args.end
+        )
+    if args.command in ("status", "delete") and is_cronjob_ref(args.ref):
+        if args.command == "status":
+            if args.watch:
+                raise rejected("--watch follows a rayjob or rayservice; a raycronjob's RayJobs are rayjobs")
+            return await show_cronjob_status(args.ref, console, output=args.output)
+        return await delete_cronjob(args.ref, console, wait=not args.no_wait)
     if args.command == "apply":
         return await apply_sources(args.filename, console)
     if args.command == "status":

@@ -29,7 +29,12 @@ DEPLOY = REPO / "deploy"
 ACTIVITY_TESTS = ["tests/activities", "tests/docs/test_rbac_exercises.py"]
 # Activities that make no Kubernetes API request at all.
 # Activities that never call the Kubernetes API (the operator settings; Temporal's own visibility API).
-NO_API_ACTIVITIES = {"raypilot.read_operator_config", "temporal.latest_earlier_run"}
+NO_API_ACTIVITIES = {
+    "raypilot.read_operator_config",
+    "temporal.latest_earlier_run",
+    "temporal.list_cronjob_runs",
+    "temporal.request_rayjob_deletion",
+}
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -14,6 +14,7 @@ import pytest
 from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
+from activities.cronjob_runs import CronJobRunActivities
 from activities.gateway import GatewayActivities
 from activities.kubernetes import RayClusterActivities
 from activities.kubernetes_events import OwnershipActivities
@@ -22,10 +23,12 @@ from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.testing import raycluster_manifest, wait_until
 from tests.activities.conftest import RecordingEnvironment
+from wire.cronjob import RayJobRunRef
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     ObjectKey,
+    Ownership,
     RayResourceKey,
     UpdateSpec,
     WaitObject,
@@ -194,3 +197,40 @@ def test_deleting_an_absent_rayservice_resource_is_not_an_error(
 ) -> None:
     key = RayResourceKey("RayService", namespace, "never-created")
     assert run(OwnershipActivities(deps).delete_ray_resource, key) is False
+
+
+class _TemporalWithoutRuns:
+    """The part of a Temporal client `temporal.delete_finished_rayjob` uses, with no run of the RayJob left
+    running (this module checks the Kubernetes side; the Temporal side runs in the RayCronJob tests)."""
+
+    namespace = "default"
+
+    def __init__(self) -> None:
+        self.deleted: list[Any] = []
+        self.workflow_service = self
+
+    async def list_workflows(self, query: str) -> Any:
+        for _ in ():
+            yield _
+
+    async def delete_workflow_execution(self, request: Any) -> None:
+        self.deleted.append(request)
+
+
+async def test_a_finished_rayjob_of_a_raycronjob_is_deleted_with_what_it_left(
+    deps: ActivityDependencies, namespace: str
+) -> None:
+    ownership = Ownership("RayJob", "nightly-29926905", "rayjob/x/nightly-29926905")
+    created = CreateObject(
+        raycluster_manifest("nightly-29926905-abcde", namespace, workers=0), ownership=ownership
+    )
+    await asyncio.to_thread(run, RayClusterActivities(deps).create_raycluster, created)
+    deps.temporal_client = _TemporalWithoutRuns()  # type: ignore[assignment]
+    ref = RayJobRunRef(namespace, "nightly-29926905", f"rayjob/{namespace}/nightly-29926905")
+    assert await run(CronJobRunActivities(deps).delete_finished_rayjob, ref) is True
+    custom = client.CustomObjectsApi(deps.kube().api_client)
+
+    def gone() -> bool:
+        return not custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")["items"]
+
+    await wait_until(gone, within=30)

@@ -42,6 +42,7 @@ from raypilot.testing.rayservice_scenarios import (
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
+from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from wire.kubernetes import EarlierRun
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -90,6 +91,24 @@ async def rayjob_inherits_finished(env: WorkflowEnvironment) -> Handle:
     world = FakeWorld(earlier_run=EarlierRun("run-1", "COMPLETED", "finished", 1, "h", finished))
     async with running_worker(env.client, activities=world.activities()) as queue:
         handle = await start(env.client, rayjob_manifest(name="inherit"), queue)
+        await handle.result()
+    return handle
+
+
+async def raycronjob_tick(env: WorkflowEnvironment) -> Handle:
+    """Issue 20: one tick of a RayCronJob's schedule runs its RayJob (a real RayJobWorkflow, HTTPMode, on the
+    fake world) as a child with the contract's id, then prunes the oldest finished RayJob beyond the limit.
+    Started as by hand (no nominal time in its id, which replays do not keep: the replay's id is the file's
+    name), so the tick's scheduled time is its start in workflow time; the commands are the same."""
+    world = FakeWorld()
+    cron_world = FakeCronJobWorld(env.client, runs=[finished_run(29926900), finished_run(29926901)])
+    cronjob = cronjob_manifest(annotations={"raypilot.io/schedule": "successfulJobsHistoryLimit: 2"})
+    cronjob["spec"]["jobTemplate"] = rayjob_manifest(shutdownAfterJobFinishes=True)["spec"]
+    activities = [*world.activities(), *cron_world.activities()]
+    async with running_worker(env.client, activities=activities) as queue:
+        handle = await env.client.start_workflow(
+            "RayCronJobTick", cronjob, id="raycronjob/jobs/nightly", task_queue=queue
+        )
         await handle.result()
     return handle
 
@@ -166,6 +185,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_inherits_finished,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
+        raycronjob_tick,
     )
 }
 

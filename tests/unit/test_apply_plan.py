@@ -124,8 +124,9 @@ def test_a_rayjob_goes_to_its_workflow_with_its_name(
             'unsupported apiVersion "ray.io/v1alpha1"',
         ),
         (
+            # A RayCronJob is read and validated as KubeRay would (without a spec it is not one).
             {"apiVersion": "ray.io/v1", "kind": "RayCronJob", "metadata": {"name": "c"}},
-            "RayCronJob is not supported",
+            "spec: Field required",
         ),
         (configmap({}), "ConfigMap: metadata.name: Required value"),
         ({"kind": "ConfigMap", "metadata": {"name": "x"}}, "apiVersion not set"),

@@ -14,7 +14,8 @@ def test_defaults_match_kuberay() -> None:
     assert gates.enabled("RayClusterStatusConditions")
     assert gates.enabled("RayMultiHostIndexing")
     assert not gates.enabled("SidecarSubmitterRestart")
-    assert not gates.enabled("RayCronJob")
+    # The one gate raypilot turns on where KubeRay has it off: RayCronJobs run on Temporal Schedules.
+    assert gates.enabled("RayCronJob")
 
 
 @pytest.mark.parametrize(
@@ -34,7 +35,7 @@ def test_defaults_match_kuberay() -> None:
         ),
         ("RayClusterStatusConditions=TRUE", {}),
         # the last occurrence wins, as in KubeRay's flag parser
-        ("RayCronJob=true,RayCronJob=false", {}),
+        ("RayCronJob=false,RayCronJob=true", {}),
     ],
 )
 def test_parse_overrides_only_named_gates(text: str, expected_changes: dict[str, bool]) -> None:

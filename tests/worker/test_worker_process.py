@@ -62,6 +62,7 @@ async def test_worker_registers_search_attributes_and_stops_cleanly(
         "RayNamespace",
         "RayName",
         "RayPhase",
+        "RayCronJob",
     }
 
     metrics_port = free_port()

@@ -1,0 +1,1 @@
+"""What a RayCronJob decides: its Temporal Schedule, each tick's RayJob, which finished RayJobs go (pure)."""

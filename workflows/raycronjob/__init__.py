@@ -1,0 +1,1 @@
+"""RayCronJobTick: the workflow a RayCronJob's Temporal Schedule starts on each tick."""
