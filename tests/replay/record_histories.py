@@ -125,6 +125,25 @@ async def rayservice_blue_green_delete(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_none_not_applied(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-none-not-applied: with strategy None a cluster spec change is reported as not
+    applied (condition and Warning Event), the cluster left alone; then delete."""
+    world = FakeRayWorld()
+    strategy = {"type": "None"}
+    async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
+        await until_ready(env, handle)
+        await handle.execute_update("apply", rayservice_manifest(version="v2", strategy=strategy))
+
+        async def reported() -> bool:
+            conditions = (await status_of(handle)).get("conditions") or []
+            return any(c.get("type") == "ClusterSpecNotApplied" for c in conditions)
+
+        await eventually(env, reported)
+        await handle.execute_update("delete")
+        await handle.result()
+    return handle
+
+
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -166,6 +185,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_inherits_finished,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
+        rayservice_none_not_applied,
     )
 }
 

@@ -52,6 +52,11 @@ with workflow.unsafe.imports_passed_through():
         services_target_cluster,
     )
     from workflows.decisions.rayservice.status import StatusInputs, calculate_status
+    from workflows.decisions.rayservice.strategy_none import (
+        UnappliedSpec,
+        unapplied_cluster_spec,
+        with_unapplied_spec_condition,
+    )
     from workflows.decisions.rayservice.suspend import (
         SuspendAction,
         begin_suspending,
@@ -105,6 +110,7 @@ class _PassSeen:
     services_cluster: str | None = None
     counted: dict[str, str] = field(default_factory=dict)
     endpoints: dict[str, int] = field(default_factory=dict)
+    unapplied: UnappliedSpec | None = None
 
 
 class RayServiceReconciler(RayServicePart):
@@ -115,8 +121,13 @@ class RayServiceReconciler(RayServicePart):
         calls: RayServiceCalls,
         config: OperatorConfig,
         commit: Commit,
+        *,
+        honest_none_strategy: bool = False,
     ) -> None:
         super().__init__(state, world, calls, config, commit)
+        # Runs started before patch `rayservice-none-not-applied` updated the active cluster in place with
+        # strategy None; newer runs leave it alone, as KubeRay does, and say so (strategy_none.py).
+        self.honest_none_strategy = honest_none_strategy
         self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
         self.serving = RayServiceServing(state, world, calls, config, commit)
 
@@ -183,6 +194,8 @@ class RayServiceReconciler(RayServicePart):
             rayservice = self.rayservice()
         await self.serving.update_head_serve_labels(rayservice, (active, pending))
         seen = _PassSeen(rayservice, active, pending, incremental, events)
+        if self.honest_none_strategy:
+            seen.unapplied = unapplied_cluster_spec(rayservice, active, pending, self.config)
         if pending is not None:
             seen.pending_serve = await self.serving.reconcile_serve(rayservice, pending)
         if active is not None and (
@@ -245,8 +258,12 @@ class RayServiceReconciler(RayServicePart):
         state.controls, status = settle_upgrade_controls(
             state.controls, outcome.status, goal_cluster_hash(seen.rayservice.spec)
         )
+        events = seen.events + outcome.events
+        if self.honest_none_strategy:
+            status, not_applied = with_unapplied_spec_condition(status, seen.unapplied, now)
+            events += not_applied
         detail = self.incremental.detail_line(now) if seen.incremental else ""
-        await self.commit(status, seen.events + outcome.events, detail)
+        await self.commit(status, events, detail)
 
     def _next_wait(
         self, seen: _PassSeen, names_before: tuple[str, str], cleanup_due: datetime | None
@@ -367,7 +384,9 @@ class RayServiceReconciler(RayServicePart):
             active = await self._update_in_place(rayservice, active_name)
         if should_update_cluster(rayservice, pending, is_active=False):
             pending = await self._update_in_place(rayservice, pending_name)
-        if should_update_in_place_without_upgrade(rayservice, active, pending, self.config):
+        if not self.honest_none_strategy and should_update_in_place_without_upgrade(
+            rayservice, active, pending, self.config
+        ):
             active = await self._update_in_place(rayservice, active_name)
             events.append(in_place_update_warning(rayservice, active_name))
         return active, pending, events

@@ -68,6 +68,10 @@ __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
 VALIDATION_FAILED: Final = "ValidationFailed"
 CONTROL_REJECTED: Final = "UpgradeControlRejected"
+# Patches (workflow.patched), asked when a run starts, before any command: runs started before them replay
+# without them. With strategy None a cluster spec change is no longer applied in place: the cluster is left
+# alone as in KubeRay, with the ClusterSpecNotApplied condition and a Warning Event.
+NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -101,6 +105,7 @@ class RayServiceWorkflow:
 
     @workflow.run
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
+        honest_none_strategy = workflow.patched(NONE_NOT_APPLIED_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -111,7 +116,9 @@ class RayServiceWorkflow:
                 raise _rejected(error)
         calls = self._calls
         world = RayServiceWorld(calls)
-        reconciler = RayServiceReconciler(state, world, calls, config, self._commit)
+        reconciler = RayServiceReconciler(
+            state, world, calls, config, self._commit, honest_none_strategy=honest_none_strategy
+        )
         immediate = 0
         while not state.deleting:
             seen = self._changes
