@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
     from wire import stubs
-    from workflows.decisions.rayservice.cluster import goal_cluster_hash
+    from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
     from workflows.decisions.rayservice.manifest import (
@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         UpgradeControlRejected,
         UpgradeControls,
         abort_upgrade,
+        new_cluster_promote_rejection,
         pause_upgrade,
         promote_upgrade,
         resume_upgrade,
@@ -230,6 +231,13 @@ class RayServiceWorkflow:
             self._decide_control(control)
         except UpgradeControlRejected as rejected:
             raise ApplicationError(str(rejected), type=CONTROL_REJECTED, non_retryable=True) from None
+        if control == "promote" and self._config is not None:
+            state = self._state
+            rayservice = rayservice_at(state.manifest, state.generation, state.status)
+            incremental = is_incremental_upgrade_enabled(rayservice.spec, self._config)
+            rejection = new_cluster_promote_rejection(rayservice, incremental)
+            if rejection is not None:
+                raise ApplicationError(rejection, type=CONTROL_REJECTED, non_retryable=True)
 
     def _apply_control(self, control: str) -> dict[str, str]:
         controls, status = self._decide_control(control)
