@@ -176,6 +176,41 @@ async def rayservice_incremental_pause_resume(env: WorkflowEnvironment) -> Handl
     return handle
 
 
+async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-rollback-keeps-active-serve-config: a third spec (cluster and Serve config) applied
+    after the first traffic step rolls back to the original cluster, which keeps its Serve config, then
+    upgrades to the third spec on a fresh cluster."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        manifest = _two_step_incremental(version)
+        manifest["spec"]["serveConfigV2"] = manifest["spec"]["serveConfigV2"].replace(
+            "app:deployment", f"app:{version}"
+        )
+        return manifest
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        first = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+
+        async def routed() -> bool:
+            return world.route is not None
+
+        await eventually(env, routed)
+        await handle.execute_update("apply", spec("v2"))
+        second = await _pending_cluster(env, handle, min_traffic=50)
+        await handle.execute_update("apply", spec("v3"))
+
+        async def third_serves() -> bool:
+            status = await status_of(handle)
+            active = status["activeServiceStatus"]["rayClusterName"]
+            pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+            return active not in (first, second) and not pending
+
+        await eventually(env, third_serves)
+        await until_ready(env, handle)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -186,6 +221,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         rayservice_none_not_applied,
+        rayservice_incremental_third_spec,
     )
 }
 

@@ -123,6 +123,7 @@ class RayServiceReconciler(RayServicePart):
         commit: Commit,
         *,
         honest_none_strategy: bool = False,
+        keeps_active_config_in_rollback: bool = False,
     ) -> None:
         super().__init__(state, world, calls, config, commit)
         # Runs started before patch `rayservice-none-not-applied` updated the active cluster in place with
@@ -130,6 +131,7 @@ class RayServiceReconciler(RayServicePart):
         self.honest_none_strategy = honest_none_strategy
         self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
         self.serving = RayServiceServing(state, world, calls, config, commit)
+        self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
 
     @property
     def gate_conditions(self) -> bool:

@@ -73,6 +73,9 @@ CONTROL_REJECTED: Final = "UpgradeControlRejected"
 # without them. With strategy None a cluster spec change is no longer applied in place: the cluster is left
 # alone as in KubeRay, with the ClusterSpecNotApplied condition and a Warning Event.
 NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
+# During an incremental rollback the active cluster keeps its Serve config: a third spec's goes only to the
+# cluster prepared after the rollback (serve.serve_config_for_cluster).
+ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH: Final = "rayservice-rollback-keeps-active-serve-config"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -107,6 +110,7 @@ class RayServiceWorkflow:
     @workflow.run
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
         honest_none_strategy = workflow.patched(NONE_NOT_APPLIED_PATCH)
+        keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -118,7 +122,13 @@ class RayServiceWorkflow:
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(
-            state, world, calls, config, self._commit, honest_none_strategy=honest_none_strategy
+            state,
+            world,
+            calls,
+            config,
+            self._commit,
+            honest_none_strategy=honest_none_strategy,
+            keeps_active_config_in_rollback=keeps_active_config,
         )
         immediate = 0
         while not state.deleting:
