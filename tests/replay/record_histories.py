@@ -144,6 +144,28 @@ async def rayservice_none_not_applied(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_in_place_restart(env: WorkflowEnvironment) -> Handle:
+    """raypilot.io/in-place-restart with strategy None: the spec written to the cluster, its worker group's
+    Pods then the head restarted, Serve submitted again after the head."""
+    world = FakeRayWorld()
+
+    def manifest(version: str) -> dict[str, Any]:
+        return rayservice_manifest(
+            version=version, strategy={"type": "None"}, annotations={"raypilot.io/in-place-restart": "true"}
+        )
+
+    async with running_rayservice(env, world, manifest("v1")) as handle:
+        await until_ready(env, handle)
+        await handle.execute_update("apply", manifest("v2"))
+
+        async def finished() -> bool:
+            conditions = (await status_of(handle)).get("conditions") or []
+            return any(c.get("type") == "InPlaceRestart" and c.get("status") == "False" for c in conditions)
+
+        await eventually(env, finished)
+    return handle
+
+
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -222,6 +244,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_incremental_pause_resume,
         rayservice_none_not_applied,
         rayservice_incremental_third_spec,
+        rayservice_in_place_restart,
     )
 }
 

@@ -52,11 +52,7 @@ with workflow.unsafe.imports_passed_through():
         services_target_cluster,
     )
     from workflows.decisions.rayservice.status import StatusInputs, calculate_status
-    from workflows.decisions.rayservice.strategy_none import (
-        UnappliedSpec,
-        unapplied_cluster_spec,
-        with_unapplied_spec_condition,
-    )
+    from workflows.decisions.rayservice.strategy_none import UnappliedSpec, with_unapplied_spec_condition
     from workflows.decisions.rayservice.suspend import (
         SuspendAction,
         begin_suspending,
@@ -77,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.incremental import IncrementalUpgrade
     from workflows.rayservice.part import Commit, RayServicePart
+    from workflows.rayservice.pod_restart import PodRestarts
     from workflows.rayservice.serving import RayServiceServing, ServeResult
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
@@ -132,6 +129,7 @@ class RayServiceReconciler(RayServicePart):
         self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
         self.serving = RayServiceServing(state, world, calls, config, commit)
         self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
+        self.restarts = PodRestarts(state, world, calls, config, commit)
 
     @property
     def gate_conditions(self) -> bool:
@@ -194,10 +192,13 @@ class RayServiceReconciler(RayServicePart):
         if incremental:
             events += await self.incremental.reconcile_rollback(rayservice, active, pending, now)
             rayservice = self.rayservice()
+        unapplied: UnappliedSpec | None = None
+        if self.honest_none_strategy:
+            active, unapplied, started = await self.restarts.apply_spec(rayservice, active, pending)
+            events += started
         await self.serving.update_head_serve_labels(rayservice, (active, pending))
         seen = _PassSeen(rayservice, active, pending, incremental, events)
-        if self.honest_none_strategy:
-            seen.unapplied = unapplied_cluster_spec(rayservice, active, pending, self.config)
+        seen.unapplied = unapplied
         if pending is not None:
             seen.pending_serve = await self.serving.reconcile_serve(rayservice, pending)
         if active is not None and (
@@ -205,6 +206,8 @@ class RayServiceReconciler(RayServicePart):
             or (pending is not None and incremental)
         ):
             seen.active_serve = await self.serving.reconcile_serve(rayservice, active)
+        if self.honest_none_strategy:
+            seen.events += await self.restarts.step(rayservice, active)
         return seen
 
     async def _step_incremental_upgrade(self, seen: _PassSeen, now: datetime) -> None:
@@ -264,6 +267,7 @@ class RayServiceReconciler(RayServicePart):
         if self.honest_none_strategy:
             status, not_applied = with_unapplied_spec_condition(status, seen.unapplied, now)
             events += not_applied
+            status = self.restarts.with_condition(status, now)
         detail = self.incremental.detail_line(now) if seen.incremental else ""
         await self.commit(status, events, detail)
 
@@ -297,6 +301,7 @@ class RayServiceReconciler(RayServicePart):
             cleanup_due,
             initializing_deadline(state.status.conditions, rayservice.metadata.annotations),
             upgrade.next_step_at() if seen.upgrading else None,
+            self.restarts.next_check(workflow.now()),
         )
         return PassOutcome(again=again, watches=watches, deadline=deadline)
 
