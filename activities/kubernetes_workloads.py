@@ -1,4 +1,4 @@
-"""Kubernetes activities for the K8sJobMode submitter Job and for head Pods."""
+"""Kubernetes activities for the K8sJobMode submitter Job and for a RayCluster's Pods."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from activities.kubernetes_client import kubernetes_errors
 from activities.kubernetes_resources import JOB, POD, trim_job, trim_pod
 from models.naming import LABEL_CLUSTER, LABEL_NODE_TYPE
 from wire import names
-from wire.kubernetes import CreateObject, DeleteObject, HeadPodKey, ObjectKey, PodLabels
+from wire.kubernetes import ClusterPods, CreateObject, DeleteObject, HeadPodKey, ObjectKey, PodLabels
 
 
 def head_pod_selector(cluster_name: str) -> str:
@@ -67,3 +67,16 @@ class WorkloadActivities(KubernetesActivityBase):
         with kubernetes_errors(f"label {POD.describe(request.namespace, request.name)}"):
             patched = self.kube.merge_patch(POD, request.namespace, request.name, patch)
         return trim_pod(patched) if patched is not None else None
+
+    @activity.defn(name=names.LIST_CLUSTER_PODS)
+    def list_cluster_pods(self, key: ClusterPods) -> list[dict[str, Any]]:
+        """Every Pod of the RayCluster (trimmed: labels, phase, conditions, container statuses)."""
+        with kubernetes_errors(f"list pods of RayCluster {key.cluster_name!r} in {key.namespace!r}"):
+            pods = self.kube.list(POD, key.namespace, f"{LABEL_CLUSTER}={key.cluster_name}")
+        return [trim_pod(pod) for pod in pods]
+
+    @activity.defn(name=names.DELETE_POD)
+    def delete_pod(self, request: DeleteObject) -> bool:
+        """Delete one Pod (guarded by its uid), so that the RayCluster controller creates it again from the
+        current template; False when it is already gone."""
+        return self._delete(POD, request)

@@ -146,6 +146,14 @@ class HeadPodKey:
 
 
 @dataclass(frozen=True)
+class ClusterPods:
+    """Every Pod of one RayCluster (label ray.io/cluster), e.g. to restart them group by group."""
+
+    namespace: str
+    cluster_name: str
+
+
+@dataclass(frozen=True)
 class PodLabels:
     namespace: str
     name: str

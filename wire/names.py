@@ -36,6 +36,8 @@ DELETE_JOB: Final = "k8s.delete_job"
 # ---- Pods -------------------------------------------------------------------------------------------------
 GET_HEAD_POD: Final = "k8s.get_head_pod"
 PATCH_POD_LABELS: Final = "k8s.patch_pod_labels"
+LIST_CLUSTER_PODS: Final = "k8s.list_cluster_pods"
+DELETE_POD: Final = "k8s.delete_pod"
 
 # ---- Events, ownership, the RayJob/RayService resource itself ------------------------------------------
 RECORD_EVENT: Final = "k8s.record_event"

@@ -34,6 +34,7 @@ from wire.dashboard import (
     WaitServe,
 )
 from wire.kubernetes import (
+    ClusterPods,
     CreateObject,
     DeleteObject,
     EarlierRun,
@@ -157,6 +158,18 @@ async def get_head_pod(key: HeadPodKey) -> dict[str, Any] | None:
 @activity.defn(name=names.PATCH_POD_LABELS)
 async def patch_pod_labels(request: PodLabels) -> dict[str, Any] | None:
     """`activities.kubernetes_workloads.WorkloadActivities.patch_pod_labels`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.LIST_CLUSTER_PODS)
+async def list_cluster_pods(key: ClusterPods) -> list[dict[str, Any]]:
+    """`activities.kubernetes_workloads.WorkloadActivities.list_cluster_pods`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.DELETE_POD)
+async def delete_pod(request: DeleteObject) -> bool:
+    """`activities.kubernetes_workloads.WorkloadActivities.delete_pod`"""
     raise NotImplementedError(_STUB)
 
 

@@ -21,11 +21,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
-from models.naming import LABEL_CLUSTER, LABEL_SERVE
+from models.naming import ANNOTATION_HASH, LABEL_CLUSTER, LABEL_SERVE
 from models.operator import OperatorConfig
 from wire import names
 from wire.dashboard import PutServeConfig, ServeObservation, WaitServe
 from wire.kubernetes import (
+    ClusterPods,
     CreateObject,
     DeleteObject,
     GatewayObservation,
@@ -61,6 +62,45 @@ class FakeCluster:
     config: dict[str, Any] | None = None
     head_generation: int = 1
     head_labels: dict[str, str] = field(default_factory=lambda: {LABEL_SERVE: "false"})
+    # Worker Pods are recreated (generation + 1) when deleted; each group's Pods run the spec hash the
+    # cluster had when they were created, as KubeRay's RayCluster controller creates them from the template.
+    worker_generations: dict[str, int] = field(default_factory=dict)
+    pod_hashes: dict[str, str] = field(default_factory=dict)
+
+    def pods(self) -> list[dict[str, Any]]:
+        """The head and worker Pods, Running and Ready, labelled as KubeRay labels them."""
+        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        found: list[dict[str, Any]] = []
+        head = self.head_pod()
+        if head is not None:
+            head["metadata"]["labels"].update({"ray.io/node-type": "head", "ray.io/group": "headgroup"})
+            found.append({**head, "status": {**head["status"], **ready}})
+        for group in (self.body.get("spec") or {}).get("workerGroupSpecs") or []:
+            name = group["groupName"]
+            generation = self.worker_generations.setdefault(name, 1)
+            for index in range(int(group.get("replicas") or group.get("minReplicas") or 0)):
+                pod_name = f"{self.name}-{name}-worker-{generation}-{index}"
+                labels = {"ray.io/node-type": "worker", "ray.io/group": name}
+                found.append(
+                    {
+                        "metadata": {"name": pod_name, "uid": f"uid-{pod_name}", "labels": labels},
+                        "status": ready,
+                    }
+                )
+        for pod in found:
+            group = pod["metadata"]["labels"]["ray.io/group"]
+            self.pod_hashes.setdefault(
+                self._pod_key(pod), self.body["metadata"]["annotations"].get(ANNOTATION_HASH, "")
+            )
+            pod["metadata"]["annotations"] = {
+                "fake/spec-hash": self.pod_hashes[self._pod_key(pod)],
+                "fake/group": group,
+            }
+        return found
+
+    @staticmethod
+    def _pod_key(pod: dict[str, Any]) -> str:
+        return str(pod["metadata"]["name"])
 
     @property
     def name(self) -> str:
@@ -148,6 +188,8 @@ class FakeRayWorld:
         self.heads_start_ready = True
         self.serve_mode_for_new_clusters = "running"
         self.reject_serve_config = False
+        # Set: a deleted Pod leaves its cluster's Serve in this mode (e.g. "deploying" while replicas move).
+        self.serve_mode_after_pod_delete: str | None = None
         self.endpoints_wait_registered = True
         self.unchanged_retry: timedelta | None = timedelta(seconds=30)
         self._uid = 0
@@ -240,6 +282,7 @@ class FakeRayWorld:
                 world.clusters[name] = FakeCluster(
                     body, head_ready=world.heads_start_ready, serve_mode=world.serve_mode_for_new_clusters
                 )
+                world.clusters[name].pods()  # the Pods run the spec they were created from
                 world._record("create", "RayCluster", name, body)
             return world.clusters[name].obj()
 
@@ -304,6 +347,28 @@ class FakeRayWorld:
                     world._record("label", "Pod", request.name, dict(request.labels))
                     return cluster.head_pod()
             return None
+
+        @activity.defn(name=names.LIST_CLUSTER_PODS)
+        async def list_cluster_pods(request: ClusterPods) -> list[dict[str, Any]]:
+            found = world.clusters.get(request.cluster_name)
+            return found.pods() if found is not None else []
+
+        @activity.defn(name=names.DELETE_POD)
+        async def delete_pod(request: DeleteObject) -> bool:
+            for cluster in world.clusters.values():
+                for pod in cluster.pods():
+                    if pod["metadata"]["uid"] != request.uid:
+                        continue
+                    world._record("delete", "Pod", request.name)
+                    if world.serve_mode_after_pod_delete is not None:
+                        cluster.serve_mode = world.serve_mode_after_pod_delete
+                    group = pod["metadata"]["labels"]["ray.io/group"]
+                    if group == "headgroup":
+                        world.restart_head(cluster.name)
+                    else:
+                        cluster.worker_generations[group] += 1
+                    return True
+            return False
 
         @activity.defn(name=names.PUT_SERVE_CONFIG)
         async def put_serve_config(request: PutServeConfig) -> None:
@@ -431,6 +496,8 @@ class FakeRayWorld:
             update_service_spec,
             count_ready_endpoints,
             patch_pod_labels,
+            list_cluster_pods,
+            delete_pod,
             put_serve_config,
             record_event,
             delete_owned_objects,

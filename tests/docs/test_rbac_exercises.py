@@ -25,6 +25,7 @@ from sandbox.testing import raycluster_manifest, wait_until
 from tests.activities.conftest import RecordingEnvironment
 from wire.cronjob import RayJobRunRef
 from wire.kubernetes import (
+    ClusterPods,
     CreateObject,
     DeleteObject,
     ObjectKey,
@@ -98,6 +99,21 @@ def test_raycluster_spec_update_in_place(deps: ActivityDependencies, namespace: 
     assert updated["spec"]["workerGroupSpecs"][0]["replicas"] == 1
     assert updated["metadata"]["labels"]["tier"] == "a"
     assert updated["metadata"]["generation"] > created["metadata"]["generation"]
+
+
+def test_cluster_pods_are_listed_and_one_is_deleted(deps: ActivityDependencies, namespace: str) -> None:
+    clusters, workloads = RayClusterActivities(deps), WorkloadActivities(deps)
+    run(clusters.create_raycluster, CreateObject(raycluster_manifest("roll", namespace, workers=1)))
+
+    def both() -> list[dict[str, Any]] | None:
+        pods = run(workloads.list_cluster_pods, ClusterPods(namespace, "roll"))
+        return pods if len(pods) == 2 else None
+
+    pods = asyncio.run(wait_until(both, what="head and worker pods"))
+    worker = next(p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker")
+    name, uid = worker["metadata"]["name"], worker["metadata"]["uid"]
+    assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is True
+    assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is False
 
 
 def job_body(namespace: str) -> dict[str, Any]:

@@ -144,6 +144,47 @@ async def rayservice_blue_green_delete(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_none_not_applied(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-none-not-applied: with strategy None a cluster spec change is reported as not
+    applied (condition and Warning Event), the cluster left alone; then delete."""
+    world = FakeRayWorld()
+    strategy = {"type": "None"}
+    async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
+        await until_ready(env, handle)
+        await handle.execute_update("apply", rayservice_manifest(version="v2", strategy=strategy))
+
+        async def reported() -> bool:
+            conditions = (await status_of(handle)).get("conditions") or []
+            return any(c.get("type") == "ClusterSpecNotApplied" for c in conditions)
+
+        await eventually(env, reported)
+        await handle.execute_update("delete")
+        await handle.result()
+    return handle
+
+
+async def rayservice_in_place_restart(env: WorkflowEnvironment) -> Handle:
+    """raypilot.io/in-place-restart with strategy None: the spec written to the cluster, its worker group's
+    Pods then the head restarted, Serve submitted again after the head."""
+    world = FakeRayWorld()
+
+    def manifest(version: str) -> dict[str, Any]:
+        return rayservice_manifest(
+            version=version, strategy={"type": "None"}, annotations={"raypilot.io/in-place-restart": "true"}
+        )
+
+    async with running_rayservice(env, world, manifest("v1")) as handle:
+        await until_ready(env, handle)
+        await handle.execute_update("apply", manifest("v2"))
+
+        async def finished() -> bool:
+            conditions = (await status_of(handle)).get("conditions") or []
+            return any(c.get("type") == "InPlaceRestart" and c.get("status") == "False" for c in conditions)
+
+        await eventually(env, finished)
+    return handle
+
+
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -176,6 +217,41 @@ async def rayservice_incremental_pause_resume(env: WorkflowEnvironment) -> Handl
     return handle
 
 
+async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-rollback-keeps-active-serve-config: a third spec (cluster and Serve config) applied
+    after the first traffic step rolls back to the original cluster, which keeps its Serve config, then
+    upgrades to the third spec on a fresh cluster."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        manifest = _two_step_incremental(version)
+        manifest["spec"]["serveConfigV2"] = manifest["spec"]["serveConfigV2"].replace(
+            "app:deployment", f"app:{version}"
+        )
+        return manifest
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        first = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+
+        async def routed() -> bool:
+            return world.route is not None
+
+        await eventually(env, routed)
+        await handle.execute_update("apply", spec("v2"))
+        second = await _pending_cluster(env, handle, min_traffic=50)
+        await handle.execute_update("apply", spec("v3"))
+
+        async def third_serves() -> bool:
+            status = await status_of(handle)
+            active = status["activeServiceStatus"]["rayClusterName"]
+            pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+            return active not in (first, second) and not pending
+
+        await eventually(env, third_serves)
+        await until_ready(env, handle)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -186,6 +262,9 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         raycronjob_tick,
+        rayservice_none_not_applied,
+        rayservice_incremental_third_spec,
+        rayservice_in_place_restart,
     )
 }
 

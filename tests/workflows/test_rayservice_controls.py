@@ -222,3 +222,42 @@ async def test_incremental_gate_off_falls_back_to_new_cluster(time_skipping_env:
         await eventually(env, switched)
     assert world.gateway is None
     assert world.route is None
+
+
+async def test_new_cluster_promote_is_rejected_and_the_upgrade_still_waits_for_readiness(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "deploying"
+        await handle.execute_update(
+            "apply", rayservice_manifest(version="v2", deletion_delay=10), result_type=dict
+        )
+
+        async def deploying() -> bool:
+            apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
+            return apps.get("app", {}).get("status") == "DEPLOYING"
+
+        await eventually(env, deploying)
+        with pytest.raises(WorkflowUpdateFailedError) as rejected:
+            await control(handle, "promote")
+        await env.sleep(timedelta(minutes=2))
+        held = await status_of(handle)
+        new = held["pendingServiceStatus"]["rayClusterName"]
+        # Nothing was skipped: the old cluster still serves while the new one is not ready.
+        assert held["activeServiceStatus"]["rayClusterName"] == old
+        assert condition_of(held, "UpgradeControl") == ("", "")
+        assert world.selected_cluster("svc-serve-svc") == old
+        world.serve_mode_for_new_clusters = "running"
+        world.clusters[new].serve_mode = "running"
+
+        async def switched() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
+
+        await eventually(env, switched)
+    cause = rejected.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "UpgradeControlRejected"
+    assert cause.message.startswith("promote rejected: RayService default/svc upgrades with NewCluster")
+    assert "readiness is still required" in cause.message

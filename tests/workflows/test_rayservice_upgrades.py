@@ -1,7 +1,7 @@
 """RayServiceWorkflow changes by spec hash: NewCluster blue-green (Services switched, old cluster
 deleted after the delay), worker groups appended (in place), strategy None and ENABLE_ZERO_DOWNTIME=false
-(in place, with a Warning event), Serve-config-only changes, and a newer spec replacing a pending cluster
-still being built."""
+(the cluster left alone as in KubeRay, with the ClusterSpecNotApplied condition and a Warning event),
+Serve-config-only changes, and a newer spec replacing a pending cluster still being built."""
 
 from __future__ import annotations
 
@@ -98,46 +98,77 @@ async def test_appended_worker_group_updates_the_active_cluster_in_place(
     assert len(world.acts("create", "RayCluster")) == 1
 
 
-async def _in_place_without_upgrade(
+async def _spec_change_without_upgrade(
     env: WorkflowEnvironment, world: FakeRayWorld, strategy: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any]]:
+    """Deploy v1, apply v2 of the cluster spec (and a new serve config) and return the cluster and the status
+    once the change was reported as not applied."""
+    serve_v2 = SERVE_CONFIG_V1.replace("num_replicas: 2", "num_replicas: 3")
     async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
         cluster = active_of(await until_ready(env, handle))
-        await apply(handle, rayservice_manifest(version="v2", strategy=strategy))
+        await apply(handle, rayservice_manifest(version="v2", strategy=strategy, serve_config=serve_v2))
+        status: dict[str, Any] = {}
 
-        async def updated() -> bool:
-            return bool(world.acts("update", "RayCluster"))
+        async def reported() -> bool:
+            nonlocal status
+            status = await status_of(handle)
+            return condition_of(status, "ClusterSpecNotApplied")[0] == "True" and len(world.acts("put")) == 2
 
-        await eventually(env, updated, step=timedelta(milliseconds=100))
+        await eventually(env, reported, step=timedelta(milliseconds=100))
+        await env.sleep(timedelta(minutes=5))  # later passes record nothing more
         return cluster, await until_ready(env, handle)
 
 
-async def test_strategy_none_updates_the_active_cluster_in_place_and_warns(
+async def test_strategy_none_leaves_the_cluster_alone_as_kuberay_and_says_so(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     world = FakeRayWorld()
-    cluster, status = await _in_place_without_upgrade(time_skipping_env, world, {"type": "None"})
+    cluster, status = await _spec_change_without_upgrade(time_skipping_env, world, {"type": "None"})
     assert world.live_clusters() == [cluster]
     assert active_of(status) == cluster
     assert condition_of(status, "UpgradeInProgress") == ("False", "NoPendingCluster")
+    # As in KubeRay the RayCluster keeps its spec (its Pods would not be replaced anyway) ...
+    assert not world.acts("update", "RayCluster")
     env_vars = world.clusters[cluster].body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0][
         "env"
     ]
-    assert env_vars == [{"name": "APP_VERSION", "value": "v2"}]
+    assert env_vars == [{"name": "APP_VERSION", "value": "v1"}]
+    # ... while the serve config change is applied, and the status and one Warning Event say the truth.
+    assert world.acts("put")[-1].detail["applications"][0]["deployments"][0]["num_replicas"] == 3
+    assert condition_of(status, "ClusterSpecNotApplied") == ("True", "ZeroDowntimeUpgradeDisabled")
     [warning] = [event for event in world.events if event.type == "Warning"]
-    assert warning.reason == "UpdatingRayClusterInPlace"
-    assert "traffic may drop" in warning.message
+    assert warning.reason == "RayClusterSpecChangeNotApplied"
+    assert "NOT applied" in warning.message
+    assert f"default/{cluster}" in warning.message
 
 
 async def test_zero_downtime_disabled_by_the_operator_behaves_like_strategy_none(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     world = FakeRayWorld(OperatorConfig(enable_zero_downtime=False))
-    cluster, _ = await _in_place_without_upgrade(time_skipping_env, world, None)
+    cluster, _ = await _spec_change_without_upgrade(time_skipping_env, world, None)
     assert world.live_clusters() == [cluster]
+    assert not world.acts("update", "RayCluster")
     assert [event.reason for event in world.events if event.type == "Warning"] == [
-        "UpdatingRayClusterInPlace"
+        "RayClusterSpecChangeNotApplied"
     ]
+
+
+async def test_strategy_none_condition_goes_when_the_spec_is_reverted(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world, strategy = time_skipping_env, FakeRayWorld(), {"type": "None"}
+    async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
+        await until_ready(env, handle)
+        await apply(handle, rayservice_manifest(version="v2", strategy=strategy))
+
+        async def condition_is(value: str) -> bool:
+            return condition_of(await status_of(handle), "ClusterSpecNotApplied")[0] == value
+
+        await eventually(env, lambda: condition_is("True"), step=timedelta(milliseconds=100))
+        await apply(handle, rayservice_manifest(version="v1", strategy=strategy))
+        await eventually(env, lambda: condition_is(""), step=timedelta(milliseconds=100))
+    assert not world.acts("update", "RayCluster")
 
 
 async def test_serve_config_change_is_put_to_the_active_cluster_without_a_new_cluster(

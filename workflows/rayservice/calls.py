@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         WaitServe,
     )
     from wire.kubernetes import (
+        ClusterPods,
         CreateObject,
         DeleteObject,
         GatewayObservation,
@@ -87,6 +88,12 @@ class RayServiceCalls:
     async def label_head_pod(self, pod_name: str, value: str) -> None:
         labels = PodLabels(self.namespace, pod_name, {LABEL_SERVE: value})
         await call(stubs.patch_pod_labels, labels, IO.RECONCILE)
+
+    async def list_cluster_pods(self, cluster_name: str) -> list[dict[str, Any]]:
+        return await call(stubs.list_cluster_pods, ClusterPods(self.namespace, cluster_name), IO.RECONCILE)
+
+    async def delete_pod(self, name: str, uid: str) -> bool:
+        return await call(stubs.delete_pod, DeleteObject(self.namespace, name, uid=uid or None), IO.RECONCILE)
 
     # ---- Serve ----------------------------------------------------------------------------------------
 

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         services_target_cluster,
     )
     from workflows.decisions.rayservice.status import StatusInputs, calculate_status
+    from workflows.decisions.rayservice.strategy_none import UnappliedSpec, with_unapplied_spec_condition
     from workflows.decisions.rayservice.suspend import (
         SuspendAction,
         begin_suspending,
@@ -72,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.incremental import IncrementalUpgrade
     from workflows.rayservice.part import Commit, RayServicePart
+    from workflows.rayservice.pod_restart import PodRestarts
     from workflows.rayservice.serving import RayServiceServing, ServeResult
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
@@ -105,6 +107,7 @@ class _PassSeen:
     services_cluster: str | None = None
     counted: dict[str, str] = field(default_factory=dict)
     endpoints: dict[str, int] = field(default_factory=dict)
+    unapplied: UnappliedSpec | None = None
 
 
 class RayServiceReconciler(RayServicePart):
@@ -115,10 +118,18 @@ class RayServiceReconciler(RayServicePart):
         calls: RayServiceCalls,
         config: OperatorConfig,
         commit: Commit,
+        *,
+        honest_none_strategy: bool = False,
+        keeps_active_config_in_rollback: bool = False,
     ) -> None:
         super().__init__(state, world, calls, config, commit)
+        # Runs started before patch `rayservice-none-not-applied` updated the active cluster in place with
+        # strategy None; newer runs leave it alone, as KubeRay does, and say so (strategy_none.py).
+        self.honest_none_strategy = honest_none_strategy
         self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
         self.serving = RayServiceServing(state, world, calls, config, commit)
+        self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
+        self.restarts = PodRestarts(state, world, calls, config, commit)
 
     @property
     def gate_conditions(self) -> bool:
@@ -181,8 +192,13 @@ class RayServiceReconciler(RayServicePart):
         if incremental:
             events += await self.incremental.reconcile_rollback(rayservice, active, pending, now)
             rayservice = self.rayservice()
+        unapplied: UnappliedSpec | None = None
+        if self.honest_none_strategy:
+            active, unapplied, started = await self.restarts.apply_spec(rayservice, active, pending)
+            events += started
         await self.serving.update_head_serve_labels(rayservice, (active, pending))
         seen = _PassSeen(rayservice, active, pending, incremental, events)
+        seen.unapplied = unapplied
         if pending is not None:
             seen.pending_serve = await self.serving.reconcile_serve(rayservice, pending)
         if active is not None and (
@@ -190,6 +206,8 @@ class RayServiceReconciler(RayServicePart):
             or (pending is not None and incremental)
         ):
             seen.active_serve = await self.serving.reconcile_serve(rayservice, active)
+        if self.honest_none_strategy:
+            seen.events += await self.restarts.step(rayservice, active)
         return seen
 
     async def _step_incremental_upgrade(self, seen: _PassSeen, now: datetime) -> None:
@@ -245,8 +263,13 @@ class RayServiceReconciler(RayServicePart):
         state.controls, status = settle_upgrade_controls(
             state.controls, outcome.status, goal_cluster_hash(seen.rayservice.spec)
         )
+        events = seen.events + outcome.events
+        if self.honest_none_strategy:
+            status, not_applied = with_unapplied_spec_condition(status, seen.unapplied, now)
+            events += not_applied
+            status = self.restarts.with_condition(status, now)
         detail = self.incremental.detail_line(now) if seen.incremental else ""
-        await self.commit(status, seen.events + outcome.events, detail)
+        await self.commit(status, events, detail)
 
     def _next_wait(
         self, seen: _PassSeen, names_before: tuple[str, str], cleanup_due: datetime | None
@@ -278,6 +301,7 @@ class RayServiceReconciler(RayServicePart):
             cleanup_due,
             initializing_deadline(state.status.conditions, rayservice.metadata.annotations),
             upgrade.next_step_at() if seen.upgrading else None,
+            self.restarts.next_check(workflow.now()),
         )
         return PassOutcome(again=again, watches=watches, deadline=deadline)
 
@@ -367,7 +391,9 @@ class RayServiceReconciler(RayServicePart):
             active = await self._update_in_place(rayservice, active_name)
         if should_update_cluster(rayservice, pending, is_active=False):
             pending = await self._update_in_place(rayservice, pending_name)
-        if should_update_in_place_without_upgrade(rayservice, active, pending, self.config):
+        if not self.honest_none_strategy and should_update_in_place_without_upgrade(
+            rayservice, active, pending, self.config
+        ):
             active = await self._update_in_place(rayservice, active_name)
             events.append(in_place_update_warning(rayservice, active_name))
         return active, pending, events

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         ServeConfigError,
         cache_submitted_serve_config,
         expected_target_capacity,
+        serve_config_for_cluster,
         serve_config_json,
         serve_config_target_capacity,
         serve_update_event,
@@ -58,6 +59,19 @@ class ServeResult:
 
 
 class RayServiceServing(RayServicePart):
+    # Patch rayservice-rollback-keeps-active-serve-config (set by the reconciler): the active cluster keeps
+    # its Serve config during an incremental rollback. Runs started before it PUT the spec's config.
+    keeps_active_config_in_rollback = False
+
+    def _wanted_config(self, rayservice: RayService, name: str, incremental: bool) -> str:
+        spec_config = rayservice.spec.serve_config_v2
+        if not self.keeps_active_config_in_rollback:
+            return spec_config
+        state = self.state
+        return serve_config_for_cluster(
+            name, state.status, incremental, state.serve_config_cache, spec_config
+        )
+
     def existing_serve_services(
         self, rayservice: RayService, active: RayCluster | None, pending: RayCluster | None, incremental: bool
     ) -> dict[str, str]:
@@ -117,39 +131,37 @@ class RayServiceServing(RayServicePart):
             # Serve has not reported since the config was PUT: neither submit again nor call it ready.
             return ServeResult(False, applications)
         submitted = False
+        wanted = self._wanted_config(rayservice, name, incremental)
         if not should_skip_serve_config_submission(name, state.status, incremental):
             cached = state.serve_config_cache.get(name, "")
-            submit, _reason = should_submit_serve_config(
-                cached, rayservice.spec.serve_config_v2, applications
-            )
+            submit, _reason = should_submit_serve_config(cached, wanted, applications)
             if submit:
-                submitted = await self._submit_serve_config(rayservice, cluster, incremental)
+                submitted = await self._submit_serve_config(rayservice, cluster, incremental, wanted)
                 if submitted:
                     self.world.submitted_on[name] = seen
         capacity = serve_config_target_capacity(name, state.status, incremental)
-        expected = expected_target_capacity(rayservice.spec.serve_config_v2, capacity)
+        expected = expected_target_capacity(wanted, capacity)
         ready = not submitted and runs_target_capacity(details, expected)
         return ServeResult(ready, applications)
 
     async def _submit_serve_config(
-        self, rayservice: RayService, cluster: RayCluster, incremental: bool
+        self, rayservice: RayService, cluster: RayCluster, incremental: bool, wanted: str
     ) -> bool:
-        """PUT the spec's config; True when Serve accepted it (then cached for that cluster)."""
+        """PUT the wanted config (the spec's, see _wanted_config); True when Serve accepted it (then cached
+        for that cluster)."""
         state, name = self.state, cluster.metadata.name
         namespace = rayservice.metadata.namespace
         error: str | None = None
         try:
             capacity = serve_config_target_capacity(name, state.status, incremental)
-            config = serve_config_json(rayservice.spec.serve_config_v2, capacity)
+            config = serve_config_json(wanted, capacity)
             await self.calls.put_serve_config(dashboard_target(cluster), config)
         except ServeConfigError as invalid:
             error = str(invalid)
         except ActivityError as failed:
             error = str(failed.cause or failed)
         if error is None:
-            state.serve_config_cache = cache_submitted_serve_config(
-                state.serve_config_cache, name, rayservice.spec.serve_config_v2
-            )
+            state.serve_config_cache = cache_submitted_serve_config(state.serve_config_cache, name, wanted)
         await self.commit(state.status, [serve_update_event(namespace, name, error)])
         return error is None
 

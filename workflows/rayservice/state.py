@@ -20,6 +20,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
+    from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.upgrade.controls import UpgradeControls
 
 __all__ = ["RayServiceState"]
@@ -40,6 +41,9 @@ class RayServiceState:
     gateway_created: bool = False
     serve_details: dict[str, dict[str, Any]] = field(default_factory=dict)
     controls: UpgradeControls = field(default_factory=UpgradeControls)
+    # raypilot.io/in-place-restart: the roll of the active cluster's Pods in progress, and its last progress.
+    pod_restart: PodRestart | None = None
+    pod_restart_message: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

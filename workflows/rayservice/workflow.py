@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
     from wire import stubs
-    from workflows.decisions.rayservice.cluster import goal_cluster_hash
+    from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
     from workflows.decisions.rayservice.manifest import (
@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         UpgradeControlRejected,
         UpgradeControls,
         abort_upgrade,
+        new_cluster_promote_rejection,
         pause_upgrade,
         promote_upgrade,
         resume_upgrade,
@@ -69,6 +70,13 @@ __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
 VALIDATION_FAILED: Final = "ValidationFailed"
 CONTROL_REJECTED: Final = "UpgradeControlRejected"
+# Patches (workflow.patched), asked when a run starts, before any command: runs started before them replay
+# without them. With strategy None a cluster spec change is no longer applied in place: the cluster is left
+# alone as in KubeRay, with the ClusterSpecNotApplied condition and a Warning Event.
+NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
+# During an incremental rollback the active cluster keeps its Serve config: a third spec's goes only to the
+# cluster prepared after the rollback (serve.serve_config_for_cluster).
+ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH: Final = "rayservice-rollback-keeps-active-serve-config"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -102,6 +110,8 @@ class RayServiceWorkflow:
 
     @workflow.run
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
+        honest_none_strategy = workflow.patched(NONE_NOT_APPLIED_PATCH)
+        keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -112,7 +122,15 @@ class RayServiceWorkflow:
                 raise _rejected(error)
         calls = self._calls
         world = RayServiceWorld(calls)
-        reconciler = RayServiceReconciler(state, world, calls, config, self._commit)
+        reconciler = RayServiceReconciler(
+            state,
+            world,
+            calls,
+            config,
+            self._commit,
+            honest_none_strategy=honest_none_strategy,
+            keeps_active_config_in_rollback=keeps_active_config,
+        )
         immediate = 0
         while not state.deleting:
             seen = self._changes
@@ -225,6 +243,13 @@ class RayServiceWorkflow:
             self._decide_control(control)
         except UpgradeControlRejected as rejected:
             raise ApplicationError(str(rejected), type=CONTROL_REJECTED, non_retryable=True) from None
+        if control == "promote" and self._config is not None:
+            state = self._state
+            rayservice = rayservice_at(state.manifest, state.generation, state.status)
+            incremental = is_incremental_upgrade_enabled(rayservice.spec, self._config)
+            rejection = new_cluster_promote_rejection(rayservice, incremental)
+            if rejection is not None:
+                raise ApplicationError(rejection, type=CONTROL_REJECTED, non_retryable=True)
 
     def _apply_control(self, control: str) -> dict[str, str]:
         controls, status = self._decide_control(control)

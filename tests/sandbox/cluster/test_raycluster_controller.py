@@ -372,3 +372,45 @@ async def test_a_head_that_dies_is_restarted_in_place() -> None:
     finally:
         await controller.stop()
         store.close()
+
+
+async def test_a_template_change_does_not_roll_running_pods_as_in_kuberay(store: Store) -> None:
+    """KubeRay's RayCluster controller never replaces running pods when a template changes (only a pod that
+    is deleted comes back with the new template): `upgradeStrategy: None` relies on exactly that."""
+    env_v1 = [{"name": "APP_VERSION", "value": "v1"}]
+    store.create("ray.io/v1", "RayCluster", manifest("tmpl", replicas=2, env=env_v1))
+    await wait_until(lambda: is_ready(store, "tmpl"))
+    controller = controller_of(store)
+    [head] = pods(store, "tmpl", "head")
+    workers = {pod["metadata"]["uid"] for pod in pods(store, "tmpl", "worker")}
+    runtime = controller.head_runtime("default", "tmpl")
+    rc = get_cluster(store, "tmpl")
+    rc["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "APP_VERSION", "value": "v2"}
+    ]
+    rc["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "other"
+    store.update("ray.io/v1", "RayCluster", rc)
+    generation = get_cluster(store, "tmpl")["metadata"]["generation"]
+    await wait_until(
+        lambda: get_cluster(store, "tmpl")["status"].get("observedGeneration") == generation,
+        what="the new generation reconciled",
+    )
+    [same_head] = pods(store, "tmpl", "head")
+    assert same_head["metadata"]["uid"] == head["metadata"]["uid"]
+    assert {pod["metadata"]["uid"] for pod in pods(store, "tmpl", "worker")} == workers
+    assert controller.head_runtime("default", "tmpl") is runtime
+    ip = same_head["status"]["podIP"]
+    assert (await http_get_json(f"http://{ip}:8265/api/version"))["app"] == "v1"
+    # A head pod deleted by someone comes back from the new template.
+    store.delete("v1", "Pod", "default", head["metadata"]["name"])
+
+    def new_head_ready() -> bool:
+        heads = pods(store, "tmpl", "head")
+        return bool(heads) and heads[0]["metadata"]["uid"] != head["metadata"]["uid"] and head_ready(
+            store, "tmpl"
+        )
+
+    await wait_until(new_head_ready, what="head pod recreated")
+    [new_head] = pods(store, "tmpl", "head")
+    answer = await http_get_json(f"http://{new_head['status']['podIP']}:8265/api/version")
+    assert answer["app"] == "v2"

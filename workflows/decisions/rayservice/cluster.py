@@ -12,8 +12,9 @@ Hash equality is models.hashing.is_cluster_spec_hash_equal (isClusterSpecHashEqu
 
 Where raypilot differs, deliberately:
 - `should_update_in_place_without_upgrade`: with upgrade strategy None (or ENABLE_ZERO_DOWNTIME=false) KubeRay
-  silently ignores a cluster change; raypilot updates the active cluster in place and warns that traffic may
-  drop.
+  silently ignores a cluster change; runs started before patch `rayservice-none-not-applied` updated the
+  active cluster in place and warned (its Pods were in fact never replaced). Newer runs leave the cluster
+  alone and report the change as not applied (strategy_none.py).
 - `ServiceClusters.suppressed_goal_hash`: after the `abort` control the aborted spec must
   not start the same upgrade again the moment the rollback completes.
 - The RayCluster gets no ownerReference to the RayService (the RayService is a workflow, not an object in the

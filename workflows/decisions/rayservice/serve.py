@@ -9,9 +9,12 @@ KubeRay counterparts (rayservice_controller.go):
 - `prune_serve_config_cache`, `cache_submitted_serve_config`: cleanUpServeConfigCache, cacheServeConfig
 The cache maps a RayCluster name to the serveConfigV2 text last PUT to it; an empty config is never cached.
 
-Where raypilot differs: the cache lives in the workflow state (carried through continue-as-new) instead of an
-in-process LRU, so a worker restart does not resubmit; the "no apps found -> resubmit" rule still covers a
-head restart that lost the applications.
+Where raypilot differs: `serve_config_for_cluster`: during an incremental rollback the active cluster keeps
+the Serve config it was last given, so a third spec applied mid-upgrade (A -> B -> C) reaches only the new
+cluster prepared after the rollback (KubeRay PUTs C's config to the active cluster whenever it differs from
+its cache, and after an operator restart on any cache miss: kuberay#4717). The cache lives in the workflow
+state (carried through continue-as-new) instead of an in-process LRU, so a worker restart does not
+resubmit; the "no apps found -> resubmit" rule still covers a head restart that lost the applications.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "expected_target_capacity",
     "parse_serve_config",
     "prune_serve_config_cache",
+    "serve_config_for_cluster",
     "serve_config_json",
     "serve_config_target_capacity",
     "serve_update_event",
@@ -106,6 +110,23 @@ def should_skip_serve_config_submission(
     if is_active and upgrading and not rolling_back:
         return True
     return not is_active and rolling_back
+
+
+def serve_config_for_cluster(
+    cluster_name: str,
+    status: RayServiceStatuses,
+    incremental_enabled: bool,
+    cache: Mapping[str, str],
+    spec: str,
+) -> str:
+    """The serveConfigV2 text `cluster_name` should run: the spec's, except for the active cluster during an
+    incremental rollback, which stays on the config it was last given (its cache entry) while traffic comes
+    back to it; the spec's config (a third spec's) goes to the cluster prepared after the rollback."""
+    rolling_back = is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS)
+    is_active = cluster_name == status.active_service_status.ray_cluster_name
+    if incremental_enabled and rolling_back and is_active and cache.get(cluster_name):
+        return cache[cluster_name]
+    return spec
 
 
 def serve_config_target_capacity(

@@ -6,7 +6,11 @@ back). These transitions are raypilot's own; they feed the KubeRay decisions of 
 `paused`, `promote` and `aborted_goal_hash` arguments:
 - pause: traffic and capacity stay where they are (`paused=True`).
 - resume: continue a paused upgrade.
-- promote: finish now; intervals and step sizes are skipped, but capacity still comes before traffic.
+- promote: finish now; intervals and step sizes are skipped, but capacity still comes before traffic. A
+  NewCluster (blue-green) upgrade has nothing to skip: it switches all traffic at once as soon as the new
+  cluster is ready, which stays required; `promote` is rejected there with a message saying so
+  (`new_cluster_promote_rejection`, asked by the update's validator only, so runs that accepted it earlier
+  replay unchanged).
 - abort: roll back exactly as a reverted spec would (RollbackInProgress, reason UpgradeAborted); the aborted
   goal is remembered so the same spec does not start the upgrade again after the rollback completed.
 Each is recorded in the raypilot condition `UpgradeControl` (visible in the status), and rejected with
@@ -31,6 +35,7 @@ __all__ = [
     "UpgradeControlRejected",
     "UpgradeControls",
     "abort_upgrade",
+    "new_cluster_promote_rejection",
     "pause_upgrade",
     "promote_upgrade",
     "resume_upgrade",
@@ -113,6 +118,21 @@ def promote_upgrade(
     )
     status = _record(rayservice.status, ConditionStatus.TRUE, "PromoteRequested", message, now)
     return dataclasses.replace(controls, paused=False, promote_requested=True), status
+
+
+def new_cluster_promote_rejection(rayservice: RayService, incremental: bool) -> str | None:
+    """Why `promote` does not apply to this upgrade, or None. A NewCluster upgrade waits for nothing but the
+    new cluster's readiness (every Serve application RUNNING with its replicas), which promote must not
+    skip: there is no interval or step left to skip, so saying "promoted" would be a lie."""
+    if incremental or not _upgrading(rayservice.status) or _rolling_back(rayservice.status):
+        return None  # promote_upgrade decides (and rejects with its own message when it does not apply)
+    name = f"{rayservice.metadata.namespace}/{rayservice.metadata.name}"
+    return (
+        f"promote rejected: RayService {name} upgrades with NewCluster (blue-green), which has no intervals "
+        "or steps to skip: all traffic moves to the new cluster at once as soon as its Serve applications "
+        "are RUNNING with their replicas, and that readiness is still required. Use resume to continue a "
+        "paused upgrade."
+    )
 
 
 def abort_upgrade(

@@ -18,6 +18,7 @@ from workflows.decisions.rayservice.serve import (
     cache_submitted_serve_config,
     expected_target_capacity,
     prune_serve_config_cache,
+    serve_config_for_cluster,
     serve_config_json,
     serve_config_target_capacity,
     should_skip_serve_config_submission,
@@ -149,3 +150,31 @@ def test_serve_config_cache_rules() -> None:
 )
 def test_expected_target_capacity(config: str, injected: int | None, expected: float | None) -> None:
     assert expected_target_capacity(config, injected) == expected
+
+
+@pytest.mark.parametrize(
+    ("cluster", "conditions", "incremental", "cache", "expected"),
+    [
+        # A third spec during an incremental rollback: the active cluster keeps what it was given ...
+        ("a", ("UpgradeInProgress", "RollbackInProgress"), True, {"a": "A"}, "A"),
+        # ... the pending one is not submitted to at all (should_skip), and would get the spec's.
+        ("b", ("UpgradeInProgress", "RollbackInProgress"), True, {"a": "A", "b": "B"}, "C"),
+        # Nothing cached for the active cluster: only the spec's is known.
+        ("a", ("UpgradeInProgress", "RollbackInProgress"), True, {}, "C"),
+        # No rollback, or not incremental: the spec's, as KubeRay.
+        ("a", ("UpgradeInProgress",), True, {"a": "A"}, "C"),
+        ("a", (), True, {"a": "A"}, "C"),
+        ("a", ("UpgradeInProgress", "RollbackInProgress"), False, {"a": "A"}, "C"),
+    ],
+)
+def test_serve_config_for_cluster(
+    cluster: str, conditions: tuple[str, ...], incremental: bool, cache: dict[str, str], expected: str
+) -> None:
+    status = RayServiceStatuses.model_validate(
+        {
+            "conditions": [{"type": c, "status": "True", "reason": "X"} for c in conditions],
+            "activeServiceStatus": {"rayClusterName": "a"},
+            "pendingServiceStatus": {"rayClusterName": "b"},
+        }
+    )
+    assert serve_config_for_cluster(cluster, status, incremental, cache, "C") == expected

@@ -12,6 +12,7 @@ from workflows.decisions.upgrade.controls import (
     UpgradeControlRejected,
     UpgradeControls,
     abort_upgrade,
+    new_cluster_promote_rejection,
     pause_upgrade,
     promote_upgrade,
     resume_upgrade,
@@ -153,3 +154,21 @@ def test_settle_after_the_upgrade_ended() -> None:
 )
 def test_upgrade_detail_line(status: RayService, kwargs: dict[str, object], expected: str) -> None:
     assert upgrade_detail_line(status.status, NOW, **kwargs) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "incremental", "rejected"),
+    [
+        (("UpgradeInProgress",), False, True),  # blue-green: nothing to skip but readiness
+        (("UpgradeInProgress",), True, False),  # incremental: promote skips intervals and steps
+        ((), False, False),  # no upgrade: promote_upgrade rejects with its own message
+        (("UpgradeInProgress", "RollbackInProgress"), False, False),  # promote_upgrade rejects a rollback
+    ],
+)
+def test_new_cluster_promote_rejection(
+    conditions: tuple[str, ...], incremental: bool, rejected: bool
+) -> None:
+    message = new_cluster_promote_rejection(rayservice(*conditions), incremental)
+    assert (message is not None) is rejected
+    if message is not None:
+        assert message.startswith("promote rejected: RayService ns/svc upgrades with NewCluster (blue-green)")

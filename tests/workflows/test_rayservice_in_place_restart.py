@@ -1,0 +1,79 @@
+"""raypilot.io/in-place-restart with strategy None on the time-skipping server: the cluster spec change is
+written to the active cluster and its Pods are restarted for real, worker group by worker group, then the
+head, each next group only once Serve is RUNNING again; progress in the condition InPlaceRestart and in
+Events."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from raypilot.testing.rayservice_scenarios import (
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from raypilot.testing.rayservice_world import FakeRayWorld
+
+NONE = {"type": "None"}
+RESTART = {"raypilot.io/in-place-restart": "true"}
+
+
+def manifest(version: str) -> dict[str, Any]:
+    return rayservice_manifest(version=version, strategy=NONE, worker_groups=2, annotations=RESTART)
+
+
+async def test_in_place_restart_rolls_worker_groups_then_the_head_waiting_for_serve(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, manifest("v1")) as handle:
+        cluster = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        fake = world.clusters[cluster]
+        old_hash = fake.body["metadata"]["annotations"]["ray.io/hash-without-replicas-and-workers-to-delete"]
+        # Serve is not RUNNING after the first group restarted: the roll waits.
+        world.serve_mode_after_pod_delete = "deploying"
+        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+
+        async def deleted(count: int) -> bool:
+            return len(world.acts("delete", "Pod")) >= count
+
+        await eventually(env, lambda: deleted(1), step=timedelta(milliseconds=200))
+        status = await status_of(handle)
+        assert condition_of(status, "InPlaceRestart") == ("True", "RestartingPods")
+        await env.sleep(timedelta(minutes=2))
+        assert [act.name for act in world.acts("delete", "Pod")] == [f"{cluster}-group-0-worker-1-0"]
+        world.serve_mode_after_pod_delete = None
+        fake.serve_mode = "running"
+
+        async def finished() -> bool:
+            return condition_of(await status_of(handle), "InPlaceRestart") == ("False", "RestartComplete")
+
+        await eventually(env, finished)
+        final = await until_ready(env, handle)
+    new_hash = fake.body["metadata"]["annotations"]["ray.io/hash-without-replicas-and-workers-to-delete"]
+    assert new_hash != old_hash
+    assert [act.name for act in world.acts("delete", "Pod")] == [
+        f"{cluster}-group-0-worker-1-0",
+        f"{cluster}-group-1-worker-1-0",
+        f"{cluster}-head-1",
+    ]
+    # Every Pod now runs the new spec; the cluster stayed the same object.
+    assert {pod["metadata"]["annotations"]["fake/spec-hash"] for pod in fake.pods()} == {new_hash}
+    assert world.live_clusters() == [cluster]
+    assert len(world.acts("update", "RayCluster")) == 1
+    # The head restart lost the Serve applications; the config was submitted again after it.
+    head_deleted = world.acts("delete", "Pod")[-1].at
+    assert any(act.at >= head_deleted for act in world.acts("put"))
+    reasons = [event.reason for event in world.events]
+    assert reasons.count("RestartingPods") == 3
+    assert reasons.count("RestartedPods") == 3
+    assert "InPlaceRestartComplete" in reasons
+    assert "InPlaceRestartStarted" in reasons
+    assert "RayClusterSpecChangeNotApplied" not in reasons
+    assert condition_of(final, "ClusterSpecNotApplied") == ("", "")

@@ -1,0 +1,122 @@
+"""`raypilot.io/in-place-restart` with strategy None: the active RayCluster updated in place and its Pods
+restarted group by group, then the head (decisions/rayservice/pod_restart.py decides each step)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Final
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.raycluster import RayCluster
+    from models.rayservice import RayService, RayServiceStatuses
+    from workflows.decisions.rayservice.cluster import (
+        goal_cluster_hash,
+        in_place_update_request,
+        rayservice_cluster_manifest,
+    )
+    from workflows.decisions.rayservice.conditions import RayServiceEvent
+    from workflows.decisions.rayservice.pod_restart import (
+        HEAD_GROUP,
+        PodRestart,
+        desired_pods_per_group,
+        next_pod_restart_step,
+        pod_restart_plan,
+        wants_in_place_restart,
+        with_pod_restart_condition,
+    )
+    from workflows.decisions.rayservice.serve import expected_target_capacity
+    from workflows.decisions.rayservice.serve_status import parse_serve_details, runs_target_capacity
+    from workflows.decisions.rayservice.services import serve_port
+    from workflows.decisions.rayservice.strategy_none import UnappliedSpec, unapplied_cluster_spec
+    from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.world import dashboard_target
+
+__all__ = ["PodRestarts"]
+
+# While Pods restart, passes also run this often (the RayCluster's status wait wakes the workflow sooner).
+RESTART_POLL: Final = timedelta(seconds=2)
+# A view no Serve observation has: the Serve wait returns at once with what Serve reports now.
+FRESH_READ: Final = {"raypilot.io/fresh-read": True}
+
+
+class PodRestarts(RayServicePart):
+    async def apply_spec(
+        self, rayservice: RayService, active: RayCluster | None, pending: RayCluster | None
+    ) -> tuple[RayCluster | None, UnappliedSpec | None, list[RayServiceEvent]]:
+        """Strategy None: a goal the active cluster does not run is reported as not applied; with
+        raypilot.io/in-place-restart it is written to the cluster and a roll of its Pods begins."""
+        unapplied = unapplied_cluster_spec(rayservice, active, pending, self.config)
+        if unapplied is None or not wants_in_place_restart(rayservice.metadata.annotations):
+            return active, unapplied, []
+        current = self.world.clusters.get(unapplied.cluster)
+        if current is None:
+            return active, unapplied, []
+        goal = rayservice_cluster_manifest(rayservice, unapplied.cluster, self.config)
+        updated = await self.calls.update_cluster(unapplied.cluster, in_place_update_request(current, goal))
+        self.world.clusters[unapplied.cluster] = updated
+        return (
+            self.world.cluster(unapplied.cluster, rayservice),
+            None,
+            [self.start(rayservice, unapplied.cluster)],
+        )
+
+    def start(self, rayservice: RayService, cluster: str) -> RayServiceEvent:
+        """A roll of `cluster`'s Pods towards the goal spec (just written to it) begins (or begins again for
+        a newer goal)."""
+        spec = rayservice.spec.ray_cluster_config
+        self.state.pod_restart = pod_restart_plan(cluster, goal_cluster_hash(rayservice.spec), spec)
+        namespace = rayservice.metadata.namespace
+        message = (
+            f"Strategy None with raypilot.io/in-place-restart: the rayClusterConfig change was written to "
+            f"RayCluster {namespace}/{cluster}; its Pods restart group by group, then the head (traffic may "
+            "drop while the head restarts)."
+        )
+        self.state.pod_restart_message = message
+        return RayServiceEvent("Warning", "InPlaceRestartStarted", message)
+
+    async def step(self, rayservice: RayService, active: RayCluster | None) -> list[RayServiceEvent]:
+        """One step of the roll in progress, if any: delete the next group's Pods, or wait, or move on."""
+        state = self.state
+        restart = state.pod_restart
+        if restart is None:
+            return []
+        if active is None or active.metadata.name != restart.cluster:
+            state.pod_restart = None  # the cluster it rolled is no longer the active one
+            return []
+        pods = await self.calls.list_cluster_pods(restart.cluster)
+        serve_ready = bool(restart.replaced) and await self._serve_ready_now(rayservice, active, restart)
+        desired = desired_pods_per_group(rayservice.spec.ray_cluster_config)
+        step = next_pod_restart_step(restart, pods, desired, serve_ready, rayservice.metadata.namespace)
+        for name, uid in step.delete:
+            await self.calls.delete_pod(name, uid)
+        state.pod_restart = step.restart
+        state.pod_restart_message = step.message
+        return list(step.events)
+
+    async def _serve_ready_now(
+        self, rayservice: RayService, cluster: RayCluster, restart: PodRestart
+    ) -> bool:
+        """Serve read now (not the last change the Serve wait reported, which may predate the deletion):
+        every application RUNNING with its replicas, answered by a head that is not one being replaced."""
+        name = cluster.metadata.name
+        observation = await self.calls.wait_serve(
+            dashboard_target(cluster), name, serve_port(cluster), FRESH_READ
+        )
+        head_uid = str(((observation.head_pod or {}).get("metadata") or {}).get("uid") or "")
+        if observation.details is None or (
+            restart.group == HEAD_GROUP and head_uid in (*restart.replaced, "")
+        ):
+            return False
+        expected = expected_target_capacity(rayservice.spec.serve_config_v2, None)
+        return runs_target_capacity(parse_serve_details(observation.details), expected)
+
+    def with_condition(self, status: RayServiceStatuses, now: datetime) -> RayServiceStatuses:
+        state = self.state
+        return with_pod_restart_condition(
+            status, state.pod_restart is not None, state.pod_restart_message, now
+        )
+
+    def next_check(self, now: datetime) -> datetime | None:
+        return now + RESTART_POLL if self.state.pod_restart is not None else None
