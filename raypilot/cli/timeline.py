@@ -1,31 +1,23 @@
-"""The upgrade timeline of the demo: traffic weight and target capacity of both RayClusters over time, and the
-share of answers the new version gave, as data (pure) and as a PNG (matplotlib, Agg backend).
-
-The workflow keeps no list of the steps it took (its status shows only the current traffic and capacity of
-each side and lastTrafficMigratedTime), so the series come from `status` query samples the demo polls during
-the upgrade: a step shows up at the first poll after it, i.e. up to one poll interval late.
+"""The timeline's shared pieces: one side (active or pending) of a RayService status, the points and steps of a
+cluster's traffic and capacity, the observed share of answers the new version gave, and the PNG (matplotlib, Agg
+backend). `raypilot.cli.timeline_history` builds the points and steps from a workflow's history; the demo and
+`raypilot timeline` draw them with `write_timeline_png`.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from raypilot.load import FAILED, Sample
 
 __all__ = [
     "ClusterPoint",
     "SideView",
-    "StatusSample",
     "Step",
-    "cluster_series",
     "share_series",
     "side_view",
-    "status_sample",
-    "upgrade_steps",
     "write_timeline_png",
 ]
 
@@ -37,15 +29,6 @@ class SideView:
     cluster: str
     traffic: int | None
     capacity: int | None
-
-
-@dataclass(frozen=True)
-class StatusSample:
-    """The two sides of a RayService status as polled `at` seconds after the upgrade began."""
-
-    at: float
-    active: SideView | None
-    pending: SideView | None
 
 
 @dataclass(frozen=True)
@@ -78,45 +61,6 @@ def side_view(side: object) -> SideView | None:
         _percent(side.get("trafficRoutedPercent")),
         _percent(side.get("targetCapacity")),
     )
-
-
-def status_sample(at: float, status: Mapping[str, Any]) -> StatusSample:
-    return StatusSample(
-        at, side_view(status.get("activeServiceStatus")), side_view(status.get("pendingServiceStatus"))
-    )
-
-
-def _point(sample: StatusSample, cluster: str) -> ClusterPoint:
-    """Where `cluster` stands in one sample. Outside an incremental upgrade KubeRay leaves the percentages
-    unset: the active cluster then serves everything (100/100); a cluster on neither side has none (0/0)."""
-    if sample.active is not None and sample.active.cluster == cluster:
-        side, default = sample.active, 100
-    elif sample.pending is not None and sample.pending.cluster == cluster:
-        side, default = sample.pending, 0
-    else:
-        return ClusterPoint(sample.at, 0, 0)
-    traffic = side.traffic if side.traffic is not None else default
-    capacity = side.capacity if side.capacity is not None else default
-    return ClusterPoint(sample.at, traffic, capacity)
-
-
-def cluster_series(samples: Sequence[StatusSample], cluster: str) -> list[ClusterPoint]:
-    """The traffic and capacity of `cluster` at every sample (by name, so the new cluster keeps its line when
-    it becomes the active one)."""
-    return [_point(sample, cluster) for sample in samples]
-
-
-def upgrade_steps(samples: Sequence[StatusSample], clusters: Sequence[str]) -> list[Step]:
-    """Every change of traffic or capacity of the given clusters, in the order the samples saw them."""
-    steps: list[Step] = []
-    for cluster in clusters:
-        series = cluster_series(samples, cluster)
-        for previous, current in itertools.pairwise(series):
-            if current.capacity != previous.capacity:
-                steps.append(Step(current.at, cluster, "capacity", previous.capacity, current.capacity))
-            if current.traffic != previous.traffic:
-                steps.append(Step(current.at, cluster, "traffic", previous.traffic, current.traffic))
-    return sorted(steps, key=lambda step: step.at)
 
 
 def share_series(
