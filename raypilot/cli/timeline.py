@@ -1,7 +1,7 @@
-"""The timeline's shared pieces: one side (active or pending) of a RayService status, the points and steps of a
-cluster's traffic and capacity, the observed share of answers the new version gave, and the PNG (matplotlib, Agg
-backend). `raypilot.cli.timeline_history` builds the points and steps from a workflow's history; the demo and
-`raypilot timeline` draw them with `write_timeline_png`.
+"""The timeline's shared pieces: one side (active or pending) of a RayService status, the points and steps
+of a cluster's traffic and capacity, the observed share of answers the new version gave, and the PNG
+(matplotlib, Agg backend). `raypilot.cli.timeline_history` builds the points and steps from a workflow's
+history; the demo and `raypilot timeline` draw them with `write_timeline_png`.
 """
 
 from __future__ import annotations
