@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
     demo.add_argument("--temporal-port", type=int, default=7233, help="the dev server's frontend port")
     demo.add_argument("--ui-port", type=int, default=8233, help="the dev server's Web UI port")
+    crds = commands.add_parser("crds", help="print or write the raypilot.io CRDs, generated from the models")
+    crds.add_argument("-o", "--output-dir", type=Path, help="write one file per CRD into this directory")
+    crds.add_argument("--check", action="store_true", help="with -o: exit 1 when the files differ")
     return parser
 
 
@@ -120,6 +123,10 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         from raypilot import worker
 
         return worker.main()
+    if args.command == "crds":
+        from raypilot.cli.crds import run_crds
+
+        return run_crds(args.output_dir, check=args.check)
     if args.command == "demo":
         from raypilot.cli.demo import run_demo
 
