@@ -32,7 +32,9 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
+    from models.source import object_api_version
     from wire import stubs
+    from wire.kubernetes import InvolvedObject
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
@@ -81,6 +83,20 @@ def _metadata(manifest: dict[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
 
 
+def _involved_object(manifest: dict[str, Any]) -> InvolvedObject:
+    """The object Events point at: a raypilot.io object (its uid and API) when the controller applied it."""
+    metadata = manifest.get("metadata") or {}
+    namespace, name = _metadata(manifest)
+    annotations = metadata.get("annotations") or {}
+    return InvolvedObject(
+        KIND_RAYSERVICE,
+        name,
+        namespace,
+        uid=str(metadata.get("uid") or ""),
+        api_version=object_api_version(annotations if isinstance(annotations, dict) else {}),
+    )
+
+
 @workflow.defn(name="RayServiceWorkflow")
 class RayServiceWorkflow:
     @workflow.init
@@ -92,6 +108,7 @@ class RayServiceWorkflow:
         self._deleted: list[dict[str, str]] = []
         namespace, name = _metadata(self._state.manifest)
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
+        self._calls.involved_object = _involved_object(self._state.manifest)
 
     @property
     def _gates(self) -> FeatureGates:
