@@ -73,6 +73,7 @@ SERVED_TYPES: tuple[ResourceType, ...] = (
     _rt("gateway.networking.k8s.io", "GatewayClass", "gatewayclasses", namespaced=False, short=("gc",)),
     _rt("gateway.networking.k8s.io", "Gateway", "gateways", short=("gtw",)),
     _rt("gateway.networking.k8s.io", "HTTPRoute", "httproutes"),
+    _rt("coordination.k8s.io", "Lease", "leases", sub=()),
     # Applying one serves a new kind (sandbox/store_crds.py): raypilot.io's RayJob and RayService.
     _rt(
         "apiextensions.k8s.io",

@@ -70,6 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
     demo.add_argument("--temporal-port", type=int, default=7233, help="the dev server's frontend port")
     demo.add_argument("--ui-port", type=int, default=8233, help="the dev server's Web UI port")
+    controller = commands.add_parser(
+        "controller", help="drive raypilot.io RayJob and RayService objects through their workflows"
+    )
+    controller.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    controller.add_argument(
+        "--identity", default="", help="this replica's name in the Lease (default: unique)"
+    )
+    controller.add_argument("--lease-seconds", type=int, default=15, help="how long a Lease lasts unrenewed")
+    controller.add_argument("--renew-seconds", type=float, default=5.0, help="how often the leader renews")
+    controller.add_argument(
+        "--status-interval", type=float, default=2.0, help="seconds between looks at the workflows' phases"
+    )
     crds = commands.add_parser("crds", help="print or write the raypilot.io CRDs, generated from the models")
     crds.add_argument("-o", "--output-dir", type=Path, help="write one file per CRD into this directory")
     crds.add_argument("--check", action="store_true", help="with -o: exit 1 when the files differ")
@@ -123,6 +135,18 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         from raypilot import worker
 
         return worker.main()
+    if args.command == "controller":
+        from raypilot.controller.main import ControllerOptions, controller_command
+
+        return controller_command(
+            ControllerOptions(
+                lease_namespace=args.lease_namespace,
+                identity=args.identity,
+                lease_seconds=args.lease_seconds,
+                renew_seconds=args.renew_seconds,
+                status_interval=args.status_interval,
+            )
+        )
     if args.command == "crds":
         from raypilot.cli.crds import run_crds
 
