@@ -1,0 +1,190 @@
+"""`raypilot controller` on the sandbox, driven through kubectl only: apply -> workflow -> status in `kubectl
+get`; a changed spec -> the `apply` update; delete -> finalizer -> the workflow's `delete` -> everything owned
+gone; a bad spec -> ValidationFailed and a Warning Event, nothing created; a controller killed and started
+again mid-lifecycle -> no second run or cluster; status writes on phase changes only (counted)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.client import WorkflowExecutionStatus
+
+from activities.kubernetes_client import KubeObjects
+from models.features import FeatureGates
+from raypilot.controller.kube import ControllerKube
+from raypilot.controller.loop import Controller
+from raypilot.controller.temporal_io import ControllerTemporal
+from sandbox.testing import wait_until
+from tests.integration.rayjob_support import example
+from tests.integration.stack import Stack
+from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
+
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+ROOT = Path(__file__).resolve().parents[2]
+STATUS_INTERVAL = 0.3
+
+
+@pytest.fixture(scope="module")
+def kube_env(simulated_stack: Stack) -> dict[str, str]:
+    env = {"KUBECONFIG": str(simulated_stack.cluster.kubeconfig_path), "PATH": "/usr/bin:/bin"}
+    kubectl(env, "apply", "-f", str(ROOT / "deploy" / "crds"))
+    kubectl(env, "wait", "--for", "condition=established", "--timeout=10s", "crd/rayjobs.raypilot.io")
+    return env
+
+
+@contextlib.asynccontextmanager
+async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
+    api_client = stack.cluster.api_client()
+    temporal = ControllerTemporal(stack.client, stack.task_queue, KubeObjects(api_client))
+    controller = Controller(ControllerKube(api_client), temporal, FeatureGates(), STATUS_INTERVAL)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield controller
+    finally:
+        stop.set()
+        await task
+        api_client.close()
+
+
+def raypilot_rayjob(namespace: str, name: str, entrypoint: str, **spec: Any) -> str:
+    manifest = example("rayjob-httpmode", namespace, rename=name, entrypoint=entrypoint, **spec)
+    manifest["apiVersion"] = "raypilot.io/v1"  # the only change a KubeRay manifest needs
+    return yaml.safe_dump(manifest)
+
+
+def get_object(env: dict[str, str], namespace: str, name: str) -> dict[str, Any] | None:
+    out = kubectl(env, "get", "rayjobs.raypilot.io", name, "-n", namespace, "-o", "json", check=False)
+    try:
+        loaded: dict[str, Any] = json.loads(out)
+    except json.JSONDecodeError:
+        return None
+    return loaded
+
+
+async def wait_phase(
+    env: dict[str, str], namespace: str, name: str, phase: str, within: float = 60
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        obj = get_object(env, namespace, name)
+        return obj if obj and (obj.get("status") or {}).get("jobDeploymentStatus") == phase else None
+
+    return await wait_until(probe, within=within, interval=0.2, what=f"{name} {phase}")
+
+
+def rayclusters(env: dict[str, str], namespace: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(
+        kubectl(env, "get", "rayclusters.ray.io", "-n", namespace, "-o", "json")
+    )["items"]
+    return items
+
+
+async def runs_of(stack: Stack, workflow_id: str) -> list[Any]:
+    return [run async for run in stack.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+
+
+async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collects_everything(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    async with running_controller(simulated_stack) as controller:
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "job", "sleep 1"))
+        done = await wait_phase(kube_env, namespace, "job", "Complete")
+        assert done["status"]["jobStatus"] == "SUCCEEDED"
+        assert done["metadata"]["finalizers"] == ["raypilot.io/finalizer"]
+        table = kubectl(kube_env, "get", "rayjobs.raypilot.io", "-n", namespace)
+        assert "SUCCEEDED" in table
+        assert "Complete" in table
+        # What the workflow created is owned by the raypilot.io object; its Events name that object.
+        [cluster] = rayclusters(kube_env, namespace)
+        [owner] = cluster["metadata"]["ownerReferences"]
+        assert (owner["apiVersion"], owner["kind"], owner["uid"]) == (
+            "raypilot.io/v1",
+            "RayJob",
+            done["metadata"]["uid"],
+        )
+        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+        subjects = {(e["involvedObject"].get("apiVersion"), e["involvedObject"].get("uid")) for e in events}
+        assert subjects == {("raypilot.io/v1", done["metadata"]["uid"])}
+        # Status writes follow phases, not polls: a few for the whole life, none while nothing changes.
+        writes = controller.status_writes
+        assert 1 <= writes <= 5
+        await asyncio.sleep(STATUS_INTERVAL * 5)
+        assert controller.status_writes == writes
+        # Delete: the finalizer holds the object until the workflow deleted what it owns.
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/job", "-n", namespace, "--timeout=60s"
+        )
+        assert get_object(kube_env, namespace, "job") is None
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="clusters gone")
+
+
+async def test_a_bad_spec_gets_validation_failed_and_a_warning_event_and_nothing_is_created(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    async with running_controller(simulated_stack):
+        bad = raypilot_rayjob(
+            namespace, "bad", "sleep 1", shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=60
+        )
+        kubectl(kube_env, "apply", "-f", "-", stdin=bad)
+        rejected = await wait_phase(kube_env, namespace, "bad", "ValidationFailed")
+        assert rejected["status"]["reason"] == "ValidationFailed"
+        message = rejected["status"]["message"]
+        assert message == (
+            "The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false cannot have "
+            "TTLSecondsAfterFinished"
+        )
+        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+        warnings = [
+            (e["type"], e["reason"], e["message"]) for e in events if e["involvedObject"]["name"] == "bad"
+        ]
+        assert warnings == [("Warning", "ValidationFailed", message)]
+        assert await runs_of(simulated_stack, f"rayjob/{namespace}/bad") == []
+        assert rayclusters(kube_env, namespace) == []
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/bad", "-n", namespace, "--timeout=30s"
+        )
+
+
+async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_second_run(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    workflow_id = f"rayjob/{namespace}/long"
+    async with running_controller(simulated_stack):
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "long", "sleep 4"))
+        await wait_phase(kube_env, namespace, "long", "Running")
+    # The controller is gone mid-lifecycle; the spec changes meanwhile; a new controller takes over.
+    kubectl(
+        kube_env,
+        "apply",
+        "-f",
+        "-",
+        stdin=raypilot_rayjob(namespace, "long", "sleep 4", activeDeadlineSeconds=600),
+    )
+    async with running_controller(simulated_stack):
+        changed = await wait_until(
+            lambda: (
+                (o := get_object(kube_env, namespace, "long"))
+                and o["metadata"]["annotations"].get("raypilot.io/applied-generation") == "2"
+                and o
+            ),
+            within=30,
+            what="generation 2 applied",
+        )
+        assert changed["metadata"]["generation"] == 2
+        await wait_phase(kube_env, namespace, "long", "Complete")
+        runs = await runs_of(simulated_stack, workflow_id)
+        assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
+        assert len(rayclusters(kube_env, namespace)) == 1
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/long", "-n", namespace, "--timeout=60s"
+        )
