@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from kubernetes import client as k8s
 
-from activities.kubernetes_client import KubeObjects, load_kube_configuration
+from activities.kubernetes_client import load_kube_configuration
 from models.features import FEATURE_GATES_ENV, parse_feature_gates
 from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK
 from raypilot.controller.kube import ControllerKube
@@ -52,7 +52,7 @@ async def run_controller(options: ControllerOptions, env: Mapping[str, str], sto
             if await _stopped_within(stop, options.renew_seconds):
                 return EXIT_OK
         log.info("%s: leading", identity)
-        temporal = ControllerTemporal(await connect(settings), settings.task_queue, KubeObjects(api_client))
+        temporal = ControllerTemporal(await connect(settings), settings.task_queue)
         controller = Controller(ControllerKube(api_client), temporal, gates, options.status_interval)
         lost = asyncio.Event()
         renewing = asyncio.create_task(_keep_lease(lease, options.renew_seconds, lost))

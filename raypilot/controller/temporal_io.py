@@ -3,16 +3,14 @@ update, a finished RayJob's deletion, the status, and the phases of all running 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus
 
-from activities.kubernetes_client import KubeObjects
 from models.naming import ObjectRef, workflow_id
 from raypilot.cli.apply import decide_apply, update_with_start
 from raypilot.cli.common import latest_outcome, latest_run, with_worker_patience
-from raypilot.cli.control import delete_finished_runs, delete_leftovers
+from raypilot.cli.control import delete_finished_runs
 from raypilot.controller.decide import MEMO_OBJECT_UID, RunView
 from workflows.decisions.rayjob.object import RunState
 from workflows.search_attributes import RAY_PHASE
@@ -21,8 +19,8 @@ CLOSED = "<closed>"
 
 
 class ControllerTemporal:
-    def __init__(self, client: Client, task_queue: str, kube_objects: KubeObjects) -> None:
-        self.client, self.task_queue, self.kube_objects = client, task_queue, kube_objects
+    def __init__(self, client: Client, task_queue: str) -> None:
+        self.client, self.task_queue = client, task_queue
 
     def _handle(self, ref: ObjectRef) -> Any:
         return self.client.get_workflow_handle(workflow_id(ref.kind, ref.namespace, ref.name))
@@ -56,8 +54,10 @@ class ControllerTemporal:
         )
 
     async def delete_finished(self, ref: ObjectRef, description: WorkflowExecutionDescription) -> None:
-        """What `raypilot delete` does to a finished RayJob: its leftovers, then its runs (in background)."""
-        await asyncio.to_thread(delete_leftovers, self.kube_objects, ref)
+        """What `raypilot delete` does to a finished RayJob, but for its objects: its runs are removed from
+        Temporal (in the background). What it left needs no deleting here: it is owned by the raypilot.io
+        object (ownerReferences), so Kubernetes' garbage collector deletes it with the object; the
+        controller's role has no delete rights on RayClusters, Jobs or Services."""
         await delete_finished_runs(self.client, self._handle(ref), description.run_id, wait=False)
 
     async def status(self, ref: ObjectRef, uid: str) -> dict[str, Any] | None:

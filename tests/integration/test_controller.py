@@ -11,17 +11,20 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 import yaml
+from kubernetes import client as k8s
 from temporalio.client import WorkflowExecutionStatus
 
-from activities.kubernetes_client import KubeObjects
 from models.features import FeatureGates
 from raypilot.controller.kube import ControllerKube
+from raypilot.controller.lease import LeaderLease
 from raypilot.controller.loop import Controller
 from raypilot.controller.temporal_io import ControllerTemporal
 from sandbox.testing import wait_until
+from tests.docs.test_rbac import Permission, permission_of, role_permissions
 from tests.integration.rayjob_support import example
 from tests.integration.stack import Stack
 from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
@@ -34,15 +37,33 @@ STATUS_INTERVAL = 0.3
 @pytest.fixture(scope="module")
 def kube_env(simulated_stack: Stack) -> dict[str, str]:
     env = {"KUBECONFIG": str(simulated_stack.cluster.kubeconfig_path), "PATH": "/usr/bin:/bin"}
-    kubectl(env, "apply", "-f", str(ROOT / "deploy" / "crds"))
+    kubectl(env, "apply", "-k", str(ROOT / "deploy" / "crds"))
     kubectl(env, "wait", "--for", "condition=established", "--timeout=10s", "crd/rayjobs.raypilot.io")
     return env
 
 
+# Every API request the controller made in this module, as RBAC names it (compared with its role at the end).
+USED: set[Permission] = set()
+
+
+def recording(api_client: k8s.ApiClient) -> k8s.ApiClient:
+    rest = api_client.rest_client
+    request = rest.request
+
+    def record(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        parsed = urlparse(url)
+        watch = parse_qs(parsed.query).get("watch", [""])[0].lower() in ("true", "1")
+        USED.add(permission_of(method, parsed.path, watch=watch))
+        return request(method, url, *args, **kwargs)
+
+    rest.request = record
+    return api_client
+
+
 @contextlib.asynccontextmanager
 async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
-    api_client = stack.cluster.api_client()
-    temporal = ControllerTemporal(stack.client, stack.task_queue, KubeObjects(api_client))
+    api_client = recording(stack.cluster.api_client())
+    temporal = ControllerTemporal(stack.client, stack.task_queue)
     controller = Controller(ControllerKube(api_client), temporal, FeatureGates(), STATUS_INTERVAL)
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop))
@@ -188,3 +209,53 @@ async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_sec
         await asyncio.to_thread(
             kubectl, kube_env, "delete", "rayjobs.raypilot.io/long", "-n", namespace, "--timeout=60s"
         )
+
+
+async def test_a_rayservice_serves_shows_in_kubectl_and_its_deletion_goes_through_the_workflow(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    manifest = yaml.safe_load((ROOT / "examples" / "rayservice-newcluster.yaml").read_text())
+    manifest["apiVersion"] = "raypilot.io/v1"
+    manifest["metadata"]["namespace"] = namespace
+    name = manifest["metadata"]["name"]
+    async with running_controller(simulated_stack):
+        kubectl(kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(manifest))
+
+        def serving() -> dict[str, Any] | None:
+            out = kubectl(kube_env, "get", "rayservices.raypilot.io", name, "-n", namespace, "-o", "json")
+            obj: dict[str, Any] = json.loads(out)
+            return obj if (obj.get("status") or {}).get("serviceStatus") == "Running" else None
+
+        running = await wait_until(serving, within=90, interval=0.3, what="RayService Running")
+        active = running["status"]["activeServiceStatus"]["rayClusterName"]
+        assert active in kubectl(kube_env, "get", "rayservices.raypilot.io", "-n", namespace)
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", f"rayservices.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+        )
+        runs = await runs_of(simulated_stack, f"rayservice/{namespace}/{name}")
+        assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=60, what="clusters gone")
+
+
+def test_the_controller_role_allows_every_request_and_nothing_more(simulated_stack: Stack) -> None:
+    """deploy/controller's ClusterRole and leader-election Role against the requests of the tests above."""
+    if not USED:
+        pytest.skip("runs after the controller tests of this module")
+    namespace = simulated_stack.namespace()
+    api_client = recording(simulated_stack.cluster.api_client())
+    leader, other = (LeaderLease(api_client, namespace, name, lease_seconds=60) for name in ("a", "b"))
+    assert leader.try_acquire_or_renew()  # create
+    assert leader.try_acquire_or_renew()  # get, update
+    assert not other.try_acquire_or_renew()
+    api_client.close()
+    granted = role_permissions(ROOT / "deploy" / "controller" / "clusterrole.yaml")
+    [role, _binding] = yaml.safe_load_all(
+        (ROOT / "deploy" / "controller" / "role-leader-election.yaml").read_text()
+    )
+    for rule in role["rules"]:
+        granted |= {
+            Permission(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+        }
+    assert USED - granted == set(), "the controller's role lacks what it used"
+    assert granted - USED == set(), "the controller's role grants what it never used"

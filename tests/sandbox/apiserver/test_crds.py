@@ -39,7 +39,7 @@ spec:
 def crds_applied(kubectl_env: dict[str, str]) -> None:
     if KUBECTL is None:
         pytest.skip("kubectl is not installed")
-    kubectl(kubectl_env, "apply", "-f", str(ROOT / "deploy" / "crds"))
+    kubectl(kubectl_env, "apply", "-k", str(ROOT / "deploy" / "crds"))
     kubectl(kubectl_env, "wait", "--for", "condition=established", "--timeout=10s", "crd/rayjobs.raypilot.io")
 
 
