@@ -4,7 +4,8 @@ One object drives one workflow (id `rayjob|rayservice/<ns>/<name>`), and one wor
 uid: the run's memo records the uid (`raypilot.io/object-uid`), so a re-created object (new uid) gets a new
 run while a completed run of the same object is never repeated (issue #22's rule, decided for the CLI by
 `workflows.decisions.rayjob.object`). The generation the controller last handed to the workflow is kept on
-the object (`raypilot.io/applied-generation`), so a restarted controller neither repeats nor skips an apply.
+the object (`raypilot.io/applied-generation`, as `<uid>/<generation>`: an annotation copied onto a re-created
+object does not count), so a restarted controller neither repeats nor skips an apply.
 """
 
 from __future__ import annotations
@@ -63,7 +64,9 @@ def reconcile_action(obj: ObjectView, run: RunView | None, *, valid: bool) -> Ac
     if not valid:
         return Action.NOTHING if up_to_date else Action.REJECT
     if run is None:
-        return Action.START_OR_APPLY
+        # No run of this generation any more: a RayJob's finished run past Temporal's retention stays
+        # finished (never run again); a RayService's workflow runs until deleted, so it is started again.
+        return Action.NOTHING if up_to_date and obj.kind == "RayJob" else Action.START_OR_APPLY
     if not same_object(obj, run):
         # The id's run belongs to an earlier object of that name (deleted without its finalizer running).
         return (

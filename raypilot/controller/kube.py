@@ -87,7 +87,8 @@ class ControllerKube:
             self._patch(obj, body)
 
     def set_applied_generation(self, obj: dict[str, Any], generation: int) -> None:
-        self._patch(obj, {"metadata": {"annotations": {ANNOTATION_APPLIED_GENERATION: str(generation)}}})
+        value = f"{obj['metadata']['uid']}/{generation}"
+        self._patch(obj, {"metadata": {"annotations": {ANNOTATION_APPLIED_GENERATION: value}}})
 
     def patch_status(self, obj: dict[str, Any], patch: dict[str, Any]) -> None:
         meta = obj["metadata"]

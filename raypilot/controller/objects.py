@@ -22,15 +22,21 @@ def object_ref(obj: dict[str, Any]) -> ObjectRef:
 
 def object_view(obj: dict[str, Any]) -> ObjectView:
     meta = obj["metadata"]
-    applied = (meta.get("annotations") or {}).get(ANNOTATION_APPLIED_GENERATION, "0")
+    uid = str(meta.get("uid") or "")
     return ObjectView(
         kind=str(obj["kind"]),
-        uid=str(meta.get("uid") or ""),
+        uid=uid,
         generation=int(meta.get("generation") or 1),
-        applied_generation=int(applied) if str(applied).isdigit() else 0,
+        applied_generation=applied_generation(meta.get("annotations") or {}, uid),
         deleting=bool(meta.get("deletionTimestamp")),
         has_finalizer=FINALIZER in (meta.get("finalizers") or []),
     )
+
+
+def applied_generation(annotations: dict[str, str], uid: str) -> int:
+    """The generation the controller handed to this object's workflow (0: none; another object's: none)."""
+    recorded_uid, _, generation = str(annotations.get(ANNOTATION_APPLIED_GENERATION, "")).rpartition("/")
+    return int(generation) if recorded_uid == uid and generation.isdigit() else 0
 
 
 def workflow_manifest(obj: dict[str, Any]) -> dict[str, Any]:

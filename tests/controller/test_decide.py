@@ -46,6 +46,8 @@ CLI_RUNNING = RunView(RunState.RUNNING, None, None)
         (obj(gen=2, applied=1), RUNNING, False, Action.REJECT),
         # start, apply a new generation, nothing for one applied already (a restarted controller)
         (obj(), None, True, Action.START_OR_APPLY),
+        (obj(applied=1), None, True, Action.NOTHING),  # a finished run past Temporal's retention
+        (obj("RayService", applied=1), None, True, Action.START_OR_APPLY),  # runs until deleted
         (obj(), RUNNING, True, Action.START_OR_APPLY),
         (obj(applied=1), RUNNING, True, Action.NOTHING),
         (obj(gen=2, applied=1), RUNNING, True, Action.START_OR_APPLY),
@@ -118,3 +120,14 @@ def test_should_write_status(
 def test_status_patch_removes_what_is_gone() -> None:
     patch = status_patch({"jobStatus": "RUNNING", "reason": "x"}, {"jobStatus": "SUCCEEDED"})
     assert patch == {"status": {"reason": None, "jobStatus": "SUCCEEDED"}}
+
+
+@pytest.mark.parametrize(
+    ("annotation", "expected"),
+    [(None, 0), ("uid-1/3", 3), ("uid-0/3", 0), ("3", 0), ("uid-1/x", 0)],
+)
+def test_applied_generation_counts_only_for_the_same_object(annotation: str | None, expected: int) -> None:
+    from raypilot.controller.objects import applied_generation
+
+    annotations = {} if annotation is None else {"raypilot.io/applied-generation": annotation}
+    assert applied_generation(annotations, UID) == expected

@@ -195,7 +195,8 @@ async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_sec
         changed = await wait_until(
             lambda: (
                 (o := get_object(kube_env, namespace, "long"))
-                and o["metadata"]["annotations"].get("raypilot.io/applied-generation") == "2"
+                and o["metadata"]["annotations"].get("raypilot.io/applied-generation")
+                == f"{o['metadata']['uid']}/2"
                 and o
             ),
             within=30,
