@@ -15,6 +15,9 @@ from models.raycluster import RAY_API_VERSION
 
 RAYPILOT_API_VERSION: Final = "raypilot.io/v1"
 ANNOTATION_OBJECT_API_VERSION: Final = "raypilot.io/object-api-version"
+# On a RayService manifest: the RayCluster KubeRay left (adopted by `raypilot adopt` or the controller) that
+# the first run takes as its active cluster instead of creating one.
+ANNOTATION_ADOPTED_CLUSTER: Final = "raypilot.io/adopted-cluster"
 
 
 def object_api_version(annotations: Mapping[str, str]) -> str:
@@ -22,3 +25,8 @@ def object_api_version(annotations: Mapping[str, str]) -> str:
     if annotations.get(ANNOTATION_OBJECT_API_VERSION) == RAYPILOT_API_VERSION:
         return RAYPILOT_API_VERSION
     return RAY_API_VERSION
+
+
+def adopted_cluster(annotations: Mapping[str, str]) -> str:
+    """The adopted RayCluster a RayService's first run starts from ("" for none)."""
+    return str(annotations.get(ANNOTATION_ADOPTED_CLUSTER) or "")

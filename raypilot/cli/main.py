@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
     demo.add_argument("--temporal-port", type=int, default=7233, help="the dev server's frontend port")
     demo.add_argument("--ui-port", type=int, default=8233, help="the dev server's Web UI port")
+    adopt = commands.add_parser(
+        "adopt", help="take over what KubeRay left after --cascade=orphan, then apply the manifest"
+    )
+    adopt.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
+    adopt.add_argument("-f", "--filename", required=True, metavar="FILE", help="the RayService's manifest")
     controller = commands.add_parser(
         "controller", help="drive raypilot.io RayJob and RayService objects through their workflows"
     )
@@ -126,7 +131,7 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
-    if args.command in ("apply", "status", "delete", "upgrade"):
+    if args.command in ("apply", "status", "delete", "upgrade", "adopt"):
         from raypilot.cli.common import Console, run_command
 
         console = console or Console()
@@ -180,6 +185,10 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
         return await show_status(args.ref, console, output=args.output, watch=args.watch)
     if args.command == "delete":
         return await delete_object(args.ref, console, wait=not args.no_wait)
+    if args.command == "adopt":
+        from raypilot.cli.adopt import adopt_command
+
+        return await adopt_command(args.ref, args.filename, console)
     return await upgrade_control(args.control, args.ref, console)
 
 

@@ -20,7 +20,10 @@ from temporalio.service import RPCError
 
 from models.crd import KINDS
 from models.features import FeatureGates
+from models.manifest import parse_rayservice
 from models.naming import workflow_id
+from models.source import ANNOTATION_ADOPTED_CLUSTER
+from raypilot.adopt.kube import adopt_rayservice_leftovers
 from raypilot.cli.common import CommandError
 from raypilot.controller.decide import Action, reconcile_action, should_write_status, status_patch
 from raypilot.controller.kube import ControllerKube, now_rfc3339
@@ -32,6 +35,7 @@ from raypilot.controller.objects import (
     workflow_manifest,
 )
 from raypilot.controller.temporal_io import CLOSED, ControllerTemporal
+from workflows.decisions.rayjob.object import RunState
 
 log = logging.getLogger("raypilot.controller")
 Key = tuple[str, str, str]  # kind, namespace, name
@@ -142,6 +146,8 @@ class Controller:
             await asyncio.to_thread(self.kube.warning_event, obj, "ValidationFailed", message)
             await asyncio.to_thread(self.kube.set_applied_generation, obj, view.generation)
         elif action == Action.START_OR_APPLY:
+            if kind == "RayService" and (run is None or run.state != RunState.RUNNING):
+                await self._adopt_leftovers(obj, manifest)
             applied = await self.temporal.start_or_apply(ref, manifest, view.uid)
             if applied is not None:
                 await asyncio.to_thread(self.kube.set_applied_generation, obj, view.generation)
@@ -161,6 +167,29 @@ class Controller:
         elif action == Action.RELEASE:
             await asyncio.to_thread(self.kube.remove_finalizer, obj)
         return action
+
+    async def _adopt_leftovers(self, obj: dict[str, Any], manifest: dict[str, Any]) -> None:
+        """A RayService moved over from KubeRay: what KubeRay left (after `--cascade=orphan`) becomes this
+        object's, and its first run starts from the cluster that serves (raypilot.adopt)."""
+        meta = obj["metadata"]
+        owner = {
+            "apiVersion": obj["apiVersion"],
+            "kind": obj["kind"],
+            "name": meta["name"],
+            "uid": meta["uid"],
+        }
+        plan = await asyncio.to_thread(
+            adopt_rayservice_leftovers, self.kube.api_client, parse_rayservice(manifest), owner
+        )
+        if plan.cluster:
+            log.info(
+                "%s/%s: adopted RayCluster %s (spec matches: %s)",
+                meta["namespace"],
+                meta["name"],
+                plan.cluster,
+                plan.spec_matches,
+            )
+            manifest["metadata"]["annotations"][ANNOTATION_ADOPTED_CLUSTER] = plan.cluster
 
     # ---- status write-back --------------------------------------------------------------------------------
 

@@ -23,9 +23,11 @@ from raypilot.controller.kube import ControllerKube
 from raypilot.controller.lease import LeaderLease
 from raypilot.controller.loop import Controller
 from raypilot.controller.temporal_io import ControllerTemporal
+from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
 from tests.docs.test_rbac import Permission, permission_of, role_permissions
 from tests.integration.rayjob_support import example
+from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
 from tests.integration.stack import Stack
 from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 
@@ -237,6 +239,72 @@ async def test_a_rayservice_serves_shows_in_kubectl_and_its_deletion_goes_throug
         runs = await runs_of(simulated_stack, f"rayservice/{namespace}/{name}")
         assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
         await wait_until(lambda: not rayclusters(kube_env, namespace), within=60, what="clusters gone")
+
+
+async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_failed_request(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """What `kubectl delete rayservice.ray.io/NAME --cascade=orphan` leaves (a serving RayCluster and its
+    Services, labelled by KubeRay, owned by nobody) is taken over by the same spec as raypilot.io/v1: the
+    cluster is kept (no upgrade, no new cluster) and no request fails across the move."""
+    stack = simulated_stack
+    namespace, name = stack.namespace(), "moved"
+    kuberay = rayservice(namespace, name, "v1")
+    handle = await stack.start(kuberay)
+    serving = await wait_for_status(stack, handle, is_running, within=90, what="v1 Running")
+    old = active_cluster(serving)
+    # Make it look like KubeRay's leftovers: no workflow, KubeRay's labels, no raypilot annotations.
+    await handle.terminate("stands for KubeRay's operator")
+    kuberay_made = {
+        "metadata": {
+            "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
+            "annotations": {
+                "raypilot.io/workflow-id": None,
+                "ray.io/hash-without-replicas-and-workers-to-delete": "X",
+            },
+        }
+    }
+    stack.custom.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", old, kuberay_made)
+    for service in (f"{name}-head-svc", f"{name}-serve-svc"):
+        stack.core.patch_namespaced_service(service, namespace, kuberay_made)
+    serve = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
+    assert serve is not None
+    moved = {**kuberay, "apiVersion": "raypilot.io/v1"}
+    async with SteadyLoad(
+        f"http://{serve.cluster_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02
+    ) as load:
+        await load.wait_for_requests(100)
+        async with running_controller(stack):
+            await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(moved))
+
+            def running() -> dict[str, Any] | None:
+                out = kubectl(kube_env, "get", "rayservices.raypilot.io", name, "-n", namespace, "-o", "json")
+                obj: dict[str, Any] = json.loads(out)
+                return obj if (obj.get("status") or {}).get("serviceStatus") == "Running" else None
+
+            adopted = await wait_until(running, within=60, interval=0.3, what="adopted RayService Running")
+            await load.wait_for_requests(len(load.samples) + 200)
+            assert adopted["status"]["activeServiceStatus"]["rayClusterName"] == old
+            assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [old]
+            [cluster] = rayclusters(kube_env, namespace)
+            assert cluster["metadata"]["labels"]["app.kubernetes.io/created-by"] == "raypilot"
+            [owner] = cluster["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["uid"]) == ("RayService", adopted["metadata"]["uid"])
+            await load.stop()
+            failures = load.failures
+            assert not failures, (
+                f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
+            )
+            print(f"adoption: {len(load.samples)} requests, 0 failed, cluster {old} kept")  # visible with -s
+            await asyncio.to_thread(
+                kubectl,
+                kube_env,
+                "delete",
+                f"rayservices.raypilot.io/{name}",
+                "-n",
+                namespace,
+                "--timeout=60s",
+            )
 
 
 def test_the_controller_role_allows_every_request_and_nothing_more(simulated_stack: Stack) -> None:

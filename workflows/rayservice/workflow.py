@@ -32,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
-    from models.source import object_api_version
+    from models.source import adopted_cluster, object_api_version
     from wire import stubs
     from wire.kubernetes import InvolvedObject
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
@@ -97,6 +97,19 @@ def _involved_object(manifest: dict[str, Any]) -> InvolvedObject:
     )
 
 
+def _start_from_adopted_cluster(state: RayServiceState) -> None:
+    """A RayService moved over from KubeRay (raypilot.adopt): its first run takes the cluster KubeRay left as
+    its active cluster, already serving and selected by its Services, instead of creating one. Only manifests
+    with the annotation take this path, so runs already in flight replay unchanged."""
+    annotations = (state.manifest.get("metadata") or {}).get("annotations") or {}
+    name = adopted_cluster(annotations if isinstance(annotations, dict) else {})
+    if not name or state.owned_clusters or state.status.active_service_status.ray_cluster_name:
+        return
+    state.status.active_service_status.ray_cluster_name = name
+    state.owned_clusters.append(name)
+    state.services_cluster = name
+
+
 @workflow.defn(name="RayServiceWorkflow")
 class RayServiceWorkflow:
     @workflow.init
@@ -126,6 +139,7 @@ class RayServiceWorkflow:
             error = manifest_error(state.manifest, config.feature_gates)
             if error is not None:
                 raise _rejected(error)
+            _start_from_adopted_cluster(state)
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(state, world, calls, config, self._commit)
