@@ -81,6 +81,7 @@ class Controller:
         while not self._stopping.is_set():
             try:
                 items, version = self.kube.list(kind)
+                log.info("%s: %d listed", kind, len(items))
                 for item in items:
                     loop.call_soon_threadsafe(self._seen, "ADDED", {**item, "kind": kind})
                 for event in self.kube.watch(kind, version, self._stopping.is_set):
@@ -100,6 +101,7 @@ class Controller:
         watchers = [threading.Thread(target=self._watch_kind, args=(k, loop), daemon=True) for k in KINDS]
         for watcher in watchers:
             watcher.start()
+        log.info("watching %s", ", ".join(KINDS))
         tasks = [asyncio.create_task(self._reconcile_forever()), asyncio.create_task(self._status_forever())]
         try:
             await stop.wait()

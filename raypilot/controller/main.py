@@ -5,10 +5,12 @@ it as a follower)."""
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import os
 import signal
 import socket
+import sys
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,12 +49,16 @@ async def run_controller(options: ControllerOptions, env: Mapping[str, str], sto
     identity = options.identity or default_identity()
     lease = LeaderLease(api_client, options.lease_namespace, identity, options.lease_seconds)
     try:
+        waiting = False
         while not await asyncio.to_thread(lease.try_acquire_or_renew):
-            log.info("%s: another controller leads; waiting", identity)
+            if not waiting:
+                log.info("%s: another controller leads; waiting", identity)
+                waiting = True
             if await _stopped_within(stop, options.renew_seconds):
                 return EXIT_OK
         log.info("%s: leading", identity)
         temporal = ControllerTemporal(await connect(settings), settings.task_queue)
+        log.info("%s: connected to Temporal at %s", identity, settings.address)
         controller = Controller(ControllerKube(api_client), temporal, gates, options.status_interval)
         lost = asyncio.Event()
         renewing = asyncio.create_task(_keep_lease(lease, options.renew_seconds, lost))
@@ -96,14 +102,21 @@ async def _keep_lease(lease: LeaderLease, renew_seconds: float, lost: asyncio.Ev
             return
 
 
+def _print_tasks() -> None:
+    for task in asyncio.all_tasks():
+        task.print_stack(file=sys.stderr)
+
+
 def controller_command(options: ControllerOptions) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID`: where every thread is
 
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signal.SIGUSR2, _print_tasks)  # `kill -USR2 PID`: where every task waits
         return await run_controller(options, os.environ, stop)
 
     return asyncio.run(main())
