@@ -25,6 +25,7 @@ from models.naming import workflow_id
 from models.source import ANNOTATION_ADOPTED_CLUSTER
 from raypilot.adopt.kube import adopt_rayservice_leftovers
 from raypilot.cli.common import CommandError
+from raypilot.cli.exits import EXIT_REJECTED
 from raypilot.controller.decide import Action, reconcile_action, should_write_status, status_patch
 from raypilot.controller.kube import ControllerKube, now_rfc3339
 from raypilot.controller.objects import (
@@ -122,6 +123,9 @@ class Controller:
             except (ApiException, RPCError, CommandError, OSError) as error:
                 log.warning("%s/%s/%s: %s; trying again", *key, error)
                 self._later(key)
+            except Exception:  # a bug must not stop the reconciler for every other object
+                log.exception("%s/%s/%s: unexpected failure; trying again later", *key)
+                self._later(key, RECHECK_SECONDS * 5)
 
     def _later(self, key: Key, seconds: float = RECHECK_SECONDS) -> None:
         asyncio.get_running_loop().call_later(seconds, self.enqueue, key)
@@ -150,7 +154,15 @@ class Controller:
         elif action == Action.START_OR_APPLY:
             if kind == "RayService" and (run is None or run.state != RunState.RUNNING):
                 await self._adopt_leftovers(obj, manifest)
-            applied = await self.temporal.start_or_apply(ref, manifest, view.uid)
+            try:
+                applied = await self.temporal.start_or_apply(ref, manifest, view.uid)
+            except CommandError as error:
+                if error.exit_code != EXIT_REJECTED:
+                    raise
+                # The running workflow refused the new spec (KubeRay's update rules): said once a generation.
+                await asyncio.to_thread(self.kube.warning_event, obj, "ValidationFailed", str(error))
+                await asyncio.to_thread(self.kube.set_applied_generation, obj, view.generation)
+                return action
             if applied is not None:
                 await asyncio.to_thread(self.kube.set_applied_generation, obj, view.generation)
                 self.seen_phase.pop(view.uid, None)  # read its status on the next tick
@@ -201,6 +213,8 @@ class Controller:
                 await self.write_back_statuses()
             except (ApiException, RPCError, OSError) as error:
                 log.warning("status write-back: %s", error)
+            except Exception:  # a bug must not stop the write-back of every other object
+                log.exception("status write-back: unexpected failure")
             await asyncio.sleep(self.status_interval)
 
     async def write_back_statuses(self) -> None:

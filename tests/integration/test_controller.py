@@ -145,6 +145,7 @@ async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collec
         assert subjects == {("raypilot.io/v1", done["metadata"]["uid"])}
         # Status writes follow phases, not polls: a few for the whole life, none while nothing changes.
         writes = controller.status_writes
+        print(f"status writes for the whole RayJob: {writes}")  # visible with -s
         assert 1 <= writes <= 5
         await asyncio.sleep(STATUS_INTERVAL * 5)
         assert controller.status_writes == writes
