@@ -12,7 +12,15 @@ from temporalio import activity
 
 from activities.kubernetes import KubernetesActivityBase
 from activities.kubernetes_client import KubeObjects, kubernetes_errors
-from activities.kubernetes_resources import EVENT, RAYJOB, RAYSERVICE, RESOURCES_BY_KIND, object_ref
+from activities.kubernetes_resources import (
+    EVENT,
+    RAYJOB,
+    RAYPILOT_RAYJOB,
+    RAYPILOT_RAYSERVICE,
+    RAYSERVICE,
+    RESOURCES_BY_KIND,
+    object_ref,
+)
 from models.naming import ownership_label_selector
 from wire import names
 from wire.kubernetes import CreateObject, OwnedObjects, RayResourceKey, RecordEvent
@@ -130,6 +138,9 @@ class OwnershipActivities(KubernetesActivityBase):
     def delete_ray_resource(self, key: RayResourceKey) -> bool:
         """Delete the RayJob/RayService custom resource itself (the DeleteSelf policy); False when there is
         none (a workflow started from the Temporal CLI has no custom resource)."""
-        resource = RAYJOB if key.kind.lower() == "rayjob" else RAYSERVICE
+        if key.api_version == RAYPILOT_RAYJOB.api_version:
+            resource = RAYPILOT_RAYJOB if key.kind.lower() == "rayjob" else RAYPILOT_RAYSERVICE
+        else:
+            resource = RAYJOB if key.kind.lower() == "rayjob" else RAYSERVICE
         with kubernetes_errors(f"delete {resource.describe(key.namespace, key.name)}"):
             return self.kube.delete(resource, key.namespace, key.name)

@@ -45,6 +45,9 @@ class Resource:
 RAYCLUSTER: Final = Resource("ray.io/v1", "RayCluster", "rayclusters")
 RAYJOB: Final = Resource("ray.io/v1", "RayJob", "rayjobs")
 RAYSERVICE: Final = Resource("ray.io/v1", "RayService", "rayservices")
+# raypilot's own kinds (`raypilot controller`): only the RayJob's DeleteSelf rule deletes one.
+RAYPILOT_RAYJOB: Final = Resource("raypilot.io/v1", "RayJob", "rayjobs")
+RAYPILOT_RAYSERVICE: Final = Resource("raypilot.io/v1", "RayService", "rayservices")
 SERVICE: Final = Resource("v1", "Service", "services")
 POD: Final = Resource("v1", "Pod", "pods")
 EVENT: Final = Resource("v1", "Event", "events")

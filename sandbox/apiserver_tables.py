@@ -204,8 +204,24 @@ _COLUMNS: dict[tuple[str, str], list[tuple[dict[str, Any], Cell]]] = {
 }
 
 
+def _printer_cell(json_path: str, column_type: str) -> Cell:
+    """A CRD's printer column: a simple `.a.b.c` JSONPath (all that raypilot's and KubeRay's CRDs use)."""
+    path = json_path.lstrip(".")
+    if column_type == "date":
+        return lambda obj: _since(str(_at(obj, path)))
+    return lambda obj: _at(obj, path)
+
+
+def _columns_of(rt: ResourceType) -> list[tuple[dict[str, Any], Cell]]:
+    if rt.printer_columns:
+        return [_NAME] + [
+            _column(name, _printer_cell(path, kind), kind=kind) for name, kind, path in rt.printer_columns
+        ]
+    return _COLUMNS.get((rt.group, rt.kind), [_NAME, _AGE])
+
+
 def _row(rt: ResourceType, obj: dict[str, Any], include_object: str) -> dict[str, Any]:
-    columns = _COLUMNS.get((rt.group, rt.kind), [_NAME, _AGE])
+    columns = _columns_of(rt)
     row: dict[str, Any] = {"cells": [cell(obj) for _, cell in columns]}
     if include_object == "Object":
         row["object"] = obj
@@ -232,8 +248,6 @@ def table(
         metadata["continue"] = continue_token
     doc: dict[str, Any] = {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata}
     if with_definitions:
-        doc["columnDefinitions"] = [
-            definition for definition, _ in _COLUMNS.get((rt.group, rt.kind), [_NAME, _AGE])
-        ]
+        doc["columnDefinitions"] = [definition for definition, _ in _columns_of(rt)]
     doc["rows"] = [_row(rt, obj, include_object) for obj in objects]
     return doc

@@ -18,6 +18,8 @@ class ResourceType:
     subresources: frozenset[str]
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    # A custom resource's additionalPrinterColumns: (name, type, jsonPath); empty for built-in kinds.
+    printer_columns: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -71,6 +73,15 @@ SERVED_TYPES: tuple[ResourceType, ...] = (
     _rt("gateway.networking.k8s.io", "GatewayClass", "gatewayclasses", namespaced=False, short=("gc",)),
     _rt("gateway.networking.k8s.io", "Gateway", "gateways", short=("gtw",)),
     _rt("gateway.networking.k8s.io", "HTTPRoute", "httproutes"),
+    _rt("coordination.k8s.io", "Lease", "leases", sub=()),
+    # Applying one serves a new kind (sandbox/store_crds.py): raypilot.io's RayJob and RayService.
+    _rt(
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        namespaced=False,
+        short=("crd", "crds"),
+    ),
 )
 
 

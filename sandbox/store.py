@@ -28,6 +28,7 @@ from sandbox.store_admission import (
     release_on_delete,
     validate_metadata,
 )
+from sandbox.store_crds import is_crd, served_types
 from sandbox.store_errors import (
     ApiError,
     already_exists,
@@ -88,6 +89,30 @@ class Store:
 
     def resource_type_for_plural(self, group: str, version: str, plural: str) -> ResourceType | None:
         return self._by_plural.get((group, version, plural))
+
+    def _serve_definition(self, crd: dict[str, Any]) -> None:
+        """Serve the kinds of a created CRD. A kind served already stays as it is: one the sandbox serves
+        built in (KubeRay's CRDs applied here), or one whose CRD changed (a new version is served; a changed
+        schema or printer column of a served one is not taken in, a simplification of the sandbox)."""
+        for rt in served_types(crd):
+            if (rt.group, rt.version, rt.plural) in self._by_plural:
+                continue
+            self.types = (*self.types, rt)
+            self._by_kind[(rt.api_version, rt.kind)] = rt
+            self._by_plural[(rt.group, rt.version, rt.plural)] = rt
+            self._objects[rt] = {}
+
+    def _withdraw_definition(self, crd: dict[str, Any]) -> None:
+        """A deleted CRD: its objects are deleted (DELETED events for watchers), its kinds not served."""
+        for served in served_types(crd):
+            rt = self._by_plural.get((served.group, served.version, served.plural))
+            if rt is None or rt in SERVED_TYPES:
+                continue
+            for key in sorted(self._objects[rt]):
+                self._gc.remove(rt, key)
+            self.types = tuple(t for t in self.types if t != rt)
+            del self._by_kind[(rt.api_version, rt.kind)], self._by_plural[(rt.group, rt.version, rt.plural)]
+            del self._objects[rt]
 
     @property
     def resource_version(self) -> str:
@@ -360,6 +385,11 @@ class Store:
     def _record(
         self, rt: ResourceType, event_type: str, obj: dict[str, Any], old: dict[str, Any] | None
     ) -> None:
+        if is_crd(rt):
+            if event_type == "DELETED":
+                self._withdraw_definition(obj)
+            else:
+                self._serve_definition(obj)
         change = Change(int(obj["metadata"]["resourceVersion"]), rt, event_type, obj, old)
         self._history.append(change)
         while len(self._history) > self._history_limit:

@@ -10,6 +10,7 @@ from typing import Any
 
 from sandbox.netalloc import AddressPool, PoolExhausted
 from sandbox.resources import ResourceType
+from sandbox.store_crds import InvalidDefinition, accepted_status, check_definition, is_crd
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -142,6 +143,12 @@ def default_on_create(rt: ResourceType, obj: dict[str, Any], services: AddressPo
         _default_job(obj)
     elif rt.group == "" and rt.kind == "Secret":
         _default_secret(obj)
+    elif is_crd(rt):
+        try:
+            check_definition(obj)
+        except InvalidDefinition as exc:
+            raise InvalidObject(str(exc)) from None
+        obj["status"] = accepted_status(obj)
 
 
 def admit_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:

@@ -137,6 +137,8 @@ class RayResourceKey:
     kind: str
     namespace: str
     name: str
+    # raypilot.io/v1 for an object the controller drives (models.source); the default keeps older inputs.
+    api_version: str = "ray.io/v1"
 
 
 @dataclass(frozen=True)

@@ -131,10 +131,16 @@ async def decide_apply(ref: ObjectRef, latest: WorkflowExecutionDescription | No
 
 
 async def update_with_start(
-    client: Client, ref: ObjectRef, manifest: dict[str, Any], policy: ReusePolicy, task_queue: str
+    client: Client,
+    ref: ObjectRef,
+    manifest: dict[str, Any],
+    policy: ReusePolicy,
+    task_queue: str,
+    memo: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The `apply` update, starting the workflow when no run holds the object; None when the id reuse
-    policy refused the start (a run completed meanwhile) or the run answered that it has just finished."""
+    policy refused the start (a run completed meanwhile) or the run answered that it has just finished.
+    `memo` goes on a run this starts (the controller records the object's uid there)."""
     start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
         WORKFLOW_TYPES[ref.kind],
         manifest,
@@ -142,6 +148,7 @@ async def update_with_start(
         task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy[policy.value],
+        memo=memo,
         search_attributes=TypedSearchAttributes(
             [
                 SearchAttributePair(RAY_KIND, ref.kind),

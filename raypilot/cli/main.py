@@ -84,6 +84,26 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
     demo.add_argument("--temporal-port", type=int, default=7233, help="the dev server's frontend port")
     demo.add_argument("--ui-port", type=int, default=8233, help="the dev server's Web UI port")
+    adopt = commands.add_parser(
+        "adopt", help="take over what KubeRay left after --cascade=orphan, then apply the manifest"
+    )
+    adopt.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
+    adopt.add_argument("-f", "--filename", required=True, metavar="FILE", help="the RayService's manifest")
+    controller = commands.add_parser(
+        "controller", help="drive raypilot.io RayJob and RayService objects through their workflows"
+    )
+    controller.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"))
+    controller.add_argument(
+        "--identity", default="", help="this replica's name in the Lease (default: unique)"
+    )
+    controller.add_argument("--lease-seconds", type=int, default=15, help="how long a Lease lasts unrenewed")
+    controller.add_argument("--renew-seconds", type=float, default=5.0, help="how often the leader renews")
+    controller.add_argument(
+        "--status-interval", type=float, default=2.0, help="seconds between looks at the workflows' phases"
+    )
+    crds = commands.add_parser("crds", help="print or write the raypilot.io CRDs, generated from the models")
+    crds.add_argument("-o", "--output-dir", type=Path, help="write one file per CRD into this directory")
+    crds.add_argument("--check", action="store_true", help="with -o: exit 1 when the files differ")
     return parser
 
 
@@ -125,7 +145,7 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
-    if args.command in ("apply", "status", "delete", "upgrade", "timeline", "cronjob"):
+    if args.command in ("apply", "status", "delete", "upgrade", "timeline", "cronjob", "adopt"):
         from raypilot.cli.common import Console, run_command
 
         console = console or Console()
@@ -134,6 +154,22 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         from raypilot import worker
 
         return worker.main()
+    if args.command == "controller":
+        from raypilot.controller.main import ControllerOptions, controller_command
+
+        return controller_command(
+            ControllerOptions(
+                lease_namespace=args.lease_namespace,
+                identity=args.identity,
+                lease_seconds=args.lease_seconds,
+                renew_seconds=args.renew_seconds,
+                status_interval=args.status_interval,
+            )
+        )
+    if args.command == "crds":
+        from raypilot.cli.crds import run_crds
+
+        return run_crds(args.output_dir, check=args.check)
     if args.command == "demo":
         from raypilot.cli.demo import run_demo
 
@@ -179,6 +215,10 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
         return await draw_timeline(args.ref, args.output, console)
     if args.command == "delete":
         return await delete_object(args.ref, console, wait=not args.no_wait)
+    if args.command == "adopt":
+        from raypilot.cli.adopt import adopt_command
+
+        return await adopt_command(args.ref, args.filename, console)
     return await upgrade_control(args.control, args.ref, console)
 
 

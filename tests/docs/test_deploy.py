@@ -119,3 +119,26 @@ def test_the_runtime_dependencies_are_enough_for_the_worker() -> None:
     summary = json.loads(result.stdout.splitlines()[-1])
     assert "ray" not in summary["closure"]
     assert not {"ray", "sandbox", "matplotlib"} & set(summary["loaded"])
+
+
+def test_the_controller_kustomization_holds_the_crds_the_controller_and_its_rbac() -> None:
+    rendered = kustomize(DEPLOY / "controller")
+    assert set(rendered) == {
+        ("CustomResourceDefinition", "rayjobs.raypilot.io"),
+        ("CustomResourceDefinition", "rayservices.raypilot.io"),
+        ("ServiceAccount", "raypilot-controller"),
+        ("ClusterRole", "raypilot-controller"),
+        ("ClusterRoleBinding", "raypilot-controller"),
+        ("Role", "raypilot-controller-leader-election"),
+        ("RoleBinding", "raypilot-controller-leader-election"),
+        ("Deployment", "raypilot-controller"),
+    }
+    pod = rendered[("Deployment", "raypilot-controller")]["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "raypilot-controller"
+    [container] = pod["containers"]
+    assert container["command"] == ["raypilot", "controller"]
+    env = {item["name"] for item in container["env"]}
+    assert {"POD_NAMESPACE", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "RAYPILOT_TASK_QUEUE"} <= env
+    for binding in ("ClusterRoleBinding", "RoleBinding"):
+        subjects = rendered[(binding, next(n for k, n in rendered if k == binding))]["subjects"]
+        assert [(s["kind"], s["name"]) for s in subjects] == [("ServiceAccount", "raypilot-controller")]

@@ -208,6 +208,14 @@ async def test_each_wait_watches_until_its_object_appears(
         assert observed.view["exists"] is True
 
 
+def test_deleting_an_absent_raypilot_io_rayjob_is_not_an_error(
+    deps: ActivityDependencies, namespace: str
+) -> None:
+    """DeleteSelf of a RayJob the controller drives deletes the raypilot.io object (never a ray.io one)."""
+    key = RayResourceKey("RayJob", namespace, "never-created", api_version="raypilot.io/v1")
+    assert run(OwnershipActivities(deps).delete_ray_resource, key) is False
+
+
 def test_deleting_an_absent_rayservice_resource_is_not_an_error(
     deps: ActivityDependencies, namespace: str
 ) -> None:

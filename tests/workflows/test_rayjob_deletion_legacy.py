@@ -224,3 +224,15 @@ async def test_a_rejected_deletion_is_reported_and_tried_again_after_a_backoff(
     assert reasons[-2:] == [failure_event, success_event]
     assert "Forbidden" in world.events[-2].message or "forbidden" in world.events[-2].message
     assert_effect(world, policy, result["rayClusterName"])
+
+
+async def test_delete_self_of_a_rayjob_the_controller_drives_deletes_the_raypilot_io_object(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    """Issue #17: never the ray.io RayJob of the same name (KubeRay's, perhaps), but the raypilot.io one."""
+    world = TimedWorld()
+    manifest = legacy(P.DELETE_SELF, P.DELETE_SELF)
+    manifest["metadata"]["annotations"] = {"raypilot.io/object-api-version": "raypilot.io/v1"}
+    await run_to_end(time_skipping_env, fake_worker, world, manifest)
+    [deleted] = world.deleted_resources
+    assert (deleted.api_version, deleted.kind, deleted.name) == ("raypilot.io/v1", "RayJob", "sample")

@@ -243,3 +243,22 @@ async def test_status_query_follows_a_running_job(
     assert status["jobDeploymentStatus"] == "Running"
     assert status["rayClusterStatus"]["state"] == "ready"
     assert status["message"] == "Job is running"
+
+
+async def test_a_raypilot_io_object_is_the_owner_and_the_subject_of_events(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    """Issue #17: the controller hands over a raypilot.io/v1 object with its uid; what the workflow creates is
+    owned by that object (garbage-collected with it) and its Events point at it."""
+    world = FakeWorld()
+    manifest = rayjob_manifest(mode="K8sJobMode")
+    manifest["metadata"]["uid"] = "0b5e2b1e-1111-4c7a-9d55-1d2a3b4c5d6e"
+    manifest["metadata"]["annotations"] = {"raypilot.io/object-api-version": "raypilot.io/v1"}
+    await _run(time_skipping_env, fake_worker, world, manifest)
+
+    created: list[CreateObject] = [*world.called(names.CREATE_RAYCLUSTER), *world.called(names.CREATE_JOB)]
+    owners = {(c.owner.api_version, c.owner.kind, c.owner.uid) for c in created if c.owner is not None}
+    assert owners == {("raypilot.io/v1", "RayJob", "0b5e2b1e-1111-4c7a-9d55-1d2a3b4c5d6e")}
+    assert len([c for c in created if c.owner is not None]) == len(created)
+    subjects = {(e.involved.api_version, e.involved.uid) for e in world.events}
+    assert subjects == {("raypilot.io/v1", "0b5e2b1e-1111-4c7a-9d55-1d2a3b4c5d6e")}

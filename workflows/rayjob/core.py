@@ -19,8 +19,9 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYJOB
     from models.operator import OperatorConfig
-    from models.raycluster import RAY_API_VERSION, RayClusterSpec, RayClusterStatus
+    from models.raycluster import RayClusterSpec, RayClusterStatus
     from models.rayjob import RayJob, RayJobStatus
+    from models.source import object_api_version
     from wire import stubs
     from wire.dashboard import DashboardTarget
     from wire.kubernetes import CreateObject, InvolvedObject, OwnerReference, Ownership, RecordEvent
@@ -148,7 +149,7 @@ class RayJobCore:
         uid = self.job.metadata.uid
         if not uid:
             return None
-        return OwnerReference(RAY_API_VERSION, KIND_RAYJOB, self.name, uid)
+        return OwnerReference(object_api_version(self.job.metadata.annotations), KIND_RAYJOB, self.name, uid)
 
     def cluster_create_request(self, cluster_name: str) -> CreateObject:
         """The RayCluster this RayJob runs on, as the create activity takes it (first creation and the
@@ -179,7 +180,7 @@ class RayJobCore:
                 name=self.name,
                 namespace=self.namespace,
                 uid=self.job.metadata.uid or "",
-                api_version=RAY_API_VERSION,
+                api_version=object_api_version(self.job.metadata.annotations),
             ),
             event_id=f"{workflow.info().run_id[:8]}-{sequence}",
             reason=event.reason.value,

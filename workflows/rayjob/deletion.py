@@ -14,6 +14,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYCLUSTER, KIND_RAYJOB
     from models.rayjob import DeletionPolicyType
+    from models.source import object_api_version
     from wire import stubs
     from wire.dashboard import RayJobKey
     from wire.kubernetes import OWNED_KINDS, DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
@@ -72,7 +73,12 @@ class DeletionSteps(RayJobPart):
             await self.delete_everything(stop_job=False)
             await call(
                 stubs.delete_ray_resource,
-                RayResourceKey(KIND_RAYJOB, self.core.namespace, self.core.name),
+                RayResourceKey(
+                    KIND_RAYJOB,
+                    self.core.namespace,
+                    self.core.name,
+                    object_api_version(self.core.job.metadata.annotations),
+                ),
                 IO.STEP,
             )
             return True

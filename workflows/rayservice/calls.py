@@ -56,6 +56,7 @@ class RayServiceCalls:
         self.namespace = namespace
         self.name = name
         self.ownership = Ownership(KIND_RAYSERVICE, name, workflow_id)
+        self.involved_object = InvolvedObject(KIND_RAYSERVICE, name, namespace, api_version="ray.io/v1")
 
     # ---- RayClusters ----------------------------------------------------------------------------------
 
@@ -103,8 +104,7 @@ class RayServiceCalls:
     # ---- events and ownership ---------------------------------------------------------------------------
 
     async def record_event(self, event_id: str, event: RayServiceEvent) -> None:
-        involved = InvolvedObject(KIND_RAYSERVICE, self.name, self.namespace, api_version="ray.io/v1")
-        request = RecordEvent(involved, event_id, event.reason, event.message, event.type)
+        request = RecordEvent(self.involved_object, event_id, event.reason, event.message, event.type)
         await call(stubs.record_event, request, IO.RECONCILE)
 
     def _owned(self) -> OwnedObjects:

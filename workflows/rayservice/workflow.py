@@ -32,7 +32,9 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
+    from models.source import adopted_cluster, object_api_version
     from wire import stubs
+    from wire.kubernetes import InvolvedObject
     from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
@@ -90,6 +92,33 @@ def _metadata(manifest: dict[str, Any]) -> tuple[str, str]:
     return str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
 
 
+def _involved_object(manifest: dict[str, Any]) -> InvolvedObject:
+    """The object Events point at: a raypilot.io object (its uid and API) when the controller applied it."""
+    metadata = manifest.get("metadata") or {}
+    namespace, name = _metadata(manifest)
+    annotations = metadata.get("annotations") or {}
+    return InvolvedObject(
+        KIND_RAYSERVICE,
+        name,
+        namespace,
+        uid=str(metadata.get("uid") or ""),
+        api_version=object_api_version(annotations if isinstance(annotations, dict) else {}),
+    )
+
+
+def _start_from_adopted_cluster(state: RayServiceState) -> None:
+    """A RayService moved over from KubeRay (raypilot.adopt): its first run takes the cluster KubeRay left as
+    its active cluster, already serving and selected by its Services, instead of creating one. Only manifests
+    with the annotation take this path, so runs already in flight replay unchanged."""
+    annotations = (state.manifest.get("metadata") or {}).get("annotations") or {}
+    name = adopted_cluster(annotations if isinstance(annotations, dict) else {})
+    if not name or state.owned_clusters or state.status.active_service_status.ray_cluster_name:
+        return
+    state.status.active_service_status.ray_cluster_name = name
+    state.owned_clusters.append(name)
+    state.services_cluster = name
+
+
 @workflow.defn(name="RayServiceWorkflow")
 class RayServiceWorkflow:
     @workflow.init
@@ -101,6 +130,7 @@ class RayServiceWorkflow:
         self._deleted: list[dict[str, str]] = []
         namespace, name = _metadata(self._state.manifest)
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
+        self._calls.involved_object = _involved_object(self._state.manifest)
 
     @property
     def _gates(self) -> FeatureGates:
@@ -120,6 +150,7 @@ class RayServiceWorkflow:
             error = manifest_error(state.manifest, config.feature_gates)
             if error is not None:
                 raise _rejected(error)
+            _start_from_adopted_cluster(state)
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(

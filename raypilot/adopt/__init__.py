@@ -1,0 +1,1 @@
+"""Taking over what KubeRay left after `kubectl delete rayservice.ray.io/NAME --cascade=orphan`."""

@@ -1,0 +1,114 @@
+"""What adopting a RayService's leftovers changes (pure, table-tested).
+
+After `kubectl delete rayservice.ray.io/NAME --cascade=orphan` KubeRay leaves the RayCluster(s) labelled
+`ray.io/originated-from-cr-name=NAME`, the Services `NAME-head-svc` and `NAME-serve-svc` (and, with an
+incremental upgrade, the Gateway and HTTPRoute), all without an owner. Adopting gives them raypilot's
+ownership labels, the `raypilot.io/workflow-id` annotation and, when a `raypilot.io` object stands for the
+RayService, an ownerReference to it. The active cluster is the one the serve Service selects. When its spec is
+the one the manifest asks for, it gets raypilot's spec hash, so the workflow keeps it (no upgrade, no dropped
+request); otherwise it keeps a hash of its own spec, and the workflow's usual comparison starts an upgrade.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.hashing import cluster_hash_annotations, cluster_spec_hash
+from models.naming import (
+    KIND_RAYSERVICE,
+    LABEL_CLUSTER,
+    LABEL_ORIGINATED_FROM_CR_NAME,
+    LABEL_ORIGINATED_FROM_CRD,
+    head_service_name,
+    ownership_labels,
+    serve_service_name,
+    workflow_annotations,
+    workflow_id,
+)
+from models.raycluster import RayClusterSpec
+from models.rayservice import RayService
+
+
+@dataclass(frozen=True)
+class ObjectPatch:
+    """A JSON merge patch of one object (kind, name) in the RayService's namespace."""
+
+    kind: str
+    name: str
+    patch: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AdoptionPlan:
+    cluster: str = ""  # the adopted active cluster ("": nothing to adopt)
+    spec_matches: bool = False  # kept as it is; else the workflow upgrades it
+    patches: list[ObjectPatch] = field(default_factory=list)
+
+
+def leftover_selector(name: str) -> str:
+    """KubeRay's labels of what a RayService created."""
+    return f"{LABEL_ORIGINATED_FROM_CR_NAME}={name},{LABEL_ORIGINATED_FROM_CRD}={KIND_RAYSERVICE}"
+
+
+def _orphaned(obj: dict[str, Any], owner_uid: str) -> bool:
+    """No owner, or already the object's (adopting twice changes nothing)."""
+    owners = obj.get("metadata", {}).get("ownerReferences") or []
+    return all(owner.get("uid") == owner_uid for owner in owners) if owner_uid else not owners
+
+
+def active_cluster(
+    clusters: list[dict[str, Any]], serve_service: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The cluster the serve Service selects (traffic goes there); with no such Service, the only one."""
+    selected = ((serve_service or {}).get("spec") or {}).get("selector", {}).get(LABEL_CLUSTER)
+    for cluster in clusters:
+        if cluster["metadata"]["name"] == selected:
+            return cluster
+    return clusters[0] if len(clusters) == 1 else None
+
+
+def _ownership(rayservice: RayService, owner: dict[str, Any] | None) -> dict[str, Any]:
+    meta = rayservice.metadata
+    metadata: dict[str, Any] = {
+        "labels": ownership_labels(KIND_RAYSERVICE, meta.name),
+        "annotations": workflow_annotations(workflow_id(KIND_RAYSERVICE, meta.namespace, meta.name)),
+    }
+    if owner is not None:
+        metadata["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
+    return metadata
+
+
+def adoption_plan(
+    rayservice: RayService,
+    clusters: list[dict[str, Any]],
+    services: dict[str, dict[str, Any]],
+    routes: list[tuple[str, str]],
+    owner: dict[str, Any] | None,
+) -> AdoptionPlan:
+    """From KubeRay's leftovers: `clusters` labelled for the RayService, its `services` by name, the Gateway
+    and HTTPRoute (kind, name) present, and the raypilot.io object's ownerReference (None without one)."""
+    owner_uid = str((owner or {}).get("uid") or "")
+    mine = [c for c in clusters if _orphaned(c, owner_uid)]
+    name = rayservice.metadata.name
+    cluster = active_cluster(mine, services.get(serve_service_name(name)))
+    if cluster is None:
+        return AdoptionPlan()
+    desired = rayservice.spec.ray_cluster_config
+    actual = RayClusterSpec.model_validate(cluster.get("spec") or {})
+    matches = cluster_spec_hash(actual) == cluster_spec_hash(desired)
+    ownership = _ownership(rayservice, owner)
+    cluster_meta = {
+        **ownership,
+        "annotations": {
+            **ownership["annotations"],
+            **cluster_hash_annotations(desired if matches else actual),
+        },
+    }
+    patches = [ObjectPatch("RayCluster", cluster["metadata"]["name"], {"metadata": cluster_meta})]
+    for service_name in (head_service_name(name), serve_service_name(name)):
+        service = services.get(service_name)
+        if service is not None and _orphaned(service, owner_uid):
+            patches.append(ObjectPatch("Service", service_name, {"metadata": ownership}))
+    patches += [ObjectPatch(kind, route_name, {"metadata": ownership}) for kind, route_name in routes]
+    return AdoptionPlan(cluster["metadata"]["name"], matches, patches)

@@ -1,0 +1,1 @@
+"""`raypilot controller`: drives raypilot.io RayJob and RayService objects through their workflows."""

@@ -1,0 +1,129 @@
+"""What the controller does with one raypilot.io object, decided from what it sees (pure, table-tested).
+
+One object drives one workflow (id `rayjob|rayservice/<ns>/<name>`), and one workflow run serves one object
+uid: the run's memo records the uid (`raypilot.io/object-uid`), so a re-created object (new uid) gets a new
+run while a completed run of the same object is never repeated (issue #22's rule, decided for the CLI by
+`workflows.decisions.rayjob.object`). The generation the controller last handed to the workflow is kept on
+the object (`raypilot.io/applied-generation`, as `<uid>/<generation>`: an annotation copied onto a re-created
+object does not count), so a restarted controller neither repeats nor skips an apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from workflows.decisions.rayjob.object import RunState, holds_object
+
+FINALIZER: Final = "raypilot.io/finalizer"
+ANNOTATION_APPLIED_GENERATION: Final = "raypilot.io/applied-generation"
+MEMO_OBJECT_UID: Final = "raypilot.io/object-uid"
+
+
+class Action(StrEnum):
+    NOTHING = "nothing"
+    ADD_FINALIZER = "add-finalizer"
+    REJECT = "reject"  # ValidationFailed condition and a Warning Event; nothing is created
+    START_OR_APPLY = "start-or-apply"  # update-with-start
+    REPLACE_RUN = "replace-run"  # an earlier object's run holds the id: delete it, then start
+    DELETE_WORKFLOW = "delete-workflow"  # the `delete` update; the finalizer stays until the run closed
+    DELETE_FINISHED = "delete-finished"  # what `raypilot delete` does to a finished RayJob
+    RELEASE = "release"  # remove the finalizer: the object may go
+
+
+@dataclass(frozen=True)
+class ObjectView:
+    kind: str
+    uid: str
+    generation: int
+    applied_generation: int
+    deleting: bool
+    has_finalizer: bool
+
+
+@dataclass(frozen=True)
+class RunView:
+    """The latest workflow run of the object's id; object_uid None: started without an object (the CLI)."""
+
+    state: RunState
+    outcome: str | None = None
+    object_uid: str | None = None
+
+
+def same_object(obj: ObjectView, run: RunView) -> bool:
+    return run.object_uid is None or run.object_uid == obj.uid
+
+
+def reconcile_action(obj: ObjectView, run: RunView | None, *, valid: bool) -> Action:
+    if obj.deleting:
+        return _deletion_action(obj, run)
+    if not obj.has_finalizer:
+        return Action.ADD_FINALIZER
+    up_to_date = obj.applied_generation >= obj.generation
+    if not valid:
+        return Action.NOTHING if up_to_date else Action.REJECT
+    if run is None:
+        # No run of this generation any more: a RayJob's finished run past Temporal's retention stays
+        # finished (never run again); a RayService's workflow runs until deleted, so it is started again.
+        return Action.NOTHING if up_to_date and obj.kind == "RayJob" else Action.START_OR_APPLY
+    if not same_object(obj, run):
+        # The id's run belongs to an earlier object of that name (deleted without its finalizer running).
+        return (
+            Action.REPLACE_RUN if _holds(obj, run) or run.state == RunState.RUNNING else Action.START_OR_APPLY
+        )
+    if run.state == RunState.RUNNING:
+        return Action.NOTHING if up_to_date else Action.START_OR_APPLY
+    if _holds(obj, run):
+        return Action.NOTHING  # a finished RayJob stays finished; KubeRay ignores its spec changes
+    # Deleted by the CLI, failed, terminated: run again only for a new generation, never in a loop.
+    return Action.NOTHING if up_to_date else Action.START_OR_APPLY
+
+
+def _holds(obj: ObjectView, run: RunView) -> bool:
+    return obj.kind == "RayJob" and run.state == RunState.COMPLETED and holds_object(run.state, run.outcome)
+
+
+def _deletion_action(obj: ObjectView, run: RunView | None) -> Action:
+    if not obj.has_finalizer:
+        return Action.NOTHING
+    if run is None or not same_object(obj, run):
+        return Action.RELEASE
+    if run.state == RunState.RUNNING:
+        return Action.DELETE_WORKFLOW
+    if _holds(obj, run):
+        return Action.DELETE_FINISHED
+    return Action.RELEASE
+
+
+# ---- status write-back -------------------------------------------------------------------------------------
+
+_PHASE_FIELDS: Final = {
+    "RayJob": ("jobDeploymentStatus", "jobStatus", "rayClusterName", "reason", "succeeded", "failed"),
+    "RayService": ("serviceStatus", "numServeEndpoints"),
+}
+
+
+def status_phase(kind: str, status: dict[str, Any]) -> tuple[Any, ...]:
+    """What a status write-back follows: the phase and what `kubectl get` shows, not every observation
+    (a RayService's conditions count by type and status, not by their messages or times)."""
+    fields = tuple(status.get(field) for field in _PHASE_FIELDS[kind])
+    if kind == "RayService":
+        clusters = tuple(
+            (status.get(side) or {}).get("rayClusterName")
+            for side in ("activeServiceStatus", "pendingServiceStatus")
+        )
+        conditions = tuple(sorted((c.get("type"), c.get("status")) for c in status.get("conditions") or []))
+        return (*fields, clusters, conditions)
+    return fields
+
+
+def should_write_status(kind: str, written: dict[str, Any] | None, current: dict[str, Any]) -> bool:
+    """Whether the workflow's status goes to the object's status subresource: on a phase change only."""
+    return written is None or status_phase(kind, written) != status_phase(kind, current)
+
+
+def status_patch(written: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch of `.status` that makes it `current` (keys no longer present are removed)."""
+    removed = {key: None for key in (written or {}) if key not in current}
+    return {"status": {**removed, **current}}

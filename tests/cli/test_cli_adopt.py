@@ -1,0 +1,83 @@
+"""`raypilot adopt rayservice/NS/NAME -f FILE` without CRDs: KubeRay's leftovers of a RayService (after
+`--cascade=orphan`) are taken over and the workflow starts from the cluster that serves, creating none."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from sandbox.testing import wait_until
+from tests.cli.conftest import CliStack
+from tests.integration.rayservice_helpers import rayservice
+
+KUBERAY_MADE = {
+    "metadata": {
+        "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
+        "annotations": {
+            "raypilot.io/workflow-id": None,
+            "ray.io/hash-without-replicas-and-workers-to-delete": "X",
+        },
+    }
+}
+
+
+async def _status(cli_stack: CliStack, ref: str) -> dict[str, Any]:
+    result = await cli_stack.run("status", ref, "-o", "json")
+    loaded: dict[str, Any] = json.loads(result.stdout) if result.code == 0 else {}
+    return loaded
+
+
+async def test_adopt_keeps_the_serving_cluster_and_starts_the_workflow_from_it(
+    cli_stack: CliStack, tmp_path: Path
+) -> None:
+    namespace, name = cli_stack.namespace(), "moved"
+    ref = f"rayservice/{namespace}/{name}"
+    manifest = tmp_path / "rayservice.yaml"
+    manifest.write_text(yaml.safe_dump(rayservice(namespace, name, "v1")))
+    assert (await cli_stack.run("apply", "-f", str(manifest))).code == 0
+
+    async def running() -> dict[str, Any] | None:
+        status = await _status(cli_stack, ref)
+        return status if status.get("serviceStatus") == "Running" else None
+
+    first = await wait_until(running, within=60, interval=0.3, what="Running")
+    cluster = first["activeServiceStatus"]["rayClusterName"]
+    # KubeRay's leftovers: no workflow, KubeRay's labels, no raypilot annotations.
+    await cli_stack.client.get_workflow_handle(f"rayservice/{namespace}/{name}").terminate(
+        "KubeRay's operator"
+    )
+    custom, core = k8s.CustomObjectsApi(cli_stack.api_client), k8s.CoreV1Api(cli_stack.api_client)
+    custom.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", cluster, KUBERAY_MADE)
+    for service in (f"{name}-head-svc", f"{name}-serve-svc"):
+        core.patch_namespaced_service(service, namespace, KUBERAY_MADE)
+
+    adopted = await cli_stack.run("adopt", ref, "-f", str(manifest))
+    assert adopted.code == 0, adopted.stderr
+    assert f"adopted RayCluster {cluster} (kept as it is)" in adopted.stdout
+    again = await wait_until(running, within=60, interval=0.3, what="Running after adoption")
+    assert again["activeServiceStatus"]["rayClusterName"] == cluster
+    assert cli_stack.owned("rayclusters", namespace, "RayService", name) == [cluster]
+    labels = custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", cluster)[
+        "metadata"
+    ]
+    assert labels["labels"]["app.kubernetes.io/created-by"] == "raypilot"
+    assert (await cli_stack.run("delete", ref)).code == 0
+
+
+async def test_adopt_takes_only_a_rayservice_and_its_own_manifest(
+    cli_stack: CliStack, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "rayservice.yaml"
+    manifest.write_text(yaml.safe_dump(rayservice("default", "one", "v1")))
+    refused = await cli_stack.run("adopt", "rayjob/default/one", "-f", str(manifest))
+    assert (refused.code, refused.stderr.strip()) == (
+        2,
+        "error: raypilot adopt: only a rayservice can be adopted yet",
+    )
+    mismatch = await cli_stack.run("adopt", "rayservice/default/other", "-f", str(manifest))
+    assert mismatch.code == 2
+    assert "is rayservice/default/one" in mismatch.stderr

@@ -1,0 +1,315 @@
+"""`raypilot controller` on the sandbox, driven through kubectl only: apply -> workflow -> status in `kubectl
+get`; delete -> finalizer -> the workflow's `delete` -> everything owned gone; a bad spec -> ValidationFailed
+and a Warning Event, nothing created; status writes on phase changes only (counted); KubeRay's leftovers of a
+RayService adopted under load; a changed spec applied by a controller started again mid-lifecycle, with no
+second run or cluster; the controller's role. A killed leader and two replicas: test_controller_process.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+from temporalio.client import WorkflowExecutionStatus
+
+from models.features import FeatureGates
+from raypilot.controller.kube import ControllerKube
+from raypilot.controller.lease import LeaderLease
+from raypilot.controller.loop import Controller
+from raypilot.controller.temporal_io import ControllerTemporal
+from raypilot.load import SteadyLoad
+from sandbox.testing import wait_until
+from tests.docs.test_rbac import Permission, permission_of, role_permissions
+from tests.integration.rayjob_support import example
+from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
+from tests.integration.stack import Stack
+from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
+
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+ROOT = Path(__file__).resolve().parents[2]
+STATUS_INTERVAL = 0.3
+
+
+@pytest.fixture(scope="module")
+def kube_env(simulated_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    # kubectl keeps its discovery cache under HOME: a directory of the test's own.
+    home = tmp_path_factory.mktemp("home")
+    env = {
+        "KUBECONFIG": str(simulated_stack.cluster.kubeconfig_path),
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+    }
+    kubectl(env, "apply", "-k", str(ROOT / "deploy" / "crds"))
+    kubectl(env, "wait", "--for", "condition=established", "--timeout=10s", "crd/rayjobs.raypilot.io")
+    return env
+
+
+# Every API request the controller made in this module, as RBAC names it (compared with its role at the end).
+USED: set[Permission] = set()
+
+
+def recording(api_client: k8s.ApiClient) -> k8s.ApiClient:
+    rest = api_client.rest_client
+    request = rest.request
+
+    def record(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        parsed = urlparse(url)
+        watch = parse_qs(parsed.query).get("watch", [""])[0].lower() in ("true", "1")
+        USED.add(permission_of(method, parsed.path, watch=watch))
+        return request(method, url, *args, **kwargs)
+
+    rest.request = record
+    return api_client
+
+
+@contextlib.asynccontextmanager
+async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
+    api_client = recording(stack.cluster.api_client())
+    temporal = ControllerTemporal(stack.client, stack.task_queue)
+    controller = Controller(ControllerKube(api_client), temporal, FeatureGates(), STATUS_INTERVAL)
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield controller
+    finally:
+        stop.set()
+        await task
+        api_client.close()
+
+
+def raypilot_rayjob(namespace: str, name: str, entrypoint: str, **spec: Any) -> str:
+    manifest = example("rayjob-httpmode", namespace, rename=name, entrypoint=entrypoint, **spec)
+    manifest["apiVersion"] = "raypilot.io/v1"  # the only change a KubeRay manifest needs
+    return yaml.safe_dump(manifest)
+
+
+def get_object(env: dict[str, str], namespace: str, name: str) -> dict[str, Any] | None:
+    out = kubectl(env, "get", "rayjobs.raypilot.io", name, "-n", namespace, "-o", "json", check=False)
+    try:
+        loaded: dict[str, Any] = json.loads(out)
+    except json.JSONDecodeError:
+        return None
+    return loaded
+
+
+async def wait_phase(
+    env: dict[str, str], namespace: str, name: str, phase: str, within: float = 60
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        obj = get_object(env, namespace, name)
+        return obj if obj and (obj.get("status") or {}).get("jobDeploymentStatus") == phase else None
+
+    return await wait_until(probe, within=within, interval=0.2, what=f"{name} {phase}")
+
+
+def rayclusters(env: dict[str, str], namespace: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = json.loads(
+        kubectl(env, "get", "rayclusters.ray.io", "-n", namespace, "-o", "json")
+    )["items"]
+    return items
+
+
+async def runs_of(stack: Stack, workflow_id: str) -> list[Any]:
+    return [run async for run in stack.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+
+
+async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collects_everything(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    async with running_controller(simulated_stack) as controller:
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "job", "sleep 1"))
+        done = await wait_phase(kube_env, namespace, "job", "Complete")
+        assert done["status"]["jobStatus"] == "SUCCEEDED"
+        assert done["metadata"]["finalizers"] == ["raypilot.io/finalizer"]
+        table = kubectl(kube_env, "get", "rayjobs.raypilot.io", "-n", namespace)
+        assert "SUCCEEDED" in table
+        assert "Complete" in table
+        # What the workflow created is owned by the raypilot.io object; its Events name that object.
+        [cluster] = rayclusters(kube_env, namespace)
+        [owner] = cluster["metadata"]["ownerReferences"]
+        assert (owner["apiVersion"], owner["kind"], owner["uid"]) == (
+            "raypilot.io/v1",
+            "RayJob",
+            done["metadata"]["uid"],
+        )
+        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+        subjects = {(e["involvedObject"].get("apiVersion"), e["involvedObject"].get("uid")) for e in events}
+        assert subjects == {("raypilot.io/v1", done["metadata"]["uid"])}
+        # Status writes follow phases, not polls: a few for the whole life, none while nothing changes.
+        writes = controller.status_writes
+        print(f"status writes for the whole RayJob: {writes}")  # visible with -s
+        assert 1 <= writes <= 5
+        await asyncio.sleep(STATUS_INTERVAL * 5)
+        assert controller.status_writes == writes
+        # Delete: the finalizer holds the object until the workflow deleted what it owns.
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/job", "-n", namespace, "--timeout=60s"
+        )
+        assert get_object(kube_env, namespace, "job") is None
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="clusters gone")
+
+
+async def test_a_bad_spec_gets_validation_failed_and_a_warning_event_and_nothing_is_created(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    async with running_controller(simulated_stack):
+        bad = raypilot_rayjob(
+            namespace, "bad", "sleep 1", shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=60
+        )
+        kubectl(kube_env, "apply", "-f", "-", stdin=bad)
+        rejected = await wait_phase(kube_env, namespace, "bad", "ValidationFailed")
+        assert rejected["status"]["reason"] == "ValidationFailed"
+        message = rejected["status"]["message"]
+        assert message == (
+            "The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false cannot have "
+            "TTLSecondsAfterFinished"
+        )
+        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+        warnings = [
+            (e["type"], e["reason"], e["message"]) for e in events if e["involvedObject"]["name"] == "bad"
+        ]
+        assert warnings == [("Warning", "ValidationFailed", message)]
+        assert await runs_of(simulated_stack, f"rayjob/{namespace}/bad") == []
+        assert rayclusters(kube_env, namespace) == []
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/bad", "-n", namespace, "--timeout=30s"
+        )
+
+
+async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_second_run(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    namespace = simulated_stack.namespace()
+    workflow_id = f"rayjob/{namespace}/long"
+    async with running_controller(simulated_stack):
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "long", "sleep 4"))
+        await wait_phase(kube_env, namespace, "long", "Running")
+    # The controller is gone mid-lifecycle; the spec changes meanwhile; a new controller takes over.
+    kubectl(
+        kube_env,
+        "apply",
+        "-f",
+        "-",
+        stdin=raypilot_rayjob(namespace, "long", "sleep 4", activeDeadlineSeconds=600),
+    )
+    async with running_controller(simulated_stack):
+        changed = await wait_until(
+            lambda: (
+                (o := get_object(kube_env, namespace, "long"))
+                and o["metadata"]["annotations"].get("raypilot.io/applied-generation")
+                == f"{o['metadata']['uid']}/2"
+                and o
+            ),
+            within=30,
+            what="generation 2 applied",
+        )
+        assert changed["metadata"]["generation"] == 2
+        await wait_phase(kube_env, namespace, "long", "Complete")
+        runs = await runs_of(simulated_stack, workflow_id)
+        assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
+        assert len(rayclusters(kube_env, namespace)) == 1
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/long", "-n", namespace, "--timeout=60s"
+        )
+
+
+async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_failed_request(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """What `kubectl delete rayservice.ray.io/NAME --cascade=orphan` leaves (a serving RayCluster and its
+    Services, labelled by KubeRay, owned by nobody) is taken over by the same spec as raypilot.io/v1: the
+    cluster is kept (no upgrade, no new cluster) and no request fails across the move."""
+    stack = simulated_stack
+    namespace, name = stack.namespace(), "moved"
+    kuberay = rayservice(namespace, name, "v1")
+    handle = await stack.start(kuberay)
+    serving = await wait_for_status(stack, handle, is_running, within=90, what="v1 Running")
+    old = active_cluster(serving)
+    # Make it look like KubeRay's leftovers: no workflow, KubeRay's labels, no raypilot annotations.
+    await handle.terminate("stands for KubeRay's operator")
+    kuberay_made = {
+        "metadata": {
+            "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
+            "annotations": {
+                "raypilot.io/workflow-id": None,
+                "ray.io/hash-without-replicas-and-workers-to-delete": "X",
+            },
+        }
+    }
+    stack.custom.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", old, kuberay_made)
+    for service in (f"{name}-head-svc", f"{name}-serve-svc"):
+        stack.core.patch_namespaced_service(service, namespace, kuberay_made)
+    serve = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
+    assert serve is not None
+    moved = {**kuberay, "apiVersion": "raypilot.io/v1"}
+    async with SteadyLoad(
+        f"http://{serve.cluster_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02
+    ) as load:
+        await load.wait_for_requests(100)
+        async with running_controller(stack):
+            await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(moved))
+
+            def running() -> dict[str, Any] | None:
+                out = kubectl(kube_env, "get", "rayservices.raypilot.io", name, "-n", namespace, "-o", "json")
+                obj: dict[str, Any] = json.loads(out)
+                return obj if (obj.get("status") or {}).get("serviceStatus") == "Running" else None
+
+            adopted = await wait_until(running, within=60, interval=0.3, what="adopted RayService Running")
+            await load.wait_for_requests(len(load.samples) + 200)
+            assert adopted["status"]["activeServiceStatus"]["rayClusterName"] == old
+            assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [old]
+            [cluster] = rayclusters(kube_env, namespace)
+            assert cluster["metadata"]["labels"]["app.kubernetes.io/created-by"] == "raypilot"
+            [owner] = cluster["metadata"]["ownerReferences"]
+            assert (owner["kind"], owner["uid"]) == ("RayService", adopted["metadata"]["uid"])
+            await load.stop()
+            failures = load.failures
+            assert not failures, (
+                f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
+            )
+            print(f"adoption: {len(load.samples)} requests, 0 failed, cluster {old} kept")  # visible with -s
+            await asyncio.to_thread(
+                kubectl,
+                kube_env,
+                "delete",
+                f"rayservices.raypilot.io/{name}",
+                "-n",
+                namespace,
+                "--timeout=60s",
+            )
+            # Its deletion goes through the workflow's `delete`; the garbage collector takes the adopted rest.
+            runs = await runs_of(stack, f"rayservice/{namespace}/{name}")
+            assert runs[0].status == WorkflowExecutionStatus.COMPLETED  # the newest run: the adopting one
+            await wait_until(lambda: not rayclusters(kube_env, namespace), within=60, what="clusters gone")
+
+
+def test_the_controller_role_allows_every_request_and_nothing_more(simulated_stack: Stack) -> None:
+    """deploy/controller's ClusterRole and leader-election Role against the requests of the tests above."""
+    if not USED:
+        pytest.skip("runs after the controller tests of this module")
+    namespace = simulated_stack.namespace()
+    api_client = recording(simulated_stack.cluster.api_client())
+    leader, other = (LeaderLease(api_client, namespace, name, lease_seconds=60) for name in ("a", "b"))
+    assert leader.try_acquire_or_renew()  # create
+    assert leader.try_acquire_or_renew()  # get, update
+    assert not other.try_acquire_or_renew()
+    api_client.close()
+    granted = role_permissions(ROOT / "deploy" / "controller" / "clusterrole.yaml")
+    [role, _binding] = yaml.safe_load_all(
+        (ROOT / "deploy" / "controller" / "role-leader-election.yaml").read_text()
+    )
+    for rule in role["rules"]:
+        granted |= {
+            Permission(g, r, v) for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+        }
+    assert USED - granted == set(), "the controller's role lacks what it used"
+    assert granted - USED == set(), "the controller's role grants what it never used"
