@@ -6,7 +6,7 @@ the promotion and the old cluster's deletion, stop the load and report what the 
 
 from __future__ import annotations
 
-import asyncio
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,7 +18,7 @@ from bench.upgrades import Incremental, incremental_rayservice
 from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import active_cluster, pending_cluster, wait_for_status
-from tests.integration.route_watch import GATEWAY_API, route_weights
+from tests.integration.route_watch import route_weights
 from tests.integration.stack import Stack
 from tests.integration.test_rayservice_incremental import gateway_url, serving_alone
 from tests.reliability.objects import kinds_left, names_seen, store_list
@@ -67,11 +67,12 @@ def manifest(namespace: str, version: str) -> dict[str, Any]:
 
 
 async def serve_url(stack: Stack, namespace: str) -> str:
+    """The Gateway's address, read from the store (an API fault injected by S3 must not fail the reading)."""
+
     async def url() -> str | None:
-        gateway = await asyncio.to_thread(
-            stack.custom.get_namespaced_custom_object, *GATEWAY_API, namespace, "gateways", f"{NAME}-gateway"
-        )
-        return gateway_url(gateway)
+        gateways = store_list(stack, "gateway.networking.k8s.io/v1", "Gateway", namespace)
+        named = [gateway for gateway in gateways if gateway["metadata"]["name"] == f"{NAME}-gateway"]
+        return gateway_url(named[0]) if named else None
 
     found: str = await wait_until(url, within=60, interval=0.1, what="Gateway programmed")
     return found
@@ -113,12 +114,20 @@ async def upgrade_under_load(
     await wait_for_status(stack, handle, serving_alone, within=within, what="v1 serving alone")
     old = active_cluster(await stack.status(handle))
     url = await serve_url(stack, namespace)
+
+    async def routed_to_v1() -> bool:
+        return [route_weights(route) for route in http_route(stack, namespace)] == [{f"{old}-serve-svc": 100}]
+
+    # The status says Running before the HTTPRoute exists when the API failed its creation (S3 saw the
+    # Gateway answer 404 meanwhile): the load starts once the route sends everything to v1.
+    await wait_until(routed_to_v1, within=within, interval=0.1, what="the HTTPRoute sending v1 all traffic")
     before = kinds_but_pods(stack, namespace)
     kept = SteadyLoad(url, concurrency=2, keep_alive=True, pause_s=PAUSE_S)
     short = SteadyLoad(url, concurrency=2, keep_alive=False, pause_s=PAUSE_S)
     async with names_seen(stack, namespace) as clusters, kept, short:
         await kept.wait_for_requests(10)
         await short.wait_for_requests(10)
+        applied = time.monotonic()
         await handle.execute_update("apply", manifest(namespace, "v2"))
 
         def promoted(status: dict[str, Any]) -> bool:
@@ -141,7 +150,7 @@ async def upgrade_under_load(
         await short.wait_for_requests(len(short.samples) + 10)
     routes = [r for r in http_route(stack, namespace) if not r["metadata"].get("deletionTimestamp")]
     failures = [
-        f"{client}: {sample.detail}"
+        f"{client}: {sample.detail} {sample.at - applied:+.1f} s from the apply"
         for client, load in (("keep-alive", kept), ("connection per request", short))
         for sample in load.failures
     ]
