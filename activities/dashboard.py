@@ -233,4 +233,4 @@ class DashboardActivities:
 
     @activity.defn(name=names.CHECK_SERVE_HEALTH)
     async def check_serve_health(self, head: HeadServeHealth) -> bool:
-        return await head_serve_healthy(self.dependencies, head)
+        return await head_serve_healthy(self.dependencies, head) is True

@@ -126,8 +126,31 @@ class DashboardClient:
         )
 
 
-async def head_serve_healthy(dependencies: ActivityDependencies, head: HeadServeHealth) -> bool:
-    """KubeRay's head Serve label check: healthy iff /-/healthz answers 200 (no answer: unhealthy)."""
+# The API server's own answer when the Pod behind its proxy does not answer (real and sandbox alike).
+PROXY_UNREACHABLE_MESSAGE: Final = "error trying to reach"
+
+
+def proxied_serve_health(status_code: int, body: str) -> bool | None:
+    """/-/healthz through the API server's Pod proxy: 200 is healthy; an error the API server answered
+    itself (a Kubernetes Status: throttled, overloaded, an internal error) says nothing about the Serve
+    proxy, so None (unknown: the head's label stays as it is); the Pod not reachable, or the Serve proxy
+    answering anything else, is unhealthy, as KubeRay's direct check sees it."""
+    if status_code == 200:
+        return True
+    if status_code == 429:
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(answer, dict) or answer.get("kind") != "Status" or answer.get("apiVersion") != "v1":
+        return False
+    return False if PROXY_UNREACHABLE_MESSAGE in str(answer.get("message", "")) else None
+
+
+async def head_serve_healthy(dependencies: ActivityDependencies, head: HeadServeHealth) -> bool | None:
+    """KubeRay's head Serve label check: healthy iff /-/healthz answers 200 (no answer: unhealthy). Through
+    the API server, None when the API server itself failed the request (see `proxied_serve_health`)."""
     path = "/-/healthz"
     try:
         if dependencies.dashboard_access == "proxy":
@@ -136,13 +159,13 @@ async def head_serve_healthy(dependencies: ActivityDependencies, head: HeadServe
                 f"/api/v1/namespaces/{head.namespace}/pods/{head.pod_name}:{head.serve_port}/proxy{path}",
                 request_timeout=float(HTTP_CLIENT_PROXY_TIMEOUT_SECONDS),
             )
-        else:
-            if not head.pod_ip:
-                return False
-            response = await dependencies.http.get(
-                f"http://{head.pod_ip}:{head.serve_port}{path}",
-                timeout=float(HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS),
-            )
+            return proxied_serve_health(response.status_code, response.text)
+        if not head.pod_ip:
+            return False
+        response = await dependencies.http.get(
+            f"http://{head.pod_ip}:{head.serve_port}{path}",
+            timeout=float(HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS),
+        )
     except httpx.HTTPError:
         return False
     return response.status_code == 200

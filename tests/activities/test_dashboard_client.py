@@ -4,6 +4,7 @@ dashboard answers. The network is an httpx.MockTransport that records every requ
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import httpx
@@ -12,6 +13,7 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities, job_info_answer, shorten_middle, trim_serve_details
+from activities.dashboard_client import proxied_serve_health
 from activities.registry import ActivityDependencies, dashboard_access_from_env
 from models.raycluster import RayClusterSpec
 from wire.dashboard import (
@@ -234,3 +236,46 @@ def test_trim_serve_details_keeps_what_decisions_read() -> None:
         },
         "target_capacity": 50.0,
     }
+
+
+def _status(code: int, reason: str, message: str) -> str:
+    return json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "code": code,
+            "reason": reason,
+            "message": message,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("status_code", "body", "healthy"),
+    [
+        (200, "success", True),
+        # The Serve proxy's own answers: unhealthy, as KubeRay's direct check sees them.
+        (503, "No replica of application 'app' is running.", False),
+        (500, '{"error": "boom"}', False),
+        # The Pod behind the API server's proxy does not answer: unhealthy.
+        (
+            503,
+            _status(503, "ServiceUnavailable", "error trying to reach pod: dial tcp: connection refused"),
+            False,
+        ),
+        # The API server failed the request itself: nothing is known about the Serve proxy.
+        (500, _status(500, "InternalError", "an error on the server"), None),
+        (
+            503,
+            _status(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+            None,
+        ),
+        (429, _status(429, "TooManyRequests", "too many requests"), None),
+        (429, "", None),
+    ],
+)
+def test_a_proxied_health_check_tells_the_api_servers_failure_from_an_unhealthy_proxy(
+    status_code: int, body: str, healthy: bool | None
+) -> None:
+    assert proxied_serve_health(status_code, body) is healthy

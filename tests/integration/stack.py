@@ -131,12 +131,19 @@ async def sandbox_worker(
 ) -> AsyncIterator[str]:
     """A worker with the real activities against `cluster` (dashboards through the API server proxy);
     yields its task queue. A worker started again on the same queue resumes the same workflows."""
+    async with kubeconfig_worker(client, cluster.kubeconfig_path, task_queue) as queue:
+        yield queue
+
+
+@asynccontextmanager
+async def kubeconfig_worker(
+    client: Client, kubeconfig: Path, task_queue: str | None = None
+) -> AsyncIterator[str]:
+    """A worker with the real activities, its Kubernetes credentials from `kubeconfig` (dashboards through
+    the API server proxy, as a worker outside the cluster), and the Temporal client its earlier-run check
+    uses; yields its task queue."""
     dependencies = ActivityDependencies.from_env(
-        {
-            "KUBECONFIG": str(cluster.kubeconfig_path),
-            "RAYPILOT_DASHBOARD_ACCESS": "proxy",
-            "HOME": "/nonexistent",
-        },
+        {"KUBECONFIG": str(kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy", "HOME": "/nonexistent"},
         temporal_client=client,
     )
     try:

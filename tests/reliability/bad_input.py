@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from models.features import FeatureGates
+from tests.unit import test_validation_raycluster as raycluster_rules
 from tests.unit import test_validation_rayjob as rayjob_rules
 from tests.unit import test_validation_rayservice as rayservice_rules
 
@@ -26,6 +28,8 @@ class BadInput:
     # Words `raypilot apply` must say instead, where it differs from the workflows: like `kubectl apply`, it
     # sends kinds that are not raypilot's to Kubernetes (here with no Kubernetes configuration to send them).
     cli_message: str | None = None
+    # The operator's feature gates the case is judged under (None: the defaults).
+    gates: FeatureGates | None = None
 
     @property
     def document(self) -> Any:
@@ -48,6 +52,41 @@ def rule_violations() -> list[BadInput]:
         for name, changes, expected in table
         if expected is not None
     ]
+
+
+# KubeRay's ValidateRayServiceSpec refuses K8s token auth before it validates the RayCluster spec.
+RAYSERVICE_TOKEN_AUTH = (
+    "The RayService spec is invalid: K8s token auth mode is currently not supported for RayService"
+)
+
+
+def gates_env(gates: FeatureGates) -> str:
+    """RAYPILOT_FEATURE_GATES naming every gate's value."""
+    return ",".join(f"{name}={str(value).lower()}" for name, value in gates.as_dict().items())
+
+
+def raycluster_rule_violations() -> list[BadInput]:
+    """One RayService per case of the RayCluster rule table (ValidateRayClusterSpec) that KubeRay rejects,
+    the case's spec as its rayClusterConfig, its annotations on the RayService, with KubeRay's message as
+    ValidateRayServiceSpec wraps it and the feature gates the table judges the case under."""
+    violations = []
+    for name, table_changes, expected in raycluster_rules.CASES:
+        if expected is None:
+            continue
+        changes = dict(table_changes)
+        annotations = changes.pop("__annotations__", {})
+        gates = changes.pop("__gates__", raycluster_rules.ALL_GATES)
+        manifest = copy.deepcopy(rayservice_rules.base())
+        cluster = raycluster_rules.patched(raycluster_rules.base(), changes)
+        manifest["spec"]["rayClusterConfig"] = cluster
+        if annotations:
+            manifest["metadata"]["annotations"] = annotations
+        token_auth = bool((cluster.get("authOptions") or {}).get("enableK8sTokenAuth"))
+        message = RAYSERVICE_TOKEN_AUTH if token_auth else "The RayService spec is invalid: " + expected
+        violations.append(
+            BadInput(f"RayCluster: {name}", "RayService", json.dumps(manifest), message, gates=gates)
+        )
+    return violations
 
 
 def _rayjob(**changes: Any) -> dict[str, Any]:

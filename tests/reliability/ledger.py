@@ -15,8 +15,7 @@ from typing import Any, Final
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.registry import ActivityDependencies, build_activities
-from raypilot.testing.worker import running_worker
+from tests.integration.stack import kubeconfig_worker
 
 # Credentials of the worker's kubeconfig (the sandbox accepts any): it must never leave the worker.
 KUBECONFIG_TOKEN: Final = "kubeconfig-bearer-e1b6f0d2c9a84f7d"
@@ -72,15 +71,7 @@ class Ledger:
 async def secret_worker(
     client: Client, kubeconfig: Path, task_queue: str | None = None
 ) -> AsyncIterator[str]:
-    """A worker with the real activities, its Kubernetes credentials from `kubeconfig` (dashboards through
-    the API server proxy, as a worker outside the cluster); yields its task queue."""
-    dependencies = ActivityDependencies.from_env(
-        {"KUBECONFIG": str(kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy", "HOME": "/nonexistent"}
-    )
-    try:
-        async with running_worker(
-            client, activities=build_activities(dependencies), task_queue=task_queue, replay_every_task=False
-        ) as queue:
-            yield queue
-    finally:
-        await dependencies.aclose()
+    """A worker whose Kubernetes credentials (a bearer token the scan looks for) come from `kubeconfig`;
+    yields its task queue."""
+    async with kubeconfig_worker(client, kubeconfig, task_queue) as queue:
+        yield queue

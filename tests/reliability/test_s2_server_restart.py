@@ -1,7 +1,8 @@
 """S2: the Temporal server (a dev server on a database file) and the worker stop in the middle of a blue-green
 upgrade and start again; the upgrade finishes as it would have, with the old cluster deleted after its
-deletion delay and nothing duplicated. (A RayJob's TTL wait across a server restart is
-tests/integration/test_rayjob_durability.py, issue 5, which runs inside `make test`.)
+deletion delay and nothing duplicated; and the server alone restarts in the middle of a RayJob's TTL wait, the
+deletion firing at endTime + TTL (tests/integration/test_rayjob_durability.py, issue 5, inside `make test`,
+stops the worker too).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from sandbox.testing import wait_until
+from tests.integration.rayjob_support import parse_time
 from tests.integration.rayservice_helpers import (
     DELETION_DELAY_S,
     active_cluster,
@@ -23,12 +25,20 @@ from tests.integration.rayservice_helpers import (
     rayservice,
 )
 from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
-from tests.integration.test_rayjob_durability import DevServer, own_dev_server
+from tests.integration.test_rayjob_durability import (
+    DELETION_LATENCY_SECONDS,
+    DevServer,
+    assert_one_durable_timer,
+    complete,
+    delete_cluster_after,
+    own_dev_server,
+    watch_deletion,
+)
 from tests.reliability.figures import FULL, figure
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import leftovers, names_seen
 
-# About 40 s with its own dev server and sandbox: only in `make reliability`, to keep `make test` in budget.
+# About 40 s each with its own dev server and sandbox: only in `make reliability` (`make test` budget).
 pytestmark = [
     pytest.mark.devserver,
     pytest.mark.timeout(600),
@@ -86,3 +96,45 @@ async def restart_during_upgrade(server: DevServer, stack: Stack, ledger: Ledger
             await ledger.record(handle)
     assert clusters == {first, second}, f"RayClusters created: {sorted(clusters)}"
     assert not leftovers(stack, namespace)
+
+
+TTL_SECONDS = 15  # due well after the restart: the timer must fire on time on the restarted server
+
+
+async def test_a_rayjob_ttl_wait_survives_a_server_restart(tmp_path: Path, ledger: Ledger) -> None:
+    """The Temporal server stops mid TTL wait (after the job finished, before endTime + TTL) and starts again
+    on its database file; the worker stays up throughout and reconnects. The cluster goes at endTime + TTL."""
+    recorded = figure("S2", "Temporal server restart during a RayJob's TTL wait (worker stays up)")
+    async with running_sandbox_thread(tmp_path / "sandbox", "simulated") as cluster:
+        api_client = cluster.api_client()
+        try:
+            async with own_dev_server(tmp_path) as server:
+                stack = Stack(cluster, await server.start(), "", api_client)
+                lag = await restart_during_ttl_wait(server, stack, ledger)
+        finally:
+            api_client.close()
+    recorded.tried, recorded.survived = 1, 1
+    recorded.notes.append(f"deleted {lag:+.2f} s from endTime + TTL ({TTL_SECONDS} s)")
+
+
+async def restart_during_ttl_wait(server: DevServer, stack: Stack, ledger: Ledger) -> float:
+    namespace = stack.namespace()
+    deleted = watch_deletion(stack, namespace)
+    async with sandbox_worker(stack.client, stack.cluster) as task_queue:
+        stack = dataclasses.replace(stack, task_queue=task_queue)
+        handle = await stack.start(delete_cluster_after(namespace, TTL_SECONDS))
+        due = parse_time((await stack.wait_status(handle, complete, within=60))["endTime"]) + TTL_SECONDS
+        await asyncio.to_thread(server.stop)
+        assert time.time() < due - 5, "stopped too late to wait past the restart"
+        assert not deleted.done(), "deleted before the restart"
+        client = await server.start()
+        lag = await deleted - due
+        assert -0.05 <= lag <= DELETION_LATENCY_SECONDS, f"deleted {lag:+.2f} s from endTime + TTL"
+        again = client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
+        result = await again.result()
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+        await assert_one_durable_timer(again, due)
+        await ledger.record(again)
+    # The submitter Job and the head Service stay after a DeleteCluster rule, as in KubeRay.
+    assert not [entry for entry in leftovers(stack, namespace) if entry.startswith("RayCluster/")]
+    return lag

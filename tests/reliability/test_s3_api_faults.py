@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowHandle
 
 from sandbox.faults import FaultRule
 from sandbox.testing import wait_until
@@ -21,6 +23,7 @@ from tests.integration.stack import Stack
 from tests.reliability.figures import FULL, SEED, Figure, figure, sized
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import created_count, difference, kinds_left, names_seen, store_list
+from tests.reliability.upgrade import upgrade_under_load
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 150)]
 
@@ -142,3 +145,30 @@ async def upgrade_then_delete(stack: Stack, ledger: Ledger, namespace: str, name
     await handle.result()
     await ledger.record(handle)
     return first, second
+
+
+async def test_incremental_upgrades_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
+    """An incremental upgrade under load through the Gateway while the API misbehaves: the faults go on from
+    the first apply to the delete (full runs only: about 30 s each)."""
+    if not FULL:
+        pytest.skip("full runs only (make reliability): make test has S1(a)'s incremental upgrade")
+    stack = reliability_stack
+    recorded = figure("S3", "RayService (incremental upgrade under load, delete) on a faulty API")
+    recorded.failed_requests = 0
+    for run in range(3):
+        namespace = stack.namespace()
+        inject(stack, faulty_api(first_create_throttled=False), SEED + 200 + run)
+
+        async def faults_stay_on(
+            handle: WorkflowHandle[Any, Any], upgrading: Callable[[], Awaitable[bool]]
+        ) -> None:
+            return None  # the fault rules are the disturbance
+
+        handle, outcome = await upgrade_under_load(stack, namespace, stack.start, faults_stay_on)
+        await handle.execute_update("delete")
+        await handle.result()
+        await ledger.record(handle)
+        recorded.failed_requests += len(outcome.failures)
+        finish(stack, recorded, namespace, outcome.same_end_state() and not outcome.failures, Counter())
+        assert outcome.same_end_state(), (outcome.leftover_difference(), outcome)
+        assert not outcome.failures, outcome.failures[:20]

@@ -1,6 +1,8 @@
-"""S7: Temporal over mutual TLS. The worker (raypilot's connect, as worker.py uses it) and the CLI reach the
-dev server through a TLS front on loopback with TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and TEMPORAL_TLS_CA; a
-client certificate of another CA is refused with a clear error."""
+"""S7: Temporal over mutual TLS, and with an API key. The worker (raypilot's connect, as worker.py uses it)
+and the CLI reach the dev server through a TLS front on loopback with TEMPORAL_TLS_CERT, TEMPORAL_TLS_KEY and
+TEMPORAL_TLS_CA; a client certificate of another CA is refused with a clear error. With TEMPORAL_API_KEY they
+reach it through a gRPC front on TLS that checks the key (as Temporal Cloud's API-key endpoints do); a wrong
+key is refused with a clear error."""
 
 from __future__ import annotations
 
@@ -18,10 +20,12 @@ from raypilot.cli.common import Console
 from raypilot.cli.main import main
 from raypilot.settings import TemporalSettings, connect
 from raypilot.testing.worker import running_worker
+from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.stack import Stack
 from tests.reliability.figures import figure
-from tests.reliability.tls import Pair, certificate_authority, issued, tls_front
+from tests.reliability.ledger import Ledger
+from tests.reliability.tls import Pair, api_key_front, certificate_authority, issued, tls_front
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(120)]
 
@@ -102,3 +106,71 @@ async def test_worker_and_cli_work_over_mutual_tls(
         err
     )
     recorded.survived += 1
+
+
+API_KEY = "temporal-api-key-7c1d9e42b05f4a8e"  # the S6 scan looks for it too
+
+
+async def test_worker_and_cli_work_with_an_api_key(
+    reliability_stack: Stack, ledger: Ledger, tmp_path: Path
+) -> None:
+    """TEMPORAL_API_KEY (and TEMPORAL_TLS_CA for the front's own CA; Temporal Cloud's is a public one)
+    against a TLS endpoint that refuses a call without the key; a wrong key is refused with a clear error."""
+    recorded = figure("S7", "worker and CLI with a Temporal Cloud API key; a wrong key refused")
+    ledger.secrets.add(API_KEY)
+    stack, task_queue = reliability_stack, "api-key-" + tmp_path.name
+    ca = certificate_authority(tmp_path, "ca")
+    server = issued(tmp_path, "server", ca, server=True)
+    target = stack.client.service_client.config.target_host
+    async with api_key_front(target, server, API_KEY) as address:
+        env = {
+            "TEMPORAL_ADDRESS": address,
+            "TEMPORAL_API_KEY": API_KEY,
+            "TEMPORAL_TLS_CA": str(ca[0].cert),
+            "RAYPILOT_TASK_QUEUE": task_queue,
+            "HOME": "/nonexistent",
+        }
+        client = await connect(TemporalSettings.from_env(env))
+        dependencies = ActivityDependencies.from_env(
+            {"KUBECONFIG": str(stack.cluster.kubeconfig_path), "RAYPILOT_DASHBOARD_ACCESS": "proxy"},
+            temporal_client=client,
+        )
+        namespace = stack.namespace()
+        manifest = tmp_path / "rayjob.json"
+        manifest.write_text(
+            json.dumps(example("rayjob-httpmode", namespace, rename="keyed", entrypoint="echo hi"))
+        )
+        target_name = f"rayjob/{namespace}/keyed"
+        try:
+            async with running_worker(
+                client,
+                activities=build_activities(dependencies),
+                task_queue=task_queue,
+                replay_every_task=False,
+            ):
+                code, out, err = await raypilot(env, "apply", "-f", str(manifest))
+                assert code == 0, err
+
+                async def succeeded() -> bool:
+                    code, out, err = await raypilot(env, "status", target_name, "-o", "json")
+                    assert code == 0, err
+                    return json.loads(out).get("jobStatus") == "SUCCEEDED"
+
+                await wait_until(succeeded, within=60, interval=0.5, what="the RayJob succeeded")
+        finally:
+            await dependencies.aclose()
+        recorded.tried += 1
+        recorded.survived += 1
+        await ledger.record(stack.client.get_workflow_handle(f"rayjob/{namespace}/keyed"))
+
+        code, out, err = await raypilot({**env, "TEMPORAL_API_KEY": "wrong-key"}, "status", target_name)
+        recorded.tried += 1
+        assert code == 1, (code, out, err)
+        assert "invalid API key" in err, err
+        assert "wrong-key" not in err
+        recorded.survived += 1
+    # S6 for the key (the S6 module runs before this one): no history, search attribute set or log line of
+    # the run so far holds it.
+    places = [*ledger.histories.values(), *ledger.search_attributes.values(), *ledger.logs]
+    assert not [text for text in places if API_KEY in text or "wrong-key" in text]
+    recorded.notes.append(f"the key in 0 of {len(places)} histories, search attribute sets and log lines")

@@ -1,6 +1,7 @@
 """A TLS front for the Temporal dev server (which has no TLS options of its own): certificates made at test
 time, and a TLS-terminating TCP proxy on loopback that requires a client certificate of its CA (mTLS, as a
-self-hosted Temporal with `requireClientAuth` or Temporal Cloud does)."""
+self-hosted Temporal with `requireClientAuth` or Temporal Cloud does); and a gRPC front on TLS that checks an
+API key (`authorization: Bearer`), as Temporal Cloud's API-key endpoints do."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ import contextlib
 import datetime
 import ipaddress
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -119,3 +121,46 @@ async def tls_front(target: str, server: Pair, client_ca: Path) -> AsyncIterator
         for pipe in list(pipes):
             pipe.cancel()
         await listener.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def api_key_front(target: str, server: Pair, api_key: str) -> AsyncIterator[str]:
+    """Serves gRPC over TLS (no client certificate) on 127.0.0.1, as Temporal Cloud's API-key endpoints do:
+    a call without `authorization: Bearer <api_key>` is refused UNAUTHENTICATED, any other is forwarded to
+    `target` (plaintext gRPC) without that header; yields its own address. Every Temporal call is unary."""
+    upstream = grpc.aio.insecure_channel(target)
+    wanted = f"Bearer {api_key}"
+
+    def forwarding(
+        method: str,
+    ) -> Callable[[bytes, grpc.aio.ServicerContext[bytes, bytes]], Awaitable[bytes]]:
+        call = upstream.unary_unary(method)
+
+        async def forward(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
+            metadata = tuple(context.invocation_metadata() or ())
+            if dict(metadata).get("authorization") != wanted:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, "Request unauthorized: invalid API key")
+            passed = tuple((key, value) for key, value in metadata if key != "authorization")
+            try:
+                answer: bytes = await call(request, metadata=passed, timeout=context.time_remaining())
+            except grpc.aio.AioRpcError as error:
+                await context.abort(error.code(), error.details() or "")
+            return answer
+
+        return forward
+
+    class Everything(grpc.GenericRpcHandler):
+        def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+            method = details.method
+            name = method if isinstance(method, str) else bytes(method).decode()
+            return grpc.unary_unary_rpc_method_handler(forwarding(name))
+
+    front = grpc.aio.server(handlers=[Everything()])
+    credentials = grpc.ssl_server_credentials([(server.key.read_bytes(), server.cert.read_bytes())])
+    port = front.add_secure_port("127.0.0.1:0", credentials)
+    await front.start()
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        await front.stop(grace=None)
+        await upstream.close()
