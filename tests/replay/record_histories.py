@@ -30,7 +30,7 @@ from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_rayjob import FakeWorld
+from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
 from tests.workflows.fakes_rayservice import (
     FakeRayWorld,
@@ -90,6 +90,25 @@ async def rayjob_inherits_finished(env: WorkflowEnvironment) -> Handle:
     world = FakeWorld(earlier_run=EarlierRun("run-1", "COMPLETED", "finished", 1, "h", finished))
     async with running_worker(env.client, activities=world.activities()) as queue:
         handle = await start(env.client, rayjob_manifest(name="inherit"), queue)
+        await handle.result()
+    return handle
+
+
+async def rayjob_leftover_cleanup(env: WorkflowEnvironment) -> Handle:
+    """Issue 16, no silent leaks: activeDeadlineSeconds fails a RayJob whose Ray job still runs; its rules
+    match only SUCCEEDED/FAILED, so a Warning and a condition are recorded and raypilot.io/cleanup-after
+    deletes the cluster 60 s after the end."""
+    world = FakeWorld(job_scripts=[RUNS_FOREVER])
+    rules = [
+        {"policy": "DeleteCluster", "condition": {"jobStatus": status, "ttlSeconds": 0}}
+        for status in ("SUCCEEDED", "FAILED")
+    ]
+    manifest = rayjob_manifest(
+        name="leftover", activeDeadlineSeconds=30, deletionStrategy={"deletionRules": rules}
+    )
+    manifest["metadata"]["annotations"] = {"raypilot.io/cleanup-after": "60s"}
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
         await handle.result()
     return handle
 
@@ -164,6 +183,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_k8s_deletion_rules,
         rayjob_outcome_memo,
         rayjob_inherits_finished,
+        rayjob_leftover_cleanup,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
     )

@@ -91,6 +91,10 @@ class RayJobState:
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
     published_phase: str | None = None
+    # No silent leaks (patch rayjob-leftover-warning): whether this run reports a RayCluster its deletion
+    # policy leaves behind, and whether it has done so.
+    reports_leftovers: bool = False
+    leftover_reported: bool = False
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes

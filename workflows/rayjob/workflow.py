@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
     from wire.kubernetes import EarlierRun, EarlierRuns
+    from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
     from workflows.decisions.rayjob.object import inherits_object, outcome_memo, rayjob_spec_hash
     from workflows.decisions.rayjob.transitions import validation_failed_transition
@@ -39,6 +40,7 @@ from workflows.kit.calls import IO, call, call_without_input
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
+from workflows.rayjob.leftovers import LEFTOVER_PATCH
 from workflows.rayjob.release import ReleaseSteps
 from workflows.rayjob.running import RunningSteps
 from workflows.rayjob.state import RayJobState
@@ -104,6 +106,7 @@ class RayJobWorkflow:
         # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
         checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
         records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
+        self.core.state.reports_leftovers = workflow.patched(LEFTOVER_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
@@ -206,7 +209,7 @@ class RayJobWorkflow:
         return self.core.state.config.feature_gates if self.core.state.config is not None else FeatureGates()
 
     def _validation_error(self, job: RayJob) -> ApplicationError | None:
-        message = validate_rayjob(job, self._gates())
+        message = validate_rayjob(job, self._gates()) or raypilot_annotation_problem(job)
         if message is None:
             return None
         return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)
@@ -250,7 +253,11 @@ class RayJobWorkflow:
             raise ApplicationError("the RayJob failed validation", type=VALIDATION_FAILED)
         applied = _parse(manifest)
         desired = applied_job(self.core.job, applied)
-        message = validate_update(self.core.job, applied, self._gates()) or validate_rayjob_status(desired)
+        message = (
+            validate_update(self.core.job, applied, self._gates())
+            or validate_rayjob_status(desired)
+            or raypilot_annotation_problem(desired)
+        )
         if message is not None:
             raise ApplicationError(message, type=VALIDATION_FAILED)
 
