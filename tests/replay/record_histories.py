@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -30,7 +31,7 @@ from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_rayjob import RUNS_FOREVER, FakeWorld
+from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
 from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
 from tests.workflows.fakes_rayservice import (
     FakeRayWorld,
@@ -113,6 +114,27 @@ async def rayjob_leftover_cleanup(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayjob_retry_policy(env: WorkflowEnvironment) -> Handle:
+    """Issue 16, retries that fit the failure: a runtime_env setup failure retried after a 30 s back-off on a
+    new cluster, then a supervisor start failure retried on the same cluster, then success."""
+    world = FakeWorld(
+        job_scripts=[FAILS, FAILS, SUCCEEDS],
+        job_error_types=["RUNTIME_ENV_SETUP_FAILURE", "JOB_SUPERVISOR_ACTOR_START_FAILURE", ""],
+    )
+    policy = {
+        "classes": {
+            "RuntimeEnvSetup": {"backoff": {"initial": "30s"}},
+            "SupervisorStart": {"sameCluster": True},
+        }
+    }
+    manifest = rayjob_manifest(name="retries", backoffLimit=2, shutdownAfterJobFinishes=True)
+    manifest["metadata"]["annotations"] = {"raypilot.io/retry-policy": json.dumps(policy)}
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
+        await handle.result()
+    return handle
+
+
 async def _pending_cluster(env: WorkflowEnvironment, handle: Handle, min_traffic: int = 0) -> str:
     found = ""
 
@@ -184,6 +206,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_outcome_memo,
         rayjob_inherits_finished,
         rayjob_leftover_cleanup,
+        rayjob_retry_policy,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
     )

@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.kit.calls import IO, call
 from workflows.rayjob.core import RayJobPart, StepFailed
+from workflows.rayjob.retries import job_for_attempt
 from workflows.rayjob.state import AttemptState
 
 CLUSTER_WATCH = "cluster"
@@ -188,7 +189,7 @@ class InitializingSteps(RayJobPart):
         job_name = self.core.name
         try:
             manifest = submitter_job_manifest(
-                self.core.job,
+                job_for_attempt(self.core.state),
                 cluster_name=self.core.status.ray_cluster_name,
                 cluster_spec=self.core.cluster_spec(),
                 workflow_id=self.core.state.workflow_id,

@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         RayJobEvent,
     )
     from workflows.decisions.rayjob.observations import SubmitterState
+    from workflows.decisions.rayjob.retry_policy import RetryPlan, RetryPolicy
 
 
 @dataclass
@@ -95,6 +96,11 @@ class RayJobState:
     # policy leaves behind, and whether it has done so.
     reports_leftovers: bool = False
     leftover_reported: bool = False
+    # Retries that fit the failure (patch rayjob-retry-policy): the raypilot.io/retry-policy annotation, the
+    # plan for the last failed attempt, and when the next attempt may start (its back-off).
+    retry_policy: RetryPolicy | None = None
+    retry_plan: RetryPlan | None = None
+    retry_at: datetime | None = None
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes

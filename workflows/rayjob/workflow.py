@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
     from workflows.decisions.rayjob.object import inherits_object, outcome_memo, rayjob_spec_hash
+    from workflows.decisions.rayjob.retry_policy import parse_retry_policy
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
 from workflows.kit.calls import IO, call, call_without_input
@@ -42,6 +43,7 @@ from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
 from workflows.rayjob.leftovers import LEFTOVER_PATCH
 from workflows.rayjob.release import ReleaseSteps
+from workflows.rayjob.retries import RETRY_POLICY_PATCH
 from workflows.rayjob.running import RunningSteps
 from workflows.rayjob.state import RayJobState
 
@@ -107,11 +109,14 @@ class RayJobWorkflow:
         checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
         records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
         self.core.state.reports_leftovers = workflow.patched(LEFTOVER_PATCH)
+        follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
             raise error
+        if follows_retry_policy:
+            self.core.state.retry_policy = parse_retry_policy(self.core.job)
         inherited_from = ""
         if checks_earlier_run:
             earlier = await self._latest_earlier_run()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from models.rayjob import RayJob
 from workflows.decisions.rayjob.leftovers import cleanup_after_problem
+from workflows.decisions.rayjob.retry_policy import retry_policy_problem
 
 __all__ = ["raypilot_annotation_problem"]
 
 
 def raypilot_annotation_problem(job: RayJob) -> str | None:
     """Why one of the RayJob's raypilot.io/ annotations is unusable; None when all are absent or valid."""
-    return cleanup_after_problem(job)
+    return cleanup_after_problem(job) or retry_policy_problem(job)
