@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from activities.admission import AdmissionActivities
 from activities.config import read_operator_config
 from activities.dashboard import DashboardActivities
 from activities.dependencies import ActivityDependencies, dashboard_access_from_env
@@ -31,6 +32,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         DashboardActivities(dependencies),
         ReplicaRankActivities(dependencies),
         TemporalRunActivities(dependencies),
+        AdmissionActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
     ]

@@ -16,6 +16,7 @@ from temporalio import activity
 
 from models.operator import OperatorConfig
 from wire import names
+from wire.admission import AdmissionAnswer, AdmissionRequest, AdmissionTicket, OpenRuns
 from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
@@ -330,4 +331,16 @@ async def wait_gateway(request: WaitGateway) -> GatewayObservation:
 @activity.defn(name=names.LATEST_EARLIER_RUN)
 async def latest_earlier_run(request: EarlierRuns) -> EarlierRun | None:
     """`activities.temporal_runs.TemporalRunActivities.latest_earlier_run`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.ENQUEUE_FOR_ADMISSION)
+async def enqueue_for_admission(request: AdmissionRequest) -> AdmissionAnswer:
+    """`activities.admission.AdmissionActivities.enqueue_for_admission`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.CLOSED_RUNS)
+async def closed_runs(request: OpenRuns) -> list[AdmissionTicket]:
+    """`activities.admission.AdmissionActivities.closed_runs`"""
     raise NotImplementedError(_STUB)

@@ -52,6 +52,10 @@ class AttemptState:
     submitter_deletion_requested: bool = False
     cluster_view: dict[str, Any] | None = None
     submitter_job_view: dict[str, Any] | None = None
+    # Queueing on a shared cluster: the selected cluster's raypilot.io/max-concurrent-jobs, and whether this
+    # attempt asked its admission workflow for a slot.
+    admission_limit: int | None = None
+    enqueued: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,11 @@ class RayJobState:
     retry_policy: RetryPolicy | None = None
     retry_plan: RetryPlan | None = None
     retry_at: datetime | None = None
+    # Queueing on a shared cluster (patch rayjob-admission): whether this run queues at all, holds a slot or a
+    # place in the queue, and its place (0: admitted).
+    queues: bool = False
+    holds_admission: bool = False
+    queue_position: int | None = None
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes

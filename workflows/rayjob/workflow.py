@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
+    from wire.admission import ADMISSION_SIGNAL
     from wire.kubernetes import EarlierRun, EarlierRuns
     from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
@@ -38,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
 from workflows.kit.calls import IO, call, call_without_input
+from workflows.rayjob.admission import ADMISSION_PATCH
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
@@ -110,6 +112,7 @@ class RayJobWorkflow:
         records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
         self.core.state.reports_leftovers = workflow.patched(LEFTOVER_PATCH)
         follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
+        self.core.state.queues = workflow.patched(ADMISSION_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
@@ -127,6 +130,7 @@ class RayJobWorkflow:
             await self._run_states()
         elif self.core.state.delete_requested:
             await self.deletion.delete_everything(stop_job=False)
+        await self.initializing.admission.release_if_done()
         await self.core.flush_events()
         self.core.state.finished = True
         if records_outcome:
@@ -184,6 +188,7 @@ class RayJobWorkflow:
                 if await self._step(phase):
                     return
                 self.core.state.consecutive_failures = 0
+                await self.initializing.admission.release_if_done()
             except (ActivityError, StepFailed) as error:
                 await self.core.pause_after_failure(error)
 
@@ -228,6 +233,12 @@ class RayJobWorkflow:
     @workflow.query(name="events")
     def events_query(self) -> list[dict[str, str]]:
         return [record.to_json() for record in self.core.state.events]
+
+    @workflow.signal(name=ADMISSION_SIGNAL)
+    def admission_signal(self, position: int) -> None:
+        """From the shared RayCluster's admission workflow: this run's place in its queue, 0 once
+        admitted (raypilot.io/max-concurrent-jobs)."""
+        self.initializing.admission.on_signal(position)
 
     @workflow.update(name="apply")
     async def apply(self, manifest: Any) -> dict[str, int]:
