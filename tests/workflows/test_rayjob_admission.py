@@ -5,12 +5,14 @@ is terminated. The RayJobs run on fake activities; the admission workflow and it
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
@@ -51,6 +53,11 @@ async def _worker(env: WorkflowEnvironment, fake_worker: FakeWorker, world: Fake
         yield queue
 
 
+def _submitted(world: FakeWorld) -> set[str]:
+    """The Ray jobs submitted (a submission may be retried: each counts once)."""
+    return {str(request.request["submission_id"]) for request in world.called(names.SUBMIT_JOB)}
+
+
 def _queued_at(status: dict[str, Any]) -> int | None:
     """The place shown in the Queued condition (0: admitted), None before the RayJob asked."""
     for condition in status.get("conditions", []):
@@ -77,7 +84,7 @@ async def _places(handles: list[Handle]) -> list[int | None]:
     return [_queued_at(await status_of(handle)) for handle in handles]
 
 
-async def test_at_most_the_limit_run_and_a_finished_one_lets_the_next_in(
+async def test_at_most_the_limit_run_and_a_freed_slot_goes_to_the_next_in_line(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = _world(2, job_scripts=[RUNS_FOREVER])
@@ -86,7 +93,7 @@ async def test_at_most_the_limit_run_and_a_finished_one_lets_the_next_in(
         assert await _places(handles) == [0, 0, 1, 2]
         phases = [(await status_of(handle))["jobDeploymentStatus"] for handle in handles]
         assert phases == ["Running", "Running", "Initializing", "Initializing"]
-        assert len(world.called(names.SUBMIT_JOB)) == 2
+        assert len(_submitted(world)) == 2
         admission = time_skipping_env.client.get_workflow_handle(admission_workflow_id("default", "shared"))
         assert await admission.query(QUEUE_QUERY) == {
             "limit": 2,
@@ -99,11 +106,16 @@ async def test_at_most_the_limit_run_and_a_finished_one_lets_the_next_in(
             return await _places(handles[2:]) == [0, 1]
 
         await eventually(next_in)
-        assert len(world.called(names.SUBMIT_JOB)) == 3
+        assert len(_submitted(world)) == 3
         for handle in (handles[0], handles[2], handles[3]):
             await handle.terminate("done")
 
 
+@pytest.mark.skipif(
+    int(os.environ.get("RAYPILOT_QUEUE_JOBS", "0")) < 50,
+    reason="about 15 s: with the full queue run (RAYPILOT_QUEUE_JOBS=50); finishing RayJobs release their "
+    "slots in make test through the sandbox test",
+)
 async def test_waiting_rayjobs_are_admitted_first_come_first_served(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
