@@ -32,7 +32,7 @@ from raypilot.testing.binaries import temporal_test_server
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
 from tests.workflows.fakes_rayjob import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
-from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, start
+from tests.workflows.fakes_rayjob_manifests import rayjob_manifest, shared_cluster, start
 from tests.workflows.fakes_rayservice import (
     FakeRayWorld,
     Handle,
@@ -135,6 +135,34 @@ async def rayjob_retry_policy(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayjob_admission_queue(env: WorkflowEnvironment) -> Handle:
+    """Issue 16, queueing on a shared cluster: two clusterSelector RayJobs on a cluster limited to one; the
+    second waits in the queue until the first completes (the history is the second one's)."""
+    from types import SimpleNamespace
+
+    from activities.admission import AdmissionActivities
+    from activities.registry import activity_methods
+
+    world = FakeWorld(job_duration=timedelta(minutes=5))
+    cluster = shared_cluster()
+    cluster["metadata"]["annotations"] = {"raypilot.io/max-concurrent-jobs": "1"}
+    world.clusters["shared"] = cluster
+    admission = AdmissionActivities(SimpleNamespace(temporal_client=env.client))  # type: ignore[arg-type]
+    selector = {"rayClusterSpec": None, "clusterSelector": {"ray.io/cluster": "shared"}}
+    activities = world.activities() + activity_methods(admission)
+    async with running_worker(env.client, activities=activities) as queue:
+        first = await start(env.client, rayjob_manifest("first", **selector), queue)
+
+        async def first_admitted() -> bool:
+            return bool((await status_of(first)).get("conditions"))
+
+        await eventually(env, first_admitted)
+        second = await start(env.client, rayjob_manifest("second", **selector), queue)
+        await first.result()
+        await second.result()
+    return second
+
+
 async def _pending_cluster(env: WorkflowEnvironment, handle: Handle, min_traffic: int = 0) -> str:
     found = ""
 
@@ -207,6 +235,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_inherits_finished,
         rayjob_leftover_cleanup,
         rayjob_retry_policy,
+        rayjob_admission_queue,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
     )
