@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from activities.admission import AdmissionActivities
 from activities.config import read_operator_config
 from activities.cronjob_runs import CronJobRunActivities
 from activities.dashboard import DashboardActivities
@@ -33,6 +34,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         ReplicaRankActivities(dependencies),
         TemporalRunActivities(dependencies),
         CronJobRunActivities(dependencies),
+        AdmissionActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
     ]

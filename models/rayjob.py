@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from models.base import Int32, Int64, SpecModel, Time
-from models.meta import ObjectMeta
+from models.meta import Condition, ObjectMeta
 from models.podtemplate import PodTemplateSpec
 from models.raycluster import RAY_API_VERSION, RayClusterSpec, RayClusterStatus
 
@@ -163,6 +163,9 @@ class RayJobStatus(SpecModel):
     ray_cluster_status: RayClusterStatus = Field(default_factory=RayClusterStatus)
     job_status_check_failure_start_time: Time | None = None
     observed_generation: Int64 = 0
+    # raypilot's own conditions (KubeRay's RayJob has none); empty, and so absent from the JSON, unless an
+    # extension has something to say (e.g. RayClusterLeftBehind).
+    conditions: list[Condition] = Field(default_factory=list)
 
 
 class RayJob(SpecModel):

@@ -68,6 +68,9 @@ READ_REPLICA_RANKS: Final = "dashboard.read_replica_ranks"
 
 # ---- Temporal (the runs of a workflow id) ------------------------------------------------------------------
 LATEST_EARLIER_RUN: Final = "temporal.latest_earlier_run"
+# Queueing on a shared cluster: a slot asked of the cluster's admission workflow; which holders still run.
+ENQUEUE_FOR_ADMISSION: Final = "temporal.enqueue_for_admission"
+CLOSED_RUNS: Final = "temporal.closed_runs"
 
 # ---- Waits (heartbeating, return on change) ---------------------------------------------------------------
 WAIT_RAYCLUSTER: Final = "k8s.wait_raycluster"

@@ -16,6 +16,7 @@ from temporalio import activity
 
 from models.operator import OperatorConfig
 from wire import names
+from wire.admission import AdmissionAnswer, AdmissionRequest, AdmissionTicket, OpenRuns
 from wire.cronjob import CronJobKey, CronJobRuns, RayJobRunRef
 from wire.dashboard import (
     DashboardTarget,
@@ -362,4 +363,16 @@ async def delete_finished_rayjob(request: RayJobRunRef) -> bool:
 @activity.defn(name=names.REQUEST_RAYJOB_DELETION)
 async def request_rayjob_deletion(request: RayJobRunRef) -> bool:
     """`activities.cronjob_runs.CronJobRunActivities.request_rayjob_deletion`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.ENQUEUE_FOR_ADMISSION)
+async def enqueue_for_admission(request: AdmissionRequest) -> AdmissionAnswer:
+    """`activities.admission.AdmissionActivities.enqueue_for_admission`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.CLOSED_RUNS)
+async def closed_runs(request: OpenRuns) -> list[AdmissionTicket]:
+    """`activities.admission.AdmissionActivities.closed_runs`"""
     raise NotImplementedError(_STUB)

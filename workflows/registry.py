@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from workflows.admission.workflow import RayClusterAdmissionWorkflow
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
-WORKFLOWS: list[type] = [RayJobWorkflow, RayServiceWorkflow, RayCronJobTickWorkflow]
+WORKFLOWS: list[type] = [
+    RayJobWorkflow,
+    RayServiceWorkflow,
+    RayCronJobTickWorkflow,
+    RayClusterAdmissionWorkflow,
+]

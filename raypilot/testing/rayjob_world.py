@@ -85,6 +85,8 @@ class FakeRayJob:
     start_ms: int = 0
     end_ms: int = 0
     stopped: bool = False
+    # Ray's error_type once the job FAILED (JobDetails), e.g. RUNTIME_ENV_SETUP_FAILURE.
+    error_type: str = ""
 
     def progress(self, now: datetime) -> bool:
         """Moves on if the current step was seen and is not held; True when it moved."""
@@ -117,6 +119,7 @@ class FakeRayJob:
             message=f"Job is {self.status.lower()}",
             start_time_ms=self.start_ms,
             end_time_ms=self.end_ms,
+            error_type=self.error_type if self.status == "FAILED" else "",
         )
 
 
@@ -127,6 +130,8 @@ class FakeWorld:
     clusters_become_ready: bool = True
     # One script per submitted Ray job, in submission order; the last one repeats.
     job_scripts: list[tuple[str, ...]] = field(default_factory=lambda: [SUCCEEDS])
+    # Ray's error_type of a failed job, per submission like job_scripts (the last one repeats; none: "").
+    job_error_types: list[str] = field(default_factory=list)
     # How long each Ray job stays RUNNING (workflow time).
     job_duration: timedelta = timedelta(0)
     submitter_outcome: SubmitterOutcome = "with_job"
@@ -185,7 +190,12 @@ class FakeWorld:
 
     def _submit(self, submission_id: str) -> FakeRayJob:
         if submission_id not in self.ray_jobs:
-            self.ray_jobs[submission_id] = FakeRayJob(submission_id, self._next_script(), self.job_duration)
+            script = self._next_script()
+            errors = self.job_error_types
+            error_type = errors[min(self.submissions, len(errors)) - 1] if errors else ""
+            self.ray_jobs[submission_id] = FakeRayJob(
+                submission_id, script, self.job_duration, error_type=error_type
+            )
             self.notify()
         return self.ray_jobs[submission_id]
 

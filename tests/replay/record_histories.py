@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,8 +29,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
-from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
-from raypilot.testing.rayjob_world import FakeWorld
+from raypilot.testing.rayjob_scenarios import rayjob_manifest, shared_cluster, start
+from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
 from raypilot.testing.rayservice_scenarios import (
     Handle,
     eventually,
@@ -111,6 +112,74 @@ async def raycronjob_tick(env: WorkflowEnvironment) -> Handle:
         )
         await handle.result()
     return handle
+
+
+async def rayjob_leftover_cleanup(env: WorkflowEnvironment) -> Handle:
+    """Issue 16, no silent leaks: activeDeadlineSeconds fails a RayJob whose Ray job still runs; its rules
+    match only SUCCEEDED/FAILED, so a Warning and a condition are recorded and raypilot.io/cleanup-after
+    deletes the cluster 60 s after the end."""
+    world = FakeWorld(job_scripts=[RUNS_FOREVER])
+    rules = [
+        {"policy": "DeleteCluster", "condition": {"jobStatus": status, "ttlSeconds": 0}}
+        for status in ("SUCCEEDED", "FAILED")
+    ]
+    manifest = rayjob_manifest(
+        name="leftover", activeDeadlineSeconds=30, deletionStrategy={"deletionRules": rules}
+    )
+    manifest["metadata"]["annotations"] = {"raypilot.io/cleanup-after": "60s"}
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
+        await handle.result()
+    return handle
+
+
+async def rayjob_retry_policy(env: WorkflowEnvironment) -> Handle:
+    """Issue 16, retries that fit the failure: a runtime_env setup failure retried after a 30 s back-off on a
+    new cluster, then a supervisor start failure retried on the same cluster, then success."""
+    world = FakeWorld(
+        job_scripts=[FAILS, FAILS, SUCCEEDS],
+        job_error_types=["RUNTIME_ENV_SETUP_FAILURE", "JOB_SUPERVISOR_ACTOR_START_FAILURE", ""],
+    )
+    policy = {
+        "classes": {
+            "RuntimeEnvSetup": {"backoff": {"initial": "30s"}},
+            "SupervisorStart": {"sameCluster": True},
+        }
+    }
+    manifest = rayjob_manifest(name="retries", backoffLimit=2, shutdownAfterJobFinishes=True)
+    manifest["metadata"]["annotations"] = {"raypilot.io/retry-policy": json.dumps(policy)}
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, manifest, queue)
+        await handle.result()
+    return handle
+
+
+async def rayjob_admission_queue(env: WorkflowEnvironment) -> Handle:
+    """Issue 16, queueing on a shared cluster: two clusterSelector RayJobs on a cluster limited to one; the
+    second waits in the queue until the first completes (the history is the second one's)."""
+    from types import SimpleNamespace
+
+    from activities.admission import AdmissionActivities
+    from activities.registry import activity_methods
+
+    world = FakeWorld(job_duration=timedelta(minutes=5))
+    cluster = shared_cluster()
+    cluster["metadata"]["annotations"] = {"raypilot.io/max-concurrent-jobs": "1"}
+    world.clusters["shared"] = cluster
+    admission = AdmissionActivities(SimpleNamespace(temporal_client=env.client))  # type: ignore[arg-type]
+    selector = {"rayClusterSpec": None, "clusterSelector": {"ray.io/cluster": "shared"}}
+    activities = world.activities() + activity_methods(admission)
+    async with running_worker(env.client, activities=activities) as queue:
+        first = await start(env.client, rayjob_manifest("first", **selector), queue)
+
+        async def first_admitted() -> bool:
+            return bool((await status_of(first)).get("conditions"))
+
+        await eventually(env, first_admitted)
+        second = await start(env.client, rayjob_manifest("second", **selector), queue)
+        await first.result()
+        await second.result()
+    return second
 
 
 async def _pending_cluster(env: WorkflowEnvironment, handle: Handle, min_traffic: int = 0) -> str:
@@ -259,6 +328,9 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_k8s_deletion_rules,
         rayjob_outcome_memo,
         rayjob_inherits_finished,
+        rayjob_leftover_cleanup,
+        rayjob_retry_policy,
+        rayjob_admission_queue,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         raycronjob_tick,

@@ -128,6 +128,14 @@ def test_a_rayjob_goes_to_its_workflow_with_its_name(
             {"apiVersion": "ray.io/v1", "kind": "RayCronJob", "metadata": {"name": "c"}},
             "spec: Field required",
         ),
+        (
+            rayjob({"name": "x", "annotations": {"raypilot.io/retry-policy": "{classes: {Typo: {}}}"}}),
+            "metadata.annotations[raypilot.io/retry-policy]: classes.Typo",
+        ),
+        (
+            rayjob({"name": "x", "annotations": {"raypilot.io/cleanup-after": "soon"}}),
+            "metadata.annotations[raypilot.io/cleanup-after]",
+        ),
         (configmap({}), "ConfigMap: metadata.name: Required value"),
         ({"kind": "ConfigMap", "metadata": {"name": "x"}}, "apiVersion not set"),
         ({"apiVersion": "v1", "metadata": {"name": "x"}}, "kind not set"),

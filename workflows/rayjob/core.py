@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.calls import IO, call
 from workflows.kit.metrics import RayJobMetrics
 from workflows.kit.waits import Waits
+from workflows.rayjob.retries import job_for_attempt, retry_verdict, settled_with_attempt
 from workflows.rayjob.state import RayJobState
 
 
@@ -94,7 +95,9 @@ class RayJobCore:
         """The new status; a change of jobDeploymentStatus is settled as KubeRay settles a pass (counters,
         Retrying, endTime) and published as the RayPhase search attribute."""
         previous = self.status
-        settled = settle_transition(self.job.spec, previous, new, workflow.now())
+        retry = retry_verdict(self.state, previous, new)
+        settled = settle_transition(self.job.spec, previous, new, workflow.now(), retry)
+        settled = settled_with_attempt(self.state, previous, settled, workflow.now())
         self.state.job = self.job.model_copy(update={"status": settled})
         self.metrics.status_changed(previous, settled)
         if settled.job_deployment_status != previous.job_deployment_status:
@@ -155,7 +158,10 @@ class RayJobCore:
         """The RayCluster this RayJob runs on, as the create activity takes it (first creation and the
         re-creation of a cluster deleted while Running are the same object)."""
         manifest = rayjob_cluster_manifest(
-            self.job, cluster_name, workflow_id=self.state.workflow_id, gates=self.config.feature_gates
+            job_for_attempt(self.state),
+            cluster_name,
+            workflow_id=self.state.workflow_id,
+            gates=self.config.feature_gates,
         )
         return CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
 

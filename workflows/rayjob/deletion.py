@@ -27,26 +27,33 @@ with workflow.unsafe.imports_passed_through():
         EventReason,
         rayjob_event,
     )
+    from workflows.decisions.rayjob.leftovers import next_finished_step
     from workflows.decisions.rayjob.transitions import should_stop_ray_job_on_delete
 
 from workflows.kit.calls import IO, call
 from workflows.rayjob.core import RayJobPart
+from workflows.rayjob.leftovers import note_cleanup, report_left_behind
 
 
 class DeletionSteps(RayJobPart):
     async def finished_step(self) -> bool:
         """One step of the terminal phase; True once the workflow has nothing left to do."""
         now = workflow.now()
+        report_left_behind(self.core)
+        # With the leftover report, a cluster left behind goes after raypilot.io/cleanup-after too.
+        next_step = next_finished_step if self.core.state.reports_leftovers else next_deletion_step
         # Whether anything is overdue at all: only then is the RayCluster worth reading.
-        if next_deletion_step(self.core.job, now, {}, self.core.config).action is not None:
+        if next_step(self.core.job, now, {}, self.core.config).action is not None:
             if self.core.state.cluster_for_deletion is None:
                 self.core.state.cluster_for_deletion = await self._observe_cluster()
             completed = deletion_completions(self.core.state.cluster_for_deletion)
         else:
             completed = {}
-        step = next_deletion_step(self.core.job, now, completed, self.core.config)
+        step = next_step(self.core.job, now, completed, self.core.config)
         if step.action is not None:
-            return await self._execute(step.action)
+            done = await self._execute(step.action)
+            note_cleanup(self.core, step.action)
+            return done
         if step.wake_at is None:
             return True
         # The TTL timer: the next deletion action is due at endTime + its TTL (ttlSecondsAfterFinished or a

@@ -42,7 +42,9 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows.kit.calls import IO, call
-from workflows.rayjob.core import RayJobPart, StepFailed
+from workflows.rayjob.admission import AdmissionSteps
+from workflows.rayjob.core import RayJobCore, RayJobPart, StepFailed
+from workflows.rayjob.retries import job_for_attempt
 from workflows.rayjob.state import AttemptState
 
 CLUSTER_WATCH = "cluster"
@@ -54,6 +56,10 @@ def _error_text(error: BaseException) -> str:
 
 
 class InitializingSteps(RayJobPart):
+    def __init__(self, core: RayJobCore) -> None:
+        super().__init__(core)
+        self.admission = AdmissionSteps(core)
+
     def new_step(self) -> None:
         """New -> Initializing: this attempt's job id, cluster name and startTime."""
         self.core.state.attempt = AttemptState()
@@ -72,6 +78,8 @@ class InitializingSteps(RayJobPart):
             if cluster is None:
                 return
             self.core.update_status(dashboard_url=await self._dashboard_url(cluster))
+        if not await self.admission.wait_for_slot():
+            return
         next_state = transition_when_cluster_ready(self.core.job)
         if (
             self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE
@@ -115,6 +123,7 @@ class InitializingSteps(RayJobPart):
             except ValidationError as error:
                 raise StepFailed(f"RayCluster {cluster_name} cannot be read: {error}") from None
             self.core.set_cluster_status(found)
+            self.admission.note_cluster(found)
             return
         try:
             request = self.core.cluster_create_request(cluster_name)
@@ -188,7 +197,7 @@ class InitializingSteps(RayJobPart):
         job_name = self.core.name
         try:
             manifest = submitter_job_manifest(
-                self.core.job,
+                job_for_attempt(self.core.state),
                 cluster_name=self.core.status.ray_cluster_name,
                 cluster_spec=self.core.cluster_spec(),
                 workflow_id=self.core.state.workflow_id,

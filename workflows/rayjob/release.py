@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import submitter_job_name
-    from models.rayjob import JobSubmissionMode
+    from models.rayjob import JobDeploymentStatus, JobSubmissionMode
     from wire import stubs
     from wire.kubernetes import DeleteObject, ObjectKey, Observation, WaitObject, WaitRayCluster
     from wire.views import job_view, raycluster_view
@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.kit.calls import IO, call
 from workflows.rayjob.core import RayJobPart
+from workflows.rayjob.retries import restart_on_same_cluster, retries_on_same_cluster
 from workflows.rayjob.state import AttemptState
 
 CLUSTER_GONE_WATCH = "cluster-gone"
@@ -42,7 +43,8 @@ class ReleaseSteps(RayJobPart):
     async def release_step(self) -> None:
         attempt = self.core.state.attempt
         cluster_name = self.core.status.ray_cluster_name
-        releases_cluster = self.core.uses_own_cluster() and bool(cluster_name)
+        same_cluster = retries_on_same_cluster(self.core.state)
+        releases_cluster = self.core.uses_own_cluster() and bool(cluster_name) and not same_cluster
         releases_submitter = self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE
         if releases_cluster and not attempt.cluster_deletion_requested:
             attempt.cluster_view = await self._delete_cluster(cluster_name)
@@ -53,6 +55,11 @@ class ReleaseSteps(RayJobPart):
         cluster_gone = not releases_cluster or attempt.cluster_view == GONE
         submitter_gone = not releases_submitter or attempt.submitter_job_view == GONE
         if cluster_gone and submitter_gone:
+            if await self._backing_off():
+                return
+            if same_cluster:
+                self.core.set_status(restart_on_same_cluster(self.core.state, workflow.now()))
+                return
             self.core.state.attempt = AttemptState()
             self.core.set_status(status_after_resources_released(self.core.status))
             return
@@ -79,6 +86,19 @@ class ReleaseSteps(RayJobPart):
                 attempt.cluster_view = observation.view
             elif finished.key == SUBMITTER_GONE_WATCH:
                 attempt.submitter_job_view = observation.view
+
+    async def _backing_off(self) -> bool:
+        """Retrying with a retry policy's back-off: True after a wait on the durable timer until the next
+        attempt may start (or a deletion interrupted it); the step then runs again. The previous attempt's
+        cluster is already gone here, so attempts never overlap."""
+        retry_at = self.core.state.retry_at
+        phase = self.core.status.job_deployment_status
+        if retry_at is None or phase != JobDeploymentStatus.RETRYING or workflow.now() >= retry_at:
+            return False
+        self.core.watches.arm_timer(retry_at, "retry back-off")
+        await self.core.watches.race(lambda: self.core.state.delete_requested)
+        self.core.watches.cancel_all()
+        return True
 
     async def suspended_step(self) -> None:
         """Suspended until an `apply` sets suspend back to false (-> New: a new attempt)."""

@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.calls import IO, call
 from workflows.kit.waits import Finished
 from workflows.rayjob.core import RayJobPart, StepFailed
+from workflows.rayjob.retries import job_for_attempt
 
 JOB_WATCH = "job"
 SUBMITTER_WATCH = "submitter"
@@ -101,7 +102,7 @@ class RunningSteps(RayJobPart):
         as submitted). A failed submission starts the failing-checks clock and is tried again later."""
         attempt = self.core.state.attempt
         try:
-            request = SubmitJob(self.core.dashboard(), http_submit_request(self.core.job))
+            request = SubmitJob(self.core.dashboard(), http_submit_request(job_for_attempt(self.core.state)))
             await call(stubs.submit_job, request, IO.STEP)
             submitted = True
         except (ActivityError, SubmitCommandError) as error:

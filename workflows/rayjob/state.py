@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         RayJobEvent,
     )
     from workflows.decisions.rayjob.observations import SubmitterState
+    from workflows.decisions.rayjob.retry_policy import RetryPlan, RetryPolicy
 
 
 @dataclass
@@ -51,6 +52,10 @@ class AttemptState:
     submitter_deletion_requested: bool = False
     cluster_view: dict[str, Any] | None = None
     submitter_job_view: dict[str, Any] | None = None
+    # Queueing on a shared cluster: the selected cluster's raypilot.io/max-concurrent-jobs, and whether this
+    # attempt asked its admission workflow for a slot.
+    admission_limit: int | None = None
+    enqueued: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +96,20 @@ class RayJobState:
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
     published_phase: str | None = None
+    # No silent leaks (patch rayjob-leftover-warning): whether this run reports a RayCluster its deletion
+    # policy leaves behind, and whether it has done so.
+    reports_leftovers: bool = False
+    leftover_reported: bool = False
+    # Retries that fit the failure (patch rayjob-retry-policy): the raypilot.io/retry-policy annotation, the
+    # plan for the last failed attempt, and when the next attempt may start (its back-off).
+    retry_policy: RetryPolicy | None = None
+    retry_plan: RetryPlan | None = None
+    retry_at: datetime | None = None
+    # Queueing on a shared cluster (patch rayjob-admission): whether this run queues at all, holds a slot or a
+    # place in the queue, and its place (0: admitted).
+    queues: bool = False
+    holds_admission: bool = False
+    queue_position: int | None = None
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes

@@ -30,16 +30,22 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
+    from wire.admission import ADMISSION_SIGNAL
     from wire.kubernetes import EarlierRun, EarlierRuns
+    from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
     from workflows.decisions.rayjob.object import inherits_object, outcome_memo, rayjob_spec_hash
+    from workflows.decisions.rayjob.retry_policy import parse_retry_policy
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
 from workflows.kit.calls import IO, call, call_without_input
+from workflows.rayjob.admission import ADMISSION_PATCH
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
+from workflows.rayjob.leftovers import LEFTOVER_PATCH
 from workflows.rayjob.release import ReleaseSteps
+from workflows.rayjob.retries import RETRY_POLICY_PATCH
 from workflows.rayjob.running import RunningSteps
 from workflows.rayjob.state import RayJobState
 
@@ -104,11 +110,16 @@ class RayJobWorkflow:
         # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
         checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
         records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
+        self.core.state.reports_leftovers = workflow.patched(LEFTOVER_PATCH)
+        follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
+        self.core.state.queues = workflow.patched(ADMISSION_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
             raise error
+        if follows_retry_policy:
+            self.core.state.retry_policy = parse_retry_policy(self.core.job)
         inherited_from = ""
         if checks_earlier_run:
             earlier = await self._latest_earlier_run()
@@ -119,6 +130,7 @@ class RayJobWorkflow:
             await self._run_states()
         elif self.core.state.delete_requested:
             await self.deletion.delete_everything(stop_job=False)
+        await self.initializing.admission.release_if_done()
         await self.core.flush_events()
         self.core.state.finished = True
         if records_outcome:
@@ -176,6 +188,7 @@ class RayJobWorkflow:
                 if await self._step(phase):
                     return
                 self.core.state.consecutive_failures = 0
+                await self.initializing.admission.release_if_done()
             except (ActivityError, StepFailed) as error:
                 await self.core.pause_after_failure(error)
 
@@ -206,7 +219,7 @@ class RayJobWorkflow:
         return self.core.state.config.feature_gates if self.core.state.config is not None else FeatureGates()
 
     def _validation_error(self, job: RayJob) -> ApplicationError | None:
-        message = validate_rayjob(job, self._gates())
+        message = validate_rayjob(job, self._gates()) or raypilot_annotation_problem(job)
         if message is None:
             return None
         return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)
@@ -220,6 +233,12 @@ class RayJobWorkflow:
     @workflow.query(name="events")
     def events_query(self) -> list[dict[str, str]]:
         return [record.to_json() for record in self.core.state.events]
+
+    @workflow.signal(name=ADMISSION_SIGNAL)
+    def admission_signal(self, position: int) -> None:
+        """From the shared RayCluster's admission workflow: this run's place in its queue, 0 once
+        admitted (raypilot.io/max-concurrent-jobs)."""
+        self.initializing.admission.on_signal(position)
 
     @workflow.update(name="apply")
     async def apply(self, manifest: Any) -> dict[str, int]:
@@ -250,7 +269,11 @@ class RayJobWorkflow:
             raise ApplicationError("the RayJob failed validation", type=VALIDATION_FAILED)
         applied = _parse(manifest)
         desired = applied_job(self.core.job, applied)
-        message = validate_update(self.core.job, applied, self._gates()) or validate_rayjob_status(desired)
+        message = (
+            validate_update(self.core.job, applied, self._gates())
+            or validate_rayjob_status(desired)
+            or raypilot_annotation_problem(desired)
+        )
         if message is not None:
             raise ApplicationError(message, type=VALIDATION_FAILED)
 

@@ -32,6 +32,8 @@ class EventReason(StrEnum):
     FAILED_TO_DELETE_RAYJOB_SUBMITTER = "FailedToDeleteRayJobSubmitter"
     CREATED_SERVICE = "CreatedService"
     FAILED_TO_CREATE_SERVICE = "FailedToCreateService"
+    # raypilot's own: a finished RayJob's deletion policy matches none of its final state (kuberay#5184).
+    RAYCLUSTER_LEFT_BEHIND = "RayClusterLeftBehind"
 
 
 # (type, message format with {ns}, {name} and {error}) as KubeRay writes them.

@@ -53,26 +53,32 @@ def count_attempt_outcome(status: RayJobStatus) -> RayJobStatus:
     return status.model_copy(update={"failed": failed, "succeeded": succeeded})
 
 
-def should_retry(spec: RayJobSpec, status: RayJobStatus) -> bool:
+def should_retry(spec: RayJobSpec, status: RayJobStatus, retry: bool | None = None) -> bool:
     """A Failed attempt (already counted) is retried while failed < backoffLimit + 1, unless it failed for a
     reason that retrying cannot fix. PreRunningDeadlineExceeded, SubmissionFailed, AppFailed and grace-period
-    failures are retried."""
+    failures are retried. `retry` (raypilot.io/retry-policy) replaces the judgement of the reason."""
+    retryable = status.reason not in NEVER_RETRIED_REASONS if retry is None else retry
     return (
         status.job_deployment_status == JobDeploymentStatus.FAILED
         and status.failed < spec.backoff_limit + 1
-        and status.reason not in NEVER_RETRIED_REASONS
+        and retryable
     )
 
 
 def settle_transition(
-    spec: RayJobSpec, previous: RayJobStatus, current: RayJobStatus, now: datetime
+    spec: RayJobSpec,
+    previous: RayJobStatus,
+    current: RayJobStatus,
+    now: datetime,
+    retry: bool | None = None,
 ) -> RayJobStatus:
     """What KubeRay does at the end of a pass that changed the deployment status: count the outcome, turn a
-    retryable failure into Retrying, and stamp endTime when the new status is terminal (Complete/Failed)."""
+    retryable failure into Retrying, and stamp endTime when the new status is terminal (Complete/Failed).
+    `retry`: the retry policy's verdict on a failure (None: KubeRay's)."""
     if current.job_deployment_status == previous.job_deployment_status:
         return current
     settled = count_attempt_outcome(current)
-    if should_retry(spec, settled):
+    if should_retry(spec, settled, retry):
         settled = settled.model_copy(update={"job_deployment_status": JobDeploymentStatus.RETRYING})
     if is_job_deployment_terminal(settled.job_deployment_status):
         settled = settled.model_copy(update={"end_time": kube_time(now)})
