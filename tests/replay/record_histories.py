@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
@@ -252,6 +253,37 @@ async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_rollout_plan(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-rollout-plan: an incremental upgrade walks its raypilot.io/rollout plan (10 %, a 30 s
+    pause, 50 % with an indefinite pause), is resumed, and runs to its end."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        manifest = _two_step_incremental(version)
+        plan = {"steps": [{"traffic": 10}, {"pause": "30s"}, {"traffic": 50, "pause": "indefinite"}]}
+        manifest["metadata"]["annotations"] = {"raypilot.io/rollout": json.dumps(plan)}
+        return manifest
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        await until_ready(env, handle)
+
+        async def routed() -> bool:
+            return world.route is not None
+
+        await eventually(env, routed)
+        await handle.execute_update("apply", spec("v2"))
+        new = await _pending_cluster(env, handle, min_traffic=50)
+        await env.sleep(timedelta(minutes=1))
+        await handle.execute_update("resume")
+
+        async def promoted() -> bool:
+            return bool((await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new)
+
+        await eventually(env, promoted)
+        await until_ready(env, handle)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -265,6 +297,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_none_not_applied,
         rayservice_incremental_third_spec,
         rayservice_in_place_restart,
+        rayservice_rollout_plan,
     )
 }
 

@@ -74,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.incremental import IncrementalUpgrade
     from workflows.rayservice.part import Commit, RayServicePart
     from workflows.rayservice.pod_restart import PodRestarts
+    from workflows.rayservice.rollout import RolloutPlan
     from workflows.rayservice.serving import RayServiceServing, ServeResult
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
@@ -121,6 +122,7 @@ class RayServiceReconciler(RayServicePart):
         *,
         honest_none_strategy: bool = False,
         keeps_active_config_in_rollback: bool = False,
+        rollout_plan: bool = False,
     ) -> None:
         super().__init__(state, world, calls, config, commit)
         # Runs started before patch `rayservice-none-not-applied` updated the active cluster in place with
@@ -130,6 +132,8 @@ class RayServiceReconciler(RayServicePart):
         self.serving = RayServiceServing(state, world, calls, config, commit)
         self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
         self.restarts = PodRestarts(state, world, calls, config, commit)
+        self.rollout = RolloutPlan(state, world, calls, config, commit)
+        self.rollout.enabled = rollout_plan
 
     @property
     def gate_conditions(self) -> bool:
@@ -220,6 +224,7 @@ class RayServiceReconciler(RayServicePart):
         }
         ready = (seen.pending_serve.ready, seen.active_serve.ready)
         seen.capacity_changed = await upgrade.step_capacity(seen.rayservice, dict(clusters), *ready)
+        upgrade.plan_target, upgrade.plan_wake_at = await self.rollout.step(self.rayservice(), now)
         seen.rayservice = self.rayservice()
         seen.http_route = await upgrade.reconcile_objects(
             seen.rayservice, seen.active, seen.pending, *ready, now

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.upgrade.controls import UpgradeControls
+    from workflows.decisions.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
 
@@ -44,6 +45,8 @@ class RayServiceState:
     # raypilot.io/in-place-restart: the roll of the active cluster's Pods in progress, and its last progress.
     pod_restart: PodRestart | None = None
     pod_restart_message: str = ""
+    # raypilot.io/rollout: where the upgrade is in its step plan.
+    rollout_progress: StepProgress | None = None
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False
