@@ -284,6 +284,24 @@ async def rayservice_rollout_plan(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_progress_deadline(env: WorkflowEnvironment) -> Handle:
+    """raypilot.io/rollout progressDeadlineSeconds: a NewCluster upgrade whose new cluster never serves is
+    aborted at the deadline; the old cluster keeps serving."""
+    world = FakeRayWorld()
+    rollout = {"raypilot.io/rollout": json.dumps({"progressDeadlineSeconds": 60})}
+    async with running_rayservice(env, world, rayservice_manifest(annotations=rollout)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "deploying"
+        await handle.execute_update("apply", rayservice_manifest(version="v2", annotations=rollout))
+
+        async def only_old() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, only_old)
+        await until_ready(env, handle)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -298,6 +316,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_incremental_third_spec,
         rayservice_in_place_restart,
         rayservice_rollout_plan,
+        rayservice_progress_deadline,
     )
 }
 

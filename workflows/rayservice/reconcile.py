@@ -160,7 +160,11 @@ class RayServiceReconciler(RayServicePart):
         await self._step_incremental_upgrade(seen, now)
         await self._reconcile_services(seen)
         await self._commit_status(seen, now)
-        return self._next_wait(seen, names_before, cleanup_due)
+        outcome = self._next_wait(seen, names_before, cleanup_due)
+        # The pending cluster of an upgrade found ready (a NewCluster one is promoted in the same pass).
+        ready = names_before[1] if seen.pending_serve.ready and all(names_before) else ""
+        acted, due = await self.rollout.check_progress_deadline(self.rayservice(), ready, now)
+        return PassOutcome(outcome.again or acted, outcome.watches, earliest_deadline(outcome.deadline, due))
 
     async def _suspend_or_resume(self, rayservice: RayService, now: datetime) -> PassOutcome | None:
         """spec.suspend: begin, delete the owned objects or stay suspended (the pass ends: an outcome), or

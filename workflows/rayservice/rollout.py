@@ -1,4 +1,5 @@
-"""raypilot.io/rollout in a RayService pass (issue #18): the step plan of an incremental upgrade.
+"""raypilot.io/rollout in a RayService pass (issue #18): the step plan of an incremental upgrade, and the
+progress deadline of any upgrade (asked at the end of a pass, once the pending cluster's readiness is known).
 
 Asked once per pass, after the capacity step and before the HTTPRoute is written: the plan's decision
 (decisions/upgrade/step_plan.py) gives the traffic ceiling for this moment (the traffic decision takes it
@@ -17,7 +18,13 @@ with workflow.unsafe.imports_passed_through():
     from models.meta import is_condition_true
     from models.rayservice import RayService, RayServiceConditionType
     from models.rollout import RolloutSettings, rollout_settings
+    from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
+    from workflows.decisions.upgrade.progress_deadline import (
+        deadline_exceeded,
+        new_cluster_ready_in_time,
+        progress_deadline_verdict,
+    )
     from workflows.decisions.upgrade.step_plan import (
         StepAction,
         StepProgress,
@@ -81,3 +88,39 @@ class RolloutPlan(RayServicePart):
         if action is None:
             return None, None
         return action.traffic_target, action.wake_at
+
+    async def check_progress_deadline(
+        self, rayservice: RayService, ready_cluster: str, now: datetime
+    ) -> tuple[bool, datetime | None]:
+        """(acted, when to look again): past the deadline the upgrade is aborted or marked degraded (acted:
+        the next pass follows at once); before it, its instant is one more deadline for the workflow's
+        timer."""
+        settings = self.settings(rayservice)
+        state = self.state
+        if settings is None or settings.progress_deadline_seconds is None:
+            return False, None
+        seconds = settings.progress_deadline_seconds
+        verdict = progress_deadline_verdict(
+            state.status, seconds, ready_cluster, state.progress_deadline_settled, now
+        )
+        pending = state.status.pending_service_status.ray_cluster_name
+        if verdict.verdict == "wait":
+            return False, verdict.due_at
+        if verdict.verdict == "ready":
+            state.progress_deadline_settled = ready_cluster
+            await self.commit(new_cluster_ready_in_time(state.status, ready_cluster, now), [])
+            return False, None
+        if verdict.verdict == "exceeded":
+            state.progress_deadline_settled = pending
+            controls, status, event = deadline_exceeded(
+                state.status,
+                state.controls,
+                settings.on_progress_deadline,
+                seconds,
+                goal_cluster_hash(rayservice.spec),
+                now,
+            )
+            state.controls = controls
+            await self.commit(status, [event])
+            return True, None
+        return False, None

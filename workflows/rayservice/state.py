@@ -47,6 +47,8 @@ class RayServiceState:
     pod_restart_message: str = ""
     # raypilot.io/rollout: where the upgrade is in its step plan.
     rollout_progress: StepProgress | None = None
+    # raypilot.io/rollout: the pending cluster whose progress deadline is settled (ready in time or acted on).
+    progress_deadline_settled: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False
