@@ -302,6 +302,29 @@ async def rayservice_progress_deadline(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
+    """raypilot.io/rollout onUnhealthy (Abort by default): an incremental upgrade whose new cluster's Serve
+    application is DEPLOY_FAILED rolls back at once."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        manifest = _two_step_incremental(version)
+        manifest["metadata"]["annotations"] = {"raypilot.io/rollout": json.dumps({"onUnhealthy": "Abort"})}
+        return manifest
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "failed"
+        await handle.execute_update("apply", spec("v2"))
+
+        async def only_old() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, only_old)
+        await until_ready(env, handle)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -317,6 +340,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_in_place_restart,
         rayservice_rollout_plan,
         rayservice_progress_deadline,
+        rayservice_unhealthy_rollback,
     )
 }
 

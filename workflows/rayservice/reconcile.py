@@ -163,7 +163,8 @@ class RayServiceReconciler(RayServicePart):
         outcome = self._next_wait(seen, names_before, cleanup_due)
         # The pending cluster of an upgrade found ready (a NewCluster one is promoted in the same pass).
         ready = names_before[1] if seen.pending_serve.ready and all(names_before) else ""
-        acted, due = await self.rollout.check_progress_deadline(self.rayservice(), ready, now)
+        pending_apps = seen.pending_serve.applications
+        acted, due = await self.rollout.after_pass(self.rayservice(), ready, pending_apps, now)
         return PassOutcome(outcome.again or acted, outcome.watches, earliest_deadline(outcome.deadline, due))
 
     async def _suspend_or_resume(self, rayservice: RayService, now: datetime) -> PassOutcome | None:

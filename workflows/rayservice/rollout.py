@@ -16,7 +16,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from models.meta import is_condition_true
-    from models.rayservice import RayService, RayServiceConditionType
+    from models.rayservice import AppStatus, RayService, RayServiceConditionType
     from models.rollout import RolloutSettings, rollout_settings
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         paused_by_plan,
         with_step_condition,
     )
+    from workflows.decisions.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
     from workflows.rayservice.part import RayServicePart
 
 __all__ = ["RolloutPlan"]
@@ -124,3 +125,42 @@ class RolloutPlan(RayServicePart):
             await self.commit(status, [event])
             return True, None
         return False, None
+
+    async def after_pass(
+        self,
+        rayservice: RayService,
+        ready_cluster: str,
+        pending_applications: dict[str, AppStatus] | None,
+        now: datetime,
+    ) -> tuple[bool, datetime | None]:
+        """The checks that need the pass' observations: an unhealthy new cluster, then the progress
+        deadline. (acted: the next pass follows at once, when to look again)."""
+        if await self.check_health(rayservice, pending_applications, now):
+            return True, None
+        return await self.check_progress_deadline(rayservice, ready_cluster, now)
+
+    async def check_health(
+        self, rayservice: RayService, pending_applications: dict[str, AppStatus] | None, now: datetime
+    ) -> bool:
+        """onUnhealthy: a pending cluster with a Serve application DEPLOY_FAILED or UNHEALTHY is rolled back
+        (Abort) or said so (Wait), once per cluster. True when the upgrade was rolled back."""
+        settings = self.settings(rayservice)
+        state = self.state
+        if settings is None:
+            return False
+        unhealthy = unhealthy_applications(state.status, pending_applications, state.unhealthy_settled)
+        if not unhealthy:
+            return False
+        state.unhealthy_settled = state.status.pending_service_status.ray_cluster_name
+        controls, status, event = unhealthy_upgrade(
+            state.status,
+            state.controls,
+            settings.on_unhealthy,
+            unhealthy,
+            goal_cluster_hash(rayservice.spec),
+            now,
+        )
+        rolled_back = controls != state.controls
+        state.controls = controls
+        await self.commit(status, [event])
+        return rolled_back

@@ -49,6 +49,8 @@ class RayServiceState:
     rollout_progress: StepProgress | None = None
     # raypilot.io/rollout: the pending cluster whose progress deadline is settled (ready in time or acted on).
     progress_deadline_settled: str = ""
+    # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
+    unhealthy_settled: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False
