@@ -123,3 +123,63 @@ async def test_promote_during_an_indefinite_pause_finishes_the_upgrade(
             return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
 
         await eventually(env, promoted)
+
+
+GATED = {
+    "steps": [{"traffic": 10}, {"analysis": "serve-healthy"}, {"traffic": 50}],
+    "analyses": [{"name": "serve-healthy", "serveStatus": {}}],
+    "onUnhealthy": "Wait",  # so that the gate, not the unhealthy-cluster check, judges the failure
+}
+
+
+async def test_a_passing_serve_status_gate_lets_the_plan_go_on(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, planned("v1", GATED)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", planned("v2", GATED), result_type=dict)
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
+
+        await eventually(env, promoted)
+        final = await status_of(handle)
+    assert condition_of(final, "RolloutAnalysis") == ("True", "AnalysisPassed")
+    message = next(c["message"] for c in final["conditions"] if c["type"] == "RolloutAnalysis")
+    assert message == "analysis serve-healthy: pass (app=RUNNING)"
+
+
+async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    plan = {
+        **GATED,
+        "steps": [{"traffic": 10}, {"pause": "1m"}, {"analysis": "serve-healthy"}, {"traffic": 50}],
+    }
+    async with running_rayservice(env, world, planned("v1", plan)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", planned("v2", plan), result_type=dict)
+
+        async def at_10() -> bool:
+            return (await pending_of(handle)).get("trafficRoutedPercent") == 10
+
+        await eventually(env, at_10, step=timedelta(milliseconds=500))
+        new = (await pending_of(handle))["rayClusterName"]
+        world.clusters[new].serve_mode = "failed"  # v2 breaks while it takes 10 % of the traffic
+
+        async def rolled_back() -> bool:
+            status = await status_of(handle)
+            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
+                "rayClusterName"
+            )
+
+        await eventually(env, rolled_back)
+        final = await status_of(handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
+    failed = [e for e in world.events if e.reason == "AnalysisFailed"]
+    assert [e.type for e in failed] == ["Warning"]
+    assert failed[0].message == (
+        f"Analysis serve-healthy failed on RayCluster {new} (app=DEPLOY_FAILED); "
+        "rolling back to the active cluster."
+    )

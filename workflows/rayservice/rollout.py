@@ -20,6 +20,11 @@ with workflow.unsafe.imports_passed_through():
     from models.rollout import RolloutSettings, rollout_settings
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
+    from workflows.decisions.upgrade.analysis import (
+        analysis_failed,
+        analysis_result,
+        with_analysis_condition,
+    )
     from workflows.decisions.upgrade.progress_deadline import (
         deadline_exceeded,
         new_cluster_ready_in_time,
@@ -68,6 +73,7 @@ class RolloutPlan(RayServicePart):
         )
         if walking and settings is not None:
             weight = 0 if pending.traffic_routed_percent is None else pending.traffic_routed_percent
+            results = {a.name: analysis_result(a, pending.application_statuses) for a in settings.analyses}
             action = next_step_action(
                 settings.steps,
                 state.rollout_progress or StepProgress(),
@@ -75,8 +81,16 @@ class RolloutPlan(RayServicePart):
                 weight,
                 state.controls.paused,
                 now,
+                results,
             )
             state.rollout_progress = action.progress
+            if action.analysis:
+                status = with_analysis_condition(status, results[action.analysis], now)
+            if action.waiting_for == "failed":
+                goal = goal_cluster_hash(rayservice.spec)
+                state.controls, status, failed = analysis_failed(status, results[action.analysis], goal, now)
+                await self.commit(with_step_condition(status, None, 0, now), [failed])
+                return None, None
             if action.pause_now:
                 number = action.progress.index + 1
                 state.controls, status = paused_by_plan(state.controls, rayservice, number, now)

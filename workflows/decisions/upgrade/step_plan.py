@@ -7,12 +7,13 @@ as fast as its capacity allows. A step is done when the pending weight reached i
 over: a timed pause is measured from the moment the traffic was reached (a durable timer at `wake_at`); an
 indefinite pause asks the workflow to set the `pause` control once (`pause_now`) and is over when the
 control was lifted (`resume`, or `promote`, which also skips the rest of the plan). After the last step
-the ceiling is 100. Analysis steps are not run yet: they pass.
+the ceiling is 100. An analysis step (analysis.py) waits for its verdict: pass goes on, fail rolls back.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final, Literal
@@ -21,6 +22,7 @@ from models.meta import ConditionStatus
 from models.rayservice import RayService, RayServiceStatuses
 from models.rollout import RolloutStep, pause_seconds
 from workflows.decisions.rayservice.conditions import remove_condition, set_condition
+from workflows.decisions.upgrade.analysis import AnalysisResult
 from workflows.decisions.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
 
 __all__ = [
@@ -58,9 +60,10 @@ class StepAction:
 
     progress: StepProgress
     traffic_target: int  # the pending weight the plan allows now
-    waiting_for: Literal["traffic", "pause", "resume", "complete"]
+    waiting_for: Literal["traffic", "pause", "resume", "analysis", "failed", "complete"]
     wake_at: datetime | None = None  # a timed pause ends then
     pause_now: bool = False  # an indefinite pause was just reached: set the pause control
+    analysis: str = ""  # the analysis judged last ("failed": the gate that failed)
 
 
 def _target_up_to(steps: list[RolloutStep], index: int) -> int:
@@ -75,40 +78,52 @@ def next_step_action(
     pending_weight: int,
     paused: bool,
     now: datetime,
+    analyses: Mapping[str, AnalysisResult] | None = None,
 ) -> StepAction:
     """The current step's ask, advancing over every step that is already done (pure, total).
 
-    `pending_weight` is the pending cluster's traffic as routed now; `paused` the pause control.
+    `pending_weight` is the pending cluster's traffic as routed now; `paused` the pause control; `analyses`
+    the current result of each analysis by name. Within a step: traffic, then the analysis, then the pause.
     """
     if progress.cluster != pending_cluster:
         progress = StepProgress(cluster=pending_cluster)
+    judged = ""
     while progress.index < len(steps):
         step = steps[progress.index]
         target = _target_up_to(steps, progress.index)
         if step.traffic is not None and pending_weight < step.traffic:
-            return StepAction(progress, target, "traffic")
+            return StepAction(progress, target, "traffic", analysis=judged)
+        if step.analysis is not None:
+            judged = step.analysis
+            result = (analyses or {}).get(step.analysis)
+            if result is None or result.verdict == "pending":
+                return StepAction(progress, target, "analysis", analysis=judged)
+            if result.verdict == "fail":
+                return StepAction(progress, target, "failed", analysis=judged)
         if step.pause is not None:
             seconds = pause_seconds(step.pause)
             if seconds is None:  # indefinite: pause once, then wait for the control to be lifted
                 if not progress.pause_requested:
                     progress = dataclasses.replace(progress, pause_requested=True)
-                    return StepAction(progress, target, "resume", pause_now=True)
+                    return StepAction(progress, target, "resume", pause_now=True, analysis=judged)
                 if paused:
-                    return StepAction(progress, target, "resume")
+                    return StepAction(progress, target, "resume", analysis=judged)
             else:
                 reached = progress.reached_at if progress.reached_at is not None else now
                 progress = dataclasses.replace(progress, reached_at=reached)
                 ends = reached + timedelta(seconds=seconds)
                 if now < ends:
-                    return StepAction(progress, target, "pause", wake_at=ends)
+                    return StepAction(progress, target, "pause", wake_at=ends, analysis=judged)
         progress = StepProgress(cluster=pending_cluster, index=progress.index + 1)
-    return StepAction(progress, FULL_TRAFFIC, "complete")
+    return StepAction(progress, FULL_TRAFFIC, "complete", analysis=judged)
 
 
 _WAITING_TEXT: Final = {
     "traffic": "moving traffic",
     "pause": "pausing",
     "resume": "paused until resume or promote",
+    "analysis": "running an analysis",
+    "failed": "an analysis failed",
     "complete": "plan complete",
 }
 

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from models.rayservice import ClusterUpgradeOptions, RayServiceStatus, RayServiceStatuses
-from models.rollout import RolloutStep
+from models.rayservice import AppStatus, ClusterUpgradeOptions, RayServiceStatus, RayServiceStatuses
+from models.rollout import Analysis, HttpProbe, RolloutStep, ServeStatusCheck
+from workflows.decisions.upgrade.analysis import AnalysisResult, analysis_result
 from workflows.decisions.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
 from workflows.decisions.upgrade.incremental import TrafficMoment, traffic_step
 from workflows.decisions.upgrade.step_plan import (
@@ -140,3 +141,37 @@ def test_an_indefinite_pause_sets_the_pause_control_saying_which_step() -> None:
     assert condition.reason == REASON_PAUSED_BY_PLAN
     assert condition.message.startswith("Upgrade paused by step 4 of raypilot.io/rollout")
     assert paused_by_plan(controls, rayservice, 4, T0) == (controls, rayservice.status)
+
+
+GATE = [RolloutStep(traffic=10), RolloutStep(analysis="smoke", pause="1m"), RolloutStep(traffic=50)]
+
+
+def result(verdict: str) -> dict[str, AnalysisResult]:
+    return {"smoke": AnalysisResult("smoke", verdict, "app=X")}  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "waiting_for", "index"),
+    [("pending", "analysis", 1), ("fail", "failed", 1), ("pass", "pause", 1), ("skipped", "pause", 1)],
+)
+def test_an_analysis_step_waits_fails_or_goes_on_to_its_pause(
+    verdict: str, waiting_for: str, index: int
+) -> None:
+    action = next_step_action(GATE, at(1), "new", 10, False, T0, result(verdict))
+    assert (action.waiting_for, action.progress.index, action.analysis) == (waiting_for, index, "smoke")
+
+
+def test_serve_status_verdicts() -> None:
+    gate = Analysis(name="smoke", serve_status=ServeStatusCheck())
+    only_a = Analysis(name="a-only", serve_status=ServeStatusCheck(applications=["a"]))
+    running, failed, deploying = (AppStatus(status=s) for s in ("RUNNING", "DEPLOY_FAILED", "DEPLOYING"))
+    assert analysis_result(gate, {"a": running, "b": running}).verdict == "pass"
+    assert analysis_result(gate, {"a": running, "b": failed}) == AnalysisResult(
+        "smoke", "fail", "a=RUNNING, b=DEPLOY_FAILED"
+    )
+    assert analysis_result(gate, {"a": deploying}).verdict == "pending"
+    assert analysis_result(gate, {}).verdict == "pending"
+    assert analysis_result(only_a, {"a": running, "b": failed}).verdict == "pass"
+    assert analysis_result(only_a, {}).values == "a=NOT_REPORTED"
+    probe = Analysis(name="p", http=HttpProbe())
+    assert analysis_result(probe, {}) == AnalysisResult("p", "skipped", "the http provider is not run yet")
