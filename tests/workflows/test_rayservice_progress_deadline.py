@@ -8,6 +8,9 @@ import json
 from datetime import timedelta
 from typing import Any
 
+import pytest
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from models.rollout import ANNOTATION_ROLLOUT
@@ -161,3 +164,28 @@ async def test_a_cluster_ready_in_time_is_said_so(time_skipping_env: WorkflowEnv
         await eventually(env, promoted)
         final = await status_of(handle)
     assert condition_of(final, "RolloutProgressing") == ("True", "NewClusterReady")
+
+
+async def test_a_bad_rollout_annotation_fails_the_start_and_is_rejected_by_apply(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env = time_skipping_env
+    bad = rayservice_manifest(annotations={ANNOTATION_ROLLOUT: "progressDeadlineSeconds: soon"})
+    expected = f"{ANNOTATION_ROLLOUT}: progressDeadlineSeconds: Input should be a valid integer"
+    world = FakeRayWorld()
+    async with running_rayservice(env, world, bad, workflow_id="rayservice/default/bad") as handle:
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert (cause.type, cause.message) == ("ValidationFailed", expected)
+    assert world.log == []  # nothing created
+
+    async with running_rayservice(env, world, rayservice_manifest()) as handle:
+        await until_ready(env, handle)
+        with pytest.raises(WorkflowUpdateFailedError) as rejected:
+            await handle.execute_update("apply", bad, result_type=dict)
+        assert (await status_of(handle))["observedGeneration"] == 1
+    cause = rejected.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert (cause.type, cause.message) == ("ValidationFailed", expected)
