@@ -77,3 +77,38 @@ async def test_wait_keeps_the_upgrade_waiting(time_skipping_env: WorkflowEnviron
 
         await eventually(env, promoted)
     assert [e.type for e in world.events if e.reason == "NewClusterUnhealthy"] == ["Warning"]
+
+
+async def test_traffic_goes_back_to_the_old_cluster_at_once(time_skipping_env: WorkflowEnvironment) -> None:
+    """At 50 % (the old cluster already down to 50 % capacity) v2 fails: capacity first, then all traffic
+    back, without waiting intervalSeconds between steps of stepSizePercent as a reverted spec does."""
+    env, world = time_skipping_env, FakeRayWorld()
+    rollout = {"steps": [{"traffic": 50}, {"pause": "10m"}]}
+    async with running_rayservice(env, world, manifest("v1", rollout)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", manifest("v2", rollout), result_type=dict)
+
+        async def old_at_half_capacity() -> bool:
+            active = (await status_of(handle))["activeServiceStatus"]
+            return active.get("targetCapacity") == 50 and active.get("trafficRoutedPercent") == 50
+
+        await eventually(env, old_at_half_capacity, step=timedelta(milliseconds=500))
+        new = (await status_of(handle))["pendingServiceStatus"]["rayClusterName"]
+        since = len(world.log)
+        world.clusters[new].serve_mode = "failed"
+
+        async def all_back() -> bool:
+            return world.route is not None and _weight(world.route, old) == 100
+
+        await eventually(env, all_back, step=timedelta(milliseconds=500))
+        moves = [act for act in world.log[since:] if act.kind == "HTTPRoute"]
+    old_weights = [_weight(act.detail, old, flat=True) for act in moves]
+    assert old_weights[-1] == 100
+    assert moves[-1].at - world.log[since].at < timedelta(seconds=5)  # not 2 intervals of 10 s
+
+
+def _weight(route: dict[str, Any], cluster: str, flat: bool = False) -> int:
+    if flat:  # the fake world logs a route as {backend: weight}
+        return int(route.get(f"{cluster}-serve-svc", 0))
+    backends = route["spec"]["rules"][0]["backendRefs"]
+    return next((int(b.get("weight", 0)) for b in backends if b["name"] == f"{cluster}-serve-svc"), 0)

@@ -21,6 +21,7 @@ from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStat
 from models.rollout import Analysis
 from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
 from workflows.decisions.upgrade.controls import UpgradeControls
+from workflows.decisions.upgrade.progress_deadline import automatic_rollback_controls
 from workflows.decisions.upgrade.unhealthy import UNHEALTHY_APP_STATUSES
 
 __all__ = [
@@ -99,4 +100,4 @@ def analysis_failed(
         now,
     )
     event = RayServiceEvent("Warning", REASON_ANALYSIS_FAILED, message)
-    return UpgradeControls(aborted_goal_hash=goal_hash), failed, event
+    return automatic_rollback_controls(goal_hash), failed, event

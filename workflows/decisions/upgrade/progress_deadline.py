@@ -27,6 +27,7 @@ __all__ = [
     "REASON_PROGRESS_DEADLINE_EXCEEDED",
     "ROLLOUT_PROGRESSING_CONDITION",
     "DeadlineVerdict",
+    "automatic_rollback_controls",
     "deadline_exceeded",
     "new_cluster_ready_in_time",
     "progress_deadline_verdict",
@@ -36,6 +37,13 @@ ROLLOUT_PROGRESSING_CONDITION: Final = "RolloutProgressing"
 REASON_PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
 REASON_NEW_CLUSTER_READY: Final = "NewClusterReady"
 Type = RayServiceConditionType
+
+
+def automatic_rollback_controls(goal_hash: str) -> UpgradeControls:
+    """The controls of a rollback raypilot starts itself (deadline, unhealthy cluster, failed analysis): the
+    goal is not tried again, and the rollback skips intervals and step sizes (`promote_requested` during a
+    rollback: traffic goes back to the active cluster as fast as its capacity allows, capacity first)."""
+    return UpgradeControls(aborted_goal_hash=goal_hash, promote_requested=True)
 
 
 @dataclass(frozen=True)
@@ -131,5 +139,5 @@ def deadline_exceeded(
         result.observed_generation,
         now,
     )
-    aborted = UpgradeControls(aborted_goal_hash=goal_hash)
+    aborted = automatic_rollback_controls(goal_hash)
     return aborted, result, RayServiceEvent("Warning", REASON_PROGRESS_DEADLINE_EXCEEDED, message)

@@ -20,7 +20,10 @@ from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStat
 from models.rollout import OnUnhealthy
 from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
 from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import ROLLOUT_PROGRESSING_CONDITION
+from workflows.decisions.upgrade.progress_deadline import (
+    ROLLOUT_PROGRESSING_CONDITION,
+    automatic_rollback_controls,
+)
 
 __all__ = [
     "REASON_NEW_CLUSTER_UNHEALTHY",
@@ -97,4 +100,4 @@ def unhealthy_upgrade(
         generation,
         now,
     )
-    return UpgradeControls(aborted_goal_hash=goal_hash), result, event
+    return automatic_rollback_controls(goal_hash), result, event

@@ -67,7 +67,7 @@ def test_abort_rolls_back_and_remembers_the_aborted_goal() -> None:
     controls, status, event = deadline_exceeded(
         upgrading(), UpgradeControls(paused=True), OnProgressDeadline.ABORT, 60, "goal-hash", T0
     )
-    assert controls == UpgradeControls(aborted_goal_hash="goal-hash")
+    assert controls == UpgradeControls(aborted_goal_hash="goal-hash", promote_requested=True)  # at once
     rollback = next(c for c in status.conditions if c.type == Type.ROLLBACK_IN_PROGRESS)
     assert (rollback.status, rollback.reason) == (ConditionStatus.TRUE, "ProgressDeadlineExceeded")
     progressing = next(c for c in status.conditions if c.type == ROLLOUT_PROGRESSING_CONDITION)

@@ -60,7 +60,7 @@ def test_abort_rolls_back_and_wait_only_says_so() -> None:
     controls, status, event = unhealthy_upgrade(
         upgrading(), UpgradeControls(), OnUnhealthy.ABORT, unhealthy, "h", T0
     )
-    assert controls == UpgradeControls(aborted_goal_hash="h")
+    assert controls == UpgradeControls(aborted_goal_hash="h", promote_requested=True)  # back at once
     assert is_condition_true(status.conditions, Type.ROLLBACK_IN_PROGRESS)
     assert event.message == (
         "RayCluster new is unhealthy (Serve applications: b DEPLOY_FAILED: import error); "
