@@ -33,6 +33,7 @@ from raypilot.cli.apply_plan import (
     namespaces_to_check,
     planned_document,
 )
+from raypilot.cli.apply_rollout import rollout_annotation_from_file, with_rollout
 from raypilot.cli.apply_sources import SourceDocument, read_documents
 from raypilot.cli.common import CommandError, Console, rejected
 from raypilot.cli.cronjob import CronJobRef, apply_cronjob
@@ -76,10 +77,12 @@ def checked_against_cluster(access: ClusterAccess, plan: Sequence[PlannedDocumen
     return resources
 
 
-async def apply_sources(sources: Sequence[str], console: Console) -> int:
+async def apply_sources(sources: Sequence[str], console: Console, rollout: str | None = None) -> int:
     documents = read_documents(sources, console)
     if not documents:
         raise rejected("no objects passed to apply")
+    if rollout is not None:
+        documents = with_rollout(documents, rollout_annotation_from_file(rollout))
     plan = planned_input(documents, console)
     access: ClusterAccess | None = None
     resources: dict[int, Resource] = {}

@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML or JSON manifests (several documents per file), a directory of them, or - for stdin; "
         "may be repeated",
     )
+    apply.add_argument(
+        "--rollout",
+        metavar="FILE",
+        help="raypilot.io/rollout settings (YAML or JSON) for every RayService of the input",
+    )
     status = commands.add_parser("status", help="print the status of a RayJob or RayService")
     status.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
     status.add_argument("-o", "--output", choices=("human", "json"), default="human", help="output format")
@@ -206,7 +211,7 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
             return await show_cronjob_status(args.ref, console, output=args.output)
         return await delete_cronjob(args.ref, console, wait=not args.no_wait)
     if args.command == "apply":
-        return await apply_sources(args.filename, console)
+        return await apply_sources(args.filename, console, rollout=args.rollout)
     if args.command == "status":
         return await show_status(args.ref, console, output=args.output, watch=args.watch)
     if args.command == "timeline":

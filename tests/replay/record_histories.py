@@ -321,6 +321,78 @@ async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_rollout_plan(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-rollout-plan: an incremental upgrade walks its raypilot.io/rollout plan (10 %, a 30 s
+    pause, 50 % with an indefinite pause), is resumed, and runs to its end."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        manifest = _two_step_incremental(version)
+        plan = {"steps": [{"traffic": 10}, {"pause": "30s"}, {"traffic": 50, "pause": "indefinite"}]}
+        manifest["metadata"]["annotations"] = {"raypilot.io/rollout": json.dumps(plan)}
+        return manifest
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        await until_ready(env, handle)
+
+        async def routed() -> bool:
+            return world.route is not None
+
+        await eventually(env, routed)
+        await handle.execute_update("apply", spec("v2"))
+        new = await _pending_cluster(env, handle, min_traffic=50)
+        await env.sleep(timedelta(minutes=1))
+        await handle.execute_update("resume")
+
+        async def promoted() -> bool:
+            return bool((await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new)
+
+        await eventually(env, promoted)
+        await until_ready(env, handle)
+    return handle
+
+
+async def rayservice_progress_deadline(env: WorkflowEnvironment) -> Handle:
+    """raypilot.io/rollout progressDeadlineSeconds: a NewCluster upgrade whose new cluster never serves is
+    aborted at the deadline; the old cluster keeps serving."""
+    world = FakeRayWorld()
+    rollout = {"raypilot.io/rollout": json.dumps({"progressDeadlineSeconds": 60})}
+    async with running_rayservice(env, world, rayservice_manifest(annotations=rollout)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "deploying"
+        await handle.execute_update("apply", rayservice_manifest(version="v2", annotations=rollout))
+
+        async def only_old() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, only_old)
+        await until_ready(env, handle)
+    return handle
+
+
+async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
+    """raypilot.io/rollout onUnhealthy (Abort by default): an incremental upgrade whose new cluster's Serve
+    application is DEPLOY_FAILED rolls back at once."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        manifest = _two_step_incremental(version)
+        manifest["metadata"]["annotations"] = {"raypilot.io/rollout": json.dumps({"onUnhealthy": "Abort"})}
+        return manifest
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "failed"
+        await handle.execute_update("apply", spec("v2"))
+
+        async def only_old() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, only_old)
+        await until_ready(env, handle)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -337,6 +409,9 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_none_not_applied,
         rayservice_incremental_third_spec,
         rayservice_in_place_restart,
+        rayservice_rollout_plan,
+        rayservice_progress_deadline,
+        rayservice_unhealthy_rollback,
     )
 }
 

@@ -63,6 +63,9 @@ def _rolling_back(status: RayServiceStatuses) -> bool:
 class IncrementalUpgrade(RayServicePart):
     # The traffic step this reconcile decided, if any.
     traffic: TrafficStep | None = None
+    # raypilot.io/rollout (rollout.py): the step plan's traffic ceiling and the end of its timed pause.
+    plan_target: int | None = None
+    plan_wake_at: datetime | None = None
 
     # ---- step 10: rollback state -------------------------------------------------------------------------
 
@@ -169,6 +172,7 @@ class IncrementalUpgrade(RayServicePart):
             active_ready,
             paused=self.state.controls.paused,
             promote=self.state.controls.promote_requested,
+            plan_target=self.plan_target,
         )
         route, step = desired_http_route(rayservice, active, pending, moment)
         self.traffic = step
@@ -227,7 +231,8 @@ class IncrementalUpgrade(RayServicePart):
         return [Watch("gateway", f"{gateway_name(name)},{http_route_name(name)}", view_key(view))]
 
     def next_step_at(self) -> datetime | None:
-        return self.traffic.next_step_at if self.traffic is not None else None
+        due = [self.traffic.next_step_at if self.traffic is not None else None, self.plan_wake_at]
+        return min((at for at in due if at is not None), default=None)
 
     def detail_line(self, now: datetime) -> str:
         status = self.state.status

@@ -74,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.incremental import IncrementalUpgrade
     from workflows.rayservice.part import Commit, RayServicePart
     from workflows.rayservice.pod_restart import PodRestarts
+    from workflows.rayservice.rollout import RolloutPlan
     from workflows.rayservice.serving import RayServiceServing, ServeResult
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
@@ -121,6 +122,7 @@ class RayServiceReconciler(RayServicePart):
         *,
         honest_none_strategy: bool = False,
         keeps_active_config_in_rollback: bool = False,
+        rollout_plan: bool = False,
     ) -> None:
         super().__init__(state, world, calls, config, commit)
         # Runs started before patch `rayservice-none-not-applied` updated the active cluster in place with
@@ -130,6 +132,8 @@ class RayServiceReconciler(RayServicePart):
         self.serving = RayServiceServing(state, world, calls, config, commit)
         self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
         self.restarts = PodRestarts(state, world, calls, config, commit)
+        self.rollout = RolloutPlan(state, world, calls, config, commit)
+        self.rollout.enabled = rollout_plan
 
     @property
     def gate_conditions(self) -> bool:
@@ -156,7 +160,12 @@ class RayServiceReconciler(RayServicePart):
         await self._step_incremental_upgrade(seen, now)
         await self._reconcile_services(seen)
         await self._commit_status(seen, now)
-        return self._next_wait(seen, names_before, cleanup_due)
+        outcome = self._next_wait(seen, names_before, cleanup_due)
+        # The pending cluster of an upgrade found ready (a NewCluster one is promoted in the same pass).
+        ready = names_before[1] if seen.pending_serve.ready and all(names_before) else ""
+        pending_apps = seen.pending_serve.applications
+        acted, due = await self.rollout.after_pass(self.rayservice(), ready, pending_apps, now)
+        return PassOutcome(outcome.again or acted, outcome.watches, earliest_deadline(outcome.deadline, due))
 
     async def _suspend_or_resume(self, rayservice: RayService, now: datetime) -> PassOutcome | None:
         """spec.suspend: begin, delete the owned objects or stay suspended (the pass ends: an outcome), or
@@ -220,6 +229,7 @@ class RayServiceReconciler(RayServicePart):
         }
         ready = (seen.pending_serve.ready, seen.active_serve.ready)
         seen.capacity_changed = await upgrade.step_capacity(seen.rayservice, dict(clusters), *ready)
+        upgrade.plan_target, upgrade.plan_wake_at = await self.rollout.step(self.rayservice(), now)
         seen.rayservice = self.rayservice()
         seen.http_route = await upgrade.reconcile_objects(
             seen.rayservice, seen.active, seen.pending, *ready, now

@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.upgrade.controls import UpgradeControls
+    from workflows.decisions.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
 
@@ -44,6 +45,12 @@ class RayServiceState:
     # raypilot.io/in-place-restart: the roll of the active cluster's Pods in progress, and its last progress.
     pod_restart: PodRestart | None = None
     pod_restart_message: str = ""
+    # raypilot.io/rollout: where the upgrade is in its step plan.
+    rollout_progress: StepProgress | None = None
+    # raypilot.io/rollout: the pending cluster whose progress deadline is settled (ready in time or acted on).
+    progress_deadline_settled: str = ""
+    # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
+    unhealthy_settled: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

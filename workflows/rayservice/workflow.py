@@ -27,7 +27,8 @@ with workflow.unsafe.imports_passed_through():
     # module itself: pydantic resolves their annotations through the sandbox's own sys.modules.
     import wire.dashboard
     import wire.kubernetes  # noqa: F401
-    import workflows.decisions.upgrade.controls  # noqa: F401
+    import workflows.decisions.upgrade.controls
+    import workflows.decisions.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
@@ -79,6 +80,8 @@ NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
 # During an incremental rollback the active cluster keeps its Serve config: a third spec's goes only to the
 # cluster prepared after the rollback (serve.serve_config_for_cluster).
 ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH: Final = "rayservice-rollback-keeps-active-serve-config"
+# raypilot.io/rollout: an incremental upgrade walks the annotation's step plan (rayservice/rollout.py).
+ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -142,6 +145,7 @@ class RayServiceWorkflow:
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
         honest_none_strategy = workflow.patched(NONE_NOT_APPLIED_PATCH)
         keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
+        rollout_plan = workflow.patched(ROLLOUT_PLAN_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -161,6 +165,7 @@ class RayServiceWorkflow:
             self._commit,
             honest_none_strategy=honest_none_strategy,
             keeps_active_config_in_rollback=keeps_active_config,
+            rollout_plan=rollout_plan,
         )
         immediate = 0
         while not state.deleting:

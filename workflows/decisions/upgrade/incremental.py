@@ -95,7 +95,7 @@ class TrafficStep:
     pending_weight: int
     moved: bool  # the weights differ from the status' trafficRoutedPercent
     next_step_at: datetime | None  # when the next traffic step is due; None when waiting on something else
-    waiting_for: Literal["", "capacity", "interval", "readiness", "paused"]
+    waiting_for: Literal["", "capacity", "interval", "readiness", "paused", "step"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,8 @@ class TrafficMoment:
     active_ready: bool = True
     paused: bool = False
     promote: bool = False
+    # raypilot.io/rollout (step_plan.py): the pending weight the step plan allows now; None = KubeRay's steps.
+    plan_target: int | None = None
 
 
 def traffic_step(status: RayServiceStatuses, moment: TrafficMoment) -> TrafficStep:
@@ -117,6 +119,9 @@ def traffic_step(status: RayServiceStatuses, moment: TrafficMoment) -> TrafficSt
     Traffic moves stepSizePercent toward the cluster gaining it once per intervalSeconds (measured from that
     side's lastTrafficMigratedTime), never beyond its targetCapacity; during an upgrade only while the pending
     cluster is ready. Raises ValueError without clusterUpgradeOptions (KubeRay's error message).
+
+    With a step plan (`moment.plan_target`, upgrade only, not on promote) the pending weight moves straight to
+    the plan's target, capped by the pending capacity, with no interval: the plan's pauses set the pace.
     """
     active, pending = status.active_service_status, status.pending_service_status
     active_weight = 100 if active.traffic_routed_percent is None else active.traffic_routed_percent
@@ -138,6 +143,10 @@ def traffic_step(status: RayServiceStatuses, moment: TrafficMoment) -> TrafficSt
         return unchanged("capacity")
     if moment.paused:
         return unchanged("paused")
+    if moment.plan_target is not None and not rolling_back and not moment.promote:
+        return _plan_traffic_step(
+            (active_weight, pending_weight), pending_capacity, moment.plan_target, moment.pending_ready
+        )
     interval = timedelta(seconds=_required(moment.options.interval_seconds, "intervalSeconds"))
     step = _required(moment.options.step_size_percent, "stepSizePercent")
     last = active.last_traffic_migrated_time if rolling_back else pending.last_traffic_migrated_time
@@ -164,6 +173,21 @@ def traffic_step(status: RayServiceStatuses, moment: TrafficMoment) -> TrafficSt
     moved = (new_active, new_pending) != (active_weight, pending_weight)
     next_at = None if reached or moment.promote else moment.now + interval
     return TrafficStep(new_active, new_pending, moved, next_at, "capacity" if reached else "interval")
+
+
+def _plan_traffic_step(
+    weights: tuple[int, int], pending_capacity: int, plan_target: int, pending_ready: bool
+) -> TrafficStep:
+    """A step plan's traffic move: up to min(plan target, pending capacity) at once, once the pending
+    cluster is ready."""
+    active_weight, pending_weight = weights
+    if pending_weight >= plan_target:
+        return TrafficStep(active_weight, pending_weight, False, None, "step")
+    if not pending_ready:
+        return TrafficStep(active_weight, pending_weight, False, None, "readiness")
+    new_pending = min(plan_target, pending_capacity)
+    waiting: Literal["capacity", "step"] = "capacity" if new_pending == pending_capacity else "step"
+    return TrafficStep(100 - new_pending, new_pending, new_pending != pending_weight, None, waiting)
 
 
 def next_capacity(

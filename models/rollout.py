@@ -1,0 +1,204 @@
+"""`raypilot.io/rollout`: progressive delivery settings of a RayService beyond KubeRay (issue #18).
+
+The annotation holds YAML or JSON, so the manifest stays valid for KubeRay. It is read and checked like the
+spec: a bad value rejects the manifest with a message naming the field (`rollout_settings` raises
+ValueError), and nothing is created. Without the annotation a RayService upgrades exactly as in KubeRay.
+
+    steps:                       # walked in order during a NewClusterWithIncrementalUpgrade
+      - traffic: 1               # percent of the traffic on the new cluster
+      - pause: 5m                # a Go duration, or "indefinite" (waits for resume or promote)
+      - traffic: 25
+        pause: indefinite        # a step may move traffic, then pause
+      - analysis: serve-healthy  # names one of `analyses`
+    analyses:
+      - name: serve-healthy
+        serveStatus: {}
+    progressDeadlineSeconds: 600 # the new cluster must be ready this long after the upgrade began
+    onProgressDeadline: Abort    # or Degraded: say so and keep waiting
+    onUnhealthy: Abort           # or Wait
+    revisionHistoryLimit: 10
+    headerCanary: {name: x-canary, value: "true"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Final
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from models.base import SpecModel
+from models.manifest import format_validation_error
+from models.validation_formats import parse_go_duration_seconds
+
+__all__ = [
+    "ANNOTATION_ROLLOUT",
+    "INDEFINITE",
+    "Analysis",
+    "HeaderCanary",
+    "HttpProbe",
+    "OnProgressDeadline",
+    "OnUnhealthy",
+    "PrometheusQuery",
+    "RolloutSettings",
+    "RolloutStep",
+    "ServeStatusCheck",
+    "pause_seconds",
+    "rollout_error",
+    "rollout_settings",
+]
+
+ANNOTATION_ROLLOUT: Final = "raypilot.io/rollout"
+INDEFINITE: Final = "indefinite"
+# An annotation is at most 256 KiB in Kubernetes (all of them together); a plan is far smaller.
+MAX_STEPS: Final = 100
+
+Percent = Annotated[int, Field(ge=0, le=100, strict=True)]
+PositiveInt = Annotated[int, Field(gt=0, strict=True)]
+
+
+class OnProgressDeadline(StrEnum):
+    ABORT = "Abort"  # roll back to the active cluster, as the `abort` control does
+    DEGRADED = "Degraded"  # mark the RayService degraded (condition and Event) and keep waiting
+
+
+class OnUnhealthy(StrEnum):
+    ABORT = "Abort"
+    WAIT = "Wait"
+
+
+def pause_seconds(pause: str) -> float | None:
+    """A step's pause in seconds; None for an indefinite pause. ValueError for a bad duration."""
+    if pause == INDEFINITE:
+        return None
+    seconds = parse_go_duration_seconds(pause)
+    if seconds <= 0:
+        example = '(e.g. "30s", "5m")'
+        raise ValueError(f'must be a positive Go duration {example} or "{INDEFINITE}", got "{pause}"')
+    return seconds
+
+
+class RolloutStep(SpecModel):
+    traffic: Percent | None = None
+    pause: str | None = None
+    analysis: str | None = None
+
+    @field_validator("pause", mode="before")
+    @classmethod
+    def _pause_is_a_duration(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f'must be a Go duration string (e.g. "30s") or "{INDEFINITE}", got {value!r}')
+        pause_seconds(value)
+        return value
+
+    @model_validator(mode="after")
+    def _does_something(self) -> RolloutStep:
+        if self.traffic is None and self.pause is None and self.analysis is None:
+            raise ValueError("a step needs traffic, pause or analysis")
+        return self
+
+
+class HttpProbe(SpecModel):
+    """Provider 1: requests to the new cluster's Serve endpoint through its own Service."""
+
+    path: str = "/"
+    samples: PositiveInt = 20
+    interval_seconds: PositiveInt = 1
+    min_success_rate: Annotated[float, Field(ge=0, le=1)] = 1.0
+    latency_percentile: Annotated[float, Field(gt=0, le=100)] = 95
+    max_latency_ms: PositiveInt | None = None
+
+
+class PrometheusQuery(SpecModel):
+    """Provider 2: a PromQL instant query whose value must satisfy `successCondition` (e.g. "< 0.01")."""
+
+    address: str
+    query: str
+    success_condition: Annotated[str, Field(pattern=r"^\s*(<|<=|>|>=|==|!=)\s*-?[0-9.]+(e-?[0-9]+)?\s*$")]
+
+
+class ServeStatusCheck(SpecModel):
+    """Provider 3: every Serve application of the new cluster RUNNING (none DEPLOY_FAILED or UNHEALTHY)."""
+
+    applications: list[str] | None = None  # None: all of them
+
+
+class Analysis(SpecModel):
+    name: Annotated[str, Field(min_length=1)]
+    http: HttpProbe | None = None
+    prometheus: PrometheusQuery | None = None
+    serve_status: ServeStatusCheck | None = None
+
+    @model_validator(mode="after")
+    def _one_provider(self) -> Analysis:
+        given = [p for p in (self.http, self.prometheus, self.serve_status) if p is not None]
+        if len(given) != 1:
+            raise ValueError("an analysis needs exactly one of http, prometheus, serveStatus")
+        return self
+
+
+class HeaderCanary(SpecModel):
+    name: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")]
+    value: Annotated[str, Field(min_length=1)]
+
+
+class RolloutSettings(SpecModel):
+    steps: Annotated[list[RolloutStep], Field(max_length=MAX_STEPS)] = Field(default_factory=list)
+    analyses: list[Analysis] = Field(default_factory=list)
+    progress_deadline_seconds: PositiveInt | None = None
+    on_progress_deadline: OnProgressDeadline = OnProgressDeadline.ABORT
+    on_unhealthy: OnUnhealthy = OnUnhealthy.ABORT
+    revision_history_limit: Annotated[int, Field(ge=0, strict=True)] = 10
+    header_canary: HeaderCanary | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RolloutSettings:
+        names = [analysis.name for analysis in self.analyses]
+        duplicate = next((name for name in names if names.count(name) > 1), None)
+        if duplicate is not None:
+            raise ValueError(f'analyses: the name "{duplicate}" is used twice')
+        last = 0
+        for index, step in enumerate(self.steps):
+            if step.analysis is not None and step.analysis not in names:
+                raise ValueError(f'steps[{index}].analysis: no analysis named "{step.analysis}" in analyses')
+            if step.traffic is not None:
+                if step.traffic < last:
+                    raise ValueError(
+                        f"steps[{index}].traffic: {step.traffic} is less than an earlier step's {last}; "
+                        "traffic only grows during an upgrade (abort rolls back)"
+                    )
+                last = step.traffic
+        return self
+
+    def traffic_steps(self) -> list[int]:
+        return [step.traffic for step in self.steps if step.traffic is not None]
+
+
+def rollout_settings(annotations: Mapping[str, str]) -> RolloutSettings | None:
+    """The annotation read and checked (None without it); ValueError with a message naming the field."""
+    text = annotations.get(ANNOTATION_ROLLOUT)
+    if text is None or not text.strip():
+        return None
+    try:
+        loaded: Any = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ValueError(f"{ANNOTATION_ROLLOUT}: invalid YAML or JSON: {error}") from None
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{ANNOTATION_ROLLOUT}: must be an object, e.g. steps: [{{traffic: 5}}]")
+    try:
+        return RolloutSettings.model_validate(loaded)
+    except ValidationError as error:
+        raise ValueError(f"{ANNOTATION_ROLLOUT}: {format_validation_error(error, loaded)}") from None
+
+
+def rollout_error(annotations: Mapping[str, str]) -> str | None:
+    """Why the annotation is rejected, or None."""
+    try:
+        rollout_settings(annotations)
+    except ValueError as problem:
+        return str(problem)
+    return None

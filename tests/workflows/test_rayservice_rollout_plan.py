@@ -1,0 +1,185 @@
+"""raypilot.io/rollout step plans on the fake world (time-skipping server): the plan walked exactly, with
+non-linear weights, a timed pause held by a durable timer, and an indefinite pause that waits for resume."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from models.rollout import ANNOTATION_ROLLOUT
+from raypilot.testing.rayservice_scenarios import (
+    INCREMENTAL,
+    Handle,
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    timed_sequence,
+    until_ready,
+    upgrade_sequence,
+)
+from raypilot.testing.rayservice_world import FakeRayWorld
+
+PLAN = {
+    "steps": [
+        {"traffic": 1},
+        {"pause": "30s"},
+        {"traffic": 5},
+        {"traffic": 25, "pause": "indefinite"},
+    ]
+}
+
+
+def planned(version: str, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+    return rayservice_manifest(
+        version=version,
+        strategy=INCREMENTAL,
+        autoscaling=True,
+        deletion_delay=5,
+        annotations={ANNOTATION_ROLLOUT: json.dumps(plan or PLAN)},
+    )
+
+
+async def pending_of(handle: Handle) -> dict[str, Any]:
+    return (await status_of(handle)).get("pendingServiceStatus") or {}
+
+
+async def test_the_plan_is_walked_exactly_and_an_indefinite_pause_waits_for_resume(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, planned("v1")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+
+        async def routed() -> bool:
+            return world.route is not None
+
+        await eventually(env, routed)
+        since = len(world.log)
+        await handle.execute_update("apply", planned("v2"), result_type=dict)
+
+        async def at_25() -> bool:
+            return (await pending_of(handle)).get("trafficRoutedPercent") == 25
+
+        await eventually(env, at_25)
+        new = (await pending_of(handle))["rayClusterName"]
+        await env.sleep(timedelta(minutes=10))  # an indefinite pause: nothing moves, however long
+        paused = await status_of(handle)
+        assert paused["pendingServiceStatus"]["trafficRoutedPercent"] == 25
+        assert condition_of(paused, "UpgradeControl") == ("True", "PausedByStepPlan")
+        assert condition_of(paused, "RolloutStep") == ("True", "WalkingStepPlan")
+        await handle.execute_update("resume", result_type=dict)
+
+        async def promoted() -> bool:
+            status = await status_of(handle)
+            return status["activeServiceStatus"]["rayClusterName"] not in (old, None) and not (
+                status.get("pendingServiceStatus") or {}
+            ).get("rayClusterName")
+
+        await eventually(env, promoted)
+        final = await status_of(handle)
+    assert condition_of(final, "RolloutStep") == ("", "")  # gone with the upgrade
+    assert condition_of(final, "UpgradeControl") == ("", "")
+    assert upgrade_sequence(world, since, new) == [
+        ("pending_capacity", 50),
+        ("traffic", 1),
+        ("traffic", 5),
+        ("traffic", 25),
+        ("traffic", 50),  # resumed: the rest, as fast as the capacity allows
+        ("active_capacity", 50),
+        ("pending_capacity", 100),
+        ("traffic", 100),
+        ("active_capacity", 0),
+    ]
+    times = {value: at for kind, value, at in timed_sequence(world, since, new) if kind == "traffic"}
+    # the timed pause is one durable timer (the fake world stamps acts with its own small delays)
+    assert abs(times[5] - times[1] - timedelta(seconds=30)) < timedelta(milliseconds=500)
+    assert times[25] - times[5] < timedelta(seconds=5)  # no intervalSeconds between plan steps
+
+
+async def test_promote_during_an_indefinite_pause_finishes_the_upgrade(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    plan = {"steps": [{"traffic": 10, "pause": "indefinite"}, {"traffic": 60}]}
+    async with running_rayservice(env, world, planned("v1", plan)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", planned("v2", plan), result_type=dict)
+
+        async def paused_at_10() -> bool:
+            status = await status_of(handle)
+            return (status.get("pendingServiceStatus") or {}).get("trafficRoutedPercent") == 10 and (
+                condition_of(status, "UpgradeControl")[1] == "PausedByStepPlan"
+            )
+
+        await eventually(env, paused_at_10)
+        await handle.execute_update("promote", result_type=dict)
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
+
+        await eventually(env, promoted)
+
+
+GATED = {
+    "steps": [{"traffic": 10}, {"analysis": "serve-healthy"}, {"traffic": 50}],
+    "analyses": [{"name": "serve-healthy", "serveStatus": {}}],
+    "onUnhealthy": "Wait",  # so that the gate, not the unhealthy-cluster check, judges the failure
+}
+
+
+async def test_a_passing_serve_status_gate_lets_the_plan_go_on(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, planned("v1", GATED)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", planned("v2", GATED), result_type=dict)
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
+
+        await eventually(env, promoted)
+        final = await status_of(handle)
+    assert condition_of(final, "RolloutAnalysis") == ("True", "AnalysisPassed")
+    message = next(c["message"] for c in final["conditions"] if c["type"] == "RolloutAnalysis")
+    assert message == "analysis serve-healthy: pass (app=RUNNING)"
+
+
+async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    plan = {
+        **GATED,
+        "steps": [{"traffic": 10}, {"pause": "1m"}, {"analysis": "serve-healthy"}, {"traffic": 50}],
+    }
+    async with running_rayservice(env, world, planned("v1", plan)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", planned("v2", plan), result_type=dict)
+
+        async def at_10() -> bool:
+            return (await pending_of(handle)).get("trafficRoutedPercent") == 10
+
+        await eventually(env, at_10, step=timedelta(milliseconds=500))
+        new = (await pending_of(handle))["rayClusterName"]
+        world.clusters[new].serve_mode = "failed"  # v2 breaks while it takes 10 % of the traffic
+
+        async def rolled_back() -> bool:
+            status = await status_of(handle)
+            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
+                "rayClusterName"
+            )
+
+        await eventually(env, rolled_back)
+        final = await status_of(handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
+    failed = [e for e in world.events if e.reason == "AnalysisFailed"]
+    assert [e.type for e in failed] == ["Warning"]
+    assert failed[0].message == (
+        f"Analysis serve-healthy failed on RayCluster {new} (app=DEPLOY_FAILED); "
+        "rolling back to the active cluster."
+    )
