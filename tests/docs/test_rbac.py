@@ -27,10 +27,12 @@ from activities.registry import ActivityDependencies, build_activities
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 ACTIVITY_TESTS = ["tests/activities", "tests/docs/test_rbac_exercises.py"]
-# Activities that make no Kubernetes API request at all.
-# Activities that never call the Kubernetes API (the operator settings; Temporal's own visibility API).
+# Activities that never call the Kubernetes API (the operator settings; Temporal's own API: visibility, the
+# admission workflow of a shared cluster).
 NO_API_ACTIVITIES = {
     "raypilot.read_operator_config",
+    "temporal.closed_runs",
+    "temporal.enqueue_for_admission",
     "temporal.latest_earlier_run",
     "temporal.list_cronjob_runs",
     "temporal.request_rayjob_deletion",
