@@ -33,6 +33,7 @@ from wire.dashboard import (
     WaitRayJob,
     WaitServe,
 )
+from wire.drain import ServeRequestsInFlight
 from wire.kubernetes import (
     ClusterPods,
     CreateObject,
@@ -362,4 +363,10 @@ async def delete_finished_rayjob(request: RayJobRunRef) -> bool:
 @activity.defn(name=names.REQUEST_RAYJOB_DELETION)
 async def request_rayjob_deletion(request: RayJobRunRef) -> bool:
     """`activities.cronjob_runs.CronJobRunActivities.request_rayjob_deletion`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
+async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
+    """`activities.serve_drain.ServeDrainActivities.read_serve_requests_in_flight`"""
     raise NotImplementedError(_STUB)

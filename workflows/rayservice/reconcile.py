@@ -71,6 +71,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.upgrade.controls import settle_upgrade_controls
     from workflows.decisions.upgrade.incremental import complete_incremental_rollback
     from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.incremental import IncrementalUpgrade
     from workflows.rayservice.part import Commit, RayServicePart
     from workflows.rayservice.pod_restart import PodRestarts
@@ -130,6 +131,9 @@ class RayServiceReconciler(RayServicePart):
         self.serving = RayServiceServing(state, world, calls, config, commit)
         self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
         self.restarts = PodRestarts(state, world, calls, config, commit)
+        # Patch `rayservice-drained-deletion`: a due dangling cluster is first drained (drain.py).
+        self.drains_before_deletion = False
+        self.drains = ClusterDrains(state, world, calls, config, commit)
 
     @property
     def gate_conditions(self) -> bool:
@@ -332,15 +336,16 @@ class RayServiceReconciler(RayServicePart):
                 now=now,
             )
         )
+        if self.drains_before_deletion:
+            plan = await self.drains.hold_undrained(rayservice, plan, now)
+        delete_now = plan.delete_now
         state.deletion_schedule = plan.schedule
-        if plan.delete_now:
-            await asyncio.gather(
-                *(self.calls.delete_cluster(name, self._uid(name)) for name in plan.delete_now)
-            )
-            state.owned_clusters = [name for name in state.owned_clusters if name not in plan.delete_now]
-            for name in plan.delete_now:
+        if delete_now:
+            await asyncio.gather(*(self.calls.delete_cluster(name, self._uid(name)) for name in delete_now))
+            state.owned_clusters = [name for name in state.owned_clusters if name not in delete_now]
+            for name in delete_now:
                 state.serve_details.pop(name, None)
-            self.world.forget(plan.delete_now)
+            self.world.forget(delete_now)
         return plan.next_due
 
     def _uid(self, name: str) -> str | None:

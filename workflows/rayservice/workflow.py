@@ -77,6 +77,9 @@ NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
 # During an incremental rollback the active cluster keeps its Serve config: a third spec's goes only to the
 # cluster prepared after the rollback (serve.serve_config_for_cluster).
 ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH: Final = "rayservice-rollback-keeps-active-serve-config"
+# A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
+# flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
+DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -112,6 +115,7 @@ class RayServiceWorkflow:
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
         honest_none_strategy = workflow.patched(NONE_NOT_APPLIED_PATCH)
         keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
+        drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -131,6 +135,7 @@ class RayServiceWorkflow:
             honest_none_strategy=honest_none_strategy,
             keeps_active_config_in_rollback=keeps_active_config,
         )
+        reconciler.drains_before_deletion = drained_deletion
         immediate = 0
         while not state.deleting:
             seen = self._changes
