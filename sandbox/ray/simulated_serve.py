@@ -243,12 +243,12 @@ class SimulatedServe:
         )
 
     async def _answer(self, app: SimulatedApp, request: web.Request) -> web.StreamResponse:
-        work = request.query.get(WORK_SECONDS_PARAM)
-        if work:
-            await asyncio.sleep(float(work))
         replica = await self._wait_for_replica(app)
         if replica is None:
             return web.Response(status=503, text=f"No replica of application '{app.name}' is running.")
+        work = request.query.get(WORK_SECONDS_PARAM)
+        if work:  # on the replica it was assigned to, which finishes it even if it is being stopped meanwhile
+            await asyncio.sleep(float(work))
         ingress = app.ingress
         assert ingress is not None
         return web.json_response(
