@@ -37,7 +37,10 @@ from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 DELAY_S = 5  # rayClusterDeletionDelaySeconds of both manifests
 LONG_REQUEST_S = DELAY_S + 10
-LONG_REQUESTS = 3
+LONG_REQUESTS = 6
+# An incremental upgrade's long requests are sent when the old cluster has 50 % of the traffic left (one step,
+# 5 s, before its promotion), so about half of them reach it; they last long enough to run past the delay.
+INCREMENTAL_LONG_REQUEST_S = 25
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,12 @@ def manifest(
     return body
 
 
+def old_share_between(status: dict[str, Any]) -> bool:
+    """The old (active) cluster still takes some traffic, but no longer all of it."""
+    share = (status.get("activeServiceStatus") or {}).get("trafficRoutedPercent")
+    return share is not None and 0 < share < 100
+
+
 async def wait_for(stack: Stack, handle: Any, holds: Any, within: float) -> dict[str, Any]:
     status: dict[str, Any] = await stack.wait_status(handle, holds, within=within, what="status")
     return status
@@ -76,12 +85,12 @@ async def one_run(stack: Stack, incremental: bool, max_drain_s: int | None, with
     old = active_cluster(await wait_for(stack, handle, is_running, within))
     url = await _service_url(stack, namespace, name, incremental)
     async with (
-        SteadyLoad(url, concurrency=4, keep_alive=True, pause_s=0.02, timeout_s=LONG_REQUEST_S + 30) as load,
-        httpx.AsyncClient(timeout=LONG_REQUEST_S + 30, trust_env=False) as fresh,
+        SteadyLoad(url, concurrency=4, keep_alive=True, pause_s=0.02, timeout_s=30) as load,
+        httpx.AsyncClient(timeout=INCREMENTAL_LONG_REQUEST_S + 30, trust_env=False) as fresh,
     ):
         await load.wait_for_requests(200)
         await handle.execute_update("apply", manifest(namespace, name, "v2", incremental, max_drain_s))
-        await wait_for(stack, handle, pending_cluster, within)
+        await wait_for(stack, handle, old_share_between if incremental else pending_cluster, within)
         long_requests = [
             asyncio.create_task(
                 fresh.get(url, params={"work_s": LONG_REQUEST_S}, headers={"Connection": "close"})
@@ -102,6 +111,8 @@ async def one_run(stack: Stack, incremental: bool, max_drain_s: int | None, with
         answers = await asyncio.gather(*long_requests, return_exceptions=True)
         await load.wait_for_requests(len(load.samples) + 300)
     cut = sum(1 for a in answers if not (isinstance(a, httpx.Response) and a.status_code == 200))
+    failed_at = [f"{sample.at - switched_at:+.1f} s {sample.detail}" for sample in load.failures[:5]]
+    print(f"failures (time from the switch): {failed_at}; long requests: {answers}", flush=True)
     await handle.execute_update("delete")
     strategy = "incremental (Gateway)" if incremental else "blue-green (Service)"
     return Outcome(strategy, max_drain_s is not None, len(load.samples), len(load.failures), cut, drain_s)
@@ -128,7 +139,7 @@ async def measure(ray: RayMode, max_drain_s: int, record: bool) -> None:
     lines = [
         f"\n### Drained deletion ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {ray} Ray, {os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}; deletion delay {DELAY_S} s, {LONG_REQUESTS} requests of "
-        f"{LONG_REQUEST_S} s, 4 keep-alive clients)\n",
+        f"{LONG_REQUEST_S} s (incremental: {INCREMENTAL_LONG_REQUEST_S} s), 4 keep-alive clients)\n",
         "| upgrade | raypilot.io/max-drain-seconds | keep-alive requests | failed | long requests cut off "
         "| switch -> old cluster deleted |",
         "|---|---|---|---|---|---|",
