@@ -29,6 +29,7 @@ from raypilot.load import SteadyLoad
 from raypilot.testing.binaries import temporal_cli
 from sandbox.cluster import RayMode
 from sandbox.testing import wait_until
+from tests.integration.drain_checks import pending_serves
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
 from tests.integration.stack import Stack, running_stack
 from workflows.decisions.rayservice.drain import MAX_DRAIN_ANNOTATION
@@ -90,13 +91,20 @@ async def one_run(stack: Stack, incremental: bool, max_drain_s: int | None, with
     ):
         await load.wait_for_requests(200)
         await handle.execute_update("apply", manifest(namespace, name, "v2", incremental, max_drain_s))
-        await wait_for(stack, handle, old_share_between if incremental else pending_cluster, within)
+        if incremental:
+            await wait_for(stack, handle, old_share_between, within)
+        else:  # the switch held until the new cluster serves, so that the long requests come right before it
+            await wait_for(stack, handle, pending_cluster, within)
+            await handle.execute_update("pause")
+            await wait_for(stack, handle, pending_serves, within)
+        long = {"work_s": INCREMENTAL_LONG_REQUEST_S if incremental else LONG_REQUEST_S}
         long_requests = [
-            asyncio.create_task(
-                fresh.get(url, params={"work_s": LONG_REQUEST_S}, headers={"Connection": "close"})
-            )
+            asyncio.create_task(fresh.get(url, params=long, headers={"Connection": "close"}))
             for _ in range(LONG_REQUESTS)
         ]
+        if not incremental:
+            await asyncio.sleep(0.5)
+            await handle.execute_update("resume")
         await wait_for(
             stack, handle, lambda s: active_cluster(s) not in ("", old) and not pending_cluster(s), within
         )
