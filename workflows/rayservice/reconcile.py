@@ -338,14 +338,15 @@ class RayServiceReconciler(RayServicePart):
         )
         if self.drains_before_deletion:
             plan = await self.drains.hold_undrained(rayservice, plan, now)
-        delete_now = plan.delete_now
         state.deletion_schedule = plan.schedule
-        if delete_now:
-            await asyncio.gather(*(self.calls.delete_cluster(name, self._uid(name)) for name in delete_now))
-            state.owned_clusters = [name for name in state.owned_clusters if name not in delete_now]
-            for name in delete_now:
+        if plan.delete_now:
+            await asyncio.gather(
+                *(self.calls.delete_cluster(name, self._uid(name)) for name in plan.delete_now)
+            )
+            state.owned_clusters = [name for name in state.owned_clusters if name not in plan.delete_now]
+            for name in plan.delete_now:
                 state.serve_details.pop(name, None)
-            self.world.forget(delete_now)
+            self.world.forget(plan.delete_now)
         return plan.next_due
 
     def _uid(self, name: str) -> str | None:
