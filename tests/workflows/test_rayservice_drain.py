@@ -8,7 +8,6 @@ import itertools
 from datetime import timedelta
 from typing import Any
 
-from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.testing.rayservice_scenarios import (
@@ -19,30 +18,10 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from wire import names
-from wire.drain import ServeRequestsInFlight
+from tests.workflows.fakes_drain import DrainingWorld
 from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION
 
 DELAY_S = 30
-
-
-class DrainingWorld(FakeRayWorld):
-    """The fake world plus each cluster's Serve requests in flight, as the metrics activity reads them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.in_flight: dict[str, int | None] = {}
-        self.reads: list[tuple[Any, str]] = []
-
-    def activities(self) -> list[Any]:
-        world = self
-
-        @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
-        async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
-            world.reads.append((activity.info().current_attempt_scheduled_time, request.cluster_name))
-            return world.in_flight.get(request.cluster_name, 0)
-
-        return [*super().activities(), read_serve_requests_in_flight]
 
 
 def manifest(version: str, max_drain_s: int | None) -> dict[str, Any]:

@@ -1,0 +1,30 @@
+"""The fake RayService world with each cluster's Serve requests in flight, for drained deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+
+from raypilot.testing.rayservice_world import FakeRayWorld
+from wire import names
+from wire.drain import ServeRequestsInFlight
+
+
+class DrainingWorld(FakeRayWorld):
+    """The fake world plus each cluster's Serve requests in flight, as the metrics activity reads them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight: dict[str, int | None] = {}
+        self.reads: list[tuple[Any, str]] = []
+
+    def activities(self) -> list[Any]:
+        world = self
+
+        @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
+        async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
+            world.reads.append((activity.info().current_attempt_scheduled_time, request.cluster_name))
+            return world.in_flight.get(request.cluster_name, 0)
+
+        return [*super().activities(), read_serve_requests_in_flight]
