@@ -36,6 +36,7 @@ from workflows.decisions.rayservice.drain import MAX_DRAIN_ANNOTATION
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+STRATEGY_NAMES = {False: "blue-green", True: "incremental"}
 DELAY_S = 5  # rayClusterDeletionDelaySeconds of both manifests
 LONG_REQUEST_S = DELAY_S + 10
 LONG_REQUESTS = 6
@@ -126,7 +127,7 @@ async def one_run(stack: Stack, incremental: bool, max_drain_s: int | None, with
     return Outcome(strategy, max_drain_s is not None, len(load.samples), len(load.failures), cut, drain_s)
 
 
-async def measure(ray: RayMode, max_drain_s: int, record: bool) -> None:
+async def measure(ray: RayMode, max_drain_s: int, record: bool, only: str | None = None) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
         data_converter=raypilot_data_converter,
@@ -138,7 +139,7 @@ async def measure(ray: RayMode, max_drain_s: int, record: bool) -> None:
     try:
         with tempfile.TemporaryDirectory() as workdir:
             async with running_stack(Path(workdir), env.client, ray) as stack:
-                for incremental in (False, True):
+                for incremental in [i for i in (False, True) if only in (None, STRATEGY_NAMES[i])]:
                     for drain in (None, max_drain_s):
                         outcomes.append(await one_run(stack, incremental, drain, within))
                         print(outcomes[-1], flush=True)
@@ -170,8 +171,9 @@ def main_cli() -> None:
     parser.add_argument("--ray", choices=["simulated", "real"], default="simulated")
     parser.add_argument("--max-drain", type=int, default=60)
     parser.add_argument("--record", action="store_true")
+    parser.add_argument("--only", choices=sorted(STRATEGY_NAMES.values()), help="one upgrade strategy")
     args = parser.parse_args()
-    asyncio.run(measure(args.ray, args.max_drain, args.record))
+    asyncio.run(measure(args.ray, args.max_drain, args.record, args.only))
 
 
 if __name__ == "__main__":
