@@ -17,14 +17,15 @@ class DrainingWorld(FakeRayWorld):
     def __init__(self) -> None:
         super().__init__()
         self.in_flight: dict[str, int | None] = {}
-        self.reads: list[tuple[Any, str]] = []
+        self.reads: list[tuple[Any, str, int | None]] = []  # (time, cluster, answer)
 
     def activities(self) -> list[Any]:
         world = self
 
         @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
         async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
-            world.reads.append((activity.info().current_attempt_scheduled_time, request.cluster_name))
-            return world.in_flight.get(request.cluster_name, 0)
+            answer = world.in_flight.get(request.cluster_name, 0)
+            world.reads.append((activity.info().current_attempt_scheduled_time, request.cluster_name, answer))
+            return answer
 
         return [*super().activities(), read_serve_requests_in_flight]

@@ -1,6 +1,7 @@
 """Drained deletion of the old cluster (raypilot.io/max-drain-seconds, kuberay#3602) on the time-skipping
 server: after a blue-green switch the old cluster is kept for rayClusterDeletionDelaySeconds as in KubeRay,
-then until its Serve proxies report no request in flight twice in a row, or until the maximum drain time."""
+then until its Serve proxies report no request in flight three times in a row, or until the maximum drain
+time."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.fakes_drain import DrainingWorld
-from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION
+from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION, QUIET_READS_NEEDED
 
 DELAY_S = 30
 
@@ -61,7 +62,7 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
         switched = switch_time(world)
 
         async def read_a_while() -> bool:
-            return len([at for at, name in world.reads if name == old]) >= 5
+            return len([read for read in world.reads if read[1] == old]) >= 5
 
         await eventually(env, read_a_while, step=DRAIN_POLL)
         assert old in world.clusters  # past the delay, but not drained
@@ -71,13 +72,15 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
             return old not in world.clusters
 
         await eventually(env, gone, step=DRAIN_POLL)
-    reads = [at for at, name in world.reads if name == old]
+    reads = [at for at, name, _ in world.reads if name == old]
+    answers = [answer for _, name, answer in world.reads if name == old]
     # The first reading comes when the deletion delay ends (KubeRay's semantics kept), then one per poll.
     assert abs(reads[0] - switched - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
     assert all(later - earlier >= DRAIN_POLL for earlier, later in itertools.pairwise(reads))
-    # Deleted at the second zero reading in a row, not before.
+    # Deleted at the third zero reading in a row (12 s of zeros; Ray exports the gauge every 10 s).
+    assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
+    assert 0 not in answers[:-QUIET_READS_NEEDED]
     assert deletion_time(world, old) >= reads[-1]
-    assert len(reads) >= 7
 
 
 async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests_never_end(

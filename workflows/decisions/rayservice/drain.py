@@ -4,8 +4,8 @@ KubeRay deletes the old cluster `rayClusterDeletionDelaySeconds` after the switc
 are still answering: a request longer than the delay is cut off. With the annotation
 `raypilot.io/max-drain-seconds: "N"` raypilot keeps KubeRay's delay and then also waits until the cluster's
 Serve proxies report no HTTP request in flight (the gauge `ray_serve_num_ongoing_http_requests`), read
-`QUIET_READS_NEEDED` times in a row `DRAIN_POLL` apart (the gauge is exported by Ray's metrics agent every few
-seconds, so one zero may be stale), or until N seconds after the delay ended, whichever comes first. Without
+`QUIET_READS_NEEDED` times in a row `DRAIN_POLL` apart (Ray exports the gauge every 10 s, so one zero may be
+stale), or until N seconds after the delay ended, whichever comes first. Without
 the annotation the cluster is deleted at the delay, as in KubeRay, and nothing is read.
 """
 
@@ -28,10 +28,10 @@ __all__ = [
 ]
 
 MAX_DRAIN_ANNOTATION: Final = "raypilot.io/max-drain-seconds"
-# Ray's metrics agent exports a gauge about every 5 s (metrics_report_interval_ms): two zero readings this far
-# apart cannot both predate a request that is still running.
+# Ray exports a gauge every metrics_report_interval_ms (10 s in Ray 2.60), so a reading may be up to 10 s old:
+# three zero readings 6 s apart span 12 s, so they cannot all predate a request that is still running.
 DRAIN_POLL: Final = timedelta(seconds=6)
-QUIET_READS_NEEDED: Final = 2
+QUIET_READS_NEEDED: Final = 3
 
 
 class DrainVerdict(Enum):

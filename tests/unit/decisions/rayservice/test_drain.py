@@ -42,14 +42,15 @@ def test_max_drain_time_reads_a_non_negative_number_of_seconds(
     ("quiet_before", "in_flight", "elapsed_s", "verdict", "quiet_after"),
     [
         (0, 3, 0, DrainVerdict.WAIT, 0),  # requests in flight
-        (0, 0, 0, DrainVerdict.WAIT, 1),  # one zero may be a stale gauge
-        (1, 0, 6, DrainVerdict.DRAINED, 2),  # two zeros in a row
-        (1, 2, 6, DrainVerdict.WAIT, 0),  # a new request: count again
+        (0, 0, 0, DrainVerdict.WAIT, 1),  # one zero may be a stale gauge (exported every 10 s)
+        (1, 0, 6, DrainVerdict.WAIT, 2),  # two zeros 6 s apart may both be stale
+        (2, 0, 12, DrainVerdict.DRAINED, 3),  # three zeros in a row span 12 s
+        (2, 2, 12, DrainVerdict.WAIT, 0),  # a new request: count again
         (0, None, 6, DrainVerdict.WAIT, 0),  # no proxy answered: not known to be drained
         (0, 1, 119, DrainVerdict.WAIT, 0),
         (0, 1, 120, DrainVerdict.GIVE_UP, 0),  # the maximum drain time has passed
         (0, None, 500, DrainVerdict.GIVE_UP, 0),
-        (1, 0, 120, DrainVerdict.DRAINED, 2),  # drained wins over giving up at the same reading
+        (2, 0, 120, DrainVerdict.DRAINED, 3),  # drained wins over giving up at the same reading
         (0, 0, 120, DrainVerdict.GIVE_UP, 1),
     ],
 )
