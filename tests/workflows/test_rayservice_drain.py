@@ -76,7 +76,9 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
     answers = [answer for _, name, answer in world.reads if name == old]
     # The first reading comes when the deletion delay ends (KubeRay's semantics kept), then one per poll.
     assert abs(reads[0] - switched - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
-    assert all(later - earlier >= DRAIN_POLL for earlier, later in itertools.pairwise(reads))
+    # (Activity schedule times trail the workflow time of their pass by the task's processing time.)
+    slack = timedelta(milliseconds=500)
+    assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
     # Deleted at the third zero reading in a row (12 s of zeros; Ray exports the gauge every 10 s).
     assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
     assert 0 not in answers[:-QUIET_READS_NEEDED]
