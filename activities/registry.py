@@ -15,6 +15,7 @@ from activities.kubernetes import RayClusterActivities, ServiceActivities
 from activities.kubernetes_events import EventActivities, OwnershipActivities
 from activities.kubernetes_workloads import WorkloadActivities
 from activities.replica_ranks import ReplicaRankActivities
+from activities.serve_drain import ServeDrainActivities
 from activities.temporal_runs import TemporalRunActivities
 from activities.waits import DashboardWaits, KubernetesWaits
 
@@ -32,6 +33,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         GatewayActivities(dependencies),
         DashboardActivities(dependencies),
         ReplicaRankActivities(dependencies),
+        ServeDrainActivities(dependencies),
         TemporalRunActivities(dependencies),
         CronJobRunActivities(dependencies),
         AdmissionActivities(dependencies),

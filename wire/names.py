@@ -38,6 +38,9 @@ GET_HEAD_POD: Final = "k8s.get_head_pod"
 PATCH_POD_LABELS: Final = "k8s.patch_pod_labels"
 LIST_CLUSTER_PODS: Final = "k8s.list_cluster_pods"
 DELETE_POD: Final = "k8s.delete_pod"
+# The Serve proxies' in-flight HTTP requests of one RayCluster from its Pods' Ray metrics endpoints (asyncio
+# HTTP like the dashboard calls, hence the prefix), for drained deletion.
+READ_SERVE_REQUESTS_IN_FLIGHT: Final = "dashboard.read_serve_requests_in_flight"
 
 # ---- Events, ownership, the RayJob/RayService resource itself ------------------------------------------
 RECORD_EVENT: Final = "k8s.record_event"

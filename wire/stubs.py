@@ -34,6 +34,7 @@ from wire.dashboard import (
     WaitRayJob,
     WaitServe,
 )
+from wire.drain import ServeRequestsInFlight
 from wire.kubernetes import (
     ClusterPods,
     CreateObject,
@@ -375,4 +376,10 @@ async def enqueue_for_admission(request: AdmissionRequest) -> AdmissionAnswer:
 @activity.defn(name=names.CLOSED_RUNS)
 async def closed_runs(request: OpenRuns) -> list[AdmissionTicket]:
     """`activities.admission.AdmissionActivities.closed_runs`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
+async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
+    """`activities.serve_drain.ServeDrainActivities.read_serve_requests_in_flight`"""
     raise NotImplementedError(_STUB)

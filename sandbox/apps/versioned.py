@@ -4,11 +4,13 @@ GET on any path under its route prefix answers JSON
 `{"version": ..., "replica": <replica id>, "rank": <global rank or null>, "world_size": <int or null>}`.
 The version is `user_config["version"]` when the deployment has one, else the env var APP_VERSION of the Ray
 head (Ray workers inherit the environment of `ray start`), else "unknown". Tests use it to tell v1 from v2
-traffic and to read replica ranks; the simulated dashboard answers with the same shape.
+traffic and to read replica ranks; the simulated dashboard answers with the same shape. `?work_s=N` makes
+it answer N seconds later (a long request, for the drained-deletion tests), as the simulated app does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -36,6 +38,9 @@ class _Versioned:
         self._configured_version = str(version) if version is not None else None
 
     async def __call__(self, request: Request) -> JSONResponse:
+        work = request.query_params.get("work_s")
+        if work:
+            await asyncio.sleep(float(work))
         context = serve.get_replica_context()
         return JSONResponse(
             {

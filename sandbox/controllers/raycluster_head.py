@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from sandbox.controllers.raycluster_pods import runtime_port_key
+from sandbox.controllers.raycluster_pods import METRICS_PORT, runtime_port_key
 from sandbox.proxy import Target, TcpForwarder
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,10 @@ class HeadRuntime:
         self.stopped_by_fault = False
         self.restarts = 0
         self._has_processes = False
-        self._forwarders = [
-            TcpForwarder(pod_ip, number, self._target_for(runtime_port_key(name, number)))
-            for name, number in ports
-        ]
+        keys = [(runtime_port_key(name, number), number) for name, number in ports]
+        if not any(key == "metrics" for key, _ in keys):
+            keys.append(("metrics", METRICS_PORT))
+        self._forwarders = [TcpForwarder(pod_ip, number, self._target_for(key)) for key, number in keys]
 
     def _target_for(self, key: str | None) -> Callable[[], Target | None]:
         def target() -> Target | None:

@@ -30,8 +30,12 @@ _PORT_KEY_BY_NAME = {
     "client": "client",
     "gcs-server": "gcs-server",
     "gcs": "gcs-server",
+    "metrics": "metrics",
 }
-_PORT_KEY_BY_NUMBER = {8265: "dashboard", 8000: "serve", 10001: "client", 6379: "gcs-server"}
+_PORT_KEY_BY_NUMBER = {8265: "dashboard", 8000: "serve", 10001: "client", 6379: "gcs-server", 8080: "metrics"}
+# KubeRay's default --metrics-export-port. A Pod accepts connections on any port its processes listen on,
+# declared or not, so the head Pod forwards this one even when the container does not list it.
+METRICS_PORT = 8080
 
 
 def runtime_port_key(name: str | None, number: int) -> str | None:

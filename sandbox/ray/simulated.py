@@ -72,8 +72,8 @@ def auth_failure(headers: Mapping[str, str], cookies: Mapping[str, str], token: 
 
 
 class SimulatedDashboard:
-    """`ports` has "dashboard" and "serve" (on `host`); the serve port answers once Serve was started by a
-    PUT, as on a real head."""
+    """`ports` has "dashboard", "serve" and "metrics" (on `host`); the serve port answers once Serve was
+    started by a PUT, as on a real head."""
 
     def __init__(
         self,
@@ -90,9 +90,10 @@ class SimulatedDashboard:
         self.ray_start_params = dict(ray_start_params)
         self._token = auth_token(self._env)
         self.timings = timings or SimulationTimings()
-        dashboard_port, serve_port = reserve_ports(2)
-        self._ports = {"dashboard": dashboard_port, "serve": serve_port}
+        dashboard_port, serve_port, metrics_port = reserve_ports(3)
+        self._ports = {"dashboard": dashboard_port, "serve": serve_port, "metrics": metrics_port}
         self._runner: web.AppRunner | None = None
+        self._metrics_runner: web.AppRunner | None = None
         self.jobs: SimulatedJobs | None = None
         self.serve: SimulatedServe | None = None
         self.session_name = ""
@@ -142,12 +143,25 @@ class SimulatedDashboard:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, self._ports["dashboard"], reuse_address=True).start()
+        # The metrics export port (--metrics-export-port) with the Serve proxy's in-flight gauge.
+        metrics = web.Application()
+        metrics.router.add_get("/metrics", self._metrics)
+        self._metrics_runner = web.AppRunner(metrics, access_log=None, handle_signals=False)
+        await self._metrics_runner.setup()
+        await web.TCPSite(self._metrics_runner, self.host, self._ports["metrics"], reuse_address=True).start()
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        serve = self.serve
+        return web.Response(text=serve.metrics_exposition() if serve is not None else "")
 
     def _driver_plan(self, entrypoint: str) -> EntrypointPlan | None:
         serve = self.serve
         return serve.ranks_driver(entrypoint, self.timings.command_s) if serve is not None else None
 
     async def _shutdown(self) -> None:
+        if self._metrics_runner is not None:
+            await self._metrics_runner.cleanup()
+            self._metrics_runner = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -40,6 +40,10 @@ NO_CONTROLLER = (
 )
 VALID_API_TYPES = ("imperative", "declarative")
 REPLICA_WAIT_S = 30.0  # how long the proxy holds a request for an app with no running replica
+# The simulated app (standing for a user's model) takes this many seconds to answer when the request names
+# them, e.g. `/?work_s=90`: a request longer than a deletion delay, for the drain tests.
+WORK_SECONDS_PARAM = "work_s"
+ONGOING_HTTP_REQUESTS_GAUGE = "ray_serve_num_ongoing_http_requests"
 _schema: Any = None
 
 
@@ -74,6 +78,8 @@ class SimulatedServe:
         self._proxy: web.AppRunner | None = None
         self._start_lock = asyncio.Lock()
         self._round_robin = itertools.count()
+        # As the proxy's gauge: application requests received and not yet answered.
+        self.ongoing_http_requests = 0
 
     @property
     def running(self) -> bool:
@@ -219,9 +225,30 @@ class SimulatedServe:
                 status=404,
                 text=f"Path '{request.path}' not found. Ping http://.../-/routes for available routes.",
             )
+        self.ongoing_http_requests += 1
+        try:
+            return await self._answer(app, request)
+        finally:
+            self.ongoing_http_requests -= 1
+
+    def metrics_exposition(self) -> str:
+        """The proxy's in-flight gauge as Ray's metrics agent exports it (Prometheus text); none before Serve
+        started a proxy."""
+        if self.state is None:
+            return ""
+        labels = f'node_id="{self._identity.node_id}",node_ip_address="{self._identity.node_ip}"'
+        return (
+            f"# TYPE {ONGOING_HTTP_REQUESTS_GAUGE} gauge\n"
+            f"{ONGOING_HTTP_REQUESTS_GAUGE}{{{labels}}} {float(self.ongoing_http_requests)}\n"
+        )
+
+    async def _answer(self, app: SimulatedApp, request: web.Request) -> web.StreamResponse:
         replica = await self._wait_for_replica(app)
         if replica is None:
             return web.Response(status=503, text=f"No replica of application '{app.name}' is running.")
+        work = request.query.get(WORK_SECONDS_PARAM)
+        if work:  # on the replica it was assigned to, which finishes it even if it is being stopped meanwhile
+            await asyncio.sleep(float(work))
         ingress = app.ingress
         assert ingress is not None
         return web.json_response(

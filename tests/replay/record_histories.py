@@ -43,6 +43,7 @@ from raypilot.testing.rayservice_scenarios import (
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
+from tests.workflows.fakes_drain import DrainingWorld
 from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from wire.kubernetes import EarlierRun
 
@@ -393,6 +394,35 @@ async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-drained-deletion: with raypilot.io/max-drain-seconds the old cluster of a blue-green
+    upgrade is read past its deletion delay, held while it has requests in flight, then deleted."""
+    world = DrainingWorld()
+    annotations = {"raypilot.io/max-drain-seconds": "300"}
+
+    def spec(version: str) -> dict[str, Any]:
+        return rayservice_manifest(version=version, deletion_delay=30, annotations=annotations)
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.in_flight[old] = 2
+        await handle.execute_update("apply", spec("v2"))
+        await _pending_cluster(env, handle)
+        await until_ready(env, handle)
+
+        async def read_twice() -> bool:
+            return len(world.reads) >= 2
+
+        await eventually(env, read_twice)
+        world.in_flight[old] = 0
+
+        async def old_deleted() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, old_deleted)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -412,6 +442,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_rollout_plan,
         rayservice_progress_deadline,
         rayservice_unhealthy_rollback,
+        rayservice_drained_deletion,
     )
 }
 

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         ServeObservation,
         WaitServe,
     )
+    from wire.drain import ServeRequestsInFlight
     from wire.kubernetes import (
         ClusterPods,
         CreateObject,
@@ -92,6 +93,10 @@ class RayServiceCalls:
 
     async def list_cluster_pods(self, cluster_name: str) -> list[dict[str, Any]]:
         return await call(stubs.list_cluster_pods, ClusterPods(self.namespace, cluster_name), IO.RECONCILE)
+
+    async def read_serve_requests_in_flight(self, cluster_name: str, metrics_port: int) -> int | None:
+        request = ServeRequestsInFlight(self.namespace, cluster_name, metrics_port)
+        return await call(stubs.read_serve_requests_in_flight, request, IO.RECONCILE)
 
     async def delete_pod(self, name: str, uid: str) -> bool:
         return await call(stubs.delete_pod, DeleteObject(self.namespace, name, uid=uid or None), IO.RECONCILE)

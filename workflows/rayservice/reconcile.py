@@ -71,6 +71,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.upgrade.controls import settle_upgrade_controls
     from workflows.decisions.upgrade.incremental import complete_incremental_rollback
     from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.incremental import IncrementalUpgrade
     from workflows.rayservice.part import Commit, RayServicePart
     from workflows.rayservice.pod_restart import PodRestarts
@@ -134,6 +135,9 @@ class RayServiceReconciler(RayServicePart):
         self.restarts = PodRestarts(state, world, calls, config, commit)
         self.rollout = RolloutPlan(state, world, calls, config, commit)
         self.rollout.enabled = rollout_plan
+        # Patch `rayservice-drained-deletion`: a due dangling cluster is first drained (drain.py).
+        self.drains_before_deletion = False
+        self.drains = ClusterDrains(state, world, calls, config, commit)
 
     @property
     def gate_conditions(self) -> bool:
@@ -342,6 +346,8 @@ class RayServiceReconciler(RayServicePart):
                 now=now,
             )
         )
+        if self.drains_before_deletion:
+            plan = await self.drains.hold_undrained(rayservice, plan, now)
         state.deletion_schedule = plan.schedule
         if plan.delete_now:
             await asyncio.gather(

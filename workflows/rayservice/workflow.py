@@ -82,6 +82,9 @@ NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
 ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH: Final = "rayservice-rollback-keeps-active-serve-config"
 # raypilot.io/rollout: an incremental upgrade walks the annotation's step plan (rayservice/rollout.py).
 ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
+# A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
+# flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
+DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -146,6 +149,7 @@ class RayServiceWorkflow:
         honest_none_strategy = workflow.patched(NONE_NOT_APPLIED_PATCH)
         keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         rollout_plan = workflow.patched(ROLLOUT_PLAN_PATCH)
+        drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -167,6 +171,7 @@ class RayServiceWorkflow:
             keeps_active_config_in_rollback=keeps_active_config,
             rollout_plan=rollout_plan,
         )
+        reconciler.drains_before_deletion = drained_deletion
         immediate = 0
         while not state.deleting:
             seen = self._changes

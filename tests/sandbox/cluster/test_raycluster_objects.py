@@ -43,7 +43,8 @@ def test_desired_worker_pods(group: dict[str, Any], cluster_suspended: bool, exp
         ("gcs-server", 6379, "gcs-server"),
         ("gcs", 6380, "gcs-server"),
         (None, 8265, "dashboard"),
-        ("metrics", 8080, None),
+        ("metrics", 8080, "metrics"),  # the metrics export port (Serve proxies' gauges for drained deletion)
+        ("prometheus", 9090, None),
         ("custom", 8000, "serve"),
     ],
 )

@@ -1,0 +1,113 @@
+"""The in-flight reading of drained deletion: a simulated RayCluster's Serve proxy gauge read through the API
+server's Pod proxy and directly at the Pod's address, while requests longer than the reading run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import pytest
+from kubernetes import client
+from temporalio.testing import ActivityEnvironment
+
+from activities.dashboard import DashboardActivities
+from activities.kubernetes import RayClusterActivities
+from activities.registry import ActivityDependencies
+from activities.serve_drain import ServeDrainActivities, ongoing_http_requests
+from activities.waits import KubernetesWaits
+from sandbox.testing import SandboxThread, raycluster_manifest
+from tests.activities.conftest import RecordingEnvironment, make_dependencies
+from wire.dashboard import DashboardTarget, PutServeConfig
+from wire.drain import ServeRequestsInFlight
+from wire.kubernetes import CreateObject, WaitRayCluster
+
+pytestmark = pytest.mark.timeout(60)
+
+SERVE_CONFIG = {
+    "applications": [
+        {
+            "name": "app1",
+            "route_prefix": "/",
+            "import_path": "sandbox.apps.versioned:app",
+            "deployments": [{"name": "Versioned", "num_replicas": 1}],
+        }
+    ]
+}
+# As Ray 2.60's metrics agent exports it (labels abridged), beside a metric whose name starts the same way.
+RAY_EXPOSITION = """\
+# HELP ray_serve_num_ongoing_http_requests The number of ongoing requests in this HTTP Proxy.
+# TYPE ray_serve_num_ongoing_http_requests gauge
+ray_serve_num_ongoing_http_requests{Component="core_worker",node_id="a",node_ip_address="10.0.0.1"} 3.0
+ray_serve_num_ongoing_http_requests{Component="core_worker",node_id="b",node_ip_address="10.0.0.2"} 1.0
+ray_serve_num_ongoing_http_requests_total{node_id="a"} 99.0
+ray_node_cpu_count{node_id="a"} 2.0
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (RAY_EXPOSITION, 4),
+        ("ray_serve_num_ongoing_http_requests 0.0\n", 0),
+        ('ray_node_cpu_count{node_id="a"} 2.0\n', None),  # no Serve proxy on this node
+        ("", None),
+        ('ray_serve_num_ongoing_http_requests{a="b"} not-a-number\n', None),
+    ],
+)
+def test_ongoing_http_requests_sums_the_gauge_of_every_proxy(text: str, expected: int | None) -> None:
+    assert ongoing_http_requests(text) == expected
+
+
+async def serving_cluster(deps: ActivityDependencies, core_api: client.CoreV1Api) -> tuple[str, str]:
+    """A RayCluster `rc` whose Serve runs one app; (namespace, head Pod IP)."""
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    body = raycluster_manifest("rc", namespace, workers=0)
+    await asyncio.to_thread(
+        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
+    )
+    async with asyncio.timeout(30):
+        ready = await RecordingEnvironment().env.run(
+            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
+        )
+    assert ready.object is not None
+    target = DashboardTarget(namespace=namespace, head_service="rc-head-svc")
+    dashboard = DashboardActivities(deps)
+    await ActivityEnvironment().run(dashboard.put_serve_config, PutServeConfig(target, SERVE_CONFIG))
+    async with asyncio.timeout(20):
+        while True:
+            details = await ActivityEnvironment().run(dashboard.get_serve_applications, target)
+            if (details.get("applications") or {}).get("app1", {}).get("status") == "RUNNING":
+                break
+            await asyncio.sleep(0.05)
+    return namespace, str(ready.object["status"]["head"]["podIP"])
+
+
+async def test_requests_in_flight_are_read_through_the_pod_proxy_and_directly(
+    cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api
+) -> None:
+    namespace, pod_ip = await serving_cluster(deps, core_api)
+    direct = make_dependencies(cluster, "direct")
+    request = ServeRequestsInFlight(namespace, "rc")
+    try:
+        readers = [ServeDrainActivities(deps), ServeDrainActivities(direct)]
+        for reader in readers:
+            assert await ActivityEnvironment().run(reader.read_serve_requests_in_flight, request) == 0
+        async with httpx.AsyncClient(timeout=30) as http:
+            slow = [asyncio.create_task(http.get(f"http://{pod_ip}:8000/?work_s=2")) for _ in range(2)]
+            async with asyncio.timeout(2):
+                while True:  # until both requests reached the proxy
+                    read = await ActivityEnvironment().run(readers[0].read_serve_requests_in_flight, request)
+                    if read == 2:
+                        break
+                    await asyncio.sleep(0.05)
+            assert await ActivityEnvironment().run(readers[1].read_serve_requests_in_flight, request) == 2
+            answers = await asyncio.gather(*slow)
+        assert [answer.status_code for answer in answers] == [200, 200]
+        for reader in readers:
+            assert await ActivityEnvironment().run(reader.read_serve_requests_in_flight, request) == 0
+        missing = ServeRequestsInFlight(namespace, "no-such-cluster")
+        assert await ActivityEnvironment().run(readers[0].read_serve_requests_in_flight, missing) is None
+    finally:
+        await direct.aclose()

@@ -1,0 +1,136 @@
+"""Drained deletion of the old cluster (raypilot.io/max-drain-seconds, kuberay#3602) on the time-skipping
+server: after a blue-green switch the old cluster is kept for rayClusterDeletionDelaySeconds as in KubeRay,
+then until its Serve proxies report no request in flight three times in a row, or until the maximum drain
+time."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from raypilot.testing.rayservice_scenarios import (
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.fakes_drain import DrainingWorld
+from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION, QUIET_READS_NEEDED
+
+DELAY_S = 30
+
+
+def manifest(version: str, max_drain_s: int | None) -> dict[str, Any]:
+    annotations = {MAX_DRAIN_ANNOTATION: str(max_drain_s)} if max_drain_s is not None else None
+    return rayservice_manifest(version=version, deletion_delay=DELAY_S, annotations=annotations)
+
+
+async def switch_to_v2(env: WorkflowEnvironment, handle: Any, max_drain_s: int | None) -> str:
+    """Runs v1, applies v2 and returns the old cluster once the new one is active."""
+    old = str((await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"])
+    await handle.execute_update("apply", manifest("v2", max_drain_s), result_type=dict)
+
+    async def switched() -> bool:
+        status = await status_of(handle)
+        return status["activeServiceStatus"]["rayClusterName"] != old
+
+    await eventually(env, switched, step=timedelta(seconds=1))
+    return old
+
+
+def switch_time(world: FakeRayWorld) -> Any:
+    return max(act.at for act in world.acts("update", "Service"))
+
+
+def deletion_time(world: FakeRayWorld, cluster: str) -> Any:
+    [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == cluster]
+    return deleted.at
+
+
+async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, DrainingWorld()
+    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
+        old = await switch_to_v2(env, handle, 600)
+        world.in_flight[old] = 3  # a long request still being answered by the old cluster
+        switched = switch_time(world)
+
+        async def read_a_while() -> bool:
+            return len([read for read in world.reads if read[1] == old]) >= 5
+
+        await eventually(env, read_a_while, step=DRAIN_POLL)
+        assert old in world.clusters  # past the delay, but not drained
+        world.in_flight[old] = 0
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    reads = [at for at, name, _ in world.reads if name == old]
+    answers = [answer for _, name, answer in world.reads if name == old]
+    # The first reading comes when the deletion delay ends (KubeRay's semantics kept), then one per poll.
+    assert abs(reads[0] - switched - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+    # (Activity schedule times trail the workflow time of their pass by the task's processing time.)
+    slack = timedelta(milliseconds=500)
+    assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
+    # Deleted at the third zero reading in a row (12 s of zeros; Ray exports the gauge every 10 s).
+    assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
+    assert 0 not in answers[:-QUIET_READS_NEEDED]
+    assert deletion_time(world, old) >= reads[-1]
+
+
+async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests_never_end(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, DrainingWorld()
+    async with running_rayservice(env, world, manifest("v1", 60)) as handle:
+        old = await switch_to_v2(env, handle, 60)
+        world.in_flight[old] = 1  # a client that never stops (or a request that never ends)
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    waited = deletion_time(world, old) - switch_time(world)
+    assert (
+        timedelta(seconds=DELAY_S + 60)
+        <= waited
+        < timedelta(seconds=DELAY_S + 60) + DRAIN_POLL + timedelta(seconds=1)
+    )
+
+
+async def test_unknown_in_flight_counts_are_not_drained(time_skipping_env: WorkflowEnvironment) -> None:
+    """No proxy answered (None): the cluster is kept until the maximum drain time, not deleted at once."""
+    env, world = time_skipping_env, DrainingWorld()
+    async with running_rayservice(env, world, manifest("v1", 40)) as handle:
+        old = await switch_to_v2(env, handle, 40)
+        world.in_flight[old] = None
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    assert deletion_time(world, old) - switch_time(world) >= timedelta(seconds=DELAY_S + 40)
+
+
+async def test_without_the_annotation_the_old_cluster_goes_at_the_delay_and_nothing_is_read(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, DrainingWorld()
+    async with running_rayservice(env, world, manifest("v1", None)) as handle:
+        old = await switch_to_v2(env, handle, None)
+        world.in_flight[old] = 5
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=timedelta(seconds=5))
+    assert world.reads == []
+    waited = deletion_time(world, old) - switch_time(world)
+    assert abs(waited - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)

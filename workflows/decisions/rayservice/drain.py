@@ -1,0 +1,71 @@
+"""Whether a dangling RayCluster whose deletion delay has passed may be deleted now (kuberay#3602).
+
+KubeRay deletes the old cluster `rayClusterDeletionDelaySeconds` after the switch, whatever its Serve proxies
+are still answering: a request longer than the delay is cut off. With the annotation
+`raypilot.io/max-drain-seconds: "N"` raypilot keeps KubeRay's delay and then also waits until the cluster's
+Serve proxies report no HTTP request in flight (the gauge `ray_serve_num_ongoing_http_requests`), read
+`QUIET_READS_NEEDED` times in a row `DRAIN_POLL` apart (Ray exports the gauge every 10 s, so one zero may be
+stale), or until N seconds after the delay ended, whichever comes first. Without
+the annotation the cluster is deleted at the delay, as in KubeRay, and nothing is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Final
+
+__all__ = [
+    "DRAIN_POLL",
+    "MAX_DRAIN_ANNOTATION",
+    "QUIET_READS_NEEDED",
+    "Drain",
+    "DrainVerdict",
+    "decide_drain",
+    "max_drain_time",
+]
+
+MAX_DRAIN_ANNOTATION: Final = "raypilot.io/max-drain-seconds"
+# Ray exports a gauge every metrics_report_interval_ms (10 s in Ray 2.60), so a reading may be up to 10 s old:
+# three zero readings 6 s apart span 12 s, so they cannot all predate a request that is still running.
+DRAIN_POLL: Final = timedelta(seconds=6)
+QUIET_READS_NEEDED: Final = 3
+
+
+class DrainVerdict(Enum):
+    DRAINED = "Drained"  # no request in flight: delete now
+    WAIT = "Wait"  # requests in flight (or unknown): read again after DRAIN_POLL
+    GIVE_UP = "GiveUp"  # the maximum drain time has passed: delete anyway
+
+
+@dataclass(frozen=True)
+class Drain:
+    """One dangling cluster's drain so far (workflow state): when it began and the zero readings in a row."""
+
+    started: datetime
+    quiet_reads: int = 0
+
+
+def max_drain_time(annotations: Mapping[str, str] | None) -> timedelta | None:
+    """The annotation as a duration; None (delete at the delay, as KubeRay) when it is absent or not a
+    non-negative integer (such a value is ignored, as KubeRay ignores annotations it does not know)."""
+    raw = (annotations or {}).get(MAX_DRAIN_ANNOTATION)
+    if raw is None or not raw.strip().isdigit():
+        return None
+    return timedelta(seconds=int(raw.strip()))
+
+
+def decide_drain(
+    drain: Drain, in_flight: int | None, now: datetime, max_drain: timedelta
+) -> tuple[DrainVerdict, Drain]:
+    """The verdict on one reading of the cluster's in-flight requests (None: no proxy could be read), and the
+    drain to keep for the next reading."""
+    quiet = drain.quiet_reads + 1 if in_flight == 0 else 0
+    updated = Drain(drain.started, quiet)
+    if quiet >= QUIET_READS_NEEDED:
+        return DrainVerdict.DRAINED, updated
+    if now >= drain.started + max_drain:
+        return DrainVerdict.GIVE_UP, updated
+    return DrainVerdict.WAIT, updated

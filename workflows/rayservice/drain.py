@@ -1,0 +1,87 @@
+"""Drained deletion of dangling RayClusters (raypilot.io/max-drain-seconds, kuberay#3602): a cluster whose
+deletion delay has passed is read (its Serve proxies' in-flight HTTP requests) and deleted only once drained
+or once the maximum drain time has passed; otherwise it stays scheduled, due again after DRAIN_POLL.
+The verdicts are decided in workflows/decisions/rayservice/drain.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.naming import DEFAULT_METRICS_PORT
+    from models.rayservice import RayService
+    from workflows.decisions.rayservice.cleanup import CleanupPlan
+    from workflows.decisions.rayservice.drain import (
+        DRAIN_POLL,
+        Drain,
+        DrainVerdict,
+        decide_drain,
+        max_drain_time,
+    )
+    from workflows.rayservice.part import RayServicePart
+
+__all__ = ["ClusterDrains", "metrics_port_of"]
+
+
+def metrics_port_of(cluster: dict[str, Any] | None) -> int:
+    """The head's `metrics-export-port` start parameter (KubeRay's default 8080 when unset)."""
+    params = (((cluster or {}).get("spec") or {}).get("headGroupSpec") or {}).get("rayStartParams") or {}
+    raw = str(params.get("metrics-export-port") or "")
+    return int(raw) if raw.isdigit() else DEFAULT_METRICS_PORT
+
+
+class ClusterDrains(RayServicePart):
+    async def hold_undrained(self, rayservice: RayService, plan: CleanupPlan, now: datetime) -> CleanupPlan:
+        """The cleanup plan with the clusters not yet drained held back: scheduled again DRAIN_POLL from now
+        instead of deleted. Without the annotation the plan is KubeRay's, unchanged."""
+        max_drain = max_drain_time(rayservice.metadata.annotations)
+        if max_drain is None:
+            self.forget(list(self.state.drain_started))
+            return plan
+        delete, held = await self._read_due(plan.delete_now, now, max_drain)
+        schedule = {**plan.schedule, **held}
+        self.forget_gone(list(schedule))
+        next_due = min(schedule.values(), default=None)
+        return replace(plan, schedule=schedule, delete_now=delete, next_due=next_due)
+
+    async def _read_due(
+        self, due: Sequence[str], now: datetime, max_drain: timedelta
+    ) -> tuple[tuple[str, ...], dict[str, datetime]]:
+        """Of the clusters whose deletion delay has passed, those to delete now and those held (with the time
+        to read them again)."""
+        delete: list[str] = []
+        held: dict[str, datetime] = {}
+        for name in due:
+            drain = Drain(self.state.drain_started.get(name, now), self.state.drain_quiet_reads.get(name, 0))
+            port = metrics_port_of(self.world.clusters.get(name))
+            in_flight = await self.calls.read_serve_requests_in_flight(name, port)
+            verdict, drain = decide_drain(drain, in_flight, now, max_drain)
+            self.state.drain_started[name] = drain.started
+            self.state.drain_quiet_reads[name] = drain.quiet_reads
+            if verdict == DrainVerdict.WAIT:
+                held[name] = now + DRAIN_POLL
+                continue
+            workflow.logger.info(
+                "RayCluster %s: %s after %.0f s of draining (%s requests in flight)",
+                name,
+                verdict.value,
+                (now - drain.started).total_seconds(),
+                in_flight,
+            )
+            self.forget([name])
+            delete.append(name)
+        return tuple(delete), held
+
+    def forget(self, names: Sequence[str]) -> None:
+        for name in names:
+            self.state.drain_started.pop(name, None)
+            self.state.drain_quiet_reads.pop(name, None)
+
+    def forget_gone(self, scheduled: Sequence[str]) -> None:
+        """Drains of clusters no longer scheduled (active or pending again, or deleted) are dropped."""
+        self.forget([name for name in self.state.drain_started if name not in scheduled])
