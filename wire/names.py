@@ -75,3 +75,7 @@ WAIT_READY_ENDPOINTS: Final = "k8s.wait_ready_endpoints"
 WAIT_RAY_JOB: Final = "dashboard.wait_job"
 WAIT_SERVE: Final = "dashboard.wait_serve"
 WAIT_GATEWAY: Final = "gateway.wait_ready"
+
+# ---- The cluster observer of Ray jobs (wire.observer) -------------------------------------------------
+WATCH_RAY_JOB: Final = "observer.watch_job"
+OBSERVE_RAY_JOBS: Final = "observer.observe_jobs"

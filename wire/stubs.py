@@ -53,6 +53,7 @@ from wire.kubernetes import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
+from wire.observer import JobWatch, ObserveJobs
 
 _STUB = "a stub: the worker runs the implementation registered under this name"
 
@@ -330,4 +331,16 @@ async def wait_gateway(request: WaitGateway) -> GatewayObservation:
 @activity.defn(name=names.LATEST_EARLIER_RUN)
 async def latest_earlier_run(request: EarlierRuns) -> EarlierRun | None:
     """`activities.temporal_runs.TemporalRunActivities.latest_earlier_run`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.WATCH_RAY_JOB)
+async def watch_job(request: JobWatch) -> None:
+    """`activities.observer.ObserverActivities.watch_job`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.OBSERVE_RAY_JOBS)
+async def observe_jobs(request: ObserveJobs) -> None:
+    """`activities.observer.ObserverActivities.observe_jobs`"""
     raise NotImplementedError(_STUB)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from workflows.observer.workflow import RayJobObserverWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
 
-WORKFLOWS: list[type] = [RayJobWorkflow, RayServiceWorkflow]
+WORKFLOWS: list[type] = [RayJobWorkflow, RayServiceWorkflow, RayJobObserverWorkflow]

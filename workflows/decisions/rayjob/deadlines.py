@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Final
 
 from models.naming import SUBMITTER_FINISHED_TIMEOUT_SECONDS
 from models.operator import OperatorConfig
@@ -53,6 +54,9 @@ GRACE_PERIOD_MESSAGE = (
     "JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus "
     "reaches a terminal state."
 )
+
+
+SUBMITTER_FINISHED_DEADLINE: Final = "submitterFinishedTimeout"
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,7 @@ def submitter_finished_deadline(
         message,
         job_status=JobStatus.FAILED,
     )
-    return Deadline("submitterFinishedTimeout", finished_at + timedelta(seconds=timeout), failed)
+    return Deadline(SUBMITTER_FINISHED_DEADLINE, finished_at + timedelta(seconds=timeout), failed)
 
 
 def rayjob_deadlines(

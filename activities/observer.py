@@ -1,0 +1,176 @@
+"""The cluster observer of Ray jobs (see `wire.observer`): registering a watch, and the one long-lived
+activity per dashboard that lists its jobs once per tick and signals each watching RayJob workflow
+on a change.
+
+Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
+(no history), one signal per job per change, a heartbeat at most once a minute. A retried attempt (a lost
+worker) starts with nothing sent, so its first list sends every watched job's view once: no change is lost,
+and workflows drop the views they have already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import httpx
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.dashboard import job_info_answer
+from activities.dashboard_client import DashboardClient
+from activities.temporal_runs import NO_TEMPORAL_CLIENT
+from wire import names
+from wire.dashboard import JobInfoAnswer
+from wire.observer import (
+    OBSERVED_SIGNAL,
+    OBSERVER_WORKFLOW,
+    UNWATCH_SIGNAL,
+    WATCH_SIGNAL,
+    WATCHES_QUERY,
+    JobWatch,
+    ObservedJob,
+    ObserveJobs,
+    WatchChanges,
+    apply_watch_changes,
+    deliveries,
+    finished_watches,
+    observer_workflow_id,
+)
+
+if TYPE_CHECKING:
+    from activities.dependencies import ActivityDependencies
+
+log = logging.getLogger(__name__)
+
+# One heartbeat a minute: each that reaches the server is a billable action, and the observer serves every
+# job of its cluster (the heartbeat timeout of IO.OBSERVE is three of these).
+OBSERVER_HEARTBEAT_SECONDS: Final = 60.0
+# Signals to many workflows at once, but not thousands of RPCs in flight after a relist.
+SIGNALS_IN_FLIGHT: Final = 50
+
+
+class ObserverActivities:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    def _client(self) -> Client:
+        client = self.dependencies.temporal_client
+        if client is None:
+            raise ApplicationError(
+                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
+            )
+        return client
+
+    @activity.defn(name=names.WATCH_RAY_JOB)
+    async def watch_job(self, request: JobWatch) -> None:
+        """Signal-with-start of the dashboard's observer workflow: idempotent (one observer per id; a watch
+        already there is unchanged)."""
+        task_queue = activity.info().task_queue
+        await self._client().start_workflow(
+            OBSERVER_WORKFLOW,
+            request.target,
+            id=observer_workflow_id(task_queue, request.target),
+            task_queue=task_queue,
+            start_signal=WATCH_SIGNAL,
+            start_signal_args=[request],
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+
+    @activity.defn(name=names.OBSERVE_RAY_JOBS)
+    async def observe_jobs(self, request: ObserveJobs) -> None:
+        """Runs until cancelled (the observer workflow has no watch left) or the attempt's time is up (then
+        retried at once, without a history event)."""
+        client = self._client()
+        observer = client.get_workflow_handle(request.observer_id)
+        dashboard = await DashboardClient.open(self.dependencies, request.target)
+        attempt = activity.info().attempt
+        watches: dict[str, str] = {}
+        known_version = 0
+        sent: dict[str, JobInfoAnswer] = {}
+        tick = 0
+        last_beat = 0.0
+        while True:
+            tick += 1
+            changes: WatchChanges = await observer.query(
+                WATCHES_QUERY, known_version, result_type=WatchChanges
+            )
+            if changes.version != known_version:
+                watches = apply_watch_changes(watches, changes)
+                known_version = changes.version
+                sent = {sid: answer for sid, answer in sent.items() if sid in watches}
+            if watches:
+                listed, unavailable = await list_jobs(dashboard)
+                version = (request.epoch_ms, attempt, tick)
+                await self._deliver(client, observer, watches, listed, unavailable, sent, version)
+            now = time.monotonic()
+            if now - last_beat >= OBSERVER_HEARTBEAT_SECONDS:
+                activity.heartbeat({"watches": len(watches), "tick": tick})
+                last_beat = now
+            await asyncio.sleep(request.tick_seconds)
+
+    async def _deliver(
+        self,
+        client: Client,
+        observer: WorkflowHandle[Any, Any],
+        watches: dict[str, str],
+        listed: dict[str, JobInfoAnswer] | None,
+        unavailable: JobInfoAnswer,
+        sent: dict[str, JobInfoAnswer],
+        version: tuple[int, int, int],
+    ) -> None:
+        gate = asyncio.Semaphore(SIGNALS_IN_FLIGHT)
+        gone: list[str] = []
+
+        async def send(workflow_id: str, submission_id: str, answer: JobInfoAnswer) -> None:
+            async with gate:
+                try:
+                    await client.get_workflow_handle(workflow_id).signal(
+                        OBSERVED_SIGNAL, ObservedJob(submission_id, answer, version)
+                    )
+                except RPCError as error:
+                    if error.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    gone.append(submission_id)  # the workflow finished: nobody waits for this job
+                    return
+                sent[submission_id] = answer
+
+        due = deliveries(watches, listed, unavailable, sent)
+        await asyncio.gather(*(send(d.workflow_id, d.submission_id, d.answer) for d in due))
+        # Forget watches whose workflow is gone or whose job ended (delivered terminal): ask the observer
+        # workflow, the one owner of the book; until it answers, they stay delivered and are not sent again.
+        for submission_id in [*gone, *finished_watches({sid: sent[sid] for sid in sent if sid in watches})]:
+            watches.pop(submission_id, None)
+            with contextlib.suppress(RPCError):
+                await observer.signal(UNWATCH_SIGNAL, submission_id)
+
+
+async def list_jobs(dashboard: DashboardClient) -> tuple[dict[str, JobInfoAnswer] | None, JobInfoAnswer]:
+    """GET /api/jobs/ by submission id; (None, why) when the dashboard did not answer with a list."""
+    try:
+        response = await dashboard.request("GET", "/api/jobs/")
+    except httpx.HTTPError as exc:
+        error = dashboard.redact(f"GetJobInfo fail: {type(exc).__name__}: {exc}")
+        return None, JobInfoAnswer("unavailable", error=error)
+    if not response.is_success:
+        error = dashboard.redact(f"GetJobInfo fail: HTTP {response.status_code}: {response.text[:300]}")
+        return None, JobInfoAnswer("unavailable", error=error)
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    if not isinstance(body, list):
+        error = dashboard.redact(f"GetJobInfo fail: {str(body)[:300]}")
+        return None, JobInfoAnswer("unavailable", error=error)
+    listed: dict[str, JobInfoAnswer] = {}
+    for details in body:
+        submission_id = details.get("submission_id") if isinstance(details, dict) else None
+        if isinstance(submission_id, str) and submission_id:
+            listed[submission_id] = job_info_answer(details)
+    return listed, JobInfoAnswer("unavailable")
