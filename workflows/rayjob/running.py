@@ -22,7 +22,12 @@ with workflow.unsafe.imports_passed_through():
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
     from wire.observer import JobWatch
     from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
-    from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.deadlines import (
+        OBSERVER_CHECK_INTERVAL,
+        earliest_deadline,
+        earliest_wake,
+        rayjob_deadlines,
+    )
     from workflows.decisions.rayjob.events import (
         EventReason,
         rayjob_event,
@@ -76,11 +81,14 @@ class RunningSteps(RayJobPart):
             return
         if self.core.state.observes:
             await self._watch_with_observer()
+            if self.core.status.job_deployment_status != JobDeploymentStatus.RUNNING:
+                return
         self._start_watches()
         deadline = earliest_deadline(
             rayjob_deadlines(self.core.job, self.core.config, self.core.submitter_finished_at())
         )
-        self.core.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
+        wake = earliest_wake(deadline, attempt.observer_check_at if self.core.state.observes else None)
+        self.core.watches.arm_timer(wake.at if wake else None, wake.name if wake else "")
         finished = (
             await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
         ).finished
@@ -169,16 +177,25 @@ class RunningSteps(RayJobPart):
             )
 
     async def _watch_with_observer(self) -> None:
-        """Registers this attempt's Ray job with its cluster's observer once (signal-with-start: the
-        observer starts on first need); the observer then signals every change of the job's view."""
+        """Registers this attempt's Ray job with its cluster's observer (signal-with-start: the observer
+        starts on first need); the observer then signals every change of the job's view. Once an hour
+        (`OBSERVER_CHECK_INTERVAL`) while nothing arrives otherwise, it registers again and looks at the job
+        itself: a lost observer (terminated by hand, its book gone) is restarted and no end is missed."""
         attempt = self.core.state.attempt
         job_id = self.core.status.job_id
         answer = attempt.job_answer
-        if not job_id or attempt.observer_watch == job_id or (answer is not None and answer.terminal):
+        if not job_id or (answer is not None and answer.terminal):
+            return
+        now = workflow.now()
+        registered = attempt.observer_watch == job_id
+        if registered and attempt.observer_check_at is not None and now < attempt.observer_check_at:
             return
         request = JobWatch(self.core.dashboard(), job_id, self.core.state.workflow_id)
         await call(stubs.watch_job, request, IO.STEP)
         attempt.observer_watch = job_id
+        attempt.observer_check_at = now + OBSERVER_CHECK_INTERVAL
+        if registered:
+            await self._look_at_job()
 
     async def _next_observed(self, last: JobInfoAnswer) -> JobInfoAnswer:
         """The observer's first view of the job that differs from `last` (a keyed wait: no activity, no

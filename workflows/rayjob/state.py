@@ -49,6 +49,8 @@ class AttemptState:
     submitted: bool = False
     # The submission id this attempt registered with its cluster's observer ("" none yet).
     observer_watch: str = ""
+    # When the workflow registers again and looks at the job itself if nothing woke it before.
+    observer_check_at: datetime | None = None
     # Suspending / Retrying: deletions asked for, and the objects' last views until they are gone.
     cluster_deletion_requested: bool = False
     submitter_deletion_requested: bool = False
