@@ -69,11 +69,15 @@ class ObserverActivities:
         return client
 
     @activity.defn(name=names.WATCH_RAY_JOB)
-    async def watch_job(self, request: JobWatch) -> None:
+    async def watch_job(self, request: JobWatch) -> bool:
         """Signal-with-start of the dashboard's observer workflow: idempotent (one observer per id; a watch
-        already there is unchanged)."""
+        already there is unchanged). False on a worker without a Temporal client (some embedded or test
+        workers): the RayJob then polls its job itself, as with RAYPILOT_JOB_OBSERVER=false."""
+        client = self.dependencies.temporal_client
+        if client is None:
+            return False
         task_queue = activity.info().task_queue
-        await self._client().start_workflow(
+        await client.start_workflow(
             OBSERVER_WORKFLOW,
             request.target,
             id=observer_workflow_id(task_queue, request.target),
@@ -82,6 +86,7 @@ class ObserverActivities:
             start_signal_args=[request],
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
+        return True
 
     @activity.defn(name=names.OBSERVE_RAY_JOBS)
     async def observe_jobs(self, request: ObserveJobs) -> None:

@@ -335,7 +335,7 @@ async def latest_earlier_run(request: EarlierRuns) -> EarlierRun | None:
 
 
 @activity.defn(name=names.WATCH_RAY_JOB)
-async def watch_job(request: JobWatch) -> None:
+async def watch_job(request: JobWatch) -> bool:
     """`activities.observer.ObserverActivities.watch_job`"""
     raise NotImplementedError(_STUB)
 

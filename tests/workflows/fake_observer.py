@@ -29,10 +29,11 @@ class FakeObserver:
         self.signals_sent = 0
 
     @activity.defn(name=names.WATCH_RAY_JOB)
-    async def watch_job(self, request: JobWatch) -> None:
+    async def watch_job(self, request: JobWatch) -> bool:
         self.world.calls.append((names.WATCH_RAY_JOB, request))
         if request.submission_id not in self.tasks:
             self.tasks[request.submission_id] = asyncio.create_task(self._observe(request))
+        return True
 
     async def _observe(self, request: JobWatch) -> None:
         handle = self.client.get_workflow_handle(request.workflow_id)

@@ -45,8 +45,9 @@ async def test_the_hourly_check_finds_an_end_no_observer_reported(
     watches: list[JobWatch] = []
 
     @activity.defn(name=names.WATCH_RAY_JOB)
-    async def silent_watch(request: JobWatch) -> None:
+    async def silent_watch(request: JobWatch) -> bool:
         watches.append(request)
+        return True
 
     async with fake_worker(time_skipping_env.client, activities=_replaced(world, silent_watch)) as queue:
         handle = await start(time_skipping_env.client, rayjob_manifest(), queue)
@@ -92,3 +93,26 @@ async def test_an_overdue_submitter_deadline_looks_at_the_job_before_failing_it(
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert result.get("reason", "") == ""
     assert len(reads) == 2  # when the submitter finished, and the fresh look when the rule was due
+
+
+async def test_a_worker_without_an_observer_polls_the_job_itself(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    # A worker without a Temporal client cannot register: the attempt falls back to the polling wait.
+    world = FakeWorld(config=OperatorConfig(job_observer=True))
+
+    @activity.defn(name=names.WATCH_RAY_JOB)
+    async def no_observer(request: JobWatch) -> bool:
+        return False
+
+    async with fake_worker(time_skipping_env.client, activities=_replaced(world, no_observer)) as queue:
+        handle = await start(time_skipping_env.client, rayjob_manifest(), queue)
+        result: dict[str, Any] = await handle.result()
+        scheduled = [
+            event.activity_task_scheduled_event_attributes.activity_type.name
+            async for event in handle.fetch_history_events()
+            if event.HasField("activity_task_scheduled_event_attributes")
+        ]
+
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED")
+    assert names.WAIT_RAY_JOB in scheduled

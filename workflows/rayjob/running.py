@@ -87,7 +87,7 @@ class RunningSteps(RayJobPart):
         deadline = earliest_deadline(
             rayjob_deadlines(self.core.job, self.core.config, self.core.submitter_finished_at())
         )
-        wake = earliest_wake(deadline, attempt.observer_check_at if self.core.state.observes else None)
+        wake = earliest_wake(deadline, attempt.observer_check_at if self._observed() else None)
         self.core.watches.arm_timer(wake.at if wake else None, wake.name if wake else "")
         finished = (
             await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
@@ -143,7 +143,7 @@ class RunningSteps(RayJobPart):
         attempt = self.core.state.attempt
         answer = attempt.job_answer
         if not (answer is not None and answer.terminal) and self.core.status.job_id:
-            if self.core.state.observes:
+            if self._observed():
                 last = answer or NOT_SUBMITTED
                 self.core.watches.start(JOB_WATCH, lambda: self._next_observed(last))
             else:
@@ -184,18 +184,24 @@ class RunningSteps(RayJobPart):
         attempt = self.core.state.attempt
         job_id = self.core.status.job_id
         answer = attempt.job_answer
-        if not job_id or (answer is not None and answer.terminal):
+        if not job_id or (answer is not None and answer.terminal) or attempt.observer_missing:
             return
         now = workflow.now()
         registered = attempt.observer_watch == job_id
         if registered and attempt.observer_check_at is not None and now < attempt.observer_check_at:
             return
         request = JobWatch(self.core.dashboard(), job_id, self.core.state.workflow_id)
-        await call(stubs.watch_job, request, IO.STEP)
+        if not await call(stubs.watch_job, request, IO.STEP):
+            attempt.observer_missing = True
+            return
         attempt.observer_watch = job_id
         attempt.observer_check_at = now + OBSERVER_CHECK_INTERVAL
         if registered:
             await self._look_at_job()
+
+    def _observed(self) -> bool:
+        """Whether this attempt's job comes from the observer (else a polling wait activity watches it)."""
+        return self.core.state.observes and not self.core.state.attempt.observer_missing
 
     async def _next_observed(self, last: JobInfoAnswer) -> JobInfoAnswer:
         """The observer's first view of the job that differs from `last` (a keyed wait: no activity, no

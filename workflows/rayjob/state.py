@@ -51,6 +51,8 @@ class AttemptState:
     observer_watch: str = ""
     # When the workflow registers again and looks at the job itself if nothing woke it before.
     observer_check_at: datetime | None = None
+    # The worker could not register with an observer (no Temporal client): this attempt polls its job.
+    observer_missing: bool = False
     # Suspending / Retrying: deletions asked for, and the objects' last views until they are gone.
     cluster_deletion_requested: bool = False
     submitter_deletion_requested: bool = False
