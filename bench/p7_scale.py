@@ -21,7 +21,6 @@ from temporalio.service import RPCError
 
 from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, ratio
 from bench.jobs_support import (
-    SHARED_CLUSTER,
     SharedCluster,
     sample_process,
     selector_rayjob,
@@ -32,7 +31,6 @@ from bench.jobs_support import (
     worker_process,
 )
 from bench.suite import BenchContext
-from wire.dashboard import DashboardTarget
 from wire.observer import WATCHES_QUERY, WatchChanges, observer_workflow_id
 
 RSS_TARGET_BYTES = int(1.5 * 2**30)
@@ -54,9 +52,8 @@ class ScalePoint:
 
 
 async def observer_watches(context: BenchContext, task_queue: str, namespace: str) -> int:
-    """How many Ray jobs the shared cluster's observer watches (0 without an observer)."""
-    target = DashboardTarget(namespace, f"{SHARED_CLUSTER}-head-svc")
-    handle = context.client.get_workflow_handle(observer_workflow_id(task_queue, target))
+    """How many Ray jobs the namespace's observer watches (0 without an observer)."""
+    handle = context.client.get_workflow_handle(observer_workflow_id(task_queue, namespace))
     try:
         book = await handle.query(WATCHES_QUERY, 0, result_type=WatchChanges)
     except (RPCError, WorkflowQueryFailedError):

@@ -21,7 +21,6 @@ from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.testing import raycluster_manifest, wait_until
 from tests.integration.rayjob_support import create_raycluster
 from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
-from wire.dashboard import DashboardTarget
 from wire.observer import OBSERVER_WORKFLOW, observer_workflow_id
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
@@ -93,7 +92,7 @@ async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client:
         results = await asyncio.gather(*(handle.result() for handle in handles))
         elapsed = time.monotonic() - started
         requests = Counter(dashboard.requests) - before
-        observer_id = observer_workflow_id(task_queue, DashboardTarget(namespace, f"{SHARED}-head-svc"))
+        observer_id = observer_workflow_id(task_queue, namespace)
         kinds = Counter(event.event_type for event in (await handles[0].fetch_history()).events)
         observers = [
             execution
@@ -102,7 +101,7 @@ async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client:
         ]
     for result in results:
         assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
-    # One observer for the cluster, whatever the number of RayJobs.
+    # One observer for the namespace's clusters, whatever the number of RayJobs.
     assert {execution.id for execution in observers} == {observer_id}
     # The jobs were read by the list, once per tick for all of them: no job's own GET while they ran.
     assert requests["GET /api/jobs/{job_id}"] == 0, requests

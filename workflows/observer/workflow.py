@@ -1,4 +1,5 @@
-"""RayJobObserverWorkflow: the observer of one Ray dashboard, started by the first RayJob that waits on it.
+"""RayJobObserverWorkflow: the observer of one namespace's Ray dashboards, started by the first RayJob that
+waits on one of them.
 
 It owns the watch book (which workflow waits for which submission id) and keeps the one observer activity
 (`observer.observe_jobs`) running while any watch exists; the activity reads the book with the `watches`
@@ -19,7 +20,6 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from wire import stubs
-    from wire.dashboard import DashboardTarget
     from wire.observer import (
         OBSERVER_WORKFLOW,
         UNWATCH_SIGNAL,
@@ -44,24 +44,24 @@ RESTART_PAUSE: Final = timedelta(seconds=30)
 @workflow.defn(name=OBSERVER_WORKFLOW)
 class RayJobObserverWorkflow:
     @workflow.init
-    def __init__(self, target: DashboardTarget, book: WatchBook | None = None) -> None:
+    def __init__(self, namespace: str, book: WatchBook | None = None) -> None:
         self.book = book if book is not None else WatchBook()
 
     @workflow.signal(name=WATCH_SIGNAL)
     def watch(self, request: JobWatch) -> None:
-        self.book.watch(request.submission_id, request.workflow_id)
+        self.book.watch(request)
 
     @workflow.signal(name=UNWATCH_SIGNAL)
-    def unwatch(self, submission_id: str) -> None:
-        self.book.unwatch(submission_id)
+    def unwatch(self, key: str) -> None:
+        self.book.unwatch(key)
 
     @workflow.query(name=WATCHES_QUERY)
     def watches(self, since: int) -> WatchChanges:
         return self.book.changes_since(since)
 
     @workflow.run
-    async def run(self, target: DashboardTarget, book: WatchBook | None = None) -> None:
-        observing = self._observe(target)
+    async def run(self, namespace: str, book: WatchBook | None = None) -> None:
+        observing = self._observe(namespace)
         while not self._history_long():
             await workflow.wait_condition(self._needs_attention(observing))
             if observing.done():
@@ -72,7 +72,7 @@ class RayJobObserverWorkflow:
                 except ActivityError as error:
                     workflow.logger.warning("observer activity failed: %s", error.cause or error)
                 await workflow.sleep(RESTART_PAUSE)
-                observing = self._observe(target)
+                observing = self._observe(namespace)
                 continue
             if self.book.watches:
                 continue
@@ -83,13 +83,13 @@ class RayJobObserverWorkflow:
         observing.cancel()
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(args=[target, self.book])
+            workflow.continue_as_new(args=[namespace, self.book])
 
-    def _observe(self, target: DashboardTarget) -> workflow.ActivityHandle[None]:
+    def _observe(self, namespace: str) -> workflow.ActivityHandle[None]:
         """Starts the observer activity; its epoch (the first part of every view's version) is now, so a
         later activity's views order after an earlier one's."""
         epoch_ms = int(workflow.now().timestamp() * 1000)
-        request = ObserveJobs(target, workflow.info().workflow_id, epoch_ms)
+        request = ObserveJobs(namespace, workflow.info().workflow_id, epoch_ms)
         return start(stubs.observe_jobs, request, IO.OBSERVE, summary="observe Ray jobs")
 
     def _needs_attention(self, observing: workflow.ActivityHandle[None]) -> Callable[[], bool]:
