@@ -14,6 +14,7 @@ from activities.gateway import GatewayActivities
 from activities.kubernetes import RayClusterActivities, ServiceActivities
 from activities.kubernetes_events import EventActivities, OwnershipActivities
 from activities.kubernetes_workloads import WorkloadActivities
+from activities.observer import ObserverActivities
 from activities.replica_ranks import ReplicaRankActivities
 from activities.serve_drain import ServeDrainActivities
 from activities.temporal_runs import TemporalRunActivities
@@ -39,6 +40,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         AdmissionActivities(dependencies),
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
+        ObserverActivities(dependencies),
     ]
     activities: list[Callable[..., Any]] = [read_operator_config]
     for instance in instances:

@@ -30,6 +30,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.observer import OBSERVER_HEARTBEAT_SECONDS
 from bench.arithmetic import (
     KUBERAY_RAYJOB_TICK_S,
     KUBERAY_RAYSERVICE_TICK_S,
@@ -42,8 +43,10 @@ from bench.arithmetic import (
 )
 from bench.reference_workflows import KubeRayTickLoop, observe
 from bench.suite import BenchContext
+from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
+from raypilot.testing.observer_world import FakeObserver
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
 from raypilot.testing.rayservice_scenarios import (
@@ -56,11 +59,15 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
+from sandbox.testing import wait_until
 from wire import names
 
 HEARTBEAT_THROTTLE_S = 2.0  # worker.py MAX_HEARTBEAT_THROTTLE
 WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout: one retry (an action) per hour of waiting
 POLLING_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_SERVE: 2.0, names.WAIT_GATEWAY: 2.0}
+# The observer workflow of a cluster that serves one job: its signal-with-start, the activity's schedule, the
+# unwatch signal, the idle timer and its completion.
+OBSERVER_FIXED_ACTIONS = 5
 WATCH_HEARTBEAT_S = 10.0  # Kubernetes watches heartbeat from a background task every 10 s
 
 
@@ -101,18 +108,50 @@ async def time_skipping() -> WorkflowEnvironment:
     return env
 
 
-async def rayjob_ten_minutes(minutes: float) -> Cost:
+async def rayjob_ten_minutes(minutes: float, *, observer: bool = True) -> Cost:
+    """With the cluster observer (the default of a deployed worker) the RayJob's own history, plus what its
+    observer costs when it serves this one job only (a real cluster shares it among all its jobs):
+    `OBSERVER_FIXED_ACTIONS` and a heartbeat a minute."""
     env = await time_skipping()
     try:
-        world = FakeWorld(job_duration=timedelta(minutes=minutes))
+        world = FakeWorld(
+            job_duration=timedelta(minutes=minutes), config=OperatorConfig(job_observer=observer)
+        )
+        fake_observer = FakeObserver(world, env.client, env)
         manifest = rayjob_manifest(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=60)
-        async with running_worker(env.client, activities=world.activities()) as queue:
-            handle = await start(env.client, manifest, queue)
-            await handle.result()
+        try:
+            async with running_worker(env.client, activities=fake_observer.activities()) as queue:
+                if not observer:
+                    handle = await start(env.client, manifest, queue)
+                    await handle.result()
+                else:
+                    # A workflow waiting for a signal has no timer to skip to: time moves only when the fake
+                    # observer holds a running job (it skips to the job's end) and for the TTL below.
+                    with env.auto_time_skipping_disabled():
+                        handle = await start(env.client, manifest, queue)
+                        await _skip_ttl_once_finished(env, handle, timedelta(seconds=61))
+                        await handle.result()
+        finally:
+            await fake_observer.stop()
         history = await handle.fetch_history()
-        return cost_of(history.to_json_dict()["events"])
+        cost = cost_of(history.to_json_dict()["events"])
+        if not observer:
+            return cost
+        heartbeats = int(minutes * 60 // OBSERVER_HEARTBEAT_SECONDS)
+        return Cost(cost.events, cost.actions + OBSERVER_FIXED_ACTIONS, cost.heartbeats + heartbeats)
     finally:
         await env.shutdown()
+
+
+async def _skip_ttl_once_finished(
+    env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any], ttl: timedelta
+) -> None:
+    async def finished() -> bool:
+        status = await handle.query("status")
+        return status.get("jobDeploymentStatus") in ("Complete", "Failed")
+
+    await wait_until(finished, within=120, interval=0.05, what="the RayJob finished")
+    await env.sleep(ttl)
 
 
 async def idle_rayservice(hours: float) -> Cost:

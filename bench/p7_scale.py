@@ -16,6 +16,9 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
+
 from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, ratio
 from bench.jobs_support import (
     SharedCluster,
@@ -28,6 +31,7 @@ from bench.jobs_support import (
     worker_process,
 )
 from bench.suite import BenchContext
+from wire.observer import WATCHES_QUERY, WatchChanges, observer_workflow_id
 
 RSS_TARGET_BYTES = int(1.5 * 2**30)
 # An observer that lists a cluster's jobs once a second stays within this whatever N is.
@@ -45,6 +49,16 @@ class ScalePoint:
     api_rps: float  # Kubernetes API requests, proxied dashboard calls excluded
     jobs_polled: int  # distinct jobs read in the window
     slots_used: int | None  # the worker's activity slots in use at the window's end
+
+
+async def observer_watches(context: BenchContext, task_queue: str, namespace: str) -> int:
+    """How many Ray jobs the namespace's observer watches (0 without an observer)."""
+    handle = context.client.get_workflow_handle(observer_workflow_id(task_queue, namespace))
+    try:
+        book = await handle.query(WATCHES_QUERY, 0, result_type=WatchChanges)
+    except (RPCError, WorkflowQueryFailedError):
+        return 0
+    return len(book.added)
 
 
 def _delta(after: Counter[str], before: Counter[str]) -> Counter[str]:
@@ -85,6 +99,7 @@ async def measure_point(
             api = _delta(shared.api_requests(), api_before)
             polled = _delta(shared.dashboard_paths(), paths_before)
             slots = await worker.activity_slots_used()
+            watched = await observer_watches(context, task_queue, shared.namespace)
         finally:
             await terminate_all(handles)
     prefix = "GET /api/jobs/"
@@ -97,7 +112,8 @@ async def measure_point(
         cpu_share=(sample.cpu_seconds - cpu_before) / wall,
         dashboard_rps=sum(dashboard.values()) / wall,
         api_rps=api_own / wall,
-        jobs_polled=sum(1 for key in polled if key.startswith(prefix) and key.count("/") == 3),
+        # A job is watched when it polls its own path (the polling wait) or is in the observer's book.
+        jobs_polled=max(sum(1 for key in polled if key.startswith(prefix) and key.count("/") == 3), watched),
         slots_used=slots,
     )
 

@@ -88,3 +88,7 @@ WAIT_GATEWAY: Final = "gateway.wait_ready"
 LIST_CRONJOB_RUNS: Final = "temporal.list_cronjob_runs"
 DELETE_FINISHED_RAYJOB: Final = "temporal.delete_finished_rayjob"
 REQUEST_RAYJOB_DELETION: Final = "temporal.request_rayjob_deletion"
+
+# ---- The cluster observer of Ray jobs (wire.observer) -------------------------------------------------
+WATCH_RAY_JOB: Final = "observer.watch_job"
+OBSERVE_RAY_JOBS: Final = "observer.observe_jobs"

@@ -57,6 +57,7 @@ from wire.kubernetes import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
+from wire.observer import JobWatch, ObserveJobs
 
 _STUB = "a stub: the worker runs the implementation registered under this name"
 
@@ -382,4 +383,13 @@ async def closed_runs(request: OpenRuns) -> list[AdmissionTicket]:
 @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
 async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
     """`activities.serve_drain.ServeDrainActivities.read_serve_requests_in_flight`"""
+@activity.defn(name=names.WATCH_RAY_JOB)
+async def watch_job(request: JobWatch) -> bool:
+    """`activities.observer.ObserverActivities.watch_job`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.OBSERVE_RAY_JOBS)
+async def observe_jobs(request: ObserveJobs) -> None:
+    """`activities.observer.ObserverActivities.observe_jobs`"""
     raise NotImplementedError(_STUB)

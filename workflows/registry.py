@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workflows.admission.workflow import RayClusterAdmissionWorkflow
+from workflows.observer.workflow import RayJobObserverWorkflow
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
@@ -12,4 +13,5 @@ WORKFLOWS: list[type] = [
     RayServiceWorkflow,
     RayCronJobTickWorkflow,
     RayClusterAdmissionWorkflow,
+    RayJobObserverWorkflow,
 ]

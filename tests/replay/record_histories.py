@@ -27,8 +27,10 @@ from typing import Any
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
+from raypilot.testing.observer_world import FakeObserver
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, shared_cluster, start
 from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
 from raypilot.testing.rayservice_scenarios import (
@@ -58,6 +60,22 @@ async def rayjob_http_shutdown(env: WorkflowEnvironment) -> Handle:
     async with running_worker(env.client, activities=world.activities()) as queue:
         handle = await start(env.client, manifest, queue)
         await handle.result()
+    return handle
+
+
+async def rayjob_observer_http(env: WorkflowEnvironment) -> Handle:
+    """The job observer's path (patch rayjob-job-observer, RAYPILOT_JOB_OBSERVER on): an HTTPMode RayJob
+    registers with its cluster's observer and learns its Ray job's status from `observed` signals."""
+    world = FakeWorld(config=OperatorConfig(job_observer=True))
+    observer = FakeObserver(world, env.client)
+    try:
+        # The fake observer is no activity: without skipping, time does not jump past the signals it sends.
+        with env.auto_time_skipping_disabled():
+            async with running_worker(env.client, activities=observer.activities()) as queue:
+                handle = await start(env.client, rayjob_manifest(name="observed"), queue)
+                await handle.result()
+    finally:
+        await observer.stop()
     return handle
 
 
@@ -433,6 +451,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_leftover_cleanup,
         rayjob_retry_policy,
         rayjob_admission_queue,
+        rayjob_observer_http,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         raycronjob_tick,

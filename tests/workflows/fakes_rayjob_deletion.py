@@ -71,7 +71,8 @@ class TimedActivities(FakeActivities):
     @activity.defn(name=READ_OPERATOR_CONFIG)
     async def read_operator_config(self) -> OperatorConfig:
         if self.world.config_from_env:
-            return read_operator_config_from_env()
+            # The fake world has no cluster observer: its Ray jobs are watched by the fake wait activity.
+            return read_operator_config_from_env().model_copy(update={"job_observer": False})
         return await super().read_operator_config()
 
     async def _time(self, name: str) -> None:

@@ -23,6 +23,9 @@ implementation. The table below is the only place timeouts and retries are chose
 - WATCH: the same for the RayService workflow, with two differences: a cancelled watch is confirmed before
   the run continues as new or completes (a run must not close with an unconfirmed cancellation), and
   `NotFoundError` (a worker that does not run that wait activity) is not retried: the workflow falls back.
+- OBSERVE: the cluster observer's one long-lived activity (workflows/observer): an hour per attempt,
+  retried without limit; it heartbeats once a minute (each heartbeat is billable and it serves a whole
+  cluster), so a lost worker is noticed within three minutes.
 - RANKS_READ: reading Serve replica ranks runs a short Ray job (a driver start: seconds); a few tries, then
   the status goes without ranks.
 """
@@ -53,6 +56,7 @@ class IO(enum.Enum):
     WAIT = "wait"
     WATCH = "watch"
     RANKS_READ = "ranks read"
+    OBSERVE = "observe"
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,12 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
             non_retryable_error_types=["NotFoundError"],
         ),
         confirm_cancel=True,
+    ),
+    IO.OBSERVE: CallPolicy(
+        local=False,
+        start_to_close=_WAIT_ATTEMPT,
+        heartbeat=timedelta(minutes=3),
+        retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
     ),
     IO.RANKS_READ: CallPolicy(
         local=False,

@@ -16,12 +16,18 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import submitter_job_name
-    from models.rayjob import JobSubmissionMode
+    from models.rayjob import JobDeploymentStatus, JobSubmissionMode
     from wire import stubs
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
+    from wire.observer import JobWatch
     from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
-    from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
+    from workflows.decisions.rayjob.deadlines import (
+        OBSERVER_CHECK_INTERVAL,
+        earliest_deadline,
+        earliest_wake,
+        rayjob_deadlines,
+    )
     from workflows.decisions.rayjob.events import (
         EventReason,
         rayjob_event,
@@ -38,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
         status_after_http_submission,
     )
     from workflows.decisions.rayjob.submitter import SubmitCommandError
-    from workflows.decisions.rayjob.transitions import state_check_transition
+    from workflows.decisions.rayjob.transitions import is_judged_on_job_state, state_check_transition
 
 from workflows.kit.calls import IO, call
 from workflows.kit.waits import Finished
@@ -56,6 +62,15 @@ class RunningSteps(RayJobPart):
         check = state_check_transition(
             self.core.job, workflow.now(), self.core.config, self.core.submitter_finished_at()
         )
+        if check is not None and self._wants_fresh_look():
+            # The deadline is judged on the Ray job's state: judge it on the newest one, not on a view that a
+            # busy worker had not delivered yet (a job that succeeded in time must not fail).
+            await self._look_at_job()
+            if self.core.status.job_deployment_status != JobDeploymentStatus.RUNNING:
+                return
+            check = state_check_transition(
+                self.core.job, workflow.now(), self.core.config, self.core.submitter_finished_at()
+            )
         if check is not None:
             self.core.transition(check)
             return
@@ -65,11 +80,16 @@ class RunningSteps(RayJobPart):
         if self.core.job.spec.submission_mode == JobSubmissionMode.HTTP_MODE and not attempt.submitted:
             await self._submit()
             return
+        if self.core.state.observes:
+            await self._watch_with_observer()
+            if self.core.status.job_deployment_status != JobDeploymentStatus.RUNNING:
+                return
         self._start_watches()
         deadline = earliest_deadline(
             rayjob_deadlines(self.core.job, self.core.config, self.core.submitter_finished_at())
         )
-        self.core.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
+        wake = earliest_wake(deadline, attempt.observer_check_at if self._observed() else None)
+        self.core.watches.arm_timer(wake.at if wake else None, wake.name if wake else "")
         finished = (
             await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
         ).finished
@@ -124,13 +144,17 @@ class RunningSteps(RayJobPart):
         attempt = self.core.state.attempt
         answer = attempt.job_answer
         if not (answer is not None and answer.terminal) and self.core.status.job_id:
-            job_request = WaitRayJob(
-                self.core.dashboard(), self.core.status.job_id, last=answer or NOT_SUBMITTED
-            )
-            self.core.watches.start(
-                JOB_WATCH,
-                lambda: call(stubs.wait_job, job_request, IO.WAIT, summary="Ray job status"),
-            )
+            if self._observed():
+                last = answer or NOT_SUBMITTED
+                self.core.watches.start(JOB_WATCH, lambda: self._next_observed(last))
+            else:
+                job_request = WaitRayJob(
+                    self.core.dashboard(), self.core.status.job_id, last=answer or NOT_SUBMITTED
+                )
+                self.core.watches.start(
+                    JOB_WATCH,
+                    lambda: call(stubs.wait_job, job_request, IO.WAIT, summary="Ray job status"),
+                )
         submitter = attempt.submitter
         if not has_submitter(self.core.job) or (
             submitter is not None and (submitter.finished_at is not None or submitter.failed)
@@ -152,6 +176,57 @@ class RunningSteps(RayJobPart):
                 SUBMITTER_WATCH,
                 lambda: call(stubs.wait_head_pod, pod_request, IO.WAIT, summary="head Pod (submitter)"),
             )
+
+    async def _watch_with_observer(self) -> None:
+        """Registers this attempt's Ray job with its cluster's observer (signal-with-start: the observer
+        starts on first need); the observer then signals every change of the job's view. Once an hour
+        (`OBSERVER_CHECK_INTERVAL`) while nothing arrives otherwise, it registers again and looks at the job
+        itself: a lost observer (terminated by hand, its book gone) is restarted and no end is missed."""
+        attempt = self.core.state.attempt
+        job_id = self.core.status.job_id
+        answer = attempt.job_answer
+        if not job_id or (answer is not None and answer.terminal) or attempt.observer_missing:
+            return
+        now = workflow.now()
+        registered = attempt.observer_watch == job_id
+        if registered and attempt.observer_check_at is not None and now < attempt.observer_check_at:
+            return
+        request = JobWatch(self.core.dashboard(), job_id, self.core.state.workflow_id)
+        if not await call(stubs.watch_job, request, IO.STEP):
+            attempt.observer_missing = True
+            return
+        attempt.observer_watch = job_id
+        attempt.observer_check_at = now + OBSERVER_CHECK_INTERVAL
+        if registered:
+            await self._look_at_job()
+
+    def _observed(self) -> bool:
+        """Whether this attempt's job comes from the observer (else a polling wait activity watches it)."""
+        return self.core.state.observes and not self.core.state.attempt.observer_missing
+
+    async def _next_observed(self, last: JobInfoAnswer) -> JobInfoAnswer:
+        """The observer's first view of the job that differs from `last` (a keyed wait: no activity, no
+        slot, no history event until the signal that brings it)."""
+        job_id = self.core.status.job_id
+
+        def newer() -> bool:
+            view = self.core.state.observed
+            return view is not None and view.submission_id == job_id and view.answer.key() != last.key()
+
+        await workflow.wait_condition(newer)
+        view = self.core.state.observed
+        assert view is not None
+        return view.answer
+
+    def _wants_fresh_look(self) -> bool:
+        return self.core.state.fresh_look_before_judging and is_judged_on_job_state(
+            self.core.job, workflow.now(), self.core.config, self.core.submitter_finished_at()
+        )
+
+    async def _look_at_job(self) -> None:
+        job_key = RayJobKey(self.core.dashboard(), self.core.status.job_id)
+        self.core.state.attempt.job_answer = await call(stubs.get_job_info, job_key, IO.STEP)
+        await self._decide()
 
     async def _observe(self, finished: list[Finished]) -> None:
         attempt = self.core.state.attempt

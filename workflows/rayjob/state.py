@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from models.raycluster import RayClusterSpec
     from models.rayjob import RayJob
     from wire.dashboard import JobInfoAnswer
+    from wire.observer import ObservedJob
     from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
     from workflows.decisions.rayjob.events import (
         EVENT_LOG_SIZE,
@@ -47,6 +48,12 @@ class AttemptState:
     submitter: SubmitterState | None = None
     job_answer: JobInfoAnswer | None = None
     submitted: bool = False
+    # The submission id this attempt registered with its cluster's observer ("" none yet).
+    observer_watch: str = ""
+    # When the workflow registers again and looks at the job itself if nothing woke it before.
+    observer_check_at: datetime | None = None
+    # The worker could not register with an observer (no Temporal client): this attempt polls its job.
+    observer_missing: bool = False
     # Suspending / Retrying: deletions asked for, and the objects' last views until they are gone.
     cluster_deletion_requested: bool = False
     submitter_deletion_requested: bool = False
@@ -93,6 +100,11 @@ class RayJobState:
     # The RayCluster as the deletion rules judge it, once read in Complete/Failed.
     cluster_for_deletion: ClusterDeletionObservation | None = None
     consecutive_failures: int = 0
+    # Job observer (patch `rayjob-job-observer` and RAYPILOT_JOB_OBSERVER): the Ray job's status arrives by
+    # the `observed` signal; the newest view of the current job id is kept here.
+    observes: bool = False
+    fresh_look_before_judging: bool = False
+    observed: ObservedJob | None = None
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
     published_phase: str | None = None

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.admission import ADMISSION_SIGNAL
     from wire.kubernetes import EarlierRun, EarlierRuns
+    from wire.observer import OBSERVED_SIGNAL, ObservedJob, is_newer_view
     from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
     from workflows.decisions.rayjob.object import inherits_object, outcome_memo, rayjob_spec_hash
@@ -58,6 +59,10 @@ FINISHED = "RayJobFinished"
 OUTCOME_MEMO_PATCH = "rayjob-outcome-memo"
 # A run first asks whether the newest earlier run of its id holds a finished RayJob; then it takes that over.
 EARLIER_RUN_PATCH = "rayjob-earlier-run-check"
+# The Ray job's status comes from the cluster observer (signal `observed`) when the worker's configuration
+# says so, instead of a polling wait activity; and an overdue deadline judged on the Ray job's state takes one
+# fresh look at the job first.
+JOB_OBSERVER_PATCH = "rayjob-job-observer"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -113,7 +118,10 @@ class RayJobWorkflow:
         self.core.state.reports_leftovers = workflow.patched(LEFTOVER_PATCH)
         follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
         self.core.state.queues = workflow.patched(ADMISSION_PATCH)
+        job_observer = workflow.patched(JOB_OBSERVER_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
+        self.core.state.observes = job_observer and self.core.state.config.job_observer
+        self.core.state.fresh_look_before_judging = job_observer
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
@@ -239,6 +247,17 @@ class RayJobWorkflow:
         """From the shared RayCluster's admission workflow: this run's place in its queue, 0 once
         admitted (raypilot.io/max-concurrent-jobs)."""
         self.initializing.admission.on_signal(position)
+
+    @workflow.signal(name=OBSERVED_SIGNAL)
+    def observed(self, view: ObservedJob) -> None:
+        """The cluster observer's newest view of a Ray job: kept when it is of the current job and newer
+        than the one held (older versions come from a lost observer attempt still running)."""
+        state = self.core.state
+        if view.submission_id != self.core.status.job_id:
+            return
+        held = state.observed.version if state.observed is not None else None
+        if is_newer_view(held, tuple(view.version)):  # type: ignore[arg-type]
+            state.observed = view
 
     @workflow.update(name="apply")
     async def apply(self, manifest: Any) -> dict[str, int]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Final
 
 from models.naming import SUBMITTER_FINISHED_TIMEOUT_SECONDS
 from models.operator import OperatorConfig
@@ -38,9 +39,13 @@ from workflows.decisions.rayjob.status import Transition, kube_time
 
 __all__ = [
     "GRACE_PERIOD_MESSAGE",
+    "OBSERVER_CHECK_INTERVAL",
+    "SUBMITTER_FINISHED_DEADLINE",
     "Deadline",
+    "Wake",
     "active_deadline",
     "earliest_deadline",
+    "earliest_wake",
     "job_status_check_deadline",
     "overdue_deadline",
     "pre_running_deadline",
@@ -53,6 +58,9 @@ GRACE_PERIOD_MESSAGE = (
     "JobDeploymentStatus does not transition to Complete or Failed within the grace period after JobStatus "
     "reaches a terminal state."
 )
+
+
+SUBMITTER_FINISHED_DEADLINE: Final = "submitterFinishedTimeout"
 
 
 @dataclass(frozen=True)
@@ -151,7 +159,7 @@ def submitter_finished_deadline(
         message,
         job_status=JobStatus.FAILED,
     )
-    return Deadline("submitterFinishedTimeout", finished_at + timedelta(seconds=timeout), failed)
+    return Deadline(SUBMITTER_FINISHED_DEADLINE, finished_at + timedelta(seconds=timeout), failed)
 
 
 def rayjob_deadlines(
@@ -184,6 +192,29 @@ def rayjob_deadlines(
 def earliest_deadline(deadlines: Sequence[Deadline]) -> Deadline | None:
     """The deadline to arm a timer for: the earliest; on a tie, the one KubeRay checks first."""
     return min(deadlines, key=lambda deadline: deadline.at, default=None)
+
+
+# How often a RayJob waiting on the cluster observer checks on it (registers again, reads its job once):
+# the safety net for a lost observer, at ~7 history events an hour of a running job.
+OBSERVER_CHECK_INTERVAL: Final = timedelta(hours=1)
+OBSERVER_CHECK: Final = "observer check"
+
+
+@dataclass(frozen=True)
+class Wake:
+    """When a waiting RayJob's one timer fires, and why (its summary)."""
+
+    name: str
+    at: datetime
+
+
+def earliest_wake(deadline: Deadline | None, observer_check_at: datetime | None) -> Wake | None:
+    """The one timer of a running RayJob: its earliest deadline, or the observer check if that is earlier
+    (a tie goes to the deadline)."""
+    wakes = [Wake(deadline.name, deadline.at)] if deadline is not None else []
+    if observer_check_at is not None:
+        wakes.append(Wake(OBSERVER_CHECK, observer_check_at))
+    return min(wakes, key=lambda wake: wake.at, default=None)
 
 
 def overdue_deadline(deadlines: Sequence[Deadline], now: datetime) -> Deadline | None:

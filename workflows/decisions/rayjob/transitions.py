@@ -30,13 +30,18 @@ from models.rayjob import (
     RayJobStatus,
     is_job_terminal,
 )
-from workflows.decisions.rayjob.deadlines import overdue_deadline, rayjob_deadlines
+from workflows.decisions.rayjob.deadlines import (
+    SUBMITTER_FINISHED_DEADLINE,
+    overdue_deadline,
+    rayjob_deadlines,
+)
 from workflows.decisions.rayjob.status import Transition, kube_time
 
 __all__ = [
     "SUSPENDABLE_STATES",
     "adopt_interactive_job_id",
     "is_cluster_ready",
+    "is_judged_on_job_state",
     "resume_transition",
     "should_stop_ray_job_on_delete",
     "start_attempt",
@@ -93,6 +98,18 @@ def state_check_transition(
         return suspend
     passed = overdue_deadline(rayjob_deadlines(job, config, submitter_finished_at), now)
     return passed.transition if passed is not None else None
+
+
+def is_judged_on_job_state(
+    job: RayJob, now: datetime, config: OperatorConfig, submitter_finished_at: datetime | None = None
+) -> bool:
+    """Whether the check that applies now is a deadline judged on the Ray job's state (the submitter
+    finished but the job is not terminal): the workflow takes one fresh look at the job before applying it.
+    A suspend or a deadline that holds whatever the job does (activeDeadlineSeconds) applies as KubeRay's."""
+    if suspend_transition(job) is not None:
+        return False
+    passed = overdue_deadline(rayjob_deadlines(job, config, submitter_finished_at), now)
+    return passed is not None and passed.name == SUBMITTER_FINISHED_DEADLINE
 
 
 def is_cluster_ready(cluster_status: RayClusterStatus | None) -> bool:

@@ -12,8 +12,12 @@ from models.operator import OperatorConfig, operator_config_from_env
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
 from workflows.decisions.rayjob.deadlines import (
     GRACE_PERIOD_MESSAGE,
+    OBSERVER_CHECK,
+    Deadline,
+    Wake,
     active_deadline,
     earliest_deadline,
+    earliest_wake,
     job_status_check_deadline,
     overdue_deadline,
     pre_running_deadline,
@@ -21,6 +25,7 @@ from workflows.decisions.rayjob.deadlines import (
     submitter_finished_deadline,
     transition_grace_deadline,
 )
+from workflows.decisions.rayjob.status import Transition
 
 START = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
 CONFIG = OperatorConfig()
@@ -234,3 +239,27 @@ def test_earliest_deadline_ties_go_to_the_first_checked() -> None:
     assert earliest is not None
     assert earliest.name == "activeDeadlineSeconds"
     assert earliest_deadline([]) is None
+
+
+def _deadline(at: datetime) -> Deadline:
+    return Deadline("activeDeadlineSeconds", at, Transition(JobDeploymentStatus.FAILED))
+
+
+@pytest.mark.parametrize(
+    ("deadline_in", "check_in", "expected"),
+    [
+        (None, None, None),  # the polling wait, no deadline: no timer at all
+        (60, None, ("activeDeadlineSeconds", 60)),  # the polling wait: the deadline, as before
+        (None, 3600, (OBSERVER_CHECK, 3600)),  # the observer, no deadline: the hourly check
+        (60, 3600, ("activeDeadlineSeconds", 60)),
+        (7200, 3600, (OBSERVER_CHECK, 3600)),
+        (3600, 3600, ("activeDeadlineSeconds", 3600)),  # a tie: the deadline decides
+    ],
+)
+def test_a_running_rayjobs_one_timer_is_its_earliest_deadline_or_observer_check(
+    deadline_in: int | None, check_in: int | None, expected: tuple[str, int] | None
+) -> None:
+    deadline = _deadline(START + timedelta(seconds=deadline_in)) if deadline_in is not None else None
+    check_at = START + timedelta(seconds=check_in) if check_in is not None else None
+    wake = earliest_wake(deadline, check_at)
+    assert wake == (Wake(expected[0], START + timedelta(seconds=expected[1])) if expected else None)

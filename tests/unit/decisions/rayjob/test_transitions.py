@@ -17,6 +17,7 @@ from workflows.decisions.rayjob.status import Transition, apply_transition, kube
 from workflows.decisions.rayjob.transitions import (
     adopt_interactive_job_id,
     is_cluster_ready,
+    is_judged_on_job_state,
     resume_transition,
     should_stop_ray_job_on_delete,
     start_attempt,
@@ -113,6 +114,25 @@ def test_running_state_check_includes_the_submitter_finished_rule() -> None:
     assert passed is not None
     assert passed.job_status == JobStatus.FAILED
     assert state_check_transition(job, NOW, OperatorConfig(), submitter_finished_at=NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "submitter_finished_ago", "judged_on_job"),
+    [
+        ({}, 31, True),  # the submitter finished, the job is not terminal: look at the job first
+        ({}, 29, False),  # nothing overdue
+        ({}, None, False),  # no submitter finished
+        ({"activeDeadlineSeconds": 60}, 31, False),  # checked first by KubeRay, holds whatever the job does
+        ({"suspend": True}, 31, False),  # a suspend applies as it is
+    ],
+)
+def test_a_fresh_look_precedes_only_the_deadline_judged_on_the_job_state(
+    spec: dict[str, Any], submitter_finished_ago: int | None, judged_on_job: bool
+) -> None:
+    job = make_job(spec, jobDeploymentStatus="Running", startTime="2025-01-02T03:00:00Z")
+    finished = NOW - timedelta(seconds=submitter_finished_ago) if submitter_finished_ago is not None else None
+    judged = is_judged_on_job_state(job, NOW, OperatorConfig(), submitter_finished_at=finished)
+    assert judged is judged_on_job
 
 
 @pytest.mark.parametrize(

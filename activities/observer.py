@@ -1,0 +1,203 @@
+"""The cluster observer of Ray jobs (see `wire.observer`): registering a watch, and the one long-lived
+activity per namespace that lists the jobs of each watched dashboard once per tick and signals each
+watching RayJob workflow on a change.
+
+Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
+(no history), one signal per job per change, a heartbeat at most once a minute. A retried attempt (a lost
+worker) starts with nothing sent, so its first list sends every watched job's view once: no change is lost,
+and workflows drop the views they have already.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+import httpx
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.dashboard import job_info_answer
+from activities.dashboard_client import DashboardClient
+from activities.temporal_runs import NO_TEMPORAL_CLIENT
+from wire import names
+from wire.dashboard import DashboardTarget, JobInfoAnswer
+from wire.observer import (
+    OBSERVED_SIGNAL,
+    OBSERVER_WORKFLOW,
+    UNWATCH_SIGNAL,
+    WATCH_SIGNAL,
+    WATCHES_QUERY,
+    Delivery,
+    JobWatch,
+    Listing,
+    ObservedJob,
+    ObserveJobs,
+    WatchChanges,
+    apply_watch_changes,
+    dashboards_to_list,
+    deliveries,
+    finished_watches,
+    observer_workflow_id,
+)
+
+if TYPE_CHECKING:
+    from activities.dependencies import ActivityDependencies
+
+log = logging.getLogger(__name__)
+
+# One heartbeat a minute: each that reaches the server is a billable action, and the observer serves every
+# job of its cluster (the heartbeat timeout of IO.OBSERVE is three of these).
+OBSERVER_HEARTBEAT_SECONDS: Final = 60.0
+# Signals to many workflows at once, but not thousands of RPCs in flight after a relist.
+SIGNALS_IN_FLIGHT: Final = 50
+LISTS_IN_FLIGHT: Final = 50
+
+
+class ObserverActivities:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    def _client(self) -> Client:
+        client = self.dependencies.temporal_client
+        if client is None:
+            raise ApplicationError(
+                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
+            )
+        return client
+
+    @activity.defn(name=names.WATCH_RAY_JOB)
+    async def watch_job(self, request: JobWatch) -> bool:
+        """Signal-with-start of the dashboard's observer workflow: idempotent (one observer per id; a watch
+        already there is unchanged). False on a worker without a Temporal client (some embedded or test
+        workers): the RayJob then polls its job itself, as with RAYPILOT_JOB_OBSERVER=false."""
+        client = self.dependencies.temporal_client
+        if client is None:
+            return False
+        task_queue = activity.info().task_queue
+        await client.start_workflow(
+            OBSERVER_WORKFLOW,
+            request.target.namespace,
+            id=observer_workflow_id(task_queue, request.target.namespace),
+            task_queue=task_queue,
+            start_signal=WATCH_SIGNAL,
+            start_signal_args=[request],
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        return True
+
+    @activity.defn(name=names.OBSERVE_RAY_JOBS)
+    async def observe_jobs(self, request: ObserveJobs) -> None:
+        """Runs until cancelled (the observer workflow has no watch left) or the attempt's time is up (then
+        retried at once, without a history event)."""
+        client = self._client()
+        observer = client.get_workflow_handle(request.observer_id)
+        dashboards: dict[str, DashboardClient] = {}
+        attempt = activity.info().attempt
+        watches: dict[str, JobWatch] = {}
+        known_version = 0
+        sent: dict[str, JobInfoAnswer] = {}
+        tick = 0
+        last_beat = 0.0
+        while True:
+            tick += 1
+            changes: WatchChanges = await observer.query(
+                WATCHES_QUERY, known_version, result_type=WatchChanges
+            )
+            if changes.version != known_version:
+                watches = apply_watch_changes(watches, changes)
+                known_version = changes.version
+                sent = {key: answer for key, answer in sent.items() if key in watches}
+            if watches:
+                listings = await self._list_all(dashboards, dashboards_to_list(watches))
+                version = (request.epoch_ms, attempt, tick)
+                await self._deliver(client, observer, watches, listings, sent, version)
+            now = time.monotonic()
+            if now - last_beat >= OBSERVER_HEARTBEAT_SECONDS:
+                activity.heartbeat({"watches": len(watches), "dashboards": len(dashboards), "tick": tick})
+                last_beat = now
+            await asyncio.sleep(request.tick_seconds)
+
+    async def _list_all(
+        self, dashboards: dict[str, DashboardClient], targets: dict[str, DashboardTarget]
+    ) -> dict[str, Listing]:
+        """One list per watched dashboard, at most `LISTS_IN_FLIGHT` at once. A dashboard's client (its Ray
+        token read once) is kept while the dashboard is watched."""
+        for gone in [service for service in dashboards if service not in targets]:
+            del dashboards[gone]
+        gate = asyncio.Semaphore(LISTS_IN_FLIGHT)
+
+        async def one(service: str, target: DashboardTarget) -> tuple[str, Listing]:
+            async with gate:
+                try:
+                    if service not in dashboards:
+                        dashboards[service] = await DashboardClient.open(self.dependencies, target)
+                except ApplicationError as error:  # e.g. the auth token's Secret does not exist yet
+                    return service, Listing(None, JobInfoAnswer("unavailable", error=error.message))
+                return service, await list_jobs(dashboards[service])
+
+        return dict(await asyncio.gather(*(one(service, target) for service, target in targets.items())))
+
+    async def _deliver(
+        self,
+        client: Client,
+        observer: WorkflowHandle[Any, Any],
+        watches: dict[str, JobWatch],
+        listings: dict[str, Listing],
+        sent: dict[str, JobInfoAnswer],
+        version: tuple[int, int, int],
+    ) -> None:
+        gate = asyncio.Semaphore(SIGNALS_IN_FLIGHT)
+        gone: list[str] = []
+
+        async def send(delivery: Delivery) -> None:
+            async with gate:
+                try:
+                    await client.get_workflow_handle(delivery.workflow_id).signal(
+                        OBSERVED_SIGNAL, ObservedJob(delivery.submission_id, delivery.answer, version)
+                    )
+                except RPCError as error:
+                    if error.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    gone.append(delivery.key)  # the workflow finished: nobody waits for this job
+                    return
+                sent[delivery.key] = delivery.answer
+
+        await asyncio.gather(*(send(delivery) for delivery in deliveries(watches, listings, sent)))
+        # Forget watches whose workflow is gone or whose job ended (delivered terminal): ask the observer
+        # workflow, the one owner of the book; until it answers, they stay delivered and are not sent again.
+        for key in [*gone, *finished_watches({key: sent[key] for key in sent if key in watches})]:
+            watches.pop(key, None)
+            with contextlib.suppress(RPCError):
+                await observer.signal(UNWATCH_SIGNAL, key)
+
+
+async def list_jobs(dashboard: DashboardClient) -> Listing:
+    """GET /api/jobs/ by submission id; no jobs (and why) when the dashboard did not answer with a list."""
+    try:
+        response = await dashboard.request("GET", "/api/jobs/")
+    except httpx.HTTPError as exc:
+        error = dashboard.redact(f"GetJobInfo fail: {type(exc).__name__}: {exc}")
+        return Listing(None, JobInfoAnswer("unavailable", error=error))
+    if not response.is_success:
+        error = dashboard.redact(f"GetJobInfo fail: HTTP {response.status_code}: {response.text[:300]}")
+        return Listing(None, JobInfoAnswer("unavailable", error=error))
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    if not isinstance(body, list):
+        error = dashboard.redact(f"GetJobInfo fail: {str(body)[:300]}")
+        return Listing(None, JobInfoAnswer("unavailable", error=error))
+    listed: dict[str, JobInfoAnswer] = {}
+    for details in body:
+        submission_id = details.get("submission_id") if isinstance(details, dict) else None
+        if isinstance(submission_id, str) and submission_id:
+            listed[submission_id] = job_info_answer(details)
+    return Listing(listed)

@@ -1,0 +1,131 @@
+"""The cluster observer end to end (real worker, real activities, simulated sandbox on the dev server): one
+observer serves every RayJob of a shared RayCluster, the dashboard sees one list per tick instead of one GET
+per job, and a worker restart (the observer activity retried on the new worker) loses no job's end."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from sandbox.ray.simulated import SimulatedDashboard
+from sandbox.testing import raycluster_manifest, wait_until
+from tests.integration.rayjob_support import create_raycluster
+from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from wire.observer import OBSERVER_WORKFLOW, observer_workflow_id
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
+
+SHARED = "shared"
+JOBS = 6
+# A tick is one second: the observer lists once per tick, whatever the number of jobs (plus a few lists
+# around a restart).
+LIST_SLACK = 5
+# The old path's same lifecycle had 3 events more per change of the job's view (a wait activity's scheduled,
+# started and completed, against one signal); 40 leaves room for a workflow task per change.
+TYPICAL_EVENTS = 40
+
+
+@pytest.fixture(scope="module")
+async def sandbox_and_client(
+    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[Any, Client]]:
+    async with running_sandbox_thread(tmp_path_factory.mktemp("observer"), "simulated") as cluster:
+        yield cluster, dev_server_env.client
+
+
+def _selector_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "submissionMode": "HTTPMode",
+            "entrypoint": entrypoint,
+            "clusterSelector": {"ray.io/cluster": SHARED},
+        },
+    }
+
+
+def _dashboard(cluster: Any, namespace: str) -> SimulatedDashboard:
+    runtime = cluster.sandbox.rayclusters.head_runtime(namespace, SHARED)
+    assert runtime is not None
+    head = runtime.head
+    assert isinstance(head, SimulatedDashboard)
+    return head
+
+
+async def _start_jobs(stack: Stack, namespace: str, entrypoint: str) -> list[WorkflowHandle[Any, Any]]:
+    api = stack.api_client
+    assert api is not None
+    await create_raycluster(stack, raycluster_manifest(SHARED, namespace, workers=0))
+    return [await stack.start(_selector_rayjob(namespace, f"obs-{i}", entrypoint)) for i in range(JOBS)]
+
+
+def _stack(cluster: Any, client: Client, task_queue: str) -> Stack:
+    return Stack(cluster, client, task_queue, cluster.api_client())
+
+
+async def _all_running(stack: Stack, handles: list[WorkflowHandle[Any, Any]]) -> bool:
+    statuses = [await stack.status(handle) for handle in handles]
+    return all(status.get("jobStatus") == "RUNNING" for status in statuses)
+
+
+async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client: tuple[Any, Client]) -> None:
+    cluster, client = sandbox_and_client
+    async with sandbox_worker(client, cluster) as task_queue:
+        stack = _stack(cluster, client, task_queue)
+        namespace = stack.namespace()
+        handles = await _start_jobs(stack, namespace, "sleep 4")
+        dashboard = _dashboard(cluster, namespace)
+        before = Counter(dashboard.requests)
+        started = time.monotonic()
+        results = await asyncio.gather(*(handle.result() for handle in handles))
+        elapsed = time.monotonic() - started
+        requests = Counter(dashboard.requests) - before
+        observer_id = observer_workflow_id(task_queue, namespace)
+        kinds = Counter(event.event_type for event in (await handles[0].fetch_history()).events)
+        observers = [
+            execution
+            async for execution in client.list_workflows(f"WorkflowType = '{OBSERVER_WORKFLOW}'")
+            if execution.task_queue == task_queue
+        ]
+    for result in results:
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    # One observer for the namespace's clusters, whatever the number of RayJobs.
+    assert {execution.id for execution in observers} == {observer_id}
+    # The jobs were read by the list, once per tick for all of them: no job's own GET while they ran.
+    assert requests["GET /api/jobs/{job_id}"] == 0, requests
+    assert 1 <= requests["GET /api/jobs/"] <= elapsed + LIST_SLACK, (requests, elapsed)
+    # A typical lifecycle's history (HTTPMode on a selected cluster, PENDING -> RUNNING -> SUCCEEDED): no
+    # wait activity at all, one signal per change of the Ray job's view that the workflow saw (at most the
+    # three states; a state shorter than a tick is never seen), the acts as local activity markers.
+    assert kinds[EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED] == 0, kinds
+    assert 1 <= kinds[EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED] <= 3, kinds
+    assert sum(kinds.values()) <= TYPICAL_EVENTS, kinds
+
+
+async def test_a_worker_restart_loses_no_job_end(
+    sandbox_and_client: tuple[Any, Client], tmp_path: Path
+) -> None:
+    cluster, client = sandbox_and_client
+    task_queue = f"test-{uuid.uuid4()}"
+    async with sandbox_worker(client, cluster, task_queue):
+        stack = _stack(cluster, client, task_queue)
+        namespace = stack.namespace()
+        handles = await _start_jobs(stack, namespace, "sleep 8")
+        await wait_until(lambda: _all_running(stack, handles), within=60, interval=0.3, what="all RUNNING")
+    # The worker is gone (its observer activity with it) while every job runs; they end meanwhile or soon.
+    async with sandbox_worker(client, cluster, task_queue):
+        results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 120)
+    for result in results:
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result

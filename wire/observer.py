@@ -1,0 +1,194 @@
+"""The cluster observer of Ray jobs: what RayJob workflows, the observer workflow and its activity tell each
+other, and the pure decisions of the observer (who gets which view, which view is newer, what a watch book
+says changed). Pure: workflows and activities both import this module.
+
+One observer per Kubernetes namespace (and raypilot task queue) lists `GET /api/jobs/` of every watched Ray
+dashboard of the namespace once per tick and sends each watching RayJob workflow the view of its Ray job
+when that view changed (signal `observed`): one activity slot per namespace, one list per cluster per tick.
+A RayJob workflow registers itself (signal `watch`, by signal-with-start: the observer starts on first
+need) with the dashboard and submission id it waits for; the observer forgets a watch once it has delivered
+a terminal view, when it is told so (`unwatch`) or when the workflow is gone. Registration rather than a
+mark in the Ray job's metadata: it works the same for every submission mode without changing KubeRay's
+submitter command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from wire.dashboard import DashboardTarget, JobInfoAnswer
+
+OBSERVER_WORKFLOW: Final = "RayJobObserverWorkflow"
+WATCH_SIGNAL: Final = "watch"
+UNWATCH_SIGNAL: Final = "unwatch"
+WATCHES_QUERY: Final = "watches"
+# The signal a RayJob workflow receives with the newest view of its Ray job.
+OBSERVED_SIGNAL: Final = "observed"
+OBSERVER_ID_PREFIX: Final = "raypilot-observer"
+
+
+def observer_workflow_id(task_queue: str, namespace: str) -> str:
+    """The fixed id of the observer of one namespace's dashboards, per raypilot deployment (its task queue:
+    the workers that run the observer are those that run the RayJobs)."""
+    return f"{OBSERVER_ID_PREFIX}/{task_queue}/{namespace}"
+
+
+def watch_key(target: DashboardTarget, submission_id: str) -> str:
+    """A watch's key in the book: submission ids are unique per dashboard, not per namespace."""
+    return f"{target.head_service}/{submission_id}"
+
+
+@dataclass(frozen=True)
+class JobWatch:
+    """A RayJob workflow waits for the Ray job `submission_id` on `target`'s dashboard."""
+
+    target: DashboardTarget
+    submission_id: str
+    workflow_id: str
+
+
+@dataclass(frozen=True)
+class ObservedJob:
+    """What the observer saw of one Ray job. `version` orders views: (observer epoch in ms, activity attempt,
+    list tick); a workflow keeps only a view newer than the one it has (a lost attempt still running, a
+    retried signal and a relist after a restart send older or equal versions)."""
+
+    submission_id: str
+    answer: JobInfoAnswer
+    version: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class ObserveJobs:
+    """The observer activity's input: the namespace, the observer workflow to read watches from, and the
+    epoch of that activity's start (first part of every version it sends)."""
+
+    namespace: str
+    observer_id: str
+    epoch_ms: int
+    tick_seconds: float = 1.0
+
+
+@dataclass(frozen=True)
+class WatchChanges:
+    """The answer of the `watches` query: the watches added and removed after `since` (all of them when
+    `full`), and the book's version now."""
+
+    version: int
+    added: dict[str, JobWatch] = field(default_factory=dict)  # by watch_key
+    removed: list[str] = field(default_factory=list)
+    full: bool = False
+
+
+@dataclass
+class WatchBook:
+    """The observer workflow's watches, versioned so that its activity reads only what changed. Removals are
+    remembered up to `TOMBSTONES` back; a reader older than that gets the whole book."""
+
+    watches: dict[str, JobWatch] = field(default_factory=dict)
+    added_at: dict[str, int] = field(default_factory=dict)
+    removed_at: dict[str, int] = field(default_factory=dict)
+    version: int = 0
+    # Removals older than this version were forgotten: a reader behind it reads the whole book.
+    forgotten_before: int = 0
+
+    def watch(self, request: JobWatch) -> None:
+        key = watch_key(request.target, request.submission_id)
+        if self.watches.get(key) == request:
+            return
+        self.version += 1
+        self.watches[key] = request
+        self.added_at[key] = self.version
+        self.removed_at.pop(key, None)
+
+    def unwatch(self, key: str) -> None:
+        if key not in self.watches:
+            return
+        self.version += 1
+        del self.watches[key]
+        self.added_at.pop(key, None)
+        self.removed_at[key] = self.version
+        if len(self.removed_at) > TOMBSTONES:
+            oldest = min(self.removed_at, key=self.removed_at.__getitem__)
+            self.forgotten_before = self.removed_at.pop(oldest) + 1
+
+    def changes_since(self, since: int) -> WatchChanges:
+        if since > self.version or since < self.forgotten_before or since <= 0:
+            return WatchChanges(self.version, dict(self.watches), [], full=True)
+        added = {key: watch for key, watch in self.watches.items() if self.added_at.get(key, 0) > since}
+        removed = [key for key, at in self.removed_at.items() if at > since]
+        return WatchChanges(self.version, added, removed)
+
+
+TOMBSTONES: Final = 10_000
+
+
+def apply_watch_changes(known: Mapping[str, JobWatch], changes: WatchChanges) -> dict[str, JobWatch]:
+    """The activity's copy of the watches after reading `changes`."""
+    if changes.full:
+        return dict(changes.added)
+    updated = {key: watch for key, watch in known.items() if key not in changes.removed}
+    updated.update(changes.added)
+    return updated
+
+
+def dashboards_to_list(watches: Mapping[str, JobWatch]) -> dict[str, DashboardTarget]:
+    """One list per watched dashboard per tick, by head Service (the first watch's target speaks for it)."""
+    targets: dict[str, DashboardTarget] = {}
+    for watch in watches.values():
+        targets.setdefault(watch.target.head_service, watch.target)
+    return targets
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One dashboard's `GET /api/jobs/` by submission id; `jobs` None when it did not answer (`unavailable`
+    says why)."""
+
+    jobs: Mapping[str, JobInfoAnswer] | None
+    unavailable: JobInfoAnswer = field(default_factory=lambda: JobInfoAnswer("unavailable"))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    workflow_id: str
+    key: str
+    submission_id: str
+    answer: JobInfoAnswer
+
+
+def deliveries(
+    watches: Mapping[str, JobWatch], listings: Mapping[str, Listing], sent: Mapping[str, JobInfoAnswer]
+) -> list[Delivery]:
+    """Which workflow gets which view after one tick's lists (by head Service): every watched job whose view
+    differs from the one last sent to it (a job missing from its dashboard's list is `not_found`; when the
+    list failed, every job of that dashboard is `unavailable` as a single GET would have said). After a
+    restart `sent` is empty: every watch gets its current view once. A dashboard not listed this tick (a
+    watch newer than the tick's lists) gets nothing yet."""
+    found: list[Delivery] = []
+    for key, watch in watches.items():
+        listing = listings.get(watch.target.head_service)
+        if listing is None:
+            continue
+        jobs = listing.jobs
+        answer = listing.unavailable if jobs is None else jobs.get(watch.submission_id, NOT_FOUND)
+        previous = sent.get(key)
+        if previous is None or previous.key() != answer.key():
+            found.append(Delivery(watch.workflow_id, key, watch.submission_id, answer))
+    return found
+
+
+NOT_FOUND: Final = JobInfoAnswer("not_found")
+
+
+def finished_watches(sent: Mapping[str, JobInfoAnswer]) -> list[str]:
+    """Watches (keys) done once delivered: the job is terminal, nothing the workflow waits for changes
+    after."""
+    return [key for key, answer in sent.items() if answer.terminal]
+
+
+def is_newer_view(held: tuple[int, int, int] | None, incoming: tuple[int, int, int]) -> bool:
+    """Whether a view of `incoming` version replaces the one held (versions compare in order)."""
+    return held is None or tuple(incoming) > tuple(held)

@@ -1,0 +1,1 @@
+"""The cluster observer of Ray jobs (see wire.observer)."""

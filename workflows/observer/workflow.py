@@ -1,0 +1,100 @@
+"""RayJobObserverWorkflow: the observer of one namespace's Ray dashboards, started by the first RayJob that
+waits on one of them.
+
+It owns the watch book (which workflow waits for which submission id) and keeps the one observer activity
+(`observer.observe_jobs`) running while any watch exists; the activity reads the book with the `watches`
+query and signals the workflows. Signal-with-start by a fixed id makes starting it idempotent, and Temporal
+hands the activity to one worker of the task queue: several workers share observers as any activity. With
+no watch left for `IDLE` it completes (a later watch starts a new run); a long history continues as new with
+the book.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Final
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from wire import stubs
+    from wire.observer import (
+        OBSERVER_WORKFLOW,
+        UNWATCH_SIGNAL,
+        WATCH_SIGNAL,
+        WATCHES_QUERY,
+        JobWatch,
+        ObserveJobs,
+        WatchBook,
+        WatchChanges,
+    )
+
+from workflows.kit.calls import IO, start
+
+# How long an observer with no watch stays (a RayJob's next attempt or a new job on the cluster soon after
+# reuses it instead of starting a new run).
+IDLE: Final = timedelta(minutes=2)
+# Every watch and unwatch is a signal event: continue as new well before the history gets heavy.
+HISTORY_LIMIT: Final = 10_000
+RESTART_PAUSE: Final = timedelta(seconds=30)
+
+
+@workflow.defn(name=OBSERVER_WORKFLOW)
+class RayJobObserverWorkflow:
+    @workflow.init
+    def __init__(self, namespace: str, book: WatchBook | None = None) -> None:
+        self.book = book if book is not None else WatchBook()
+
+    @workflow.signal(name=WATCH_SIGNAL)
+    def watch(self, request: JobWatch) -> None:
+        self.book.watch(request)
+
+    @workflow.signal(name=UNWATCH_SIGNAL)
+    def unwatch(self, key: str) -> None:
+        self.book.unwatch(key)
+
+    @workflow.query(name=WATCHES_QUERY)
+    def watches(self, since: int) -> WatchChanges:
+        return self.book.changes_since(since)
+
+    @workflow.run
+    async def run(self, namespace: str, book: WatchBook | None = None) -> None:
+        observing = self._observe(namespace)
+        while not self._history_long():
+            await workflow.wait_condition(self._needs_attention(observing))
+            if observing.done():
+                # Only a non-retryable failure ends the activity (e.g. a worker without a Temporal client):
+                # the watches stay, and the activity starts again after a pause.
+                try:
+                    await observing
+                except ActivityError as error:
+                    workflow.logger.warning("observer activity failed: %s", error.cause or error)
+                await workflow.sleep(RESTART_PAUSE)
+                observing = self._observe(namespace)
+                continue
+            if self.book.watches:
+                continue
+            try:
+                await workflow.wait_condition(lambda: bool(self.book.watches), timeout=IDLE)
+            except TimeoutError:
+                break
+        observing.cancel()
+        if self.book.watches:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            workflow.continue_as_new(args=[namespace, self.book])
+
+    def _observe(self, namespace: str) -> workflow.ActivityHandle[None]:
+        """Starts the observer activity; its epoch (the first part of every view's version) is now, so a
+        later activity's views order after an earlier one's."""
+        epoch_ms = int(workflow.now().timestamp() * 1000)
+        request = ObserveJobs(namespace, workflow.info().workflow_id, epoch_ms)
+        return start(stubs.observe_jobs, request, IO.OBSERVE, summary="observe Ray jobs")
+
+    def _needs_attention(self, observing: workflow.ActivityHandle[None]) -> Callable[[], bool]:
+        return lambda: not self.book.watches or self._history_long() or observing.done()
+
+    def _history_long(self) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT
