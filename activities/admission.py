@@ -24,25 +24,16 @@ from wire.admission import (
 )
 
 if TYPE_CHECKING:
-    from temporalio.client import Client
 
     from activities.dependencies import ActivityDependencies
 
 TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
-NO_TEMPORAL_CLIENT: Final = "NoTemporalClient"
 
 
 class AdmissionActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    def _client(self) -> Client:
-        client = self.dependencies.temporal_client
-        if client is None:
-            raise ApplicationError(
-                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
-            )
-        return client
 
     @activity.defn(name=names.ENQUEUE_FOR_ADMISSION)
     async def enqueue_for_admission(self, request: AdmissionRequest) -> AdmissionAnswer:
@@ -50,7 +41,7 @@ class AdmissionActivities:
         Idempotent: asking again answers the run's current place."""
         # Start, then update (not update-with-start: Temporal's time-skipping test server lacks it). When the
         # admission workflow completed in between (idle), the update fails and the activity's retry starts it.
-        client = self._client()
+        client = self.dependencies.require_temporal_client()
         workflow_id = admission_workflow_id(request.namespace, request.cluster)
         try:
             with contextlib.suppress(WorkflowAlreadyStartedError):
@@ -67,7 +58,7 @@ class AdmissionActivities:
     @activity.defn(name=names.CLOSED_RUNS)
     async def closed_runs(self, request: OpenRuns) -> list[AdmissionTicket]:
         """The tickets whose RayJob run is no longer running (closed, or unknown to Temporal)."""
-        client = self._client()
+        client = self.dependencies.require_temporal_client()
         closed: list[AdmissionTicket] = []
         for ticket in request.tickets:
             handle = client.get_workflow_handle(ticket.workflow_id, run_id=ticket.run_id)

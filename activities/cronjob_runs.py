@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 from temporalio import activity
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateStage
+from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateStage
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
 
 TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
-NO_TEMPORAL_CLIENT: Final = "NoTemporalClient"
 # A RayCronJob with more RayJobs than this in retention is pruned over several ticks.
 RUNS_LISTED: Final = 1000
 
@@ -55,19 +54,12 @@ class CronJobRunActivities:
         self.dependencies = dependencies
         self.leftovers = leftovers
 
-    def _client(self) -> Client:
-        client = self.dependencies.temporal_client
-        if client is None:
-            raise ApplicationError(
-                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
-            )
-        return client
 
     @activity.defn(name=names.LIST_CRONJOB_RUNS)
     async def list_cronjob_runs(self, request: CronJobKey) -> CronJobRuns:
         """The latest run of each RayJob of the RayCronJob that still holds its RayJob (a run whose memo says
         `deleted` holds nothing), with the final status of the completed ones."""
-        client = self._client()
+        client = self.dependencies.require_temporal_client()
         latest: dict[str, Any] = {}
         try:
             async for execution in client.list_workflows(cronjob_runs_query(request), limit=RUNS_LISTED):
@@ -94,7 +86,7 @@ class CronJobRunActivities:
     async def delete_finished_rayjob(self, request: RayJobRunRef) -> bool:
         """Deletes what a finished RayJob left in Kubernetes, then its closed runs from Temporal (the
         RayJob custom resource going away); False when it runs (never deleted here)."""
-        client = self._client()
+        client = self.dependencies.require_temporal_client()
         try:
             executions = [
                 execution
@@ -121,7 +113,7 @@ class CronJobRunActivities:
     async def request_rayjob_deletion(self, request: RayJobRunRef) -> bool:
         """Sends the `delete` update to a running RayJob and returns once it was accepted (the RayJob's
         workflow completes when its deletion is done); False when it does not run."""
-        handle = self._client().get_workflow_handle(request.workflow_id)
+        handle = self.dependencies.require_temporal_client().get_workflow_handle(request.workflow_id)
         try:
             await handle.start_update("delete", wait_for_stage=WorkflowUpdateStage.ACCEPTED)
         except RPCError as error:

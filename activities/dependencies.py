@@ -11,6 +11,7 @@ from typing import Literal
 import httpx
 from kubernetes import client
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
 
 from activities.kubernetes_async import AsyncApiServer
 from activities.kubernetes_client import KubeObjects, load_kube_configuration, running_in_pod
@@ -18,6 +19,8 @@ from models.operator import DEFAULT_CLUSTER_DOMAIN
 
 DashboardAccess = Literal["direct", "proxy"]
 DASHBOARD_ACCESS_ENV = "RAYPILOT_DASHBOARD_ACCESS"
+# The error type of an activity that needs Temporal on a worker built without a client (embedded, tests).
+NO_TEMPORAL_CLIENT = "NoTemporalClient"
 
 
 def dashboard_access_from_env(env: Mapping[str, str]) -> DashboardAccess:
@@ -65,6 +68,15 @@ class ActivityDependencies:
         cls, env: Mapping[str, str] | None = None, *, temporal_client: Client | None = None
     ) -> ActivityDependencies:
         return cls(env=dict(os.environ if env is None else env), temporal_client=temporal_client)
+
+    def require_temporal_client(self) -> Client:
+        """The worker's Temporal client, for activities that talk to Temporal itself; without one the activity
+        fails for good (retrying on the same worker cannot help)."""
+        if self.temporal_client is None:
+            raise ApplicationError(
+                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
+            )
+        return self.temporal_client
 
     def configuration(self) -> client.Configuration:
         with self._lock:

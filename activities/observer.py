@@ -25,7 +25,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
-from activities.temporal_runs import NO_TEMPORAL_CLIENT
 from wire import names
 from wire.dashboard import DashboardTarget, JobInfoAnswer
 from wire.observer import (
@@ -64,13 +63,6 @@ class ObserverActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    def _client(self) -> Client:
-        client = self.dependencies.temporal_client
-        if client is None:
-            raise ApplicationError(
-                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
-            )
-        return client
 
     @activity.defn(name=names.WATCH_RAY_JOB)
     async def watch_job(self, request: JobWatch) -> bool:
@@ -96,7 +88,7 @@ class ObserverActivities:
     async def observe_jobs(self, request: ObserveJobs) -> None:
         """Runs until cancelled (the observer workflow has no watch left) or the attempt's time is up (then
         retried at once, without a history event)."""
-        client = self._client()
+        client = self.dependencies.require_temporal_client()
         observer = client.get_workflow_handle(request.observer_id)
         dashboards: dict[str, DashboardClient] = {}
         attempt = activity.info().attempt

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
 
 TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
-NO_TEMPORAL_CLIENT: Final = "NoTemporalClient"
 # Runs of one id that are looked at: only the newest earlier one matters.
 RUNS_LISTED: Final = 20
 
@@ -55,11 +54,7 @@ class TemporalRunActivities:
     @activity.defn(name=names.LATEST_EARLIER_RUN)
     async def latest_earlier_run(self, request: EarlierRuns) -> EarlierRun | None:
         """The newest closed earlier run of the id, with its memo and (completed) result; None: none."""
-        client = self.dependencies.temporal_client
-        if client is None:
-            raise ApplicationError(
-                "the worker has no Temporal client", type=NO_TEMPORAL_CLIENT, non_retryable=True
-            )
+        client = self.dependencies.require_temporal_client()
         query = f"WorkflowId = '{request.workflow_id}'"
         try:
             executions = [execution async for execution in client.list_workflows(query, limit=RUNS_LISTED)]

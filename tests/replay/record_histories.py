@@ -176,16 +176,15 @@ async def rayjob_retry_policy(env: WorkflowEnvironment) -> Handle:
 async def rayjob_admission_queue(env: WorkflowEnvironment) -> Handle:
     """Issue 16, queueing on a shared cluster: two clusterSelector RayJobs on a cluster limited to one; the
     second waits in the queue until the first completes (the history is the second one's)."""
-    from types import SimpleNamespace
-
     from activities.admission import AdmissionActivities
+    from activities.dependencies import ActivityDependencies
     from activities.registry import activity_methods
 
     world = FakeWorld(job_duration=timedelta(minutes=5))
     cluster = shared_cluster()
     cluster["metadata"]["annotations"] = {"raypilot.io/max-concurrent-jobs": "1"}
     world.clusters["shared"] = cluster
-    admission = AdmissionActivities(SimpleNamespace(temporal_client=env.client))  # type: ignore[arg-type]
+    admission = AdmissionActivities(ActivityDependencies.from_env({}, temporal_client=env.client))
     selector = {"rayClusterSpec": None, "clusterSelector": {"ray.io/cluster": "shared"}}
     activities = world.activities() + activity_methods(admission)
     async with running_worker(env.client, activities=activities) as queue:

@@ -9,7 +9,6 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from activities.admission import AdmissionActivities
+from activities.dependencies import ActivityDependencies
 from activities.registry import activity_methods
 from raypilot.testing.rayjob_scenarios import (
     eventually,
@@ -48,7 +48,7 @@ def _job(name: str) -> dict[str, Any]:
 
 @asynccontextmanager
 async def _worker(env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld) -> AsyncIterator[str]:
-    admission = AdmissionActivities(SimpleNamespace(temporal_client=env.client))  # type: ignore[arg-type]
+    admission = AdmissionActivities(ActivityDependencies.from_env({}, temporal_client=env.client))
     async with fake_worker(env.client, activities=world.activities() + activity_methods(admission)) as queue:
         yield queue
 
