@@ -40,7 +40,8 @@ dev: $(STAMP)
 	@trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/temporal server start-dev --ip 127.0.0.1 --ui-port 8233 --log-level warn \
 	  --search-attribute RayKind=Keyword --search-attribute RayNamespace=Keyword \
-	  --search-attribute RayName=Keyword --search-attribute RayPhase=Keyword & \
+	  --search-attribute RayName=Keyword --search-attribute RayPhase=Keyword \
+	  --search-attribute RayCronJob=Keyword & \
 	$(BIN)/python worker.py
 
 demo: $(STAMP)
