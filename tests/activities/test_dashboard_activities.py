@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import dataclasses
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +22,7 @@ from temporalio.testing import ActivityEnvironment
 from activities import errors
 from activities.dashboard import DashboardActivities
 from activities.kubernetes import RayClusterActivities
+from activities.observer import ObserverActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.testing import SandboxThread, raycluster_manifest
@@ -36,6 +39,15 @@ from wire.dashboard import (
     WaitServe,
 )
 from wire.kubernetes import CreateObject, WaitRayCluster
+from wire.observer import (
+    OBSERVED_SIGNAL,
+    WATCHES_QUERY,
+    JobWatch,
+    ObservedJob,
+    ObserveJobs,
+    WatchChanges,
+    watch_key,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -266,3 +278,52 @@ async def test_invalid_serve_config_is_rejected(deps: ActivityDependencies, head
 async def test_health_of_an_unreachable_head_is_false(deps: ActivityDependencies, head: RayHead) -> None:
     absent = HeadServeHealth(head.namespace, "no-such-pod", "127.0.0.1", 1)
     assert await ActivityEnvironment().run(DashboardActivities(deps).check_serve_health, absent) is False
+
+
+class _ObserverTemporal:
+    """The Temporal side of the job observer, in memory: the observer workflow's `watches` query answers one
+    watch, and every signal is recorded (the activity's Kubernetes and dashboard side is the real one)."""
+
+    def __init__(self, watch: JobWatch) -> None:
+        self.watch = watch
+        self.observed: asyncio.Queue[ObservedJob] = asyncio.Queue()
+
+    def get_workflow_handle(self, workflow_id: str, **_: Any) -> _ObserverTemporal:
+        return self
+
+    async def query(self, name: str, since: int, **_: Any) -> WatchChanges:
+        assert name == WATCHES_QUERY
+        added = {watch_key(self.watch.target, self.watch.submission_id): self.watch} if since == 0 else {}
+        return WatchChanges(1, added, full=since == 0)
+
+    async def signal(self, name: str, arg: Any = None) -> None:
+        if name == OBSERVED_SIGNAL:
+            await self.observed.put(arg)
+
+
+async def test_the_observer_lists_the_dashboard_and_signals_the_waiting_workflow(
+    deps: ActivityDependencies, head: RayHead
+) -> None:
+    dashboard = DashboardActivities(deps)
+    job_id = f"job-{uuid.uuid4().hex[:6]}"
+    await ActivityEnvironment().run(
+        dashboard.submit_job, SubmitJob(head.target, {"entrypoint": "echo observed", "submission_id": job_id})
+    )
+    temporal = _ObserverTemporal(JobWatch(head.target, job_id, "rayjob/ns/observed"))
+    observer = ObserverActivities(dataclasses.replace(deps, temporal_client=temporal))  # type: ignore[arg-type]
+    env = ActivityEnvironment()
+    running = asyncio.ensure_future(
+        env.run(observer.observe_jobs, ObserveJobs(head.namespace, "raypilot-observer/q/ns", 1, 0.05))
+    )
+    try:
+        async with asyncio.timeout(20):
+            seen = await temporal.observed.get()
+            while not seen.answer.terminal:
+                seen = await temporal.observed.get()
+    finally:
+        env.cancel()
+        with contextlib.suppress(BaseException):
+            await running
+    assert seen.submission_id == job_id
+    assert seen.answer.status == "SUCCEEDED"
+    assert seen.version[:2] == (1, 1)  # the observer's epoch and attempt, then its list tick
