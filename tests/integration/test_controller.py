@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 from temporalio.client import WorkflowExecutionStatus
 
 from models.features import FeatureGates
+from raypilot.controller.decide import Action
 from raypilot.controller.kube import ControllerKube
 from raypilot.controller.lease import LeaderLease
 from raypilot.controller.loop import Controller
@@ -256,6 +257,52 @@ async def test_a_rayjob_with_a_delete_self_rule_deletes_its_object_through_the_f
         await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="clusters gone")
         jobs = json.loads(kubectl(kube_env, "get", "jobs", "-n", namespace, "-o", "json"))["items"]
         assert jobs == []
+
+
+async def test_a_rayjob_whose_kuberay_cluster_is_left_is_refused_until_it_is_gone(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """After `kubectl delete rayjob.ray.io/NAME --cascade=orphan` the RayJob applied as raypilot.io/v1 is not
+    adopted (raypilot.adopt.rayjob): ValidationFailed with the reason and one Warning Event, no run, no
+    cluster; once the leftover cluster is deleted the RayJob runs."""
+    namespace, name = simulated_stack.namespace(), "legacy"
+    kuberay = example("rayjob-httpmode", namespace, rename=name)
+    leftover = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": f"{name}-abcde",
+            "labels": {
+                "ray.io/originated-from-cr-name": name,
+                "ray.io/originated-from-crd": "RayJob",
+                "app.kubernetes.io/created-by": "kuberay-operator",
+            },
+        },
+        "spec": kuberay["spec"]["rayClusterSpec"],
+    }
+    kubectl(kube_env, "apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(leftover))
+    async with running_controller(simulated_stack) as controller:
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, name, "sleep 1"))
+        refused = await wait_phase(kube_env, namespace, name, "ValidationFailed", within=30)
+        message = refused["status"]["message"]
+        assert message.startswith("raypilot does not adopt a RayJob: ")
+        assert f"RayCluster {name}-abcde of rayjob {namespace}/{name} is still there" in message
+        # Looked at again while the leftover stays: said once, nothing started.
+        await wait_until(
+            lambda: controller.actions.count((("RayJob", namespace, name), Action.START_OR_APPLY)) >= 2,
+            within=30,
+            what="a second look",
+        )
+        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+        assert [e["reason"] for e in events if e["involvedObject"]["name"] == name] == ["AdoptionRefused"]
+        assert await runs_of(simulated_stack, f"rayjob/{namespace}/{name}") == []
+        assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [f"{name}-abcde"]
+        kubectl(kube_env, "delete", "rayclusters.ray.io", f"{name}-abcde", "-n", namespace)
+        done = await wait_phase(kube_env, namespace, name, "Complete", within=60)
+        assert "does not adopt" not in done["status"].get("message", "")
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", f"rayjobs.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+        )
 
 
 async def kuberay_leftovers(stack: Stack, namespace: str, name: str) -> tuple[dict[str, Any], str, str]:
