@@ -62,6 +62,7 @@ class Controller:
         self.seen_phase: dict[str, str] = {}  # object uid -> the workflow phase its status was read at
         self.status_writes = 0  # status subresource writes (the write-back cadence is tested by counting)
         self.actions: list[tuple[Key, Action]] = []
+        self.leftover_recheck_seconds = LEFTOVER_RECHECK_SECONDS  # tests look sooner
         self._stopping = threading.Event()
 
     # ---- feeding the queue --------------------------------------------------------------------------------
@@ -203,7 +204,7 @@ class Controller:
             await asyncio.to_thread(self.kube.patch_status, obj, status_patch(obj.get("status"), status))
             self.status_writes += 1
             await asyncio.to_thread(self.kube.warning_event, obj, "AdoptionRefused", message)
-        self._later(key, LEFTOVER_RECHECK_SECONDS)
+        self._later(key, self.leftover_recheck_seconds)
         return True
 
     async def _adopt_leftovers(self, obj: dict[str, Any], manifest: dict[str, Any]) -> None:

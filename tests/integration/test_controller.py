@@ -77,6 +77,7 @@ async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
     api_client = recording(stack.cluster.api_client())
     temporal = ControllerTemporal(stack.client, stack.task_queue)
     controller = Controller(ControllerKube(api_client), temporal, FeatureGates(), STATUS_INTERVAL)
+    controller.leftover_recheck_seconds = 0.5
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop))
     try:
