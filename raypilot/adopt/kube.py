@@ -1,4 +1,5 @@
-"""Adopting a RayService's KubeRay leftovers through the Kubernetes API (blocking: called in a thread)."""
+"""Adopting a RayService's KubeRay leftovers, and finding a RayJob's (refused: raypilot.adopt.rayjob), through
+the Kubernetes API (blocking: called in a thread)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from kubernetes.client.exceptions import ApiException
 from models.naming import head_service_name, serve_service_name
 from models.rayservice import RayService
 from raypilot.adopt.plan import AdoptionPlan, adoption_plan, leftover_selector
+from raypilot.adopt.rayjob import kuberay_leftover_clusters, rayjob_leftover_selector
 
 _GATEWAY = ("gateway.networking.k8s.io", "v1")
 _CUSTOM = {
@@ -62,3 +64,14 @@ def adopt_rayservice_leftovers(
             group, version, plural = _CUSTOM[patch.kind]
             custom.patch_namespaced_custom_object(group, version, namespace, plural, patch.name, patch.patch)
     return plan
+
+
+def rayjob_leftover_clusters(
+    api_client: client.ApiClient, namespace: str, name: str, owner_uid: str
+) -> list[str]:
+    """The RayClusters KubeRay left for the RayJob `name` (none: nothing stands in the way of a first run)."""
+    custom: Any = client.CustomObjectsApi(api_client)
+    clusters = custom.list_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", label_selector=rayjob_leftover_selector(name)
+    )["items"]
+    return kuberay_leftover_clusters(clusters, owner_uid)

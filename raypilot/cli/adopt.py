@@ -13,16 +13,30 @@ from kubernetes.config.config_exception import ConfigException
 
 from activities.kubernetes_client import load_kube_configuration
 from models.manifest import ManifestError, load_manifest_text, parse_rayservice
-from models.naming import KIND_RAYSERVICE
+from models.naming import KIND_RAYJOB, KIND_RAYSERVICE
 from models.source import ANNOTATION_ADOPTED_CLUSTER
 from models.validation import validate
 from raypilot.adopt.kube import adopt_rayservice_leftovers
+from raypilot.adopt.rayjob import rayjob_leftover_selector
 from raypilot.cli.apply import apply_manifest, feature_gates
 from raypilot.cli.common import CommandError, Console, parse_ref, rejected
 
 
+def rayjob_refusal(namespace: str, name: str) -> str:
+    """Why (raypilot.adopt.rayjob); the controller says the same on a raypilot.io RayJob while KubeRay's
+    leftovers of it exist."""
+    return (
+        "raypilot adopt: a RayJob cannot be adopted: what KubeRay leaves of it does not record its Ray job's "
+        "submission id, and starting afresh would run the entrypoint a second time. Wait for its Ray job to "
+        "end if it must, delete what KubeRay left (kubectl delete rayclusters.ray.io,jobs.batch -n "
+        f"{namespace} -l {rayjob_leftover_selector(name)}), then `raypilot apply` it"
+    )
+
+
 async def adopt_command(ref_text: str, filename: str, console: Console) -> int:
     ref = parse_ref(ref_text)
+    if ref.kind == KIND_RAYJOB:
+        raise rejected(rayjob_refusal(ref.namespace, ref.name))
     if ref.kind != KIND_RAYSERVICE:
         raise rejected("raypilot adopt: only a rayservice can be adopted yet")
     try:

@@ -2,7 +2,9 @@
 
 Starts the Temporal dev server (Web UI, empty database), the sandbox (real Ray by default) and a worker; then,
 through the workflows as `raypilot apply` starts them:
-1. a K8sJobMode RayJob whose DeleteCluster rule removes its RayCluster 10 s after the job ended;
+1. a K8sJobMode RayJob whose DeleteCluster rule removes its RayCluster 10 s after the job ended, applied as
+   `raypilot.io/v1` (the CRDs installed, `raypilot controller` beside the worker) and shown both as its
+   workflow's status and as `kubectl get rayjobs.raypilot.io -w` shows it;
 2. a RayService v1, then v2 as a NewClusterWithIncrementalUpgrade under a steady load through the Gateway,
    with a live view, a summary of the steps and an upgrade timeline PNG in the demo directory.
 Then it stays up until Ctrl-C (or, with --exit, stops at once) and stops everything it started.
@@ -23,6 +25,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from temporalio.exceptions import TemporalError
 
+from raypilot.cli.demo_kubectl import install_crds
 from raypilot.cli.demo_rayjob import run_rayjob
 from raypilot.cli.demo_rayservice import SERVICE_NAME, deploy_first_version, upgrade_under_load
 from raypilot.cli.demo_support import DemoPace
@@ -71,7 +74,10 @@ async def run_workloads(
     api_client = k8s_config.new_client_from_config(config_file=str(kubeconfig))
     custom = k8s.CustomObjectsApi(api_client)
     try:
-        with step(f"RayJob (K8sJobMode, DeleteCluster {pace.delete_cluster_ttl_s} s after the end)", timings):
+        title = (
+            f"RayJob raypilot.io/v1 (K8sJobMode, DeleteCluster {pace.delete_cluster_ttl_s} s after the end)"
+        )
+        with step(title, timings):
             job = await run_rayjob(client, task_queue, custom, NAMESPACE, emit, pace)
         reports += job_summary(job)
         with step(f"RayService {SERVICE_NAME} v1 first deployment", timings):
@@ -80,6 +86,14 @@ async def run_workloads(
             upgrade = await upgrade_under_load(deployed, emit, stack.workdir)
         reports += upgrade_summary(upgrade)
         return job_succeeded(job) and upgrade_succeeded(upgrade)
+    finally:
+        api_client.close()
+
+
+def install_demo_crds(kubeconfig: Path) -> None:
+    api_client = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        install_crds(api_client)
     finally:
         api_client.close()
 
@@ -108,6 +122,9 @@ def run_demo(
         print(f"   KUBECONFIG={kubeconfig}", flush=True)
         with step("raypilot worker", timings):
             stack.start_worker()
+        with step("raypilot.io CRDs and raypilot controller", timings):
+            install_demo_crds(kubeconfig)
+            stack.start_controller()
         ok = asyncio.run(run_workloads(stack, kubeconfig, pace, timings, reports))
     except (k8s.ApiException, TemporalError, RuntimeError, TimeoutError, OSError) as err:
         # StackError and DemoFailed are RuntimeErrors; TemporalError covers RPC, update and workflow failures.
@@ -144,6 +161,7 @@ def wait_for_interrupt(stack: LocalStack, on_interrupt: Callable[[], None]) -> N
         "\neverything stays up (Web UI, sandbox, worker); try\n"
         f"  TEMPORAL_ADDRESS={stack.temporal_address} raypilot status rayservice/{NAMESPACE}/{SERVICE_NAME}\n"
         f"  KUBECONFIG={stack.kubeconfig} kubectl get rayclusters,gateways,httproutes\n"
+        f"  KUBECONFIG={stack.kubeconfig} kubectl get rayjobs.raypilot.io -w\n"
         "press Ctrl-C to stop it all",
         flush=True,
     )

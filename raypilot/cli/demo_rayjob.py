@@ -1,5 +1,7 @@
-"""Demo step 1: a K8sJobMode RayJob through RayJobWorkflow, shown live until the DeleteCluster rule removed
-its RayCluster ttl seconds after the job's endTime."""
+"""Demo step 1: a K8sJobMode RayJob applied as `raypilot.io/v1` (all a KubeRay manifest needs to move over),
+started by `raypilot controller` as RayJobWorkflow, shown live (its workflow's status, and the object as
+`kubectl get rayjobs.raypilot.io -w` prints it) until the DeleteCluster rule removed its RayCluster ttl
+seconds after the job's endTime."""
 
 from __future__ import annotations
 
@@ -10,8 +12,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
 
+from models.crd import RAYPILOT_API_VERSION, RAYPILOT_GROUP, RAYPILOT_VERSION
+from models.naming import workflow_id
+from raypilot.cli.demo_kubectl import KubectlWatch
 from raypilot.cli.demo_support import (
     POLL_INTERVAL_S,
     ChangePrinter,
@@ -20,7 +26,6 @@ from raypilot.cli.demo_support import (
     example_manifest,
     query_status,
     read_custom,
-    start_workflow,
 )
 from raypilot.cli.demo_view import JobReport, job_line
 from raypilot.cli.render import PhaseMark, advance_timeline, parse_time, render_status, status_phase
@@ -31,6 +36,8 @@ TERMINAL_PHASES = ("Complete", "Failed")
 # the same 2 cores, so the demo waits long before it gives up.
 JOB_PATIENCE_S = 600.0
 DELETION_PATIENCE_S = 30.0  # beyond the rule's ttl
+CONTROLLER_PATIENCE_S = 30.0  # from `kubectl apply` to the workflow the controller starts
+STATUS_PATIENCE_S = 5.0  # the controller writes the final status within its interval (0.5 s in the demo)
 
 
 def demo_job_manifest(namespace: str, ttl_s: int) -> dict[str, Any]:
@@ -49,6 +56,25 @@ def demo_job_manifest(namespace: str, ttl_s: int) -> dict[str, Any]:
     return manifest
 
 
+async def _started_by_controller(
+    client: Client, namespace: str, look: Callable[[], Any]
+) -> WorkflowHandle[Any, Any]:
+    """The RayJob's workflow once the controller started it (its status query answers)."""
+    handle = client.get_workflow_handle(workflow_id("RayJob", namespace, JOB_NAME))
+    deadline = time.monotonic() + CONTROLLER_PATIENCE_S
+    while True:
+        await look()
+        try:
+            await query_status(handle)
+            return handle
+        except RPCError:
+            if time.monotonic() > deadline:
+                raise DemoFailed(
+                    f"the controller started no workflow for {JOB_NAME} within {CONTROLLER_PATIENCE_S:.0f} s"
+                ) from None
+        await asyncio.sleep(POLL_INTERVAL_S)
+
+
 def _run_seconds(status: dict[str, Any]) -> float | None:
     started, ended = parse_time(status.get("startTime")), parse_time(status.get("endTime"))
     return (ended - started).total_seconds() if started and ended else None
@@ -65,10 +91,30 @@ async def run_rayjob(
     """Starts the RayJob workflow, prints each change of phase / job status / cluster, then waits until the
     RayCluster is gone and the workflow completed."""
     ttl_s = pace.delete_cluster_ttl_s
-    handle = await start_workflow(client, task_queue, demo_job_manifest(namespace, ttl_s))
-    emit(f"  workflow {handle.id} started; DeleteCluster {ttl_s} s after the job ends")
-    printer = ChangePrinter(emit)
+    manifest = {**demo_job_manifest(namespace, ttl_s), "apiVersion": RAYPILOT_API_VERSION}
+    await asyncio.to_thread(
+        custom.create_namespaced_custom_object,
+        RAYPILOT_GROUP,
+        RAYPILOT_VERSION,
+        namespace,
+        "rayjobs",
+        manifest,
+    )
+    emit(
+        f"  rayjob.raypilot.io/{JOB_NAME} created (kubectl apply); DeleteCluster {ttl_s} s after the job ends"
+    )
+    kubectl = KubectlWatch("RayJob", emit, prefix="  kubectl | ")
+    kubectl.start(f"kubectl get rayjobs.raypilot.io -n {namespace} -w")
     began = time.monotonic()
+
+    async def look() -> None:
+        kubectl.show(
+            await read_custom(custom, RAYPILOT_GROUP, "rayjobs", namespace, JOB_NAME), datetime.now(UTC)
+        )
+
+    handle = await _started_by_controller(client, namespace, look)
+    emit(f"  workflow {handle.id} started by raypilot controller")
+    printer = ChangePrinter(emit)
     phases: list[tuple[PhaseMark, ...]] = [()]  # the phases seen, for the `raypilot status` view at the end
 
     def show(status: dict[str, Any]) -> None:
@@ -81,6 +127,7 @@ async def run_rayjob(
             raise DemoFailed(f"RayJob {JOB_NAME} did not finish within {JOB_PATIENCE_S:.0f} s")
         status = await query_status(handle)
         show(status)
+        await look()
         await asyncio.sleep(POLL_INTERVAL_S)
     cluster = str(status.get("rayClusterName") or "")
     ended = parse_time(status["endTime"])
@@ -92,9 +139,14 @@ async def run_rayjob(
             emit(f"  {time.monotonic() - began:6.1f} s  RayCluster {cluster} deleted")
             break
         show(await query_status(handle))
+        await look()
         await asyncio.sleep(POLL_INTERVAL_S)
     final: dict[str, Any] = await asyncio.wait_for(handle.result(), ttl_s + DELETION_PATIENCE_S)
     emit(f"  {time.monotonic() - began:6.1f} s  workflow completed ({final.get('jobDeploymentStatus')})")
+    settle = time.monotonic() + STATUS_PATIENCE_S
+    while (kubectl.last or [""])[2:3] != [final.get("jobDeploymentStatus")] and time.monotonic() < settle:
+        await look()
+        await asyncio.sleep(POLL_INTERVAL_S)
     view = render_status(
         "RayJob", final, ref=handle.id, now=datetime.now(UTC), timeline=phases[0], completed=True
     )

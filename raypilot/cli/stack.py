@@ -1,4 +1,4 @@
-"""The processes of a local raypilot installation: Temporal dev server, sandbox, worker.
+"""The processes of a local raypilot installation: Temporal dev server, sandbox, worker, controller.
 
 Used by `raypilot demo`; each process logs to a file in the demo directory and is stopped by PID.
 """
@@ -26,6 +26,7 @@ STOP_PATIENCE_SECONDS = 20.0
 WORKER_STOP_PATIENCE_SECONDS = 3.0
 WORKER_START_PATIENCE_SECONDS = 120.0
 WORKER_READY_LINE = "worker started:"
+CONTROLLER_READY_TEXT = "connected to Temporal at"  # logged by the leading controller (raypilot.controller)
 REMOTE_TEMPORAL_SETTINGS = (
     "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY", "TEMPORAL_TLS_CA",
 )  # fmt: skip
@@ -131,6 +132,22 @@ class LocalStack:
         while WORKER_READY_LINE not in log.read_text(errors="replace"):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise StackError(f"the worker did not start; see {log}")
+            time.sleep(0.2)
+
+    def start_controller(self) -> None:
+        """`raypilot controller` beside the worker (the raypilot.io CRDs installed first); ready once it leads
+        and reached Temporal."""
+        if self.kubeconfig is None:
+            raise StackError("start the sandbox before the controller")
+        inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
+        env = {**inherited, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
+        argv = [sys.executable, "-m", "raypilot.cli.main", "controller", "--status-interval", "0.5"]
+        log = self._spawn("controller", argv, env)
+        process = self.processes[-1][1]
+        deadline = time.monotonic() + WORKER_START_PATIENCE_SECONDS
+        while CONTROLLER_READY_TEXT not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise StackError(f"the controller did not start; see {log}")
             time.sleep(0.2)
 
     def stop(self) -> None:

@@ -23,7 +23,8 @@ from models.features import FeatureGates
 from models.manifest import parse_rayservice
 from models.naming import workflow_id
 from models.source import ANNOTATION_ADOPTED_CLUSTER
-from raypilot.adopt.kube import adopt_rayservice_leftovers
+from raypilot.adopt.kube import adopt_rayservice_leftovers, rayjob_leftover_clusters
+from raypilot.adopt.rayjob import rayjob_adoption_refusal
 from raypilot.cli.common import CommandError
 from raypilot.cli.exits import EXIT_REJECTED
 from raypilot.controller.decide import Action, reconcile_action, should_write_status, status_patch
@@ -41,6 +42,7 @@ from workflows.decisions.rayjob.object import RunState
 log = logging.getLogger("raypilot.controller")
 Key = tuple[str, str, str]  # kind, namespace, name
 RECHECK_SECONDS = 2.0
+LEFTOVER_RECHECK_SECONDS = 5.0  # a refused RayJob starts this long at most after KubeRay's leftovers went
 WATCH_RETRY_SECONDS = 1.0
 
 
@@ -60,6 +62,7 @@ class Controller:
         self.seen_phase: dict[str, str] = {}  # object uid -> the workflow phase its status was read at
         self.status_writes = 0  # status subresource writes (the write-back cadence is tested by counting)
         self.actions: list[tuple[Key, Action]] = []
+        self.leftover_recheck_seconds = LEFTOVER_RECHECK_SECONDS  # tests look sooner
         self._stopping = threading.Event()
 
     # ---- feeding the queue --------------------------------------------------------------------------------
@@ -152,6 +155,8 @@ class Controller:
             await asyncio.to_thread(self.kube.warning_event, obj, "ValidationFailed", message)
             await asyncio.to_thread(self.kube.set_applied_generation, obj, view.generation)
         elif action == Action.START_OR_APPLY:
+            if kind == "RayJob" and run is None and await self._refused_for_leftovers(key, obj):
+                return action
             if kind == "RayService" and (run is None or run.state != RunState.RUNNING):
                 await self._adopt_leftovers(obj, manifest)
             try:
@@ -181,6 +186,26 @@ class Controller:
         elif action == Action.RELEASE:
             await asyncio.to_thread(self.kube.remove_finalizer, obj)
         return action
+
+    async def _refused_for_leftovers(self, key: Key, obj: dict[str, Any]) -> bool:
+        """A RayJob moved over from KubeRay while its cluster is still there is not started (why:
+        raypilot.adopt.rayjob); its status and one Warning Event say so, and it is looked at again until the
+        leftovers are gone."""
+        meta = obj["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        leftovers = await asyncio.to_thread(
+            rayjob_leftover_clusters, self.kube.api_client, namespace, name, meta["uid"]
+        )
+        message = rayjob_adoption_refusal(namespace, name, leftovers)
+        if message is None:
+            return False
+        if (obj.get("status") or {}).get("message") != message:
+            status = validation_failed_status("RayJob", message, object_view(obj).generation, now_rfc3339())
+            await asyncio.to_thread(self.kube.patch_status, obj, status_patch(obj.get("status"), status))
+            self.status_writes += 1
+            await asyncio.to_thread(self.kube.warning_event, obj, "AdoptionRefused", message)
+        self._later(key, self.leftover_recheck_seconds)
+        return True
 
     async def _adopt_leftovers(self, obj: dict[str, Any], manifest: dict[str, Any]) -> None:
         """A RayService moved over from KubeRay: what KubeRay left (after `--cascade=orphan`) becomes this

@@ -68,16 +68,19 @@ async def test_adopt_keeps_the_serving_cluster_and_starts_the_workflow_from_it(
     assert (await cli_stack.run("delete", ref)).code == 0
 
 
-async def test_adopt_takes_only_a_rayservice_and_its_own_manifest(
+async def test_adopt_refuses_a_rayjob_saying_why_and_takes_only_its_own_manifest(
     cli_stack: CliStack, tmp_path: Path
 ) -> None:
     manifest = tmp_path / "rayservice.yaml"
     manifest.write_text(yaml.safe_dump(rayservice("default", "one", "v1")))
     refused = await cli_stack.run("adopt", "rayjob/default/one", "-f", str(manifest))
-    assert (refused.code, refused.stderr.strip()) == (
-        2,
-        "error: raypilot adopt: only a rayservice can be adopted yet",
-    )
+    assert refused.code == 2
+    assert refused.stderr.startswith("error: raypilot adopt: a RayJob cannot be adopted: ")
+    assert "does not record its Ray job's submission id" in refused.stderr
+    assert (
+        "kubectl delete rayclusters.ray.io,jobs.batch -n default "
+        "-l ray.io/originated-from-cr-name=one,ray.io/originated-from-crd=RayJob"
+    ) in refused.stderr
     mismatch = await cli_stack.run("adopt", "rayservice/default/other", "-f", str(manifest))
     assert mismatch.code == 2
     assert "is rayservice/default/one" in mismatch.stderr

@@ -1,6 +1,7 @@
 """`raypilot demo --exit --ray simulated` end to end: its own dev server (on free ports), the simulated
-sandbox and a worker as processes, the RayJob and the RayService upgrade through the workflows, the summary
-and the timeline PNG. The demo's pace is quickened (ttl 2 s, 50 % steps every 1 s) so that it fits a test."""
+sandbox, a worker and the controller as processes, the RayJob (as raypilot.io/v1, with its `kubectl get -w`
+rows) and the RayService upgrade through the workflows, the summary and the timeline PNG. The demo's pace is
+quickened (ttl 2 s, 50 % steps every 1 s) so that it fits a test."""
 
 from __future__ import annotations
 
@@ -65,6 +66,13 @@ def test_demo_runs_the_rayjob_and_the_upgrade_and_stops_everything(
     assert "failed 0 (0.00 %)" in summary
     assert "total upgrade time" in summary
     assert "result: every step succeeded" in summary
+    # the RayJob went through raypilot.io/v1 and the controller; `kubectl get -w` rows followed its phases
+    assert "rayjob.raypilot.io/demo-job created" in out
+    assert "started by raypilot controller" in out
+    rows = [line for line in out.splitlines() if line.startswith("  kubectl | demo-job ")]
+    assert any("Running" in row for row in rows), out
+    assert "SUCCEEDED" in rows[-1], rows
+    assert "Complete" in rows[-1], rows
     # the live view showed the traffic split while both clusters served
     assert "traffic  50%" in out
     png = tmp_path / "demo" / "upgrade-timeline.png"

@@ -1,8 +1,10 @@
 """`raypilot controller` on the sandbox, driven through kubectl only: apply -> workflow -> status in `kubectl
 get`; delete -> finalizer -> the workflow's `delete` -> everything owned gone; a bad spec -> ValidationFailed
-and a Warning Event, nothing created; status writes on phase changes only (counted); KubeRay's leftovers of a
-RayService adopted under load; a changed spec applied by a controller started again mid-lifecycle, with no
-second run or cluster; the controller's role. A killed leader and two replicas: test_controller_process.py."""
+and a Warning Event, nothing created; status writes on phase changes only (counted); a DeleteSelf rule
+deleting its object; KubeRay's leftovers of a RayService adopted under load (kept when the spec matches, then
+upgraded by a changed spec; upgraded at once when it does not); a changed spec applied by a controller
+started again mid-lifecycle, with no second run or cluster; the controller's role. A killed leader and two
+replicas: test_controller_process.py."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from kubernetes import client as k8s
 from temporalio.client import WorkflowExecutionStatus
 
 from models.features import FeatureGates
+from raypilot.controller.decide import Action
 from raypilot.controller.kube import ControllerKube
 from raypilot.controller.lease import LeaderLease
 from raypilot.controller.loop import Controller
@@ -74,6 +77,7 @@ async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
     api_client = recording(stack.cluster.api_client())
     temporal = ControllerTemporal(stack.client, stack.task_queue)
     controller = Controller(ControllerKube(api_client), temporal, FeatureGates(), STATUS_INTERVAL)
+    controller.leftover_recheck_seconds = 0.5
     stop = asyncio.Event()
     task = asyncio.create_task(controller.run(stop))
     try:
@@ -222,14 +226,89 @@ async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_sec
         )
 
 
-async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_failed_request(
+async def test_a_rayjob_with_a_delete_self_rule_deletes_its_object_through_the_finalizer(
     simulated_stack: Stack, kube_env: dict[str, str]
 ) -> None:
+    """DeleteSelf deletes the raypilot.io object itself; the finalizer lets it go once the run is over, and
+    the garbage collector takes what it owned: nothing is left."""
+    namespace = simulated_stack.namespace()
+    rules = {
+        "deletionRules": [{"policy": "DeleteSelf", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}}]
+    }
+    async with running_controller(simulated_stack):
+        kubectl(
+            kube_env,
+            "apply",
+            "-f",
+            "-",
+            stdin=raypilot_rayjob(namespace, "selfdel", "sleep 1", deletionStrategy=rules),
+        )
+        await wait_until(
+            lambda: (get_object(kube_env, namespace, "selfdel") or {}).get("metadata", {}).get("uid"),
+            within=30,
+            what="selfdel created",
+        )
+        await wait_until(
+            lambda: get_object(kube_env, namespace, "selfdel") is None,
+            within=60,
+            what="selfdel deleted itself",
+        )
+        runs = await runs_of(simulated_stack, f"rayjob/{namespace}/selfdel")
+        assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="clusters gone")
+        jobs = json.loads(kubectl(kube_env, "get", "jobs", "-n", namespace, "-o", "json"))["items"]
+        assert jobs == []
+
+
+async def test_a_rayjob_whose_kuberay_cluster_is_left_is_refused_until_it_is_gone(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """After `kubectl delete rayjob.ray.io/NAME --cascade=orphan` the RayJob applied as raypilot.io/v1 is not
+    adopted (raypilot.adopt.rayjob): ValidationFailed with the reason and one Warning Event, no run, no
+    cluster; once the leftover cluster is deleted the RayJob runs."""
+    namespace, name = simulated_stack.namespace(), "legacy"
+    kuberay = example("rayjob-httpmode", namespace, rename=name)
+    leftover = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": f"{name}-abcde",
+            "labels": {
+                "ray.io/originated-from-cr-name": name,
+                "ray.io/originated-from-crd": "RayJob",
+                "app.kubernetes.io/created-by": "kuberay-operator",
+            },
+        },
+        "spec": kuberay["spec"]["rayClusterSpec"],
+    }
+    kubectl(kube_env, "apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(leftover))
+    async with running_controller(simulated_stack) as controller:
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, name, "sleep 1"))
+        refused = await wait_phase(kube_env, namespace, name, "ValidationFailed", within=30)
+        message = refused["status"]["message"]
+        assert message.startswith("raypilot does not adopt a RayJob: ")
+        assert f"RayCluster {name}-abcde of rayjob {namespace}/{name} is still there" in message
+        # Looked at again while the leftover stays: said once, nothing started.
+        await wait_until(
+            lambda: controller.actions.count((("RayJob", namespace, name), Action.START_OR_APPLY)) >= 2,
+            within=30,
+            what="a second look",
+        )
+        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+        assert [e["reason"] for e in events if e["involvedObject"]["name"] == name] == ["AdoptionRefused"]
+        assert await runs_of(simulated_stack, f"rayjob/{namespace}/{name}") == []
+        assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [f"{name}-abcde"]
+        kubectl(kube_env, "delete", "rayclusters.ray.io", f"{name}-abcde", "-n", namespace)
+        done = await wait_phase(kube_env, namespace, name, "Complete", within=60)
+        assert "does not adopt" not in done["status"].get("message", "")
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", f"rayjobs.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+        )
+
+
+async def kuberay_leftovers(stack: Stack, namespace: str, name: str) -> tuple[dict[str, Any], str, str]:
     """What `kubectl delete rayservice.ray.io/NAME --cascade=orphan` leaves (a serving RayCluster and its
-    Services, labelled by KubeRay, owned by nobody) is taken over by the same spec as raypilot.io/v1: the
-    cluster is kept (no upgrade, no new cluster) and no request fails across the move."""
-    stack = simulated_stack
-    namespace, name = stack.namespace(), "moved"
+    Services, labelled by KubeRay, owned by nobody): its v1 manifest, the serving cluster, the serve IP."""
     kuberay = rayservice(namespace, name, "v1")
     handle = await stack.start(kuberay)
     serving = await wait_for_status(stack, handle, is_running, within=90, what="v1 Running")
@@ -250,20 +329,49 @@ async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_fail
         stack.core.patch_namespaced_service(service, namespace, kuberay_made)
     serve = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert serve is not None
+    return kuberay, old, str(serve.cluster_ip)
+
+
+def running_rayservice(env: dict[str, str], namespace: str, name: str, *, not_on: str = "") -> Any:
+    """A probe: the raypilot.io RayService once Running (on a cluster other than `not_on` if given)."""
+
+    def probe() -> dict[str, Any] | None:
+        out = kubectl(env, "get", "rayservices.raypilot.io", name, "-n", namespace, "-o", "json")
+        obj: dict[str, Any] = json.loads(out)
+        status = obj.get("status") or {}
+        active = (status.get("activeServiceStatus") or {}).get("rayClusterName", "")
+        running = status.get("serviceStatus") == "Running" and not status.get("pendingServiceStatus")
+        return obj if running and active and active != not_on else None
+
+    return probe
+
+
+async def delete_rayservice(stack: Stack, env: dict[str, str], namespace: str, name: str) -> None:
+    await asyncio.to_thread(
+        kubectl, env, "delete", f"rayservices.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+    )
+    # Its deletion goes through the workflow's `delete`; the garbage collector takes the adopted rest.
+    runs = await runs_of(stack, f"rayservice/{namespace}/{name}")
+    assert runs[0].status == WorkflowExecutionStatus.COMPLETED  # the newest run: the adopting one
+    await wait_until(lambda: not rayclusters(env, namespace), within=60, what="clusters gone")
+
+
+async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_failed_request(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """KubeRay's leftovers are taken over by the same spec as raypilot.io/v1: the cluster is kept (no
+    upgrade, no new cluster) and no request fails across the move. A changed spec applied afterwards through
+    kubectl reaches the same run (`apply` update): a new cluster takes the traffic, still with no failure."""
+    stack = simulated_stack
+    namespace, name = stack.namespace(), "moved"
+    kuberay, old, serve_ip = await kuberay_leftovers(stack, namespace, name)
     moved = {**kuberay, "apiVersion": "raypilot.io/v1"}
-    async with SteadyLoad(
-        f"http://{serve.cluster_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02
-    ) as load:
+    async with SteadyLoad(f"http://{serve_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(100)
         async with running_controller(stack):
             await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(moved))
-
-            def running() -> dict[str, Any] | None:
-                out = kubectl(kube_env, "get", "rayservices.raypilot.io", name, "-n", namespace, "-o", "json")
-                obj: dict[str, Any] = json.loads(out)
-                return obj if (obj.get("status") or {}).get("serviceStatus") == "Running" else None
-
-            adopted = await wait_until(running, within=60, interval=0.3, what="adopted RayService Running")
+            probe = running_rayservice(kube_env, namespace, name)
+            adopted = await wait_until(probe, within=60, interval=0.3, what="adopted RayService Running")
             await load.wait_for_requests(len(load.samples) + 200)
             assert adopted["status"]["activeServiceStatus"]["rayClusterName"] == old
             assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [old]
@@ -271,25 +379,56 @@ async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_fail
             assert cluster["metadata"]["labels"]["app.kubernetes.io/created-by"] == "raypilot"
             [owner] = cluster["metadata"]["ownerReferences"]
             assert (owner["kind"], owner["uid"]) == ("RayService", adopted["metadata"]["uid"])
+            # A spec change through kubectl: the running workflow upgrades (one run, no new one).
+            changed = {**rayservice(namespace, name, "v2"), "apiVersion": "raypilot.io/v1"}
+            await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(changed))
+            probe = running_rayservice(kube_env, namespace, name, not_on=old)
+            upgraded = await wait_until(probe, within=60, interval=0.3, what="v2 Running on a new cluster")
+            new = upgraded["status"]["activeServiceStatus"]["rayClusterName"]
+            await load.wait_for_requests(len(load.samples) + 100)
             await load.stop()
             failures = load.failures
             assert not failures, (
                 f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
             )
-            print(f"adoption: {len(load.samples)} requests, 0 failed, cluster {old} kept")  # visible with -s
-            await asyncio.to_thread(
-                kubectl,
-                kube_env,
-                "delete",
-                f"rayservices.raypilot.io/{name}",
-                "-n",
-                namespace,
-                "--timeout=60s",
-            )
-            # Its deletion goes through the workflow's `delete`; the garbage collector takes the adopted rest.
+            print(f"adoption + apply: {len(load.samples)} requests, 0 failed, {old} kept, then {new}")
             runs = await runs_of(stack, f"rayservice/{namespace}/{name}")
-            assert runs[0].status == WorkflowExecutionStatus.COMPLETED  # the newest run: the adopting one
-            await wait_until(lambda: not rayclusters(kube_env, namespace), within=60, what="clusters gone")
+            # The terminated one stands for KubeRay; the adopting run took the change.
+            assert [run.status for run in runs] == [
+                WorkflowExecutionStatus.RUNNING,
+                WorkflowExecutionStatus.TERMINATED,
+            ]
+            await delete_rayservice(stack, kube_env, namespace, name)
+
+
+async def test_orphaned_leftovers_of_another_spec_are_upgraded_on_adoption_with_no_failed_request(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """Adopting leftovers whose cluster does not match the applied spec starts an upgrade: a new cluster,
+    the traffic moves to it, the old one goes after its deletion delay, no request fails."""
+    stack = simulated_stack
+    namespace, name = stack.namespace(), "movedchanged"
+    _kuberay, old, serve_ip = await kuberay_leftovers(stack, namespace, name)
+    moved = {**rayservice(namespace, name, "v2"), "apiVersion": "raypilot.io/v1"}
+    async with SteadyLoad(f"http://{serve_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02) as load:
+        await load.wait_for_requests(100)
+        async with running_controller(stack):
+            await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(moved))
+            probe = running_rayservice(kube_env, namespace, name, not_on=old)
+            upgraded = await wait_until(probe, within=90, interval=0.3, what="Running on a new cluster")
+            new = upgraded["status"]["activeServiceStatus"]["rayClusterName"]
+            await wait_until(
+                lambda: [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [new],
+                within=60,
+                what="the old cluster deleted",
+            )
+            await load.stop()
+            failures = load.failures
+            assert not failures, (
+                f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
+            )
+            print(f"adoption with an upgrade: {len(load.samples)} requests, 0 failed, {old} -> {new}")
+            await delete_rayservice(stack, kube_env, namespace, name)
 
 
 def test_the_controller_role_allows_every_request_and_nothing_more(simulated_stack: Stack) -> None:
