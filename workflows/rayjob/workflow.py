@@ -111,7 +111,7 @@ class RayJobWorkflow:
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
-        # Both asked before any command: on replay, a patch first asked right after a local activity's result
+        # All asked before any command: on replay, a patch first asked right after a local activity's result
         # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
         checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
         records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
