@@ -157,6 +157,7 @@ async def worker_process(
         **os.environ,
         "TEMPORAL_ADDRESS": address,
         "RAYPILOT_TASK_QUEUE": task_queue,
+        "RAYPILOT_JOB_OBSERVER": "true",  # the observer is what P3 and P7 measure
         "KUBECONFIG": str(kubeconfig),
         "RAYPILOT_DASHBOARD_ACCESS": "proxy",
         "RAYPILOT_METRICS_PORT": f"127.0.0.1:{metrics_port}",

@@ -35,6 +35,12 @@ LIST_SLACK = 5
 TYPICAL_EVENTS = 40
 
 
+@pytest.fixture(autouse=True)
+def observer_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The observer is opt-in; the workers of this module read the setting from this process's environment."""
+    monkeypatch.setenv("RAYPILOT_JOB_OBSERVER", "true")
+
+
 @pytest.fixture(scope="module")
 async def sandbox_and_client(
     dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
