@@ -17,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from bench.jobs_support import SHARED_CLUSTER, selector_rayjob
 from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.testing import raycluster_manifest, wait_until
 from tests.integration.rayjob_support import create_raycluster
@@ -25,7 +26,6 @@ from wire.observer import OBSERVER_WORKFLOW, observer_workflow_id
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
 
-SHARED = "shared"
 JOBS = 6
 # A tick is one second: the observer lists once per tick, whatever the number of jobs (plus a few lists
 # around a restart).
@@ -49,21 +49,8 @@ async def sandbox_and_client(
         yield cluster, dev_server_env.client
 
 
-def _selector_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "submissionMode": "HTTPMode",
-            "entrypoint": entrypoint,
-            "clusterSelector": {"ray.io/cluster": SHARED},
-        },
-    }
-
-
 def _dashboard(cluster: Any, namespace: str) -> SimulatedDashboard:
-    runtime = cluster.sandbox.rayclusters.head_runtime(namespace, SHARED)
+    runtime = cluster.sandbox.rayclusters.head_runtime(namespace, SHARED_CLUSTER)
     assert runtime is not None
     head = runtime.head
     assert isinstance(head, SimulatedDashboard)
@@ -73,8 +60,8 @@ def _dashboard(cluster: Any, namespace: str) -> SimulatedDashboard:
 async def _start_jobs(stack: Stack, namespace: str, entrypoint: str) -> list[WorkflowHandle[Any, Any]]:
     api = stack.api_client
     assert api is not None
-    await create_raycluster(stack, raycluster_manifest(SHARED, namespace, workers=0))
-    return [await stack.start(_selector_rayjob(namespace, f"obs-{i}", entrypoint)) for i in range(JOBS)]
+    await create_raycluster(stack, raycluster_manifest(SHARED_CLUSTER, namespace, workers=0))
+    return [await stack.start(selector_rayjob(namespace, f"obs-{i}", entrypoint)) for i in range(JOBS)]
 
 
 def _stack(cluster: Any, client: Client, task_queue: str) -> Stack:
