@@ -82,6 +82,16 @@ def heartbeat_interval() -> float:
     return max(0.05, min(DEFAULT_HEARTBEAT_SECONDS, timeout.total_seconds() / 3))
 
 
+def serve_heartbeat_interval() -> float:
+    """The Serve health wait's heartbeat period: a third of its heartbeat timeout, uncapped (a minute for its
+    3 min timeout), since each heartbeat that reaches the server is a billable action and the wait runs for
+    days. Its polls stay every `poll_seconds`: a change still returns at once."""
+    timeout = activity.info().heartbeat_timeout
+    if timeout is None or timeout.total_seconds() <= 0:
+        return DEFAULT_HEARTBEAT_SECONDS
+    return max(0.05, timeout.total_seconds() / 3)
+
+
 SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
 
 
@@ -89,12 +99,13 @@ class Heartbeater:
     """Heartbeats `details` (the latest view) every `heartbeat_interval()` from a background task, while the
     activity waits on a watch that may be silent for a long time."""
 
-    def __init__(self, details: Any = None) -> None:
+    def __init__(self, details: Any = None, interval: Callable[[], float] = heartbeat_interval) -> None:
         self.details = details
+        self._interval = interval
         self._task: asyncio.Task[None] | None = None
 
     async def _beat(self) -> None:
-        interval = heartbeat_interval()
+        interval = self._interval()
         while True:
             activity.heartbeat(*([] if self.details is None else [self.details]))
             await asyncio.sleep(interval)
@@ -306,15 +317,19 @@ class DashboardWaits:
 
     @activity.defn(name=names.WAIT_SERVE)
     async def wait_serve(self, request: WaitServe) -> ServeObservation:
-        """Poll Serve (and the head Pod and its /-/healthz) every `poll_seconds`, heartbeating each poll,
-        until the view differs from `last_view`. Heartbeat timeout ~3x poll_seconds (plus the 10 s proxy
-        timeout); start_to_close: hours (the RayService workflow waits again after each change)."""
+        """Poll Serve (and the head Pod and its /-/healthz) every `poll_seconds` until the view differs from
+        `last_view`, heartbeating (the latest view) every third of the heartbeat timeout from a background
+        task, not at each poll: a minute for the 3 min of IO.SERVE_WATCH (10 s for the 30 s of the runs
+        started before it). start_to_close: hours (the RayService workflow waits again after each change)."""
         client = await DashboardClient.open(self.dependencies, request.target)
-        async with Heartbeater() as beat:
+        async with Heartbeater(interval=serve_heartbeat_interval) as beat:
+            polls = 0
             while True:
                 observation = await self._observe_serve(client, request)
+                polls += 1
                 beat.details = {"view": observation.view}
-                activity.heartbeat(beat.details)
+                if polls == 1:
+                    activity.heartbeat(beat.details)  # the first view at once, then one per interval
                 if observation.view != request.last_view:
                     return observation
                 await asyncio.sleep(request.poll_seconds)

@@ -265,6 +265,36 @@ async def test_serve_config_runs_and_the_head_serves(deps: ActivityDependencies,
     assert details["applications"]["app1"]["status"] == "RUNNING"
 
 
+async def test_the_serve_wait_heartbeats_a_third_of_its_timeout_not_each_poll(
+    deps: ActivityDependencies, head: RayHead
+) -> None:
+    """Each heartbeat that reaches Temporal is a billable action and the Serve wait runs for days: it polls
+    every `poll_seconds` but heartbeats (the latest view) once per third of its heartbeat timeout."""
+    waits = DashboardWaits(deps)
+    first = await ActivityEnvironment().run(waits.wait_serve, WaitServe(head.target, "rc", poll_seconds=0.02))
+    recording = RecordingEnvironment().with_heartbeat_timeout(0.9)  # a heartbeat every 0.3 s
+    polls = 0
+    observe = waits._observe_serve
+
+    async def counted(*args: Any) -> Any:
+        nonlocal polls
+        polls += 1
+        return await observe(*args)
+
+    waits._observe_serve = counted  # type: ignore[method-assign]
+    unchanged = WaitServe(head.target, "rc", last_view=first.view, poll_seconds=0.02)
+    running = asyncio.ensure_future(recording.env.run(waits.wait_serve, unchanged))
+    await asyncio.sleep(1.5)
+    recording.env.cancel()
+    with contextlib.suppress(BaseException):
+        await running
+    beats = [beat for beat in recording.heartbeats if beat is not None]
+    # ~5 background beats plus the first view at once; the polls are many more.
+    assert 3 <= len(recording.heartbeats) <= 8, recording.heartbeats
+    assert polls >= 3 * len(recording.heartbeats)
+    assert all(beat == {"view": first.view} for beat in beats)
+
+
 async def test_invalid_serve_config_is_rejected(deps: ActivityDependencies, head: RayHead) -> None:
     with pytest.raises(ApplicationError) as raised:
         await ActivityEnvironment().run(
