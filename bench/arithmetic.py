@@ -11,7 +11,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -136,6 +136,25 @@ def heartbeats_reaching_server(seconds: float, call_interval_s: float, throttle_
     return 1 + int(seconds // period)
 
 
+def heartbeat_throttle_s(
+    heartbeat_timeout_s: float | None, max_throttle_s: float, default_throttle_s: float
+) -> float:
+    """How often at most the worker sends an activity's heartbeats to the server (temporalio's `Worker`:
+    0.8 x the activity's heartbeat timeout, capped by `max_heartbeat_throttle_interval`; without a heartbeat
+    timeout `default_heartbeat_throttle_interval`). Heartbeat calls in between are held back, not sent."""
+    if heartbeat_timeout_s is None or heartbeat_timeout_s <= 0:
+        return default_throttle_s
+    return min(0.8 * heartbeat_timeout_s, max_throttle_s)
+
+
+def parse_duration_s(value: Any) -> float | None:
+    """A protobuf JSON duration ("30s", "0.500s") in seconds; None when absent."""
+    if value is None or value == "":
+        return None
+    text = str(value)
+    return float(text[:-1] if text.endswith("s") else text)
+
+
 def aware(moment: datetime) -> datetime:
     """A naive datetime taken as UTC (the test server's clock is naive, event times are not)."""
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
@@ -158,6 +177,8 @@ def parse_event_time(value: Any) -> datetime:
 class ActivitySpan:
     activity_type: str
     seconds: float  # scheduled -> closed (completed, failed, timed out, cancelled), or to the history's end
+    heartbeat_timeout_s: float | None = None  # as scheduled
+    start_to_close_s: float | None = None  # as scheduled: one attempt's budget
 
 
 def activity_spans(
@@ -175,14 +196,14 @@ def activity_spans(
         if until
         else parse_event_time(events[-1].get("eventTime") or events[-1].get("event_time"))
     )
-    opened: dict[int, tuple[str, datetime]] = {}
+    opened: dict[int, tuple[ActivitySpan, datetime]] = {}
     spans: list[ActivitySpan] = []
     closing = ("completed", "failed", "timedout", "canceled")
 
-    def clipped(name: str, scheduled: datetime, closed: datetime) -> None:
+    def clipped(scheduled_as: ActivitySpan, scheduled: datetime, closed: datetime) -> None:
         seconds = (min(closed, end) - max(scheduled, start)).total_seconds()
         if seconds > 0:
-            spans.append(ActivitySpan(name, seconds))
+            spans.append(replace(scheduled_as, seconds=seconds))
 
     for event in events:
         kind = event_kind(event)
@@ -190,17 +211,23 @@ def activity_spans(
         if kind == "activitytaskscheduled":
             attributes = _attributes(event, "activitytaskscheduledeventattributes")
             name = str((attributes.get("activityType") or {}).get("name") or "")
-            opened[int(event.get("eventId") or event.get("event_id") or 0)] = (name, when)
+            scheduled_as = ActivitySpan(
+                name,
+                0.0,
+                parse_duration_s(attributes.get("heartbeatTimeout")),
+                parse_duration_s(attributes.get("startToCloseTimeout")),
+            )
+            opened[int(event.get("eventId") or event.get("event_id") or 0)] = (scheduled_as, when)
         elif kind.startswith("activitytask") and kind.removeprefix("activitytask") in closing:
             attributes = next(
                 (value for key, value in event.items() if key.lower().endswith("eventattributes")), {}
             )
             scheduled = int(attributes.get("scheduledEventId") or 0)
             if scheduled in opened:
-                name, began = opened.pop(scheduled)
-                clipped(name, began, when)
-    for name, began in opened.values():
-        clipped(name, began, end)
+                scheduled_as, began = opened.pop(scheduled)
+                clipped(scheduled_as, began, when)
+    for scheduled_as, began in opened.values():
+        clipped(scheduled_as, began, end)
     return spans
 
 

@@ -6,10 +6,11 @@ hours of workflow time pass in seconds:
 - a RayService idle for 24 h after its first deployment (events and actions counted over the 24 h only);
 - a 4-step incremental upgrade (stepSizePercent 25), counted from the `apply` to the promoted cluster.
 
-Actions = the billed history events (bench.arithmetic.count_actions) + wait retries at their 1 h attempt
-timeout + heartbeats that reach the server: each wait activity's outstanding time (from its events) divided
-by max(its heartbeat call period, the worker's 2 s throttle). The fakes' own retries are not counted: the
-real waits do not end while nothing changes.
+Actions = the billed history events (bench.arithmetic.count_actions) + wait retries at their attempt timeout
++ heartbeats that reach the server: each wait activity's outstanding time (from its events) divided by
+max(how often the activity calls heartbeat, the worker's throttle for its heartbeat timeout), both read from
+the wait's scheduled event. The fakes' own retries are not counted: the real waits do not end while nothing
+changes.
 
 Reference, same run: `BenchKubeRayTickLoop` (bench/reference_workflows.py), one observe activity and one
 timer per tick, at KubeRay's cadence (RayJob 3 s, RayService 2 s) for the same workflow time. It runs
@@ -31,6 +32,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from activities.observer import OBSERVER_HEARTBEAT_SECONDS
+from activities.waits import DEFAULT_HEARTBEAT_SECONDS
 from bench.arithmetic import (
     KUBERAY_RAYJOB_TICK_S,
     KUBERAY_RAYSERVICE_TICK_S,
@@ -38,6 +40,7 @@ from bench.arithmetic import (
     activity_spans,
     aware,
     count_actions,
+    heartbeat_throttle_s,
     heartbeats_reaching_server,
     parse_event_time,
 )
@@ -59,18 +62,19 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
+from raypilot.worker import MAX_HEARTBEAT_THROTTLE
 from sandbox.testing import wait_until
 from wire import names
 
-HEARTBEAT_THROTTLE_S = 2.0  # worker.py MAX_HEARTBEAT_THROTTLE
-WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout: one retry (an action) per hour of waiting
-POLLING_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_SERVE: 2.0, names.WAIT_GATEWAY: 2.0}
+# The worker's heartbeat throttle (raypilot/worker.py): what reaches the server is at most one heartbeat per
+# min(0.8 x heartbeat timeout, this), read per activity from its scheduled event (bench.arithmetic).
+MAX_THROTTLE_S = MAX_HEARTBEAT_THROTTLE.total_seconds()
+WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout when its scheduled event does not say
+# Waits that call heartbeat at each poll (every 2 s: the workflows' poll_seconds) besides the background beat.
+POLL_HEARTBEAT_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_GATEWAY: 2.0}
 # The observer workflow of a cluster that serves one job: its signal-with-start, the activity's schedule, the
 # unwatch signal, the idle timer and its completion.
 OBSERVER_FIXED_ACTIONS = 5
-WATCH_HEARTBEAT_S = 10.0  # Kubernetes watches heartbeat from a background task every 10 s
-
-
 @dataclass(frozen=True)
 class Cost:
     events: int
@@ -82,21 +86,34 @@ class Cost:
         return self.actions + self.heartbeats
 
 
+def heartbeat_call_period_s(activity_type: str, heartbeat_timeout_s: float | None) -> float:
+    """How often a wait activity calls heartbeat (activities/waits.py): the Serve wait a third of its
+    heartbeat timeout; the polling waits at each poll; the Kubernetes watches a third of it, at most 10 s."""
+    timeout = heartbeat_timeout_s or 0.0
+    if activity_type == names.WAIT_SERVE:
+        return timeout / 3 if timeout > 0 else DEFAULT_HEARTBEAT_SECONDS
+    background = min(DEFAULT_HEARTBEAT_SECONDS, timeout / 3) if timeout > 0 else DEFAULT_HEARTBEAT_SECONDS
+    return min(POLL_HEARTBEAT_WAITS.get(activity_type, background), background)
+
+
 def cost_of(
     events: Sequence[Mapping[str, Any]], since: datetime | None = None, until: datetime | None = None
 ) -> Cost:
     """The cost of the events after `since` (all by default), waits counted while outstanding in the
-    window [since, until]."""
+    window [since, until]: the heartbeats that reach the server (each wait's call period against the
+    worker's throttle for its heartbeat timeout) and one retry per attempt timeout."""
     window = [
         event for event in events if since is None or parse_event_time(event["eventTime"]) > aware(since)
     ]
     counted = count_actions(window)
     heartbeats = retries = 0
     for span in activity_spans(events, since, until):
-        period = POLLING_WAITS.get(span.activity_type, WATCH_HEARTBEAT_S)
-        if span.activity_type.startswith("wait") or span.activity_type in POLLING_WAITS:
-            heartbeats += heartbeats_reaching_server(span.seconds, period, HEARTBEAT_THROTTLE_S)
-            retries += int(span.seconds // WAIT_ATTEMPT_S)
+        if ".wait_" not in span.activity_type:  # waits are named <prefix>.wait_<what> (wire/names.py)
+            continue
+        throttle = heartbeat_throttle_s(span.heartbeat_timeout_s, MAX_THROTTLE_S, MAX_THROTTLE_S)
+        period = heartbeat_call_period_s(span.activity_type, span.heartbeat_timeout_s)
+        heartbeats += heartbeats_reaching_server(span.seconds, period, throttle)
+        retries += int(span.seconds // (span.start_to_close_s or WAIT_ATTEMPT_S))
     return Cost(len(window), counted.total + retries, heartbeats)
 
 

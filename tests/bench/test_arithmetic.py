@@ -16,6 +16,7 @@ from bench.arithmetic import (
     activity_spans,
     count_actions,
     event_kind,
+    heartbeat_throttle_s,
     heartbeats_reaching_server,
     kuberay_step_errors,
     kuberay_tick_after,
@@ -24,6 +25,7 @@ from bench.arithmetic import (
     percentile,
     ratio,
 )
+from bench.p4_history import cost_of, heartbeat_call_period_s
 from bench.progress import Progress, bar_text
 from bench.suite import record_text
 
@@ -178,6 +180,65 @@ def test_heartbeats_reaching_the_server_are_throttled(
     seconds: float, call: float, throttle: float, expected: int
 ) -> None:
     assert heartbeats_reaching_server(seconds, call, throttle) == expected
+
+
+@pytest.mark.parametrize(
+    ("timeout", "max_throttle", "default", "expected"),
+    [
+        (30.0, 60.0, 30.0, 24.0),  # temporalio's defaults: 0.8 x the heartbeat timeout
+        (180.0, 60.0, 30.0, 60.0),  # capped by max_heartbeat_throttle_interval
+        (30.0, 2.0, 2.0, 2.0),  # raypilot's worker caps it at 2 s
+        (None, 60.0, 30.0, 30.0),  # no heartbeat timeout: the default throttle
+    ],
+)
+def test_the_heartbeat_throttle_follows_the_heartbeat_timeout(
+    timeout: float | None, max_throttle: float, default: float, expected: float
+) -> None:
+    assert heartbeat_throttle_s(timeout, max_throttle, default) == pytest.approx(expected)
+
+
+def _idle_wait_history(activity: str, heartbeat_timeout: str, start_to_close: str) -> list[dict[str, Any]]:
+    """One wait scheduled at midnight and still outstanding a day later (a timer closes the history)."""
+    attributes = {
+        "activityType": {"name": activity},
+        "heartbeatTimeout": heartbeat_timeout,
+        "startToCloseTimeout": start_to_close,
+    }
+    return [
+        {
+            "eventId": 1,
+            "eventType": "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED",
+            "eventTime": "2026-01-01T00:00:00Z",
+            "activityTaskScheduledEventAttributes": attributes,
+        },
+        {"eventId": 2, "eventType": "EVENT_TYPE_TIMER_STARTED", "eventTime": "2026-01-02T00:00:00Z"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("activity", "heartbeat_timeout", "start_to_close", "heartbeats", "actions"),
+    [
+        # The Serve wait of a run started before the patch (30 s heartbeat timeout): a third of it, 10 s (it
+        # was at each 2 s poll: 43,201), and its 1 h attempts time out 24 times (each retry an action).
+        ("dashboard.wait_serve", "30s", "3600s", 8_641, 2 + 24),
+        # Now: once a third of its 3 min heartbeat timeout, 6 h attempts.
+        ("dashboard.wait_serve", "180s", "21600s", 1_441, 2 + 4),
+        # A Kubernetes watch heartbeats every 10 s from its background task (it was not counted at all).
+        ("k8s.wait_raycluster", "30s", "3600s", 8_641, 2 + 24),
+    ],
+)
+def test_a_day_of_one_idle_wait_costs_its_heartbeats_and_attempt_retries(
+    activity: str, heartbeat_timeout: str, start_to_close: str, heartbeats: int, actions: int
+) -> None:
+    cost = cost_of(_idle_wait_history(activity, heartbeat_timeout, start_to_close))
+    assert (cost.heartbeats, cost.actions) == (heartbeats, actions)
+
+
+def test_heartbeat_call_periods_follow_the_activities() -> None:
+    assert heartbeat_call_period_s("dashboard.wait_serve", 180.0) == 60.0
+    assert heartbeat_call_period_s("dashboard.wait_job", 30.0) == 2.0  # at each 2 s poll
+    assert heartbeat_call_period_s("k8s.wait_head_pod", 30.0) == 10.0
+    assert heartbeat_call_period_s("k8s.wait_head_pod", 6.0) == 2.0
 
 
 def test_event_times_with_nanoseconds_parse() -> None:
