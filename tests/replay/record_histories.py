@@ -440,6 +440,12 @@ async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_serve_wait_minute_heartbeat(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-serve-wait-minute-heartbeat: the Serve wait heartbeats once a minute; a blue-green
+    upgrade, then `delete`, which deletes the owned objects before confirming the waits' cancellation."""
+    return await rayservice_blue_green_delete(env)
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -461,6 +467,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_progress_deadline,
         rayservice_unhealthy_rollback,
         rayservice_drained_deletion,
+        rayservice_serve_wait_minute_heartbeat,
     )
 }
 
