@@ -82,10 +82,10 @@ def heartbeat_interval() -> float:
     return max(0.05, min(DEFAULT_HEARTBEAT_SECONDS, timeout.total_seconds() / 3))
 
 
-def serve_heartbeat_interval() -> float:
-    """The Serve health wait's heartbeat period: a third of its heartbeat timeout, uncapped (a minute for its
-    3 min timeout), since each heartbeat that reaches the server is a billable action and the wait runs for
-    days. Its polls stay every `poll_seconds`: a change still returns at once."""
+def quiet_heartbeat_interval() -> float:
+    """The heartbeat period of a wait kept for days (IO.QUIET_WATCH: the Serve health wait, the admission's
+    wait for closed runs): a third of its heartbeat timeout, uncapped (a minute for 3 min), since each
+    heartbeat that reaches the server is a billable action. What it watches it polls as often as before."""
     timeout = activity.info().heartbeat_timeout
     if timeout is None or timeout.total_seconds() <= 0:
         return DEFAULT_HEARTBEAT_SECONDS
@@ -319,10 +319,10 @@ class DashboardWaits:
     async def wait_serve(self, request: WaitServe) -> ServeObservation:
         """Poll Serve (and the head Pod and its /-/healthz) every `poll_seconds` until the view differs from
         `last_view`, heartbeating (the latest view) every third of the heartbeat timeout from a background
-        task, not at each poll: a minute for the 3 min of IO.SERVE_WATCH (10 s for the 30 s of the runs
+        task, not at each poll: a minute for the 3 min of IO.QUIET_WATCH (10 s for the 30 s of the runs
         started before it). start_to_close: hours (the RayService workflow waits again after each change)."""
         client = await DashboardClient.open(self.dependencies, request.target)
-        async with Heartbeater(interval=serve_heartbeat_interval) as beat:
+        async with Heartbeater(interval=quiet_heartbeat_interval) as beat:
             polls = 0
             while True:
                 observation = await self._observe_serve(client, request)

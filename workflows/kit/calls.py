@@ -23,12 +23,13 @@ implementation. The table below is the only place timeouts and retries are chose
 - WATCH: the same for the RayService workflow, with two differences: a cancelled watch is confirmed before
   the run continues as new or completes (a run must not close with an unconfirmed cancellation), and
   `NotFoundError` (a worker that does not run that wait activity) is not retried: the workflow falls back.
-- SERVE_WATCH: the RayService's Serve health wait (dashboard.wait_serve), the one wait an idle RayService
-  keeps for days. It polls Serve every 2 s inside the activity (a change returns at once), but heartbeats once
-  a minute: each heartbeat that reaches the server is a billable action (every 2 s was ~43,000 a day). So a
-  crashed worker is noticed within 3 minutes (WATCH: 30 s), and a cancellation reaches the wait within a
-  minute (confirmed, as WATCH: the workflow's `delete` confirms it while the clusters go). 6 h attempts: an
-  attempt's timeout is a retry, itself an action.
+- QUIET_WATCH: a wait kept for days while nothing changes: the RayService's Serve health wait
+  (dashboard.wait_serve), the one wait an idle RayService keeps, and the admission workflow's wait for a
+  holder's run to close. Each heartbeat that reaches the server is a billable action (the Serve wait's every
+  2 s were ~43,000 a day), so it heartbeats once a minute; what it watches it still polls as often as before
+  (the Serve wait every 2 s), so a change returns at once. A crashed worker is noticed within 3 minutes
+  (WATCH: 30 s), and a cancellation reaches the wait within a minute (confirmed, as WATCH; the RayService's
+  `delete` confirms it while the clusters go). 6 h attempts: an attempt's timeout is a retry, an action.
 - OBSERVE: the cluster observer's one long-lived activity (workflows/observer): an hour per attempt,
   retried without limit; it heartbeats once a minute (each heartbeat is billable and it serves a whole
   cluster), so a lost worker is noticed within three minutes.
@@ -61,7 +62,7 @@ class IO(enum.Enum):
     CONFIG = "config"
     WAIT = "wait"
     WATCH = "watch"
-    SERVE_WATCH = "serve watch"
+    QUIET_WATCH = "quiet watch"
     RANKS_READ = "ranks read"
     OBSERVE = "observe"
 
@@ -82,8 +83,8 @@ _STEP_RETRY: Final = RetryPolicy(
 )
 _WAIT_ATTEMPT: Final = timedelta(hours=1)
 _WAIT_HEARTBEAT: Final = timedelta(seconds=30)
-# The Serve health wait heartbeats every third of this (activities/waits.py: serve_heartbeat_interval).
-SERVE_WATCH_HEARTBEAT: Final = timedelta(minutes=3)
+# Quiet watches heartbeat every third of this (activities/waits.py: quiet_heartbeat_interval).
+QUIET_WATCH_HEARTBEAT: Final = timedelta(minutes=3)
 
 POLICIES: Final[Mapping[IO, CallPolicy]] = {
     IO.STEP: CallPolicy(
@@ -131,10 +132,10 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
         ),
         confirm_cancel=True,
     ),
-    IO.SERVE_WATCH: CallPolicy(
+    IO.QUIET_WATCH: CallPolicy(
         local=False,
         start_to_close=timedelta(hours=6),
-        heartbeat=SERVE_WATCH_HEARTBEAT,
+        heartbeat=QUIET_WATCH_HEARTBEAT,
         retry=RetryPolicy(
             initial_interval=timedelta(seconds=1),
             maximum_interval=timedelta(seconds=60),

@@ -58,7 +58,7 @@ class RayServiceCalls:
         self.name = name
         self.ownership = Ownership(KIND_RAYSERVICE, name, workflow_id)
         self.involved_object = InvolvedObject(KIND_RAYSERVICE, name, namespace, api_version="ray.io/v1")
-        # The Serve health wait's policy: SERVE_WATCH (a heartbeat a minute) for runs that asked the patch
+        # The Serve health wait's policy: QUIET_WATCH (a heartbeat a minute) for runs that asked the patch
         # rayservice-serve-wait-minute-heartbeat, WATCH for runs started before it.
         self.serve_wait_minute_heartbeat = False
 
@@ -161,7 +161,7 @@ class RayServiceCalls:
         self, target: DashboardTarget, cluster: str, serve_port: int, last_view: dict[str, Any] | None
     ) -> workflow.ActivityHandle[ServeObservation]:
         request = WaitServe(target, cluster, serve_port, True, last_view, SERVE_POLL_SECONDS)
-        io = IO.SERVE_WATCH if self.serve_wait_minute_heartbeat else IO.WATCH
+        io = IO.QUIET_WATCH if self.serve_wait_minute_heartbeat else IO.WATCH
         return start(stubs.wait_serve, request, io, summary=f"Serve of {cluster} changes")
 
     def read_replica_ranks(

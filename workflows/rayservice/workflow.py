@@ -86,7 +86,7 @@ ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
 # A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
 # flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
 DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
-# The Serve health wait heartbeats once a minute (3 min heartbeat timeout, IO.SERVE_WATCH in
+# The Serve health wait heartbeats once a minute (3 min heartbeat timeout, IO.QUIET_WATCH in
 # workflows/kit/calls.py): an idle RayService ~1,450 actions a day instead of ~43,000. A cancellation reaches
 # it at its next heartbeat, so `delete` deletes the owned objects first and confirms the waits' cancellation
 # while the clusters go.
