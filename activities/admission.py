@@ -4,14 +4,16 @@ runs have closed (a RayJob that was terminated or crashed never gives its slot b
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Final
 
 from temporalio import activity
-from temporalio.client import WorkflowExecutionStatus
+from temporalio.client import WorkflowContinuedAsNewError, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.waits import Heartbeater, quiet_heartbeat_interval
 from wire import names
 from wire.admission import (
     ADMISSION_WORKFLOW,
@@ -24,7 +26,6 @@ from wire.admission import (
 )
 
 if TYPE_CHECKING:
-
     from activities.dependencies import ActivityDependencies
 
 TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
@@ -33,7 +34,6 @@ TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
 class AdmissionActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
-
 
     @activity.defn(name=names.ENQUEUE_FOR_ADMISSION)
     async def enqueue_for_admission(self, request: AdmissionRequest) -> AdmissionAnswer:
@@ -72,3 +72,30 @@ class AdmissionActivities:
             if description.status != WorkflowExecutionStatus.RUNNING:
                 closed.append(ticket)
         return closed
+
+    @activity.defn(name=names.WAIT_RUNS_CLOSED)
+    async def wait_runs_closed(self, request: OpenRuns) -> list[AdmissionTicket]:
+        """Until at least one of the tickets' runs is no longer running (closed, or unknown to Temporal):
+        those that closed. Each run's close is awaited with Temporal's long poll of its history (no request
+        per check, no action), heartbeating once a third of the heartbeat timeout (IO.QUIET_WATCH)."""
+        client = self.dependencies.require_temporal_client()
+
+        async def closed(ticket: AdmissionTicket) -> AdmissionTicket:
+            handle = client.get_workflow_handle(ticket.workflow_id, run_id=ticket.run_id)
+            try:
+                await handle.result(follow_runs=False)
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise ApplicationError(f"Temporal: {error.message}", type=TEMPORAL_UNAVAILABLE) from None
+            except (WorkflowFailureError, WorkflowContinuedAsNewError):
+                pass  # failed, terminated, cancelled, timed out or continued as new: closed all the same
+            return ticket
+
+        async with Heartbeater(interval=quiet_heartbeat_interval):
+            waiting = [asyncio.ensure_future(closed(ticket)) for ticket in request.tickets]
+            try:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in waiting:
+                    task.cancel()
+            return [task.result() for task in waiting if task in done]

@@ -72,6 +72,8 @@ MAX_THROTTLE_S = MAX_HEARTBEAT_THROTTLE.total_seconds()
 WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout when its scheduled event does not say
 # Waits that call heartbeat at each poll (every 2 s: the workflows' poll_seconds) besides the background beat.
 POLL_HEARTBEAT_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_GATEWAY: 2.0}
+# Waits that heartbeat a third of their heartbeat timeout (activities.waits.quiet_heartbeat_interval).
+QUIET_WAITS = frozenset({names.WAIT_SERVE, names.WAIT_RUNS_CLOSED})
 # The observer workflow of a cluster that serves one job: its signal-with-start, the activity's schedule, the
 # unwatch signal, the idle timer and its completion.
 OBSERVER_FIXED_ACTIONS = 5
@@ -87,10 +89,10 @@ class Cost:
 
 
 def heartbeat_call_period_s(activity_type: str, heartbeat_timeout_s: float | None) -> float:
-    """How often a wait activity calls heartbeat (activities/waits.py): the Serve wait a third of its
+    """How often a wait activity calls heartbeat (activities/waits.py): the quiet waits a third of their
     heartbeat timeout; the polling waits at each poll; the Kubernetes watches a third of it, at most 10 s."""
     timeout = heartbeat_timeout_s or 0.0
-    if activity_type == names.WAIT_SERVE:
+    if activity_type in QUIET_WAITS:
         return timeout / 3 if timeout > 0 else DEFAULT_HEARTBEAT_SECONDS
     background = min(DEFAULT_HEARTBEAT_SECONDS, timeout / 3) if timeout > 0 else DEFAULT_HEARTBEAT_SECONDS
     return min(POLL_HEARTBEAT_WAITS.get(activity_type, background), background)

@@ -74,6 +74,8 @@ LATEST_EARLIER_RUN: Final = "temporal.latest_earlier_run"
 # Queueing on a shared cluster: a slot asked of the cluster's admission workflow; which holders still run.
 ENQUEUE_FOR_ADMISSION: Final = "temporal.enqueue_for_admission"
 CLOSED_RUNS: Final = "temporal.closed_runs"
+# Until one of the holders' runs closes (the admission workflow's wait instead of a check a minute).
+WAIT_RUNS_CLOSED: Final = "temporal.wait_runs_closed"
 
 # ---- Waits (heartbeating, return on change) ---------------------------------------------------------------
 WAIT_RAYCLUSTER: Final = "k8s.wait_raycluster"

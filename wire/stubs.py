@@ -380,6 +380,12 @@ async def closed_runs(request: OpenRuns) -> list[AdmissionTicket]:
     raise NotImplementedError(_STUB)
 
 
+@activity.defn(name=names.WAIT_RUNS_CLOSED)
+async def wait_runs_closed(request: OpenRuns) -> list[AdmissionTicket]:
+    """`activities.admission.AdmissionActivities.wait_runs_closed`"""
+    raise NotImplementedError(_STUB)
+
+
 @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
 async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
     """`activities.serve_drain.ServeDrainActivities.read_serve_requests_in_flight`"""

@@ -236,6 +236,7 @@ def test_a_day_of_one_idle_wait_costs_its_heartbeats_and_attempt_retries(
 
 def test_heartbeat_call_periods_follow_the_activities() -> None:
     assert heartbeat_call_period_s("dashboard.wait_serve", 180.0) == 60.0
+    assert heartbeat_call_period_s("temporal.wait_runs_closed", 180.0) == 60.0
     assert heartbeat_call_period_s("dashboard.wait_job", 30.0) == 2.0  # at each 2 s poll
     assert heartbeat_call_period_s("k8s.wait_head_pod", 30.0) == 10.0
     assert heartbeat_call_period_s("k8s.wait_head_pod", 6.0) == 2.0

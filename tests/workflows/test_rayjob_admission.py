@@ -9,15 +9,18 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from temporalio import activity
 from temporalio.client import WorkflowHandle
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.admission import AdmissionActivities
 from activities.dependencies import ActivityDependencies
 from activities.registry import activity_methods
+from bench.p4_history import Cost, cost_of
 from raypilot.testing.rayjob_scenarios import (
     eventually,
     rayjob_manifest,
@@ -27,8 +30,9 @@ from raypilot.testing.rayjob_scenarios import (
 )
 from raypilot.testing.rayjob_world import RUNS_FOREVER, SUCCEEDS, FakeWorld
 from wire import names
-from wire.admission import QUEUE_QUERY, admission_workflow_id
+from wire.admission import QUEUE_QUERY, AdmissionTicket, OpenRuns, admission_workflow_id
 from workflows.decisions.admission import MAX_CONCURRENT_JOBS_ANNOTATION
+from workflows.kit.calls import activity_name
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 Handle = WorkflowHandle[Any, Any]
@@ -47,9 +51,34 @@ def _job(name: str) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def _worker(env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld) -> AsyncIterator[str]:
+async def _worker(
+    env: WorkflowEnvironment,
+    fake_worker: FakeWorker,
+    world: FakeWorld,
+    *,
+    wait_runs_closed: Literal["real", "fake", "missing"] = "fake",
+) -> AsyncIterator[str]:
+    """A worker with the fake RayJob activities and the real admission ones; `wait_runs_closed` "fake" (by
+    default): a wait that fails with a retry a minute later while no holder closed (the real one, running
+    all the while, holds the time-skipping server's time still), "missing": none (a worker from before
+    it)."""
     admission = AdmissionActivities(ActivityDependencies.from_env({}, temporal_client=env.client))
-    async with fake_worker(env.client, activities=world.activities() + activity_methods(admission)) as queue:
+    activities = [
+        method
+        for method in activity_methods(admission)
+        if wait_runs_closed == "real" or activity_name(method) != names.WAIT_RUNS_CLOSED
+    ]
+
+    @activity.defn(name=names.WAIT_RUNS_CLOSED)
+    async def fake_wait_runs_closed(request: OpenRuns) -> list[AdmissionTicket]:
+        closed = await admission.closed_runs(request)
+        if closed:
+            return closed
+        raise ApplicationError("no holder closed", type="FakeNoChange", next_retry_delay=timedelta(minutes=1))
+
+    if wait_runs_closed == "fake":
+        activities.append(fake_wait_runs_closed)
+    async with fake_worker(env.client, activities=world.activities() + activities) as queue:
         yield queue
 
 
@@ -158,7 +187,8 @@ async def test_a_terminated_rayjob_gives_its_slot_back_within_the_liveness_check
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = _world(1, job_scripts=[RUNS_FOREVER])
-    async with _worker(time_skipping_env, fake_worker, world) as queue:
+    # The real wait on the holders' runs: Temporal's long poll of the terminated run's close returns.
+    async with _worker(time_skipping_env, fake_worker, world, wait_runs_closed="real") as queue:
         first, second = await _start_in_order(time_skipping_env.client, ["a", "b"], queue)
         await first.terminate("crashed")
         await time_skipping_env.sleep(timedelta(minutes=2))
@@ -168,3 +198,41 @@ async def test_a_terminated_rayjob_gives_its_slot_back_within_the_liveness_check
 
         await eventually(admitted)
         await second.terminate("done")
+
+
+async def _queue_cost(
+    env: WorkflowEnvironment, fake_worker: FakeWorker, wait: Literal["fake", "missing"], minutes: int
+) -> Cost:
+    """What the admission workflow writes and costs while one RayJob runs and another waits `minutes`."""
+    world = _world(1, job_scripts=[RUNS_FOREVER])
+    async with _worker(env, fake_worker, world, wait_runs_closed=wait) as queue:
+        first, second = await _start_in_order(env.client, ["a", "b"], queue)
+        admission = env.client.get_workflow_handle(admission_workflow_id("default", "shared"))
+        await env.sleep(timedelta(seconds=90))  # past the first check (the fallback's first minute)
+        since = await env.get_current_time()
+        await env.sleep(timedelta(minutes=minutes))
+        until = await env.get_current_time()
+        assert _queued_at(await status_of(second)) == 1
+        events = (await admission.fetch_history()).to_json_dict()["events"]
+        for handle in (first, second, admission):
+            await handle.terminate("done")  # the admission workflow too: the next worker has another queue
+    return cost_of(events, since, until)
+
+
+async def test_a_queue_costs_per_change_not_per_minute(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    """While RayJobs wait, the admission workflow waits on the holders' runs (temporal.wait_runs_closed)
+    instead of checking them every minute: nothing in its history and a heartbeat a minute (measured in
+    the same test against a worker without that activity, which falls back to the check a minute)."""
+    minutes = 10
+    waiting = await _queue_cost(time_skipping_env, fake_worker, "fake", minutes)
+    checking = await _queue_cost(time_skipping_env, fake_worker, "missing", minutes)
+    # The check a minute: a timer and a local activity (its marker) per minute, with their workflow task.
+    assert checking.events >= 6 * minutes
+    assert checking.actions >= 2 * minutes
+    assert checking.heartbeats == 0
+    # The wait: no event while nothing changes; its heartbeats, one a minute, are the only actions.
+    assert waiting.events == 0
+    assert waiting.heartbeats <= minutes + 1
+    assert waiting.billable < checking.billable

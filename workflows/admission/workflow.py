@@ -6,12 +6,16 @@ that asks for a slot (update-with-start of `enqueue`). It holds who runs and who
 (0 = admitted) and the waiting RayJobs that moved their new place. Its cost is per change: nothing happens
 while nothing changes, except that while RayJobs wait, the holders' runs are checked every minute (one
 activity) so that a terminated or crashed RayJob, which never releases its slot itself, does not block the
-queue. It completes after being idle for a while (the next `enqueue` starts it again) and continues as new
-when its history grows long.
+queue. Runs that asked the patch `admission-waits-for-closed-runs` instead keep one wait activity
+(temporal.wait_runs_closed) on the holders while RayJobs wait, which returns only when a holder's run closed:
+no timer and no check a minute, a heartbeat a minute (IO.QUIET_WATCH); a worker without that activity falls
+back to the check a minute. It completes after being idle for a while (the next `enqueue` starts it again)
+and continues as new when its history grows long.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Final
 
@@ -33,9 +37,12 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.admission import Admission, AdmissionChange, Ticket, enqueue, release
 
-from workflows.kit.calls import IO, call
+from workflows.kit.calls import IO, call, start
+from workflows.kit.waits import Waits
 
 LIVENESS_CHECK_INTERVAL: Final = timedelta(minutes=1)
+# Asked when a run starts: wait on the holders' runs instead of checking them every LIVENESS_CHECK_INTERVAL.
+WAITS_FOR_CLOSED_RUNS_PATCH: Final = "admission-waits-for-closed-runs"
 IDLE_BEFORE_COMPLETING: Final = timedelta(minutes=5)
 
 
@@ -52,15 +59,24 @@ class RayClusterAdmissionWorkflow:
         self.outbox: list[tuple[Ticket, int]] = []
         # Bumped by every change, so the main loop chooses its timer (liveness or idle) anew.
         self.changes = 0
+        # The wait on the holders' runs (runs with WAITS_FOR_CLOSED_RUNS_PATCH).
+        self.waits = Waits()
+        self.waits_for_closed_runs = False
 
     @workflow.run
     async def run(self, carried: Admission | None) -> None:
+        self.waits_for_closed_runs = workflow.patched(WAITS_FOR_CLOSED_RUNS_PATCH)
         while True:
             await self._send_outbox()
             if workflow.info().is_continue_as_new_suggested():
+                await self.waits.stop()
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if not self.outbox:
                     workflow.continue_as_new(self.admission)
+            if self.admission.queue and self.waits_for_closed_runs:
+                await self._wait_for_a_closed_holder()
+                continue
+            self.waits.keep_only(())
             if self.admission.queue:
                 timeout = LIVENESS_CHECK_INTERVAL
             elif self.admission.idle:
@@ -79,9 +95,41 @@ class RayClusterAdmissionWorkflow:
             if self.admission.queue:
                 await self._release_closed_holders()
             elif self.admission.idle:
+                await self.waits.stop()
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if self.admission.idle and not self.outbox:
                     return
+
+    async def _wait_for_a_closed_holder(self) -> None:
+        """Until a handler changed the queue or one of the holders' runs closed (then its slot is freed). The
+        wait is kept while the holders stay the same; a new set of holders gets a new wait."""
+        holders = [AdmissionTicket(t.workflow_id, t.run_id) for t in self.admission.holders]
+        key = tuple((ticket.workflow_id, ticket.run_id) for ticket in holders)
+        self.waits.keep_only((key,))
+        self.waits.start(
+            key,
+            lambda: start(
+                stubs.wait_runs_closed, OpenRuns(holders), IO.QUIET_WATCH, summary="a holder's run closes"
+            ),
+        )
+        seen = self.changes
+        raced = await self.waits.race(lambda: bool(self.outbox) or self.changes != seen)
+        for finished in raced.finished:
+            try:
+                closed: list[AdmissionTicket] = finished.value()
+            except asyncio.CancelledError:
+                continue
+            except ActivityError as error:
+                # Not retried: no worker runs the wait (NotFoundError) or it failed for good. The check a
+                # minute takes over for this run rather than a wait restarted at once, again and again.
+                workflow.logger.warning(
+                    "waiting on the holders' runs failed (%s): checking them every minute", error.cause
+                )
+                self.waits_for_closed_runs = False
+                continue
+            for gone in closed:
+                workflow.logger.info("RayJob run %s closed without releasing its slot", gone)
+                self._apply(release(self.admission, _ticket(gone)))
 
     def _apply(self, change: AdmissionChange) -> None:
         self.changes += 1
