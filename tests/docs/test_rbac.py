@@ -32,6 +32,7 @@ ACTIVITY_TESTS = ["tests/activities", "tests/docs/test_rbac_exercises.py"]
 NO_API_ACTIVITIES = {
     "raypilot.read_operator_config",
     "temporal.closed_runs",
+    "temporal.wait_runs_closed",
     "temporal.enqueue_for_admission",
     "observer.watch_job",
     "temporal.latest_earlier_run",
