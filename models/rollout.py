@@ -39,6 +39,7 @@ __all__ = [
     "Analysis",
     "HeaderCanary",
     "HttpProbe",
+    "OnGateError",
     "OnProgressDeadline",
     "OnUnhealthy",
     "PrometheusQuery",
@@ -111,14 +112,24 @@ class HttpProbe(SpecModel):
     min_success_rate: Annotated[float, Field(ge=0, le=1)] = 1.0
     latency_percentile: Annotated[float, Field(gt=0, le=100)] = 95
     max_latency_ms: PositiveInt | None = None
+    timeout_seconds: PositiveInt = 2  # a request without an answer by then is a failed sample
+
+
+class OnGateError(StrEnum):
+    """What a gate run that could not measure (Prometheus unreachable, the query refused, no sample) is."""
+
+    FAIL = "Fail"  # a failed gate: the upgrade rolls back
+    INCONCLUSIVE = "Inconclusive"  # no verdict: the gate runs again a little later (deadlines still apply)
 
 
 class PrometheusQuery(SpecModel):
     """Provider 2: a PromQL instant query whose value must satisfy `successCondition` (e.g. "< 0.01")."""
 
-    address: str
-    query: str
+    address: Annotated[str, Field(pattern=r"^https?://[^\s/]+")]
+    query: Annotated[str, Field(min_length=1)]
     success_condition: Annotated[str, Field(pattern=r"^\s*(<|<=|>|>=|==|!=)\s*-?[0-9.]+(e-?[0-9]+)?\s*$")]
+    timeout_seconds: PositiveInt = 10
+    on_error: OnGateError = OnGateError.FAIL
 
 
 class ServeStatusCheck(SpecModel):

@@ -10,6 +10,7 @@ and whether an indefinite pause sets the pause control now. Runs started before 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from temporalio import workflow
@@ -38,13 +39,29 @@ with workflow.unsafe.imports_passed_through():
         with_step_condition,
     )
     from workflows.decisions.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
+    from workflows.rayservice.gates import AnalysisGates
     from workflows.rayservice.part import RayServicePart
 
 __all__ = ["RolloutPlan"]
 
 
+def step_point(index: int) -> str:
+    """Where a plan's analysis gate runs, for its kept run: "step 3" (1-based, as the RolloutStep
+    condition counts)."""
+    return f"step {index + 1}"
+
+
 class RolloutPlan(RayServicePart):
     enabled: bool = False  # patch rayservice-rollout-plan
+
+    @property
+    def gates(self) -> AnalysisGates:
+        """The measured gates (http, prometheus) share this part's state, world and calls."""
+        found = getattr(self, "_gates", None)
+        if found is None:
+            found = AnalysisGates(self.state, self.world, self.calls, self.config, self.commit)
+            self._gates = found
+        return found
 
     def settings(self, rayservice: RayService) -> RolloutSettings | None:
         if not self.enabled:
@@ -74,15 +91,21 @@ class RolloutPlan(RayServicePart):
         if walking and settings is not None:
             weight = 0 if pending.traffic_routed_percent is None else pending.traffic_routed_percent
             results = {a.name: analysis_result(a, pending.application_statuses) for a in settings.analyses}
+            cluster, progress = pending.ray_cluster_name, state.rollout_progress or StepProgress()
+            point = step_point(progress.index if progress.cluster == cluster else 0)
+            results.update(self.gates.results(settings, cluster, point))
             action = next_step_action(
-                settings.steps,
-                state.rollout_progress or StepProgress(),
-                pending.ray_cluster_name,
-                weight,
-                state.controls.paused,
-                now,
-                results,
+                settings.steps, progress, cluster, weight, state.controls.paused, now, results
             )
+            if action.waiting_for == "analysis":
+                point = step_point(action.progress.index)
+                if await self.gates.run_if_due(rayservice, settings, action.analysis, cluster, point):
+                    results.update(self.gates.results(settings, cluster, point))
+                    action = next_step_action(
+                        settings.steps, progress, cluster, weight, state.controls.paused, now, results
+                    )
+                if action.waiting_for == "analysis":
+                    action = dataclasses.replace(action, wake_at=self.gates.retry_at(cluster, point))
             state.rollout_progress = action.progress
             if action.analysis:
                 status = with_analysis_condition(status, results[action.analysis], now)

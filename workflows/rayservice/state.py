@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.upgrade.controls import UpgradeControls
+    from workflows.decisions.upgrade.gates import GateRun
     from workflows.decisions.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
@@ -55,6 +56,9 @@ class RayServiceState:
     progress_deadline_settled: str = ""
     # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
     unhealthy_settled: str = ""
+    # raypilot.io/rollout: the last run of a measured analysis gate at each point of the upgrade ("step 3",
+    # "prePromotion", "postPromotion"), for the cluster it ran on.
+    gate_runs: dict[str, GateRun] = field(default_factory=dict)
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

@@ -25,9 +25,11 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     # Modules whose dataclasses are decoded inside the workflow must be imported here, from the sandboxed
     # module itself: pydantic resolves their annotations through the sandbox's own sys.modules.
+    import wire.analysis
     import wire.dashboard
     import wire.kubernetes  # noqa: F401
     import workflows.decisions.upgrade.controls
+    import workflows.decisions.upgrade.gates
     import workflows.decisions.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
@@ -85,6 +87,9 @@ ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
 # A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
 # flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
 DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
+# raypilot.io/rollout: the measured analysis gates (http, prometheus) run and judge (rayservice/gates.py);
+# without it their steps are skipped, as before.
+ANALYSIS_GATES_PATCH: Final = "rayservice-analysis-gates"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -150,6 +155,7 @@ class RayServiceWorkflow:
         keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         rollout_plan = workflow.patched(ROLLOUT_PLAN_PATCH)
         drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
+        analysis_gates = workflow.patched(ANALYSIS_GATES_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -172,6 +178,7 @@ class RayServiceWorkflow:
             rollout_plan=rollout_plan,
         )
         reconciler.drains_before_deletion = drained_deletion
+        reconciler.rollout.gates.enabled = analysis_gates
         immediate = 0
         while not state.deleting:
             seen = self._changes
