@@ -164,6 +164,11 @@ class RolloutSettings(SpecModel):
     on_progress_deadline: OnProgressDeadline = OnProgressDeadline.ABORT
     on_unhealthy: OnUnhealthy = OnUnhealthy.ABORT
     revision_history_limit: Annotated[int, Field(ge=0, strict=True)] = 10
+    # NewCluster (blue-green) only: a gate before the Service switch, a manual one (`promote`), and a gate
+    # after it, before the old cluster is deleted (a failure switches back).
+    pre_promotion_analysis: str | None = None
+    auto_promotion_enabled: bool = True
+    post_promotion_analysis: str | None = None
     header_canary: HeaderCanary | None = None
 
     @model_validator(mode="after")
@@ -172,6 +177,12 @@ class RolloutSettings(SpecModel):
         duplicate = next((name for name in names if names.count(name) > 1), None)
         if duplicate is not None:
             raise ValueError(f'analyses: the name "{duplicate}" is used twice')
+        for field, value in (
+            ("prePromotionAnalysis", self.pre_promotion_analysis),
+            ("postPromotionAnalysis", self.post_promotion_analysis),
+        ):
+            if value is not None and value not in names:
+                raise ValueError(f'{field}: no analysis named "{value}" in analyses')
         last = 0
         for index, step in enumerate(self.steps):
             if step.analysis is not None and step.analysis not in names:

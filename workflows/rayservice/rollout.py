@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         with_step_condition,
     )
     from workflows.decisions.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
+    from workflows.rayservice.blue_green import BlueGreenGates
     from workflows.rayservice.gates import AnalysisGates
     from workflows.rayservice.part import RayServicePart
 
@@ -61,6 +62,15 @@ class RolloutPlan(RayServicePart):
         if found is None:
             found = AnalysisGates(self.state, self.world, self.calls, self.config, self.commit)
             self._gates = found
+        return found
+
+    @property
+    def blue_green(self) -> BlueGreenGates:
+        """The gates of a NewCluster upgrade, before and after the Service switch."""
+        found = getattr(self, "_blue_green", None)
+        if found is None:
+            found = BlueGreenGates(self.gates)
+            self._blue_green = found
         return found
 
     def settings(self, rayservice: RayService) -> RolloutSettings | None:

@@ -21,6 +21,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
+    from workflows.decisions.upgrade.blue_green import PostPromotion
     from workflows.decisions.upgrade.controls import UpgradeControls
     from workflows.decisions.upgrade.gates import GateRun
     from workflows.decisions.upgrade.step_plan import StepProgress
@@ -59,6 +60,10 @@ class RayServiceState:
     # raypilot.io/rollout: the last run of a measured analysis gate at each point of the upgrade ("step 3",
     # "prePromotion", "postPromotion"), for the cluster it ran on.
     gate_runs: dict[str, GateRun] = field(default_factory=dict)
+    # Blue-green gates: the cluster a manual promotion paused for, and the promotion whose post-promotion
+    # analysis is pending (the old cluster is kept until it passes).
+    promotion_awaited: str = ""
+    post_promotion: PostPromotion | None = None
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     import wire.analysis
     import wire.dashboard
     import wire.kubernetes  # noqa: F401
+    import workflows.decisions.upgrade.blue_green
     import workflows.decisions.upgrade.controls
     import workflows.decisions.upgrade.gates
     import workflows.decisions.upgrade.step_plan  # noqa: F401
@@ -296,6 +297,9 @@ class RayServiceWorkflow:
             rayservice = rayservice_at(state.manifest, state.generation, state.status)
             incremental = is_incremental_upgrade_enabled(rayservice.spec, self._config)
             rejection = new_cluster_promote_rejection(rayservice, incremental)
+            awaited = state.promotion_awaited
+            if awaited and awaited == state.status.pending_service_status.ray_cluster_name:
+                rejection = None  # raypilot.io/rollout autoPromotionEnabled: false waits for this promote
             if rejection is not None:
                 raise ApplicationError(rejection, type=CONTROL_REJECTED, non_retryable=True)
 
