@@ -85,6 +85,9 @@ class RolloutStep(SpecModel):
     traffic: Percent | None = None
     pause: str | None = None
     analysis: str | None = None
+    # How long the step may take to reach its traffic and its analysis' verdict (pauses do not count); past
+    # it, onProgressDeadline applies as for the new cluster's own deadline.
+    progress_deadline_seconds: PositiveInt | None = None
 
     @field_validator("pause", mode="before")
     @classmethod

@@ -42,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.blue_green import BlueGreenGates
     from workflows.rayservice.gates import AnalysisGates
     from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.rollout_health import RolloutHealth
 
 __all__ = ["RolloutPlan"]
 
@@ -62,6 +63,15 @@ class RolloutPlan(RayServicePart):
         if found is None:
             found = AnalysisGates(self.state, self.world, self.calls, self.config, self.commit)
             self._gates = found
+        return found
+
+    @property
+    def health(self) -> RolloutHealth:
+        """Per-step deadlines and the head Pod crash loop."""
+        found = getattr(self, "_health", None)
+        if found is None:
+            found = RolloutHealth(self.state, self.world, self.calls, self.config, self.commit)
+            self._health = found
         return found
 
     @property
@@ -124,6 +134,13 @@ class RolloutPlan(RayServicePart):
                 state.controls, status, failed = analysis_failed(status, results[action.analysis], goal, now)
                 await self.commit(with_step_condition(status, None, 0, now), [failed])
                 return None, None
+            if self.gates.enabled:
+                action, status, rolled_back = self.health.step_deadline(
+                    rayservice, settings, action, status, events, now
+                )
+                if rolled_back:
+                    await self.commit(with_step_condition(status, None, 0, now), events)
+                    return None, None
             if action.pause_now:
                 number = action.progress.index + 1
                 state.controls, status = paused_by_plan(state.controls, rayservice, number, now)
@@ -183,6 +200,10 @@ class RolloutPlan(RayServicePart):
         """The checks that need the pass' observations: an unhealthy new cluster, then the progress
         deadline. (acted: the next pass follows at once, when to look again)."""
         if await self.check_health(rayservice, pending_applications, now):
+            return True, None
+        if self.gates.enabled and await self.health.check_head_crash_loop(
+            rayservice, self.settings(rayservice)
+        ):
             return True, None
         return await self.check_progress_deadline(rayservice, ready_cluster, now)
 

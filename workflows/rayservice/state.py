@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.upgrade.blue_green import PostPromotion
     from workflows.decisions.upgrade.controls import UpgradeControls
     from workflows.decisions.upgrade.gates import GateRun
+    from workflows.decisions.upgrade.step_deadline import StepClock
     from workflows.decisions.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
@@ -64,6 +65,10 @@ class RayServiceState:
     # analysis is pending (the old cluster is kept until it passes).
     promotion_awaited: str = ""
     post_promotion: PostPromotion | None = None
+    # raypilot.io/rollout steps[].progressDeadlineSeconds: when the current step began, and the step (cluster
+    # and step) whose deadline was acted on.
+    step_clock: StepClock | None = None
+    step_deadline_settled: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

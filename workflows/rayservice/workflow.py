@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.decisions.upgrade.blue_green
     import workflows.decisions.upgrade.controls
     import workflows.decisions.upgrade.gates
+    import workflows.decisions.upgrade.step_deadline
     import workflows.decisions.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
