@@ -18,7 +18,8 @@ FAILING = [ProbeSample(200, 12.0)] * 15 + [ProbeSample(503, 3.0)] * 5
 class GatedWorld(FakeRayWorld):
     def __init__(self) -> None:
         super().__init__()
-        self.samples: list[ProbeSample] = HEALTHY  # what the next probe measures
+        self.samples: list[ProbeSample] = HEALTHY  # what a probe measures
+        self.sample_queue: list[list[ProbeSample]] = []  # what the next probes measure, first (in order)
         self.prometheus: PrometheusAnswer = PrometheusAnswer(value=0.0, series=1)
         self.probes: list[HttpProbeRequest] = []
         self.queries: list[PrometheusRequest] = []
@@ -29,7 +30,8 @@ class GatedWorld(FakeRayWorld):
         @activity.defn(name=names.PROBE_HTTP)
         async def probe_http(request: HttpProbeRequest) -> HttpProbeSamples:
             world.probes.append(request)
-            return HttpProbeSamples(list(world.samples))
+            samples = world.sample_queue.pop(0) if world.sample_queue else world.samples
+            return HttpProbeSamples(list(samples))
 
         @activity.defn(name=names.QUERY_PROMETHEUS)
         async def query_prometheus(request: PrometheusRequest) -> PrometheusAnswer:
