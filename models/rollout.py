@@ -110,12 +110,13 @@ class HttpProbe(SpecModel):
     """Provider 1: requests to the new cluster's Serve endpoint through its own Service."""
 
     path: str = "/"
-    samples: PositiveInt = 20
-    interval_seconds: PositiveInt = 1
+    samples: Annotated[int, Field(gt=0, le=1000, strict=True)] = 20
+    # The activity heartbeats once per sample (30 s heartbeat timeout): a sample's wait stays below it.
+    interval_seconds: Annotated[int, Field(gt=0, le=20, strict=True)] = 1
     min_success_rate: Annotated[float, Field(ge=0, le=1)] = 1.0
     latency_percentile: Annotated[float, Field(gt=0, le=100)] = 95
     max_latency_ms: PositiveInt | None = None
-    timeout_seconds: PositiveInt = 2  # a request without an answer by then is a failed sample
+    timeout_seconds: Annotated[int, Field(gt=0, le=20, strict=True)] = 2  # no answer by then: a failed sample
 
 
 class OnGateError(StrEnum):

@@ -46,6 +46,7 @@ def test_the_blue_green_example_is_valid() -> None:
             "analyses[0].prometheus.onError",
         ),
         ("analyses: [{name: p, http: {timeoutSeconds: 0}}]", "analyses[0].http.timeoutSeconds"),
+        ("analyses: [{name: p, http: {intervalSeconds: 60}}]", "analyses[0].http.intervalSeconds"),
         ("steps: [{traffic: 5, progressDeadlineSeconds: 0}]", "steps[0].progressDeadlineSeconds"),
     ],
 )
