@@ -63,14 +63,14 @@ async def test_a_passing_http_probe_lets_the_plan_go_on(time_skipping_env: Workf
         async def promoted() -> bool:
             return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] not in (old, None)
 
-        await eventually(env, promoted, step=timedelta(milliseconds=500))
+        await eventually(env, promoted, step=timedelta(seconds=1))
         final = await upgraded_or_rolled_back(env, handle, old)
         new = final["activeServiceStatus"]["rayClusterName"]
 
         async def old_cluster_deleted() -> bool:
             return world.live_clusters() == [new]
 
-        await eventually(env, old_cluster_deleted, step=timedelta(milliseconds=500))
+        await eventually(env, old_cluster_deleted, step=timedelta(seconds=2))
     assert len(world.probes) == 1  # one run per cluster and step, kept in the state
     probe = world.probes[0]
     assert (probe.service, probe.port, probe.path, probe.samples) == (
@@ -122,7 +122,7 @@ async def test_prometheus_gate_fails_on_its_value_and_waits_when_inconclusive(
         async def asked_twice() -> bool:
             return len(world.queries) >= 2
 
-        await eventually(env, asked_twice, step=timedelta(milliseconds=500))
+        await eventually(env, asked_twice, step=timedelta(seconds=5))
         waiting = await status_of(handle)
         assert condition_of(waiting, "RolloutAnalysis") == ("Unknown", "AnalysisRunning")
         assert waiting["pendingServiceStatus"]["rayClusterName"]

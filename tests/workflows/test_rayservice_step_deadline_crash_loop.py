@@ -53,7 +53,7 @@ async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEn
                 "rayClusterName"
             )
 
-        await eventually(env, rolled_back, step=timedelta(seconds=2))
+        await eventually(env, rolled_back, step=timedelta(seconds=5))
         final = await status_of(handle)
     assert condition_of(final, "RolloutProgressing") == ("False", "StepDeadlineExceeded")
     (event,) = [e for e in world.events if e.reason == "StepDeadlineExceeded"]
