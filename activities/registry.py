@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from activities.admission import AdmissionActivities
+from activities.analysis import AnalysisActivities
 from activities.config import read_operator_config
 from activities.cronjob_runs import CronJobRunActivities
 from activities.dashboard import DashboardActivities
@@ -41,6 +42,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         KubernetesWaits(dependencies),
         DashboardWaits(dependencies),
         ObserverActivities(dependencies),
+        AnalysisActivities(dependencies),
     ]
     activities: list[Callable[..., Any]] = [read_operator_config]
     for instance in instances:

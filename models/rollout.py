@@ -39,6 +39,7 @@ __all__ = [
     "Analysis",
     "HeaderCanary",
     "HttpProbe",
+    "OnGateError",
     "OnProgressDeadline",
     "OnUnhealthy",
     "PrometheusQuery",
@@ -84,6 +85,9 @@ class RolloutStep(SpecModel):
     traffic: Percent | None = None
     pause: str | None = None
     analysis: str | None = None
+    # How long the step may take to reach its traffic and its analysis' verdict (pauses do not count); past
+    # it, onProgressDeadline applies as for the new cluster's own deadline.
+    progress_deadline_seconds: PositiveInt | None = None
 
     @field_validator("pause", mode="before")
     @classmethod
@@ -106,19 +110,30 @@ class HttpProbe(SpecModel):
     """Provider 1: requests to the new cluster's Serve endpoint through its own Service."""
 
     path: str = "/"
-    samples: PositiveInt = 20
-    interval_seconds: PositiveInt = 1
+    samples: Annotated[int, Field(gt=0, le=1000, strict=True)] = 20
+    # The activity heartbeats once per sample (30 s heartbeat timeout): a sample's wait stays below it.
+    interval_seconds: Annotated[int, Field(gt=0, le=20, strict=True)] = 1
     min_success_rate: Annotated[float, Field(ge=0, le=1)] = 1.0
     latency_percentile: Annotated[float, Field(gt=0, le=100)] = 95
     max_latency_ms: PositiveInt | None = None
+    timeout_seconds: Annotated[int, Field(gt=0, le=20, strict=True)] = 2  # no answer by then: a failed sample
+
+
+class OnGateError(StrEnum):
+    """What a gate run that could not measure (Prometheus unreachable, the query refused, no sample) is."""
+
+    FAIL = "Fail"  # a failed gate: the upgrade rolls back
+    INCONCLUSIVE = "Inconclusive"  # no verdict: the gate runs again a little later (deadlines still apply)
 
 
 class PrometheusQuery(SpecModel):
     """Provider 2: a PromQL instant query whose value must satisfy `successCondition` (e.g. "< 0.01")."""
 
-    address: str
-    query: str
+    address: Annotated[str, Field(pattern=r"^https?://[^\s/]+")]
+    query: Annotated[str, Field(min_length=1)]
     success_condition: Annotated[str, Field(pattern=r"^\s*(<|<=|>|>=|==|!=)\s*-?[0-9.]+(e-?[0-9]+)?\s*$")]
+    timeout_seconds: PositiveInt = 10
+    on_error: OnGateError = OnGateError.FAIL
 
 
 class ServeStatusCheck(SpecModel):
@@ -153,6 +168,11 @@ class RolloutSettings(SpecModel):
     on_progress_deadline: OnProgressDeadline = OnProgressDeadline.ABORT
     on_unhealthy: OnUnhealthy = OnUnhealthy.ABORT
     revision_history_limit: Annotated[int, Field(ge=0, strict=True)] = 10
+    # NewCluster (blue-green) only: a gate before the Service switch, a manual one (`promote`), and a gate
+    # after it, before the old cluster is deleted (a failure switches back).
+    pre_promotion_analysis: str | None = None
+    auto_promotion_enabled: bool = True
+    post_promotion_analysis: str | None = None
     header_canary: HeaderCanary | None = None
 
     @model_validator(mode="after")
@@ -161,6 +181,12 @@ class RolloutSettings(SpecModel):
         duplicate = next((name for name in names if names.count(name) > 1), None)
         if duplicate is not None:
             raise ValueError(f'analyses: the name "{duplicate}" is used twice')
+        for field, value in (
+            ("prePromotionAnalysis", self.pre_promotion_analysis),
+            ("postPromotionAnalysis", self.post_promotion_analysis),
+        ):
+            if value is not None and value not in names:
+                raise ValueError(f'{field}: no analysis named "{value}" in analyses')
         last = 0
         for index, step in enumerate(self.steps):
             if step.analysis is not None and step.analysis not in names:

@@ -69,6 +69,10 @@ PUT_SERVE_CONFIG: Final = "dashboard.put_serve_config"
 CHECK_SERVE_HEALTH: Final = "dashboard.check_serve_health"
 READ_REPLICA_RANKS: Final = "dashboard.read_replica_ranks"
 
+# ---- Analysis gates of raypilot.io/rollout (wire.analysis): measurements, the verdict is the workflow's --
+PROBE_HTTP: Final = "analysis.probe_http"
+QUERY_PROMETHEUS: Final = "analysis.query_prometheus"
+
 # ---- Temporal (the runs of a workflow id) ------------------------------------------------------------------
 LATEST_EARLIER_RUN: Final = "temporal.latest_earlier_run"
 # Queueing on a shared cluster: a slot asked of the cluster's admission workflow; which holders still run.

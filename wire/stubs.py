@@ -17,6 +17,7 @@ from temporalio import activity
 from models.operator import OperatorConfig
 from wire import names
 from wire.admission import AdmissionAnswer, AdmissionRequest, AdmissionTicket, OpenRuns
+from wire.analysis import HttpProbeRequest, HttpProbeSamples, PrometheusAnswer, PrometheusRequest
 from wire.cronjob import CronJobKey, CronJobRuns, RayJobRunRef
 from wire.dashboard import (
     DashboardTarget,
@@ -398,4 +399,16 @@ async def watch_job(request: JobWatch) -> bool:
 @activity.defn(name=names.OBSERVE_RAY_JOBS)
 async def observe_jobs(request: ObserveJobs) -> None:
     """`activities.observer.ObserverActivities.observe_jobs`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.PROBE_HTTP)
+async def probe_http(request: HttpProbeRequest) -> HttpProbeSamples:
+    """`activities.analysis.AnalysisActivities.probe_http`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.QUERY_PROMETHEUS)
+async def query_prometheus(request: PrometheusRequest) -> PrometheusAnswer:
+    """`activities.analysis.AnalysisActivities.query_prometheus`"""
     raise NotImplementedError(_STUB)

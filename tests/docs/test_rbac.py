@@ -28,9 +28,11 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 ACTIVITY_TESTS = ["tests/activities", "tests/docs/test_rbac_exercises.py"]
 # Activities that never call the Kubernetes API (the operator settings; Temporal's own API: visibility, the
-# admission workflow of a shared cluster, the job observer's signal-with-start).
+# admission workflow of a shared cluster, the job observer's signal-with-start; a Prometheus query goes to
+# Prometheus itself).
 NO_API_ACTIVITIES = {
     "raypilot.read_operator_config",
+    "analysis.query_prometheus",
     "temporal.closed_runs",
     "temporal.wait_runs_closed",
     "temporal.enqueue_for_admission",

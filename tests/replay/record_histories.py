@@ -46,6 +46,7 @@ from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
 from tests.workflows.fakes_drain import DrainingWorld
+from tests.workflows.fakes_gates import FAILING, HEALTHY, GatedWorld
 from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from wire.kubernetes import EarlierRun
 
@@ -444,6 +445,32 @@ async def rayservice_serve_wait_minute_heartbeat(env: WorkflowEnvironment) -> Ha
     """Patch rayservice-serve-wait-minute-heartbeat: the Serve wait heartbeats once a minute; a blue-green
     upgrade, then `delete`, which deletes the owned objects before confirming the waits' cancellation."""
     return await rayservice_blue_green_delete(env)
+async def rayservice_analysis_gates(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-analysis-gates: a blue-green upgrade whose new cluster passes its pre-promotion HTTP
+    probe, is switched to, fails its post-promotion probe and is switched back from (the old cluster kept,
+    the new one deleted after its delay)."""
+    world = GatedWorld()
+    rollout = {
+        "analyses": [{"name": "probe", "http": {"samples": 20, "minSuccessRate": 0.95}}],
+        "prePromotionAnalysis": "probe",
+        "postPromotionAnalysis": "probe",
+    }
+
+    def spec(version: str) -> dict[str, Any]:
+        annotations = {"raypilot.io/rollout": json.dumps(rollout)}
+        return rayservice_manifest(version=version, deletion_delay=5, annotations=annotations)
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.sample_queue = [HEALTHY, FAILING]  # before the switch, after it
+        await handle.execute_update("apply", spec("v2"))
+
+        async def only_old() -> bool:
+            return len(world.probes) == 2 and world.live_clusters() == [old]
+
+        await eventually(env, only_old)
+        await until_ready(env, handle)
+    return handle
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -468,6 +495,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_unhealthy_rollback,
         rayservice_drained_deletion,
         rayservice_serve_wait_minute_heartbeat,
+        rayservice_analysis_gates,
     )
 }
 

@@ -33,6 +33,9 @@ implementation. The table below is the only place timeouts and retries are chose
 - OBSERVE: the cluster observer's one long-lived activity (workflows/observer): an hour per attempt,
   retried without limit; it heartbeats once a minute (each heartbeat is billable and it serves a whole
   cluster), so a lost worker is noticed within three minutes.
+- ANALYSIS: one run of a measured analysis gate (raypilot.io/rollout: an HTTP probe over its window, a
+  Prometheus query). A probe window may last minutes, so a long attempt with a heartbeat per sample; a
+  failed measurement is a result, not an error, so what raises is infrastructure: retried without limit.
 - RANKS_READ: reading Serve replica ranks runs a short Ray job (a driver start: seconds); a few tries, then
   the status goes without ranks.
 """
@@ -64,6 +67,7 @@ class IO(enum.Enum):
     WATCH = "watch"
     QUIET_WATCH = "quiet watch"
     RANKS_READ = "ranks read"
+    ANALYSIS = "analysis"
     OBSERVE = "observe"
 
 
@@ -148,6 +152,12 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
         start_to_close=_WAIT_ATTEMPT,
         heartbeat=timedelta(minutes=3),
         retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
+    ),
+    IO.ANALYSIS: CallPolicy(
+        local=False,
+        start_to_close=timedelta(minutes=30),
+        heartbeat=_WAIT_HEARTBEAT,
+        retry=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=60)),
     ),
     IO.RANKS_READ: CallPolicy(
         local=False,

@@ -151,6 +151,10 @@ class RayServiceReconciler(RayServicePart):
         """One pass, phase by phase in KubeRay's order; each phase hands what it found to the next."""
         now = workflow.now()
         rayservice = self.rayservice()
+        bg, settings = self.rollout.blue_green, self.rollout.settings(rayservice)
+        bg.wake_at = None
+        if await bg.judge_post_promotion(rayservice, settings):  # a failed gate switched back
+            rayservice = self.rayservice()
         names_before = cluster_names(self.state.status)
         self.state.serve_config_cache = prune_serve_config_cache(self.state.serve_config_cache, *names_before)
         cleanup_due = await self._clean_up_dangling_clusters(rayservice, now)
@@ -164,7 +168,9 @@ class RayServiceReconciler(RayServicePart):
         await self._step_incremental_upgrade(seen, now)
         await self._reconcile_services(seen)
         await self._commit_status(seen, now)
-        outcome = self._next_wait(seen, names_before, cleanup_due)
+        if not seen.incremental:
+            bg.note_promotion(settings, names_before, cluster_names(self.state.status)[0])
+        outcome = self._next_wait(seen, names_before, earliest_deadline(cleanup_due, bg.wake_at))
         # The pending cluster of an upgrade found ready (a NewCluster one is promoted in the same pass).
         ready = names_before[1] if seen.pending_serve.ready and all(names_before) else ""
         pending_apps = seen.pending_serve.applications
@@ -246,6 +252,14 @@ class RayServiceReconciler(RayServicePart):
         target = services_target_cluster(seen.active_serve.ready, seen.pending_serve.ready, seen.upgrading)
         if target == "pending" and self.state.controls.paused and not incremental:
             target = None  # a paused blue-green upgrade holds the switch
+        gates = self.rollout.blue_green
+        if (
+            target == "pending"
+            and not incremental
+            and await gates.holds_switch(rayservice, self.rollout.settings(rayservice))
+        ):
+            target = None  # a blue-green gate before the switch
+            seen.rayservice = self.rayservice()  # what the gate committed (a rollback, a pause)
         target_cluster = {"active": seen.active, "pending": seen.pending, None: None}[target]
         seen.services_cluster = await self.serving.reconcile_services(
             rayservice, target_cluster, incremental, seen.events
@@ -348,6 +362,7 @@ class RayServiceReconciler(RayServicePart):
         )
         if self.drains_before_deletion:
             plan = await self.drains.hold_undrained(rayservice, plan, now)
+        plan = self.rollout.blue_green.hold_old_cluster(plan)
         state.deletion_schedule = plan.schedule
         if plan.delete_now:
             await asyncio.gather(

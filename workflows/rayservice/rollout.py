@@ -10,6 +10,7 @@ and whether an indefinite pause sets the pause control now. Runs started before 
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from temporalio import workflow
@@ -38,13 +39,49 @@ with workflow.unsafe.imports_passed_through():
         with_step_condition,
     )
     from workflows.decisions.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
+    from workflows.rayservice.blue_green import BlueGreenGates
+    from workflows.rayservice.gates import AnalysisGates
     from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.rollout_health import RolloutHealth
 
 __all__ = ["RolloutPlan"]
 
 
+def step_point(index: int) -> str:
+    """Where a plan's analysis gate runs, for its kept run: "step 3" (1-based, as the RolloutStep
+    condition counts)."""
+    return f"step {index + 1}"
+
+
 class RolloutPlan(RayServicePart):
     enabled: bool = False  # patch rayservice-rollout-plan
+
+    @property
+    def gates(self) -> AnalysisGates:
+        """The measured gates (http, prometheus) share this part's state, world and calls."""
+        found = getattr(self, "_gates", None)
+        if found is None:
+            found = AnalysisGates(self.state, self.world, self.calls, self.config, self.commit)
+            self._gates = found
+        return found
+
+    @property
+    def health(self) -> RolloutHealth:
+        """Per-step deadlines and the head Pod crash loop."""
+        found = getattr(self, "_health", None)
+        if found is None:
+            found = RolloutHealth(self.state, self.world, self.calls, self.config, self.commit)
+            self._health = found
+        return found
+
+    @property
+    def blue_green(self) -> BlueGreenGates:
+        """The gates of a NewCluster upgrade, before and after the Service switch."""
+        found = getattr(self, "_blue_green", None)
+        if found is None:
+            found = BlueGreenGates(self.gates)
+            self._blue_green = found
+        return found
 
     def settings(self, rayservice: RayService) -> RolloutSettings | None:
         if not self.enabled:
@@ -74,15 +111,21 @@ class RolloutPlan(RayServicePart):
         if walking and settings is not None:
             weight = 0 if pending.traffic_routed_percent is None else pending.traffic_routed_percent
             results = {a.name: analysis_result(a, pending.application_statuses) for a in settings.analyses}
+            cluster, progress = pending.ray_cluster_name, state.rollout_progress or StepProgress()
+            point = step_point(progress.index if progress.cluster == cluster else 0)
+            results.update(self.gates.results(settings, cluster, point))
             action = next_step_action(
-                settings.steps,
-                state.rollout_progress or StepProgress(),
-                pending.ray_cluster_name,
-                weight,
-                state.controls.paused,
-                now,
-                results,
+                settings.steps, progress, cluster, weight, state.controls.paused, now, results
             )
+            if action.waiting_for == "analysis":
+                point = step_point(action.progress.index)
+                if await self.gates.run_if_due(rayservice, settings, action.analysis, cluster, point):
+                    results.update(self.gates.results(settings, cluster, point))
+                    action = next_step_action(
+                        settings.steps, progress, cluster, weight, state.controls.paused, now, results
+                    )
+                if action.waiting_for == "analysis":
+                    action = dataclasses.replace(action, wake_at=self.gates.retry_at(cluster, point))
             state.rollout_progress = action.progress
             if action.analysis:
                 status = with_analysis_condition(status, results[action.analysis], now)
@@ -91,6 +134,13 @@ class RolloutPlan(RayServicePart):
                 state.controls, status, failed = analysis_failed(status, results[action.analysis], goal, now)
                 await self.commit(with_step_condition(status, None, 0, now), [failed])
                 return None, None
+            if self.gates.enabled:
+                action, status, rolled_back = self.health.step_deadline(
+                    rayservice, settings, action, status, events, now
+                )
+                if rolled_back:
+                    await self.commit(with_step_condition(status, None, 0, now), events)
+                    return None, None
             if action.pause_now:
                 number = action.progress.index + 1
                 state.controls, status = paused_by_plan(state.controls, rayservice, number, now)
@@ -150,6 +200,10 @@ class RolloutPlan(RayServicePart):
         """The checks that need the pass' observations: an unhealthy new cluster, then the progress
         deadline. (acted: the next pass follows at once, when to look again)."""
         if await self.check_health(rayservice, pending_applications, now):
+            return True, None
+        if self.gates.enabled and await self.health.check_head_crash_loop(
+            rayservice, self.settings(rayservice)
+        ):
             return True, None
         return await self.check_progress_deadline(rayservice, ready_cluster, now)
 

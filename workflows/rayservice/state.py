@@ -21,7 +21,10 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
+    from workflows.decisions.upgrade.blue_green import PostPromotion
     from workflows.decisions.upgrade.controls import UpgradeControls
+    from workflows.decisions.upgrade.gates import GateRun
+    from workflows.decisions.upgrade.step_deadline import StepClock
     from workflows.decisions.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
@@ -55,6 +58,17 @@ class RayServiceState:
     progress_deadline_settled: str = ""
     # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
     unhealthy_settled: str = ""
+    # raypilot.io/rollout: the last run of a measured analysis gate at each point of the upgrade ("step 3",
+    # "prePromotion", "postPromotion"), for the cluster it ran on.
+    gate_runs: dict[str, GateRun] = field(default_factory=dict)
+    # Blue-green gates: the cluster a manual promotion paused for, and the promotion whose post-promotion
+    # analysis is pending (the old cluster is kept until it passes).
+    promotion_awaited: str = ""
+    post_promotion: PostPromotion | None = None
+    # raypilot.io/rollout steps[].progressDeadlineSeconds: when the current step began, and the step (cluster
+    # and step) whose deadline was acted on.
+    step_clock: StepClock | None = None
+    step_deadline_settled: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

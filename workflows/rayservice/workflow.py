@@ -26,9 +26,13 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     # Modules whose dataclasses are decoded inside the workflow must be imported here, from the sandboxed
     # module itself: pydantic resolves their annotations through the sandbox's own sys.modules.
+    import wire.analysis
     import wire.dashboard
     import wire.kubernetes  # noqa: F401
+    import workflows.decisions.upgrade.blue_green
     import workflows.decisions.upgrade.controls
+    import workflows.decisions.upgrade.gates
+    import workflows.decisions.upgrade.step_deadline
     import workflows.decisions.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
@@ -91,6 +95,9 @@ DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
 # it at its next heartbeat, so `delete` deletes the owned objects first and confirms the waits' cancellation
 # while the clusters go.
 SERVE_WAIT_MINUTE_HEARTBEAT_PATCH: Final = "rayservice-serve-wait-minute-heartbeat"
+# raypilot.io/rollout: the measured analysis gates (http, prometheus) run and judge (rayservice/gates.py);
+# without it their steps are skipped, as before.
+ANALYSIS_GATES_PATCH: Final = "rayservice-analysis-gates"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -158,6 +165,7 @@ class RayServiceWorkflow:
         drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
         serve_wait_minute_heartbeat = workflow.patched(SERVE_WAIT_MINUTE_HEARTBEAT_PATCH)
         self._calls.serve_wait_minute_heartbeat = serve_wait_minute_heartbeat
+        analysis_gates = workflow.patched(ANALYSIS_GATES_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -180,6 +188,7 @@ class RayServiceWorkflow:
             rollout_plan=rollout_plan,
         )
         reconciler.drains_before_deletion = drained_deletion
+        reconciler.rollout.gates.enabled = analysis_gates
         immediate = 0
         while not state.deleting:
             seen = self._changes
@@ -303,6 +312,9 @@ class RayServiceWorkflow:
             rayservice = rayservice_at(state.manifest, state.generation, state.status)
             incremental = is_incremental_upgrade_enabled(rayservice.spec, self._config)
             rejection = new_cluster_promote_rejection(rayservice, incremental)
+            awaited = state.promotion_awaited
+            if awaited and awaited == state.status.pending_service_status.ray_cluster_name:
+                rejection = None  # raypilot.io/rollout autoPromotionEnabled: false waits for this promote
             if rejection is not None:
                 raise ApplicationError(rejection, type=CONTROL_REJECTED, non_retryable=True)
 

@@ -4,8 +4,9 @@ rollback when a gate fails. raypilot's own.
 Provider 3, `serveStatus`, judges the Serve applications of the new cluster as the workflow last observed
 them (the status' pendingServiceStatus.applicationStatuses, read by the Serve wait activity): every listed
 application (all, without a list) RUNNING passes; any DEPLOY_FAILED or UNHEALTHY fails; anything else (not
-reported yet, DEPLOYING) waits. The `http` and `prometheus` providers are not run yet: their steps are
-skipped, and the RolloutAnalysis condition says so. A failed gate rolls back as the `abort` control does,
+reported yet, DEPLOYING) waits. The `http` and `prometheus` providers are measured by activities and
+judged in gates.py; here (runs started before patch `rayservice-analysis-gates`) they are skipped, and the
+RolloutAnalysis condition says so. A failed gate rolls back as the `abort` control does,
 with reason AnalysisFailed, a Warning Event and the measured values.
 """
 

@@ -1,0 +1,122 @@
+"""raypilot.io/rollout's blue-green (NewCluster) gates on the fake world (time-skipping server): a failed
+pre-promotion analysis rolls back before the Service switch; autoPromotionEnabled false waits for promote;
+a failed post-promotion analysis switches the Services back and keeps the old cluster."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from models.rollout import ANNOTATION_ROLLOUT
+from raypilot.testing.rayservice_scenarios import (
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from tests.workflows.fakes_gates import FAILING, GatedWorld
+
+PROBE = {"name": "probe", "http": {"path": "/", "samples": 20, "minSuccessRate": 0.95}}
+SERVE = "svc-serve-svc"
+
+
+def blue_green(version: str, **rollout: Any) -> dict[str, Any]:
+    return rayservice_manifest(
+        version=version,
+        deletion_delay=5,
+        annotations={ANNOTATION_ROLLOUT: json.dumps({"analyses": [PROBE], **rollout})},
+    )
+
+
+async def test_a_failed_pre_promotion_analysis_rolls_back_before_the_switch(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, GatedWorld()
+    async with running_rayservice(env, world, blue_green("v1", prePromotionAnalysis="probe")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.samples = FAILING
+        await handle.execute_update("apply", blue_green("v2", prePromotionAnalysis="probe"), result_type=dict)
+
+        async def rolled_back() -> bool:
+            status = await status_of(handle)
+            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
+                "rayClusterName"
+            )
+
+        await eventually(env, rolled_back, step=timedelta(milliseconds=500))
+        final = await status_of(handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert [act.detail["selector"]["ray.io/cluster"] for act in world.acts("update", "Service")] == []
+    assert world.selected_cluster(SERVE) == old  # never switched
+    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
+    (event,) = [e for e in world.events if e.reason == "AnalysisFailed"]
+    assert "Analysis probe failed" in event.message
+    assert "success=75.0 %" in event.message
+    assert world.probes[0].service != f"{old}-head-svc"  # the new cluster's own Service
+
+
+async def test_manual_promotion_holds_the_switch_until_promote(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, GatedWorld()
+    manual = {"autoPromotionEnabled": False, "prePromotionAnalysis": "probe"}
+    async with running_rayservice(env, world, blue_green("v1", **manual)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", blue_green("v2", **manual), result_type=dict)
+
+        async def awaiting() -> bool:
+            return condition_of(await status_of(handle), "UpgradeControl") == ("True", "AwaitingPromotion")
+
+        await eventually(env, awaiting, step=timedelta(milliseconds=500))
+        await env.sleep(timedelta(minutes=10))  # the new cluster is ready and its gate passed: nothing moves
+        assert world.selected_cluster(SERVE) == old
+        assert condition_of(await status_of(handle), "RolloutAnalysis") == ("True", "AnalysisPassed")
+        await handle.execute_update("promote", result_type=dict)
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
+
+        await eventually(env, promoted, step=timedelta(milliseconds=500))
+        new = (await status_of(handle))["activeServiceStatus"]["rayClusterName"]
+    assert world.selected_cluster(SERVE) == new
+    assert [e.type for e in world.events if e.reason == "AwaitingPromotion"] == ["Normal"]
+    assert len(world.probes) == 1
+
+
+async def test_a_failed_post_promotion_analysis_switches_back_and_keeps_the_old_cluster(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, GatedWorld()
+    async with running_rayservice(env, world, blue_green("v1", postPromotionAnalysis="probe")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.samples = FAILING
+        await handle.execute_update(
+            "apply", blue_green("v2", postPromotionAnalysis="probe"), result_type=dict
+        )
+
+        async def switched_back() -> bool:
+            return bool(world.probes) and world.selected_cluster(SERVE) == old
+
+        await eventually(env, switched_back, step=timedelta(milliseconds=500))
+        new = world.probes[0].service.removesuffix("-head-svc")
+        switched = [act.detail["selector"]["ray.io/cluster"] for act in world.acts("update", "Service")]
+        assert new in switched  # the Services did go to the new cluster first
+
+        async def new_cluster_deleted() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, new_cluster_deleted, step=timedelta(milliseconds=500))
+        await env.sleep(timedelta(minutes=2))  # the same spec is not tried again
+        final = await status_of(handle)
+    assert world.live_clusters() == [old]
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert not (final.get("pendingServiceStatus") or {}).get("rayClusterName")
+    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
+    (event,) = [e for e in world.events if e.reason == "AnalysisFailed"]
+    assert f"switching back to RayCluster {old}" in event.message
+    assert old not in world.deleted_clusters

@@ -1,0 +1,134 @@
+"""raypilot.io/rollout's measured analysis gates on the fake world (time-skipping server): an HTTP probe or a
+Prometheus query at a step of an incremental plan; a pass goes on, a fail rolls back at once with
+AnalysisFailed and the measured values; an inconclusive Prometheus run is asked again later."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from models.rollout import ANNOTATION_ROLLOUT
+from raypilot.testing.rayservice_scenarios import (
+    INCREMENTAL,
+    Handle,
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from tests.workflows.fakes_gates import FAILING, GatedWorld
+from wire.analysis import PrometheusAnswer
+
+PROBE = {"name": "probe", "http": {"path": "/healthz?deep=1", "samples": 20, "minSuccessRate": 0.95}}
+ERRORS = {
+    "name": "errors",
+    "prometheus": {"address": "http://prom:9090", "query": "error_ratio", "successCondition": "< 0.01"},
+}
+
+
+def gated(version: str, analysis: dict[str, Any], incremental: bool = True) -> dict[str, Any]:
+    rollout = {
+        "steps": [{"traffic": 10}, {"analysis": analysis["name"]}, {"traffic": 50}],
+        "analyses": [analysis],
+    }
+    return rayservice_manifest(
+        version=version,
+        strategy=INCREMENTAL if incremental else None,
+        autoscaling=incremental,
+        deletion_delay=5,
+        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)},
+    )
+
+
+async def upgraded_or_rolled_back(env: WorkflowEnvironment, handle: Handle, old: str) -> dict[str, Any]:
+    async def ended() -> bool:
+        status = await status_of(handle)
+        return not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+
+    await eventually(env, ended, step=timedelta(milliseconds=500))
+    return await status_of(handle)
+
+
+async def test_a_passing_http_probe_lets_the_plan_go_on(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, GatedWorld()
+    async with running_rayservice(env, world, gated("v1", PROBE)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", gated("v2", PROBE), result_type=dict)
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] not in (old, None)
+
+        await eventually(env, promoted, step=timedelta(seconds=1))
+        final = await upgraded_or_rolled_back(env, handle, old)
+        new = final["activeServiceStatus"]["rayClusterName"]
+
+        async def old_cluster_deleted() -> bool:
+            return world.live_clusters() == [new]
+
+        await eventually(env, old_cluster_deleted, step=timedelta(seconds=2))
+    assert len(world.probes) == 1  # one run per cluster and step, kept in the state
+    probe = world.probes[0]
+    assert (probe.service, probe.port, probe.path, probe.samples) == (
+        f"{new}-head-svc",
+        8000,
+        "/healthz?deep=1",
+        20,
+    )
+    assert condition_of(final, "RolloutAnalysis") == ("True", "AnalysisPassed")
+    message = next(c["message"] for c in final["conditions"] if c["type"] == "RolloutAnalysis")
+    assert message == "analysis probe: pass (samples=20, success=100.0 % (min 95.0 %), p95=12.0 ms)"
+
+
+async def test_a_failing_http_probe_rolls_back_with_the_measured_values(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, GatedWorld()
+    async with running_rayservice(env, world, gated("v1", PROBE)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.samples = FAILING
+        await handle.execute_update("apply", gated("v2", PROBE), result_type=dict)
+        final = await upgraded_or_rolled_back(env, handle, old)
+
+        async def new_cluster_deleted() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, new_cluster_deleted, step=timedelta(milliseconds=500))
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
+    events = [e for e in world.events if e.reason == "AnalysisFailed"]
+    assert [e.type for e in events] == ["Warning"]
+    assert "samples=20, success=75.0 % (min 95.0 %)" in events[0].message
+    assert "failed with HTTP 503" in events[0].message
+    assert world.route is not None
+    backends = {b["name"]: b.get("weight") for b in world.route["spec"]["rules"][0]["backendRefs"]}
+    assert backends.get(f"{old}-serve-svc") == 100
+
+
+async def test_prometheus_gate_fails_on_its_value_and_waits_when_inconclusive(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, GatedWorld()
+    inconclusive = {**ERRORS, "prometheus": {**ERRORS["prometheus"], "onError": "Inconclusive"}}
+    async with running_rayservice(env, world, gated("v1", inconclusive)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.prometheus = PrometheusAnswer(error="Prometheus unreachable: ConnectError: refused")
+        await handle.execute_update("apply", gated("v2", inconclusive), result_type=dict)
+
+        async def asked_twice() -> bool:
+            return len(world.queries) >= 2
+
+        await eventually(env, asked_twice, step=timedelta(seconds=5))
+        waiting = await status_of(handle)
+        assert condition_of(waiting, "RolloutAnalysis") == ("Unknown", "AnalysisRunning")
+        assert waiting["pendingServiceStatus"]["rayClusterName"]
+        world.prometheus = PrometheusAnswer(value=0.2, series=1)
+        final = await upgraded_or_rolled_back(env, handle, old)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    message = next(e.message for e in world.events if e.reason == "AnalysisFailed")
+    assert "value=0.2, condition < 0.01" in message
+    assert world.queries[0].query == "error_ratio"

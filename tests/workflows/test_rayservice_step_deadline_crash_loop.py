@@ -1,0 +1,109 @@
+"""raypilot.io/rollout per-step deadlines and the head Pod crash loop on the fake world (time-skipping
+server): a step that does not reach its traffic in time rolls back (onProgressDeadline: Abort); a pending
+cluster whose head Pod crash-loops is rolled back (onUnhealthy: Abort)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio.testing import WorkflowEnvironment
+
+from models.rollout import ANNOTATION_ROLLOUT
+from raypilot.testing.rayservice_scenarios import (
+    INCREMENTAL,
+    condition_of,
+    eventually,
+    rayservice_manifest,
+    running_rayservice,
+    status_of,
+    until_ready,
+)
+from raypilot.testing.rayservice_world import FakeRayWorld
+
+
+def manifest(version: str, rollout: dict[str, Any], incremental: bool) -> dict[str, Any]:
+    return rayservice_manifest(
+        version=version,
+        strategy=INCREMENTAL if incremental else None,
+        autoscaling=incremental,
+        deletion_delay=5,
+        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)},
+    )
+
+
+async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    rollout = {"steps": [{"traffic": 10, "progressDeadlineSeconds": 60}, {"traffic": 50}]}
+    async with running_rayservice(env, world, manifest("v1", rollout, True)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "deploying"  # v2's replicas never come up: no traffic moves
+        await handle.execute_update("apply", manifest("v2", rollout, True), result_type=dict)
+
+        async def pending() -> bool:
+            return bool(((await status_of(handle)).get("pendingServiceStatus") or {}).get("rayClusterName"))
+
+        await eventually(env, pending, step=timedelta(milliseconds=500))
+        began = await env.get_current_time()
+
+        async def rolled_back() -> bool:
+            status = await status_of(handle)
+            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
+                "rayClusterName"
+            )
+
+        await eventually(env, rolled_back, step=timedelta(seconds=5))
+        final = await status_of(handle)
+    assert condition_of(final, "RolloutProgressing") == ("False", "StepDeadlineExceeded")
+    (event,) = [e for e in world.events if e.reason == "StepDeadlineExceeded"]
+    assert event.type == "Warning"
+    assert "Step 1 of raypilot.io/rollout" in event.message
+    assert "did not reach its traffic in 60 s; rolling back" in event.message
+    deleted = next(act.at for act in world.acts("delete", "RayCluster"))
+    assert deleted - began >= timedelta(seconds=60)  # not before the deadline (then the deletion delay)
+
+
+def crash_looping_head(name: str) -> dict[str, Any]:
+    waiting = {
+        "waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s restarting failed container"}
+    }
+    return {
+        "metadata": {"name": f"{name}-head-1", "uid": f"uid-{name}-head", "labels": {}},
+        "spec": {"containers": [{"name": "ray-head"}]},
+        "status": {
+            "phase": "Running",
+            "podIP": "10.0.0.9",
+            "containerStatuses": [{"name": "ray-head", "restartCount": 4, "state": waiting}],
+        },
+    }
+
+
+async def test_a_crash_looping_head_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    rollout = {"onUnhealthy": "Abort"}
+    async with running_rayservice(env, world, manifest("v1", rollout, False)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.serve_mode_for_new_clusters = "deploying"
+        await handle.execute_update("apply", manifest("v2", rollout, False), result_type=dict)
+
+        async def created() -> bool:
+            return len(world.clusters) == 2
+
+        await eventually(env, created, step=timedelta(milliseconds=500))
+        new = next(name for name in world.clusters if name != old)
+        world.clusters[new].head_pod = lambda: crash_looping_head(new)  # type: ignore[method-assign]
+        world.clusters[new].serve_mode = "down"  # the dashboard goes with the head: the Serve wait returns
+
+        async def rolled_back() -> bool:
+            return world.live_clusters() == [old]
+
+        await eventually(env, rolled_back, step=timedelta(milliseconds=500))
+        final = await status_of(handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    assert condition_of(final, "RolloutProgressing") == ("False", "HeadPodCrashLoop")
+    (event,) = [e for e in world.events if e.reason == "HeadPodCrashLoop"]
+    assert f"The head Pod of RayCluster {new} is crash-looping (ray-head: CrashLoopBackOff, 4 restarts)" in (
+        event.message
+    )
+    assert world.selected_cluster("svc-serve-svc") == old
