@@ -24,7 +24,6 @@ from wire.admission import (
 )
 
 if TYPE_CHECKING:
-
     from activities.dependencies import ActivityDependencies
 
 TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
@@ -33,7 +32,6 @@ TEMPORAL_UNAVAILABLE: Final = "TemporalUnavailable"
 class AdmissionActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
-
 
     @activity.defn(name=names.ENQUEUE_FOR_ADMISSION)
     async def enqueue_for_admission(self, request: AdmissionRequest) -> AdmissionAnswer:
