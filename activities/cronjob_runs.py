@@ -54,7 +54,6 @@ class CronJobRunActivities:
         self.dependencies = dependencies
         self.leftovers = leftovers
 
-
     @activity.defn(name=names.LIST_CRONJOB_RUNS)
     async def list_cronjob_runs(self, request: CronJobKey) -> CronJobRuns:
         """The latest run of each RayJob of the RayCronJob that still holds its RayJob (a run whose memo says

@@ -36,8 +36,7 @@ def newest_earlier_closed(
     closed = [
         execution
         for execution in executions
-        if execution.run_id != own_run_id
-        and execution.status not in (None, WorkflowExecutionStatus.RUNNING)
+        if execution.run_id != own_run_id and execution.status not in (None, WorkflowExecutionStatus.RUNNING)
     ]
     return max(closed, key=lambda execution: execution.start_time, default=None)
 

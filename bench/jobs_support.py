@@ -121,6 +121,10 @@ async def shared_cluster(workdir: Path) -> AsyncIterator[SharedCluster]:
             api_client.close()
 
 
+# How long a stopped worker process may take to exit before it is killed.
+WORKER_STOP_SECONDS = 5.0
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -180,9 +184,11 @@ async def worker_process(
         await wait_until(started, within=60, interval=0.2, what="the worker process started")
         yield WorkerProcess(process, f"http://127.0.0.1:{metrics_port}/metrics")
     finally:
+        # SIGTERM, then SIGKILL after a few seconds: the worker would hold its 30 s grace period for the
+        # cluster observer's activity, which runs until cancelled, and nothing after a measurement needs it.
         process.terminate()
         try:
-            await asyncio.to_thread(process.wait, 40)
+            await asyncio.to_thread(process.wait, WORKER_STOP_SECONDS)
         except subprocess.TimeoutExpired:
             process.kill()
             await asyncio.to_thread(process.wait)

@@ -149,6 +149,7 @@ def known_member(enum_type: type[EnumT]) -> BeforeValidator:
 Quantity = str | int | float
 """A Kubernetes resource.Quantity ("500m", "1Gi", 2, 0.5), kept exactly as written."""
 
+
 def dump_manifest(model: BaseModel) -> dict[str, Any]:
     """The JSON form of a parsed or built object: KubeRay names, only the fields that were set.
 

@@ -170,8 +170,7 @@ def _up(workdir: Path, ray_mode: RayMode, timeout_s: float) -> int:
         state = _read_state(workdir)
         if state is not None and state.get("pid") == child.pid:
             print(
-                f"sandbox running in {workdir} (pid {child.pid}, {ray_mode} Ray, "
-                f"API {state.get('apiUrl')})",
+                f"sandbox running in {workdir} (pid {child.pid}, {ray_mode} Ray, API {state.get('apiUrl')})",
                 file=sys.stderr,
             )
             print(_kubeconfig_line(workdir), flush=True)
@@ -261,8 +260,7 @@ def _down(workdir: Path, timeout_s: float) -> int:
         pid = state.get("pid") if state else None
         if not isinstance(pid, int):
             print(
-                f"a sandbox holds {workdir / LOCK_FILE} but its state file is missing; "
-                "is it still starting?",
+                f"a sandbox holds {workdir / LOCK_FILE} but its state file is missing; is it still starting?",
                 file=sys.stderr,
             )
             return 1

@@ -29,6 +29,7 @@ class CollectedStore(Protocol):
 
     def _release(self, rt: ResourceType, obj: dict[str, Any]) -> None: ...
 
+
 FOREGROUND_FINALIZER = "foregroundDeletion"
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,13 +21,25 @@ T = TypeVar("T")
 def private_pools() -> Pools:
     """Pod, Service and Gateway addresses in a random 127.N.0.0/16, so that a test's sandbox does not collide
     with another sandbox on the same machine (the standard pools are fixed /24s). Tests patch it in for
-    `sandbox.store.standard_pools`."""
-    second = random.randint(100, 250)
+    `sandbox.store.standard_pools`. Under pytest-xdist each worker draws from its own slice of N, so that
+    two workers' sandboxes, alive at the same time, never share addresses."""
+    second = private_second_octet(os.environ)
     return Pools(
         services=AddressPool(f"127.{second}.1.0/24"),
         gateways=AddressPool(f"127.{second}.2.0/24"),
         pods=AddressPool(f"127.{second}.3.0/24"),
     )
+
+
+def private_second_octet(environ: Mapping[str, str]) -> int:
+    """N of 127.N.0.0/16: random in 100-250, or in this pytest-xdist worker's share of that range."""
+    first, last = 100, 250
+    worker, count = environ.get("PYTEST_XDIST_WORKER", ""), environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 0:
+        share = (last - first + 1) // int(count)
+        first += int(worker[2:]) % int(count) * share
+        last = first + share - 1
+    return random.randint(first, last)
 
 
 class ConditionTimeout(AssertionError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Generator
+from typing import Any
 
 import pytest
 
@@ -18,3 +19,29 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(int(code) if isinstance(code, int) else 1)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under `--dist loadfile` (`make test` runs pytest-xdist workers) each test file goes whole to one
+    worker, so its module fixtures (sandboxes, Ray heads, workers) start once. The reliability package goes
+    whole to one worker too: its sandbox and worker are package fixtures, and test_s6_secrets, which runs
+    last, scans every history and log line the package's other tests made."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    # Files in collection order, not the most numerous tests first: the slow end-to-end directories
+    # (cli, integration, reliability, sandbox) then start early and the many quick files fill in at the end.
+    config.option.loadscopereorder = False
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndWholePackages(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            for package in WHOLE_PACKAGES:
+                if nodeid.startswith(package):
+                    return package
+            return str(super()._split_scope(nodeid))
+
+    return FilesAndWholePackages(config, log)
+
+
+# Packages whose tests share package-scoped fixtures or state: one worker runs all of their files.
+WHOLE_PACKAGES = ("tests/reliability/",)

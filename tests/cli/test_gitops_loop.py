@@ -2,8 +2,9 @@
 `raypilot` console script (one process per apply), while the RayJobs run and finish: every RayJob runs exactly
 once and succeeds, and every apply exits 0 (issue 22).
 
-The default is a small loop (6 manifests every 3 s for 30 s) that `make test` runs; RAYPILOT_GITOPS_FULL=1
-runs the issue's size (20 manifests every 10 s for 3 minutes):
+The default is a small loop (4 manifests, both submission modes, every 3 s for 9 s while they run, then one
+sync once all have finished) that `make test` runs; RAYPILOT_GITOPS_FULL=1 runs the issue's size (20 manifests
+every 10 s for 3 minutes, then the same last sync):
     RAYPILOT_GITOPS_FULL=1 .venv/bin/pytest tests/cli/test_gitops_loop.py -s
 The figures (applies, exit statuses, runs, durations) are printed.
 """
@@ -41,7 +42,7 @@ class LoopSize:
     duration: float
 
 
-SIZE = LoopSize(20, 10.0, 180.0) if FULL else LoopSize(6, 3.0, 30.0)
+SIZE = LoopSize(20, 10.0, 180.0) if FULL else LoopSize(4, 3.0, 9.0)
 
 
 def manifest(namespace: str, index: int) -> dict[str, Any]:
@@ -88,15 +89,10 @@ async def test_reapplying_every_manifest_in_a_loop_runs_each_rayjob_once(
             tasks.append(asyncio.ensure_future(apply(path, env)))
     results = await asyncio.gather(*tasks)
 
-    statuses = collections.Counter(code for code, _ in results)
-    # "<ref> started ...", "<ref> applied, ...", "<ref> unchanged: ...": the second word.
-    answers = collections.Counter(out.split(" ", 2)[1].rstrip(":,") for code, out in results if code == 0)
     runs: dict[str, int] = {}
     finals = {}
     for index in range(SIZE.manifests):
         workflow_id = f"rayjob/{namespace}/sync-{index}"
-        executions = [e async for e in cli_stack.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
-        runs[workflow_id] = len(executions)
         try:
             finals[workflow_id] = await asyncio.wait_for(
                 cli_stack.client.get_workflow_handle(workflow_id).result(), 120
@@ -104,6 +100,17 @@ async def test_reapplying_every_manifest_in_a_loop_runs_each_rayjob_once(
         except WorkflowFailureError as error:  # shown in the assertion below
             cause = error.cause
             finals[workflow_id] = {"jobDeploymentStatus": "workflow failed", "jobStatus": repr(cause)}
+    # One more sync once every RayJob has finished (the loop outlives them, however slow the machine).
+    last_sync = await asyncio.gather(*(apply(path, env) for path in files))
+    results += last_sync
+    for index in range(SIZE.manifests):
+        workflow_id = f"rayjob/{namespace}/sync-{index}"
+        executions = [e async for e in cli_stack.client.list_workflows(f"WorkflowId = '{workflow_id}'")]
+        runs[workflow_id] = len(executions)
+
+    statuses = collections.Counter(code for code, _ in results)
+    # "<ref> started ...", "<ref> applied, ...", "<ref> unchanged: ...": the second word.
+    answers = collections.Counter(out.split(" ", 2)[1].rstrip(":,") for code, out in results if code == 0)
     print(
         f"\ngitops loop: {len(results)} applies of {SIZE.manifests} manifests every {SIZE.interval:.0f} s "
         f"for {time.monotonic() - started:.0f} s; exit statuses {dict(statuses)}; answers {dict(answers)}; "
@@ -122,4 +129,5 @@ async def test_reapplying_every_manifest_in_a_loop_runs_each_rayjob_once(
     assert set(runs.values()) == {1}, runs
     assert outcomes == {("Complete", "SUCCEEDED")}, finals
     assert not failures, failures[:3]
-    assert answers["unchanged"] > 0  # the loop outlived the RayJobs: applied again once they had finished
+    # Applied again once they had finished: unchanged, with no new run (runs above).
+    assert [out.split(" ", 2)[1] for _, out in last_sync] == ["unchanged:"] * SIZE.manifests, last_sync

@@ -56,9 +56,7 @@ def count_injected(stack: Stack, recorded: Figure) -> None:
             recorded.faults[f"HTTP {rule['status']}"] += rule["injected"]
 
 
-def finish(
-    stack: Stack, recorded: Figure, namespace: str, survived: bool, undisturbed: Counter[str]
-) -> None:
+def finish(stack: Stack, recorded: Figure, namespace: str, survived: bool, undisturbed: Counter[str]) -> None:
     """Clear the faults, compare what is left in `namespace` with an undisturbed run's and record the run."""
     count_injected(stack, recorded)
     stack.cluster.sandbox.faults.clear()

@@ -204,8 +204,12 @@ def test_explicit_null_of_a_nullable_field_round_trips() -> None:
 
 def test_parse_raycluster() -> None:
     cluster = parse_raycluster(
-        {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "shared"},
-         "spec": CLUSTER_SPEC}
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "shared"},
+            "spec": CLUSTER_SPEC,
+        }
     )
     assert cluster.spec.ray_version == "2.60.0"
 

@@ -57,15 +57,31 @@ def test_times_serialize_as_rfc3339_utc_z(value: datetime, expected: str) -> Non
 
 
 def test_time_round_trips() -> None:
-    data = {"conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-03-01T12:00:00Z",
-                            "reason": "NonZeroServeEndpoints", "message": "", "observedGeneration": 2}]}
+    data = {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "lastTransitionTime": "2026-03-01T12:00:00Z",
+                "reason": "NonZeroServeEndpoints",
+                "message": "",
+                "observedGeneration": 2,
+            }
+        ]
+    }
     assert dump_manifest(RayServiceStatuses.model_validate(data)) == data
 
 
 def test_raycluster_status_ignores_unknown_keys() -> None:
     status = RayClusterStatus.model_validate(
-        {"state": "ready", "head": {"podIP": "10.0.0.1", "futureField": 1}, "somethingNew": {"a": 1},
-         "desiredCPU": "2", "desiredMemory": "4Gi", "readyWorkerReplicas": 1}
+        {
+            "state": "ready",
+            "head": {"podIP": "10.0.0.1", "futureField": 1},
+            "somethingNew": {"a": 1},
+            "desiredCPU": "2",
+            "desiredMemory": "4Gi",
+            "readyWorkerReplicas": 1,
+        }
     )
     assert status.state == "ready"
     assert status.head.pod_ip == "10.0.0.1"
@@ -111,8 +127,10 @@ def test_dump_status_omits_empty_values_like_go() -> None:
 
 def test_dump_status_keeps_zero_of_go_pointer_fields() -> None:
     statuses = RayServiceStatuses.model_validate(
-        {"activeServiceStatus": {"rayClusterName": "a", "targetCapacity": 0, "trafficRoutedPercent": 0},
-         "numServeEndpoints": 0}
+        {
+            "activeServiceStatus": {"rayClusterName": "a", "targetCapacity": 0, "trafficRoutedPercent": 0},
+            "numServeEndpoints": 0,
+        }
     )
     assert dump_status(statuses) == {
         "activeServiceStatus": {"rayClusterName": "a", "targetCapacity": 0, "trafficRoutedPercent": 0}
@@ -144,8 +162,14 @@ def test_condition_helpers() -> None:
 
 @pytest.mark.parametrize(
     ("status", "terminal"),
-    [(JobStatus.NEW, False), (JobStatus.PENDING, False), (JobStatus.RUNNING, False),
-     (JobStatus.STOPPED, True), (JobStatus.SUCCEEDED, True), (JobStatus.FAILED, True)],
+    [
+        (JobStatus.NEW, False),
+        (JobStatus.PENDING, False),
+        (JobStatus.RUNNING, False),
+        (JobStatus.STOPPED, True),
+        (JobStatus.SUCCEEDED, True),
+        (JobStatus.FAILED, True),
+    ],
 )
 def test_is_job_terminal(status: JobStatus, terminal: bool) -> None:
     assert is_job_terminal(status) is terminal

@@ -78,9 +78,7 @@ def queue_positions(admission: Admission) -> dict[Ticket, int]:
 def _admit_waiting(admission: Admission, before: Admission) -> AdmissionChange:
     free = max(admission.limit - len(admission.holders), 0)
     admitted = admission.queue[:free]
-    settled = replace(
-        admission, holders=admission.holders + admitted, queue=admission.queue[len(admitted) :]
-    )
+    settled = replace(admission, holders=admission.holders + admitted, queue=admission.queue[len(admitted) :])
     old = queue_positions(before)
     moved = {
         ticket: position

@@ -406,8 +406,10 @@ async def test_a_template_change_does_not_roll_running_pods_as_in_kuberay(store:
 
     def new_head_ready() -> bool:
         heads = pods(store, "tmpl", "head")
-        return bool(heads) and heads[0]["metadata"]["uid"] != head["metadata"]["uid"] and head_ready(
-            store, "tmpl"
+        return (
+            bool(heads)
+            and heads[0]["metadata"]["uid"] != head["metadata"]["uid"]
+            and head_ready(store, "tmpl")
         )
 
     await wait_until(new_head_ready, what="head pod recreated")

@@ -1,0 +1,112 @@
+"""The state of the RayService fake world (`raypilot.testing.rayservice_world.FakeRayWorld`): its clusters,
+Services, Gateway and HTTPRoute, the acts it logged, how tests drive it, and what its waits observe."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
+
+from models.naming import LABEL_CLUSTER, LABEL_SERVE
+from models.operator import OperatorConfig
+from raypilot.testing.rayservice_cluster import FakeCluster, LoggedAct
+from wire.dashboard import ServeObservation
+from wire.kubernetes import OwnedObjects, RecordEvent
+from wire.views import serve_view
+
+
+class Unchanged(ApplicationError):
+    """A wait saw nothing new: retried after the world's `unchanged_retry`."""
+
+
+class FakeRayWorldState:
+    """What the RayService fake world holds and how tests drive it;
+    `raypilot.testing.rayservice_world.FakeRayWorld` adds its activities."""
+
+    def __init__(self, config: OperatorConfig | None = None) -> None:
+        self.config = config or OperatorConfig()
+        self.clusters: dict[str, FakeCluster] = {}
+        self.deleted_clusters: list[str] = []
+        self.services: dict[str, dict[str, Any]] = {}
+        self.gateway: dict[str, Any] | None = None
+        self.route: dict[str, Any] | None = None
+        self.events: list[RecordEvent] = []
+        self.log: list[LoggedAct] = []
+        self.heads_start_ready = True
+        self.serve_mode_for_new_clusters = "running"
+        self.reject_serve_config = False
+        # Set: a deleted Pod leaves its cluster's Serve in this mode (e.g. "deploying" while replicas move).
+        self.serve_mode_after_pod_delete: str | None = None
+        self.endpoints_wait_registered = True
+        self.unchanged_retry: timedelta | None = timedelta(seconds=30)
+        self._uid = 0
+
+    # ---- helpers for tests -------------------------------------------------------------------------------
+
+    def acts(self, verb: str, kind: str | None = None) -> list[LoggedAct]:
+        return [act for act in self.log if act.verb == verb and (kind is None or act.kind == kind)]
+
+    def live_clusters(self) -> list[str]:
+        return sorted(self.clusters)
+
+    def selected_cluster(self, service: str) -> str:
+        return str(
+            ((self.services.get(service) or {}).get("spec") or {}).get("selector", {}).get(LABEL_CLUSTER, "")
+        )
+
+    def restart_head(self, cluster: str, lose_applications: bool = True) -> None:
+        """The head Pod restarts; without GCS fault tolerance Serve forgets every application."""
+        fake = self.clusters[cluster]
+        fake.head_generation += 1
+        fake.head_labels = {LABEL_SERVE: "false"}
+        if lose_applications:
+            fake.config = None
+
+    # ---- internals -----------------------------------------------------------------------------------------
+
+    def _record(self, verb: str, kind: str, name: str, detail: Any = None) -> None:
+        self.log.append(LoggedAct(activity.info().current_attempt_scheduled_time, verb, kind, name, detail))
+
+    def _next_uid(self) -> str:
+        self._uid += 1
+        return f"uid-{self._uid}"
+
+    def _unchanged(self) -> Unchanged:
+        return Unchanged(
+            "nothing changed yet",
+            type="Unchanged",
+            next_retry_delay=self.unchanged_retry if self.unchanged_retry else None,
+            category=ApplicationErrorCategory.BENIGN,
+        )
+
+    def _endpoints(self, service: str) -> int:
+        cluster = self.clusters.get(self.selected_cluster(service))
+        if cluster is None or not cluster.serving():
+            return 0
+        head = 1 if cluster.head_labels.get(LABEL_SERVE) == "true" else 0
+        return head + cluster.worker_replicas()
+
+    def _serve_observation(self, cluster: str) -> ServeObservation:
+        fake = self.clusters.get(cluster)
+        details = fake.details() if fake is not None and fake.head_ready else None
+        head = fake.head_pod() if fake is not None else None
+        healthy = fake.serving() if fake is not None and head is not None else False
+        view = serve_view(details, head, healthy, True)
+        return ServeObservation(details, "" if details is not None else "unreachable", head, healthy, view)
+
+    def _owned(self, request: OwnedObjects) -> list[dict[str, str]]:
+        found = [
+            {"kind": "RayCluster", "name": name, "namespace": request.namespace} for name in self.clusters
+        ]
+        found += [{"kind": "Service", "name": name, "namespace": request.namespace} for name in self.services]
+        if self.gateway is not None:
+            found.append(
+                {"kind": "Gateway", "name": self.gateway["metadata"]["name"], "namespace": request.namespace}
+            )
+        if self.route is not None:
+            found.append(
+                {"kind": "HTTPRoute", "name": self.route["metadata"]["name"], "namespace": request.namespace}
+            )
+        return [ref for ref in found if ref["name"] not in request.keep]
