@@ -85,6 +85,8 @@ ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
 # A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
 # flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
 DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
+# A drain starts with the old cluster's Serve proxies closing kept-alive connections after their responses.
+DRAIN_CLOSES_CONNECTIONS_PATCH: Final = "rayservice-drain-closes-connections"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -150,6 +152,7 @@ class RayServiceWorkflow:
         keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         rollout_plan = workflow.patched(ROLLOUT_PLAN_PATCH)
         drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
+        drain_closes_connections = workflow.patched(DRAIN_CLOSES_CONNECTIONS_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -172,6 +175,7 @@ class RayServiceWorkflow:
             rollout_plan=rollout_plan,
         )
         reconciler.drains_before_deletion = drained_deletion
+        reconciler.drains.closes_connections = drain_closes_connections
         immediate = 0
         while not state.deleting:
             seen = self._changes
