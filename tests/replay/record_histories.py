@@ -440,6 +440,12 @@ async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_drain_closes_connections(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-drain-closes-connections: the drained deletion above, its drain starting with the
+    old cluster's Serve proxies told to close kept-alive connections (one activity)."""
+    return await rayservice_drained_deletion(env)
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -461,6 +467,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_progress_deadline,
         rayservice_unhealthy_rollback,
         rayservice_drained_deletion,
+        rayservice_drain_closes_connections,
     )
 }
 
