@@ -17,6 +17,7 @@ from activities.kubernetes_events import EventActivities, OwnershipActivities
 from activities.kubernetes_workloads import WorkloadActivities
 from activities.observer import ObserverActivities
 from activities.replica_ranks import ReplicaRankActivities
+from activities.serve_connections import ServeConnectionActivities
 from activities.serve_drain import ServeDrainActivities
 from activities.temporal_runs import TemporalRunActivities
 from activities.waits import DashboardWaits, KubernetesWaits
@@ -36,6 +37,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         DashboardActivities(dependencies),
         ReplicaRankActivities(dependencies),
         ServeDrainActivities(dependencies),
+        ServeConnectionActivities(dependencies),
         TemporalRunActivities(dependencies),
         CronJobRunActivities(dependencies),
         AdmissionActivities(dependencies),

@@ -9,6 +9,7 @@ from models.features import FeatureGates
 from models.meta import ObjectMeta
 from models.naming import ANNOTATION_INITIALIZING_TIMEOUT, KIND_RAYSERVICE, MAX_RAYSERVICE_NAME_LENGTH
 from models.rayservice import RayService, RayServiceSpec, RayServiceUpgradeType
+from models.rayservice_annotations import rayservice_annotation_problem
 from models.rollout import rollout_error
 from models.validation_formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
 from models.validation_raycluster import (
@@ -161,4 +162,5 @@ def validate_rayservice(service: RayService, gates: FeatureGates = _DEFAULT_GATE
         or validate_created_cluster(spec.ray_cluster_config, KIND_RAYSERVICE)
         # raypilot: the `raypilot.io/rollout` annotation, checked like the spec (models/rollout.py).
         or rollout_error(service.metadata.annotations)
+        or rayservice_annotation_problem(service.metadata.annotations)
     )

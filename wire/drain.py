@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from models.naming import DEFAULT_METRICS_PORT
+from wire.dashboard import DashboardTarget
 
-__all__ = ["ServeRequestsInFlight"]
+__all__ = ["CloseServeConnections", "ServeConnectionsClosing", "ServeRequestsInFlight"]
 
 
 @dataclass(frozen=True)
@@ -18,3 +19,24 @@ class ServeRequestsInFlight:
     namespace: str
     cluster_name: str
     metrics_port: int = DEFAULT_METRICS_PORT
+
+
+@dataclass(frozen=True)
+class CloseServeConnections:
+    """Run the connection-closing driver on the RayCluster behind `target` as the Ray job `submission_id`
+    (see activities/serve_connections.py): for `seconds`, its Serve proxies answer every response on a
+    kept-alive connection with `Connection: close` and then close that connection."""
+
+    target: DashboardTarget
+    submission_id: str
+    seconds: float
+    poll_seconds: float = 0.5
+
+
+@dataclass(frozen=True)
+class ServeConnectionsClosing:
+    """How many Serve proxies (HTTP servers) close their connections after their responses now; `error` says
+    why none does (the driver failed: no Serve, a Ray without the hooks it uses)."""
+
+    proxies: int
+    error: str = ""

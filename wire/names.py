@@ -41,6 +41,8 @@ DELETE_POD: Final = "k8s.delete_pod"
 # The Serve proxies' in-flight HTTP requests of one RayCluster from its Pods' Ray metrics endpoints (asyncio
 # HTTP like the dashboard calls, hence the prefix), for drained deletion.
 READ_SERVE_REQUESTS_IN_FLIGHT: Final = "dashboard.read_serve_requests_in_flight"
+# A short Ray job on a draining RayCluster: its Serve proxies close kept-alive connections after responses.
+CLOSE_SERVE_CONNECTIONS: Final = "dashboard.close_serve_connections"
 
 # ---- Events, ownership, the RayJob/RayService resource itself ------------------------------------------
 RECORD_EVENT: Final = "k8s.record_event"

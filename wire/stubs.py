@@ -35,7 +35,7 @@ from wire.dashboard import (
     WaitRayJob,
     WaitServe,
 )
-from wire.drain import ServeRequestsInFlight
+from wire.drain import CloseServeConnections, ServeConnectionsClosing, ServeRequestsInFlight
 from wire.kubernetes import (
     ClusterPods,
     CreateObject,
@@ -393,6 +393,12 @@ async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int |
 @activity.defn(name=names.WATCH_RAY_JOB)
 async def watch_job(request: JobWatch) -> bool:
     """`activities.observer.ObserverActivities.watch_job`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.CLOSE_SERVE_CONNECTIONS)
+async def close_serve_connections(request: CloseServeConnections) -> ServeConnectionsClosing:
+    """`activities.serve_connections.ServeConnectionActivities.close_serve_connections`"""
     raise NotImplementedError(_STUB)
 
 

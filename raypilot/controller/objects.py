@@ -9,9 +9,11 @@ from models.features import FeatureGates
 from models.manifest import ManifestError, parse_manifest
 from models.naming import KIND_RAYJOB, KIND_RAYSERVICE, ObjectRef, RayKind
 from models.raycluster import RAY_API_VERSION
+from models.rayjob import RayJob
 from models.source import ANNOTATION_OBJECT_API_VERSION, RAYPILOT_API_VERSION
 from models.validation import validate
 from raypilot.controller.decide import ANNOTATION_APPLIED_GENERATION, FINALIZER, ObjectView
+from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
 
 
 def object_ref(obj: dict[str, Any]) -> ObjectRef:
@@ -67,12 +69,16 @@ def workflow_manifest(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def validation_message(manifest: dict[str, Any], gates: FeatureGates) -> str | None:
-    """KubeRay's message for a spec it would reject, None for a valid one."""
+    """KubeRay's message for a spec it would reject, then raypilot's for a raypilot.io/ annotation it cannot
+    use (as `raypilot apply` and the workflow reject them), None for a valid one."""
     try:
         parsed = parse_manifest(manifest)
     except ManifestError as error:
         return str(error)
-    return validate(parsed, gates)
+    message = validate(parsed, gates)
+    if message is None and isinstance(parsed, RayJob):
+        message = raypilot_annotation_problem(parsed)
+    return message
 
 
 def validation_failed_status(kind: str, message: str, generation: int, now: str) -> dict[str, Any]:

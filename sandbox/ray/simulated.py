@@ -156,7 +156,10 @@ class SimulatedDashboard:
 
     def _driver_plan(self, entrypoint: str) -> EntrypointPlan | None:
         serve = self.serve
-        return serve.ranks_driver(entrypoint, self.timings.command_s) if serve is not None else None
+        if serve is None:
+            return None
+        closing = serve.closing_driver(entrypoint, self.timings.command_s)
+        return closing if closing is not None else serve.ranks_driver(entrypoint, self.timings.command_s)
 
     async def _shutdown(self) -> None:
         if self._metrics_runner is not None:

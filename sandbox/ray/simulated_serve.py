@@ -38,6 +38,11 @@ NO_CONTROLLER = (
     "trying to look up a named actor you didn't create. 2. The named actor died. 3. You did not use a "
     "namespace matching the namespace of the actor."
 )
+# The Ray job raypilot submits when a cluster's drain starts (activities/serve_connections.py) marks, for
+# argv[1] seconds, every response of the Serve proxies `Connection: close`, and prints this prefix and how
+# many HTTP servers it reached. The simulated proxy does the same.
+CLOSING_DRIVER_CALL = "__ray_call__.remote(close_after_responses"
+CLOSING_OUTPUT_PREFIX = "RAYPILOT_SERVE_CONNECTIONS_CLOSING "
 VALID_API_TYPES = ("imperative", "declarative")
 REPLICA_WAIT_S = 30.0  # how long the proxy holds a request for an app with no running replica
 # The simulated app (standing for a user's model) takes this many seconds to answer when the request names
@@ -80,6 +85,7 @@ class SimulatedServe:
         self._round_robin = itertools.count()
         # As the proxy's gauge: application requests received and not yet answered.
         self.ongoing_http_requests = 0
+        self.closes_connections_until = 0.0  # time.monotonic() until which responses close their connection
 
     @property
     def running(self) -> bool:
@@ -188,6 +194,17 @@ class SimulatedServe:
         }
         return EntrypointPlan((Step(command_s, RANKS_OUTPUT_PREFIX + json.dumps(found)),), 0)
 
+    def closing_driver(self, entrypoint: str, command_s: float) -> EntrypointPlan | None:
+        """The plan of the connection-closing driver (None for any other entrypoint): from now on, for the
+        seconds its last argument names, every proxy response says `Connection: close`."""
+        if CLOSING_DRIVER_CALL not in entrypoint:
+            return None
+        if self.state is None:
+            return EntrypointPlan((Step(command_s, NO_CONTROLLER),), 1)
+        seconds = float(entrypoint.rsplit(" ", 1)[-1])
+        self.closes_connections_until = time.monotonic() + seconds
+        return EntrypointPlan((Step(command_s, CLOSING_OUTPUT_PREFIX + "1"),), 0)
+
     async def _control_loop(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -227,9 +244,12 @@ class SimulatedServe:
             )
         self.ongoing_http_requests += 1
         try:
-            return await self._answer(app, request)
+            response = await self._answer(app, request)
         finally:
             self.ongoing_http_requests -= 1
+        if time.monotonic() < self.closes_connections_until:
+            response.force_close()  # aiohttp answers `Connection: close` and closes after the response
+        return response
 
     def metrics_exposition(self) -> str:
         """The proxy's in-flight gauge as Ray's metrics agent exports it (Prometheus text); none before Serve

@@ -1,9 +1,12 @@
 """Drained deletion checked on a stack (simulated or real Ray): long requests sent to the old cluster right
 before a blue-green switch are answered by it, and it is deleted only after them; an idle kept-alive
-connection on the old cluster is closed with it, so the client's next request reaches the new cluster.
+connection on the old cluster is closed with it, so the client's next request reaches the new cluster. Busy
+clients send throughout, on kept-alive connections (pinned by the Service to the old cluster until its
+proxies answer `Connection: close`) and on one connection per request: none of their requests fails.
 
 The switch is held with the `pause` control until the new cluster serves, so the long requests reach the old
-cluster shortly before the switch however long the new head takes to start."""
+cluster shortly before the switch however long the new head takes to start. The incremental check sends its
+long requests through the Gateway while the old cluster still has half of the traffic."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from bench.upgrades import Incremental, _service_url, incremental_rayservice
+from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import (
     DELETION_DELAY_S,
@@ -31,14 +36,42 @@ LONG_REQUEST_S = DELETION_DELAY_S + 5  # still running when the deletion delay a
 LONG_REQUESTS = 3
 
 
+# A client that sends again 50 ms after each answer: busy enough to hold its connection all the time.
+LOAD_PAUSE_S = 0.05
+INCREMENTAL_PLAN = Incremental(step_percent=50, interval_s=5, surge_percent=50)
+
+
 @dataclass(frozen=True)
 class DrainRun:
     answered_after_switch_s: float
     gone_after_switch_s: float
+    kept_alive_requests: int = 0
+    per_connection_requests: int = 0
 
 
-def draining_rayservice(namespace: str, name: str, version: str, drain: bool = True) -> dict[str, Any]:
-    manifest = rayservice(namespace, name, version)
+def busy_clients(url: str) -> tuple[SteadyLoad, SteadyLoad]:
+    """Two clients on kept-alive connections, two opening a connection per request."""
+    return (
+        SteadyLoad(url, concurrency=2, keep_alive=True, pause_s=LOAD_PAUSE_S, timeout_s=MAX_DRAIN_S),
+        SteadyLoad(url, concurrency=2, keep_alive=False, pause_s=LOAD_PAUSE_S, timeout_s=MAX_DRAIN_S),
+    )
+
+
+def assert_nothing_failed(*loads: SteadyLoad, switched_at: float) -> None:
+    for load in loads:
+        failures = [f"{sample.detail} at {sample.at - switched_at:+.1f} s" for sample in load.failures[:5]]
+        assert not load.failures, f"{len(load.failures)} of {len(load.samples)} failed: {failures}"
+        assert load.samples, "the client sent nothing"
+
+
+def draining_rayservice(
+    namespace: str, name: str, version: str, drain: bool = True, incremental: bool = False
+) -> dict[str, Any]:
+    if incremental:
+        manifest = incremental_rayservice(namespace, name, version, INCREMENTAL_PLAN)
+        manifest["spec"]["rayClusterDeletionDelaySeconds"] = DELETION_DELAY_S
+    else:
+        manifest = rayservice(namespace, name, version)
     if drain:
         manifest["metadata"]["annotations"] = {MAX_DRAIN_ANNOTATION: str(MAX_DRAIN_S)}
     return manifest
@@ -59,7 +92,8 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
     long = {"work_s": LONG_REQUEST_S}
     kept_alive = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
-    async with kept_alive, fresh:
+    busy_kept_alive, busy_per_connection = busy_clients(url)
+    async with kept_alive, fresh, busy_kept_alive, busy_per_connection:
         first = await kept_alive.get(url)  # its connection stays open on the old cluster
         assert first.json()["version"] == "v1"
         await handle.execute_update("apply", draining_rayservice(namespace, name, "v2", drain))
@@ -97,5 +131,70 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
         after = await kept_alive.get(url)
         assert after.status_code == 200
         assert after.json()["version"] == "v2"
+        await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
+    assert_nothing_failed(busy_kept_alive, busy_per_connection, switched_at=switched_at)
     await handle.execute_update("delete")
-    return DrainRun(answered_at - switched_at, gone_at - switched_at)
+    return DrainRun(
+        answered_at - switched_at,
+        gone_at - switched_at,
+        len(busy_kept_alive.samples),
+        len(busy_per_connection.samples),
+    )
+
+
+def old_share_between(status: dict[str, Any]) -> bool:
+    """The old (active) cluster still takes some traffic, but no longer all of it."""
+    share = (status.get("activeServiceStatus") or {}).get("trafficRoutedPercent")
+    return share is not None and 0 < share < 100
+
+
+async def check_incremental_drained_deletion(stack: Stack, within: float) -> DrainRun:
+    """Through the Gateway: long requests sent while the old cluster has half of the traffic outlast the
+    remaining step and the deletion delay; every one is answered, the old cluster goes after them, and the
+    busy clients lose nothing."""
+    namespace, name = stack.namespace(), "drained-inc"
+    handle = await stack.start(draining_rayservice(namespace, name, "v1", incremental=True))
+    old = active_cluster(await wait_for_status(stack, handle, is_running, within=within, what="v1 Running"))
+    url = await _service_url(stack, namespace, name, True)
+    long = {"work_s": INCREMENTAL_PLAN.interval_s + LONG_REQUEST_S}
+    fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
+    busy_kept_alive, busy_per_connection = busy_clients(url)
+    async with fresh, busy_kept_alive, busy_per_connection:
+        await busy_kept_alive.wait_for_requests(10)
+        await handle.execute_update("apply", draining_rayservice(namespace, name, "v2", incremental=True))
+        await wait_for_status(stack, handle, old_share_between, within=within, what="old cluster at 50 %")
+        long_requests = [
+            asyncio.create_task(fresh.get(url, params=long, headers={"Connection": "close"}))
+            for _ in range(2 * LONG_REQUESTS)
+        ]
+        await wait_for_status(
+            stack,
+            handle,
+            lambda status: active_cluster(status) not in ("", old) and not pending_cluster(status),
+            within=60,
+            what="the new cluster promoted",
+        )
+        switched_at = time.monotonic()
+        answers = await asyncio.gather(*long_requests, return_exceptions=True)
+        answered_at = time.monotonic()
+        assert all(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers), answers
+        versions = [a.json()["version"] for a in answers if isinstance(a, httpx.Response)]
+        assert "v1" in versions, versions  # some went to the old cluster, and were answered by it
+        # Past the deletion delay (the answers took longer), yet the old cluster is still there: it drains.
+        assert answered_at - switched_at > DELETION_DELAY_S
+        assert stack.exists("rayclusters", namespace, old)
+
+        def old_gone() -> bool:
+            return not stack.exists("rayclusters", namespace, old)
+
+        await wait_until(old_gone, within=60, interval=0.2, what="old cluster deleted after its requests")
+        gone_at = time.monotonic()
+        await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
+    assert_nothing_failed(busy_kept_alive, busy_per_connection, switched_at=switched_at)
+    await handle.execute_update("delete")
+    return DrainRun(
+        answered_at - switched_at,
+        gone_at - switched_at,
+        len(busy_kept_alive.samples),
+        len(busy_per_connection.samples),
+    )

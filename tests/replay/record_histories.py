@@ -445,6 +445,8 @@ async def rayservice_serve_wait_minute_heartbeat(env: WorkflowEnvironment) -> Ha
     """Patch rayservice-serve-wait-minute-heartbeat: the Serve wait heartbeats once a minute; a blue-green
     upgrade, then `delete`, which deletes the owned objects before confirming the waits' cancellation."""
     return await rayservice_blue_green_delete(env)
+
+
 async def rayservice_analysis_gates(env: WorkflowEnvironment) -> Handle:
     """Patch rayservice-analysis-gates: a blue-green upgrade whose new cluster passes its pre-promotion HTTP
     probe, is switched to, fails its post-promotion probe and is switched back from (the old cluster kept,
@@ -473,6 +475,12 @@ async def rayservice_analysis_gates(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_drain_closes_connections(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-drain-closes-connections: the drained deletion above, its drain starting with the
+    old cluster's Serve proxies told to close kept-alive connections (one activity)."""
+    return await rayservice_drained_deletion(env)
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -496,6 +504,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_drained_deletion,
         rayservice_serve_wait_minute_heartbeat,
         rayservice_analysis_gates,
+        rayservice_drain_closes_connections,
     )
 }
 

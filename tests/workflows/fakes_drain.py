@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from raypilot.testing.rayservice_world import FakeRayWorld
 from wire import names
-from wire.drain import ServeRequestsInFlight
+from wire.drain import CloseServeConnections, ServeConnectionsClosing, ServeRequestsInFlight
 
 
 class DrainingWorld(FakeRayWorld):
@@ -18,6 +19,8 @@ class DrainingWorld(FakeRayWorld):
         super().__init__()
         self.in_flight: dict[str, int | None] = {}
         self.reads: list[tuple[Any, str, int | None]] = []  # (time, cluster, answer)
+        self.closings: list[tuple[Any, CloseServeConnections]] = []  # (time, request)
+        self.closing_answer: ServeConnectionsClosing | None = ServeConnectionsClosing(1)  # None: it fails
 
     def activities(self) -> list[Any]:
         world = self
@@ -28,4 +31,11 @@ class DrainingWorld(FakeRayWorld):
             world.reads.append((activity.info().current_attempt_scheduled_time, request.cluster_name, answer))
             return answer
 
-        return [*super().activities(), read_serve_requests_in_flight]
+        @activity.defn(name=names.CLOSE_SERVE_CONNECTIONS)
+        async def close_serve_connections(request: CloseServeConnections) -> ServeConnectionsClosing:
+            world.closings.append((activity.info().current_attempt_scheduled_time, request))
+            if world.closing_answer is None:
+                raise ApplicationError("no dashboard", non_retryable=True)
+            return world.closing_answer
+
+        return [*super().activities(), read_serve_requests_in_flight, close_serve_connections]

@@ -20,7 +20,9 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.fakes_drain import DrainingWorld
+from wire.drain import ServeConnectionsClosing
 from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION, QUIET_READS_NEEDED
+from workflows.rayservice.drain import CLOSING_MARGIN
 
 DELAY_S = 30
 
@@ -132,5 +134,52 @@ async def test_without_the_annotation_the_old_cluster_goes_at_the_delay_and_noth
 
         await eventually(env, gone, step=timedelta(seconds=5))
     assert world.reads == []
+    assert world.closings == []
     waited = deletion_time(world, old) - switch_time(world)
     assert abs(waited - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+
+
+async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connections(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    """Once per old cluster, when its drain starts (before its first reading), for the maximum drain time
+    and a margin; a second apply does not ask again for the cluster already draining."""
+    env, world = time_skipping_env, DrainingWorld()
+    world.closing_answer = ServeConnectionsClosing(2)
+    async with running_rayservice(env, world, manifest("v1", 90)) as handle:
+        old = await switch_to_v2(env, handle, 90)
+        world.in_flight[old] = 1
+
+        async def read_twice() -> bool:
+            return len([read for read in world.reads if read[1] == old]) >= 2
+
+        await eventually(env, read_twice, step=DRAIN_POLL)
+        world.in_flight[old] = 0
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    [(asked_at, request)] = world.closings
+    assert request.target.head_service == f"{old}-head-svc"
+    assert request.submission_id == f"raypilot-close-connections-{old}"
+    assert request.seconds == (timedelta(seconds=90) + CLOSING_MARGIN).total_seconds()
+    first_read = min(at for at, name, _ in world.reads if name == old)
+    assert asked_at <= first_read
+    assert abs(asked_at - switch_time(world) - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+
+
+async def test_a_failed_closing_does_not_stop_the_drain(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, DrainingWorld()
+    world.closing_answer = None  # the job could not run: the drain goes on as without it
+    async with running_rayservice(env, world, manifest("v1", 60)) as handle:
+        old = await switch_to_v2(env, handle, 60)
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    assert len(world.closings) == 1
+    waited = deletion_time(world, old) - switch_time(world)
+    # Three zero readings DRAIN_POLL apart after the delay, as without the closing.
+    assert waited < timedelta(seconds=DELAY_S) + DRAIN_POLL * QUIET_READS_NEEDED + timedelta(seconds=2)

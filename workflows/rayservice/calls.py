@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
         ServeObservation,
         WaitServe,
     )
-    from wire.drain import ServeRequestsInFlight
+    from wire.drain import CloseServeConnections, ServeConnectionsClosing, ServeRequestsInFlight
     from wire.kubernetes import (
         ClusterPods,
         CreateObject,
@@ -100,6 +100,18 @@ class RayServiceCalls:
     async def read_serve_requests_in_flight(self, cluster_name: str, metrics_port: int) -> int | None:
         request = ServeRequestsInFlight(self.namespace, cluster_name, metrics_port)
         return await call(stubs.read_serve_requests_in_flight, request, IO.RECONCILE)
+
+    async def close_serve_connections(
+        self, target: DashboardTarget, cluster: str, seconds: float
+    ) -> ServeConnectionsClosing:
+        """A short Ray job on `cluster` (a few tries, as a ranks read); its submission id is the cluster's."""
+        request = CloseServeConnections(target, f"raypilot-close-connections-{cluster}", seconds)
+        return await call(
+            stubs.close_serve_connections,
+            request,
+            IO.RANKS_READ,
+            summary=f"Serve proxies of {cluster} close kept-alive connections",
+        )
 
     async def delete_pod(self, name: str, uid: str) -> bool:
         return await call(stubs.delete_pod, DeleteObject(self.namespace, name, uid=uid or None), IO.RECONCILE)

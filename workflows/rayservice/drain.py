@@ -1,7 +1,10 @@
 """Drained deletion of dangling RayClusters (raypilot.io/max-drain-seconds, kuberay#3602): a cluster whose
 deletion delay has passed is read (its Serve proxies' in-flight HTTP requests) and deleted only once drained
 or once the maximum drain time has passed; otherwise it stays scheduled, due again after DRAIN_POLL.
-The verdicts are decided in workflows/decisions/rayservice/drain.py."""
+The verdicts are decided in workflows/decisions/rayservice/drain.py. When its drain starts, the cluster's
+Serve proxies are told to close kept-alive connections after their responses
+(activities/serve_connections.py), so that clients pinned to it by a Service move to the active cluster
+before it goes."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import DEFAULT_METRICS_PORT
@@ -24,8 +28,12 @@ with workflow.unsafe.imports_passed_through():
         max_drain_time,
     )
     from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.world import dashboard_target
 
-__all__ = ["ClusterDrains", "metrics_port_of"]
+__all__ = ["CLOSING_MARGIN", "ClusterDrains", "metrics_port_of"]
+
+# The proxies close connections for the maximum drain time and this margin: past it the cluster is gone.
+CLOSING_MARGIN = timedelta(seconds=60)
 
 
 def metrics_port_of(cluster: dict[str, Any] | None) -> int:
@@ -36,6 +44,9 @@ def metrics_port_of(cluster: dict[str, Any] | None) -> int:
 
 
 class ClusterDrains(RayServicePart):
+    # Set from the workflow's patch: a drain starts with the proxies closing kept-alive connections.
+    closes_connections = False
+
     async def hold_undrained(self, rayservice: RayService, plan: CleanupPlan, now: datetime) -> CleanupPlan:
         """The cleanup plan with the clusters not yet drained held back: scheduled again DRAIN_POLL from now
         instead of deleted. Without the annotation the plan is KubeRay's, unchanged."""
@@ -43,20 +54,22 @@ class ClusterDrains(RayServicePart):
         if max_drain is None:
             self.forget(list(self.state.drain_started))
             return plan
-        delete, held = await self._read_due(plan.delete_now, now, max_drain)
+        delete, held = await self._read_due(rayservice, plan.delete_now, now, max_drain)
         schedule = {**plan.schedule, **held}
         self.forget_gone(list(schedule))
         next_due = min(schedule.values(), default=None)
         return replace(plan, schedule=schedule, delete_now=delete, next_due=next_due)
 
     async def _read_due(
-        self, due: Sequence[str], now: datetime, max_drain: timedelta
+        self, rayservice: RayService, due: Sequence[str], now: datetime, max_drain: timedelta
     ) -> tuple[tuple[str, ...], dict[str, datetime]]:
         """Of the clusters whose deletion delay has passed, those to delete now and those held (with the time
         to read them again)."""
         delete: list[str] = []
         held: dict[str, datetime] = {}
         for name in due:
+            if self.closes_connections and name not in self.state.drain_started:
+                await self._close_connections(rayservice, name, max_drain)
             drain = Drain(self.state.drain_started.get(name, now), self.state.drain_quiet_reads.get(name, 0))
             port = metrics_port_of(self.world.clusters.get(name))
             in_flight = await self.calls.read_serve_requests_in_flight(name, port)
@@ -76,6 +89,23 @@ class ClusterDrains(RayServicePart):
             self.forget([name])
             delete.append(name)
         return tuple(delete), held
+
+    async def _close_connections(self, rayservice: RayService, name: str, max_drain: timedelta) -> None:
+        """Best effort: a cluster whose proxies cannot be told (no dashboard, a Ray built otherwise) drains
+        as before, its kept-alive connections cut at the deletion."""
+        cluster = self.world.cluster(name, rayservice)
+        if cluster is None:
+            return
+        seconds = (max_drain + CLOSING_MARGIN).total_seconds()
+        try:
+            closing = await self.calls.close_serve_connections(dashboard_target(cluster), name, seconds)
+        except ActivityError as error:
+            workflow.logger.warning("RayCluster %s: kept-alive connections not closed: %s", name, error.cause)
+            return
+        if closing.error:
+            workflow.logger.warning("RayCluster %s: connections not closed: %s", name, closing.error)
+            return
+        workflow.logger.info("RayCluster %s: %d Serve proxies close connections", name, closing.proxies)
 
     def forget(self, names: Sequence[str]) -> None:
         for name in names:

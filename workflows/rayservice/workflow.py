@@ -98,6 +98,8 @@ SERVE_WAIT_MINUTE_HEARTBEAT_PATCH: Final = "rayservice-serve-wait-minute-heartbe
 # raypilot.io/rollout: the measured analysis gates (http, prometheus) run and judge (rayservice/gates.py);
 # without it their steps are skipped, as before.
 ANALYSIS_GATES_PATCH: Final = "rayservice-analysis-gates"
+# A drain starts with the old cluster's Serve proxies closing kept-alive connections after their responses.
+DRAIN_CLOSES_CONNECTIONS_PATCH: Final = "rayservice-drain-closes-connections"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -166,6 +168,7 @@ class RayServiceWorkflow:
         serve_wait_minute_heartbeat = workflow.patched(SERVE_WAIT_MINUTE_HEARTBEAT_PATCH)
         self._calls.serve_wait_minute_heartbeat = serve_wait_minute_heartbeat
         analysis_gates = workflow.patched(ANALYSIS_GATES_PATCH)
+        drain_closes_connections = workflow.patched(DRAIN_CLOSES_CONNECTIONS_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -189,6 +192,7 @@ class RayServiceWorkflow:
         )
         reconciler.drains_before_deletion = drained_deletion
         reconciler.rollout.gates.enabled = analysis_gates
+        reconciler.drains.closes_connections = drain_closes_connections
         immediate = 0
         while not state.deleting:
             seen = self._changes

@@ -54,6 +54,7 @@ __all__ = [
     "parse_retry_policy",
     "plan_retry",
     "retry_policy_problem",
+    "same_cluster_refusal",
 ]
 
 RETRY_POLICY_ANNOTATION: Final = "raypilot.io/retry-policy"
@@ -179,14 +180,41 @@ def parse_retry_policy(job: RayJob) -> RetryPolicy | None:
             message += f" (classes: {', '.join(failure.value for failure in FailureClass)})"
         raise ValueError(f"{prefix}: {_field_path(first['loc'])}: {message}") from None
     same_cluster = [policy.default, *policy.classes.values()]
-    if any(entry.same_cluster for entry in same_cluster) and (
-        job.spec.submission_mode != JobSubmissionMode.HTTP_MODE or job.spec.cluster_selector
-    ):
-        raise ValueError(
-            f"{prefix}: sameCluster: a retry on the same RayCluster needs submissionMode HTTPMode and a "
-            "RayCluster of the RayJob's own (no clusterSelector)"
-        )
+    if any(entry.same_cluster for entry in same_cluster):
+        refused = same_cluster_refusal(job)
+        if refused is not None:
+            raise ValueError(f"{prefix}: sameCluster: {refused}")
     return policy
+
+
+# Why a retry on the same RayCluster is refused, per submission mode: only in HTTPMode does raypilot itself
+# submit the Ray job (spec.entrypoint through the dashboard), so only there can it submit it again.
+_SAME_CLUSTER_REFUSALS: Final = {
+    JobSubmissionMode.INTERACTIVE_MODE: (
+        "not available with submissionMode InteractiveMode: there you submit the Ray job yourself and name "
+        "it in spec.jobId, which is set once, so raypilot has no job of its own to submit again (nor does "
+        "KubeRay retry: backoffLimit is incompatible with InteractiveMode); use HTTPMode (raypilot submits "
+        "spec.entrypoint)"
+    ),
+    JobSubmissionMode.K8S_JOB_MODE: (
+        "not available with submissionMode K8sJobMode: its submitter Kubernetes Job runs once per "
+        "RayCluster; use HTTPMode (raypilot submits spec.entrypoint through the dashboard)"
+    ),
+    JobSubmissionMode.SIDECAR_MODE: (
+        "not available with submissionMode SidecarMode: its submitter container runs once, in the head Pod; "
+        "use HTTPMode (raypilot submits spec.entrypoint through the dashboard)"
+    ),
+}
+
+
+def same_cluster_refusal(job: RayJob) -> str | None:
+    """Why this RayJob cannot be retried on the same RayCluster (sameCluster: true); None when it can."""
+    if job.spec.cluster_selector:
+        return (
+            "needs a RayCluster of the RayJob's own: with clusterSelector the RayCluster is shared, not the "
+            "RayJob's to keep for its retries"
+        )
+    return _SAME_CLUSTER_REFUSALS.get(job.spec.submission_mode)
 
 
 def retry_policy_problem(job: RayJob) -> str | None:

@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Final
 
+from models.rayservice_annotations import MAX_DRAIN_ANNOTATION
+
 __all__ = [
     "DRAIN_POLL",
     "MAX_DRAIN_ANNOTATION",
@@ -27,7 +29,6 @@ __all__ = [
     "max_drain_time",
 ]
 
-MAX_DRAIN_ANNOTATION: Final = "raypilot.io/max-drain-seconds"
 # Ray exports a gauge every metrics_report_interval_ms (10 s in Ray 2.60), so a reading may be up to 10 s old:
 # three zero readings 6 s apart span 12 s, so they cannot all predate a request that is still running.
 DRAIN_POLL: Final = timedelta(seconds=6)
@@ -49,8 +50,8 @@ class Drain:
 
 
 def max_drain_time(annotations: Mapping[str, str] | None) -> timedelta | None:
-    """The annotation as a duration; None (delete at the delay, as KubeRay) when it is absent or not a
-    non-negative integer (such a value is ignored, as KubeRay ignores annotations it does not know)."""
+    """The annotation as a duration; None (delete at the delay, as KubeRay) when it is absent (a value that is
+    not a non-negative integer is rejected with the manifest: models/rayservice_annotations.py)."""
     raw = (annotations or {}).get(MAX_DRAIN_ANNOTATION)
     if raw is None or not raw.strip().isdigit():
         return None

@@ -24,6 +24,7 @@ from models.meta import ConditionStatus
 from models.naming import LABEL_NODE_TYPE
 from models.raycluster import RayClusterSpec
 from models.rayservice import RayServiceStatuses
+from models.rayservice_annotations import ANNOTATION_IN_PLACE_RESTART
 from workflows.decisions.rayservice.conditions import RayServiceEvent, remove_condition, set_condition
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
     "with_pod_restart_condition",
 ]
 
-ANNOTATION_IN_PLACE_RESTART: Final = "raypilot.io/in-place-restart"
 IN_PLACE_RESTART_CONDITION: Final = "InPlaceRestart"
 HEAD_GROUP: Final = "headgroup"
 LABEL_GROUP: Final = "ray.io/group"

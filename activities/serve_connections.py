@@ -1,0 +1,152 @@
+"""Kept-alive client connections closed gracefully by a draining RayCluster's Serve proxies (issue #16).
+
+Behind a Kubernetes Service (L4) a kept-alive HTTP/1.1 connection stays on the Pod it was opened to: after a
+blue-green switch a busy client keeps sending to the old cluster until that cluster is deleted, and the
+requests in flight then fail ("Server disconnected without sending a response"). Ray 2.60 has no switch for
+this: a Serve proxy drains only when its node loses its replicas (never the head's, and draining only fails
+its health check), `keep_alive_timeout_s` closes idle connections only, and the proxy never starts its
+uvicorn server's graceful shutdown.
+
+So this activity submits a tiny driver through the dashboard's Jobs API that runs a closure in every Serve
+proxy actor (Ray's developer API `__ray_call__`, present on every actor): for `seconds`, every 10 ms, each
+connection of the proxy's uvicorn server that has a response under way is marked not to be kept alive, as
+uvicorn's own graceful shutdown does. uvicorn then adds `Connection: close` to that response (or, if its
+headers went already, closes the connection once the response is complete), so the client sends its next
+request on a new connection, which the Service opens on the new cluster. Nothing is cut: idle connections are
+left alone (a client that sends again is answered, with `Connection: close`), responses finish. The driver
+prints how many HTTP servers it reached; the job record is deleted afterwards.
+
+It reaches into uvicorn's per-connection state (`server_state.connections`, `cycle.keep_alive`); a Ray whose
+proxy is built otherwise makes the driver fail or reach no server, which is answered in `error` (nothing is
+retried, nothing else changes: the drain goes on without it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from typing import TYPE_CHECKING, Final
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.dashboard import json_object, post_job, shorten_middle
+from activities.dashboard_client import DashboardClient
+from activities.replica_ranks import remove_job, until_terminal
+from activities.waits import Heartbeater
+from wire import names
+from wire.drain import CloseServeConnections, ServeConnectionsClosing
+
+if TYPE_CHECKING:
+    from activities.dependencies import ActivityDependencies
+
+__all__ = [
+    "CLOSING_MARKER",
+    "ServeConnectionActivities",
+    "close_connections_entrypoint",
+    "parse_closing_output",
+]
+
+CLOSING_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_CLOSING "
+JOB_METADATA: Final = {"raypilot": "close-serve-connections"}
+MAX_ERROR_CHARS: Final = 600
+# The driver. `mark` runs on the proxy's event loop (uvicorn's state is not thread-safe), found from the
+# proxy's server task when the closure is not called on the loop's thread.
+CLOSING_DRIVER: Final = """
+import sys
+import ray
+from ray.serve._private.constants import SERVE_NAMESPACE, SERVE_PROXY_NAME
+
+SECONDS = float(sys.argv[1])
+
+
+def close_after_responses(proxy, seconds):
+    import asyncio
+    import gc
+    import time
+
+    import uvicorn
+
+    servers = [found for found in gc.get_objects() if isinstance(found, uvicorn.Server)]
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = proxy._running_http_server_task.get_loop()
+    until = time.monotonic() + seconds
+
+    def mark():
+        for server in servers:
+            for connection in list(server.server_state.connections):
+                cycle = getattr(connection, "cycle", None)
+                if cycle is not None and not cycle.response_complete:
+                    cycle.keep_alive = False
+        if time.monotonic() < until:
+            loop.call_later(0.01, mark)
+
+    loop.call_soon_threadsafe(mark)
+    return len(servers)
+
+
+ray.init(log_to_driver=False)
+proxies = [
+    ray.get_actor(actor["name"], namespace=SERVE_NAMESPACE)
+    for actor in ray.util.list_named_actors(all_namespaces=True)
+    if actor["namespace"] == SERVE_NAMESPACE and actor["name"].startswith(SERVE_PROXY_NAME)
+]
+servers = sum(ray.get([proxy.__ray_call__.remote(close_after_responses, SECONDS) for proxy in proxies]))
+print("RAYPILOT_SERVE_CONNECTIONS_CLOSING", servers)
+"""
+
+
+def close_connections_entrypoint(seconds: float) -> str:
+    return f"python -c {shlex.quote(CLOSING_DRIVER)} {seconds:.0f}"
+
+
+def parse_closing_output(logs: str) -> int | None:
+    """The number of HTTP servers on the driver's last marker line; None without one."""
+    lines = [line for line in logs.splitlines() if line.startswith(CLOSING_MARKER)]
+    if not lines:
+        return None
+    raw = lines[-1][len(CLOSING_MARKER) :].strip()
+    return int(raw) if raw.isdigit() else None
+
+
+class ServeConnectionActivities:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    @activity.defn(name=names.CLOSE_SERVE_CONNECTIONS)
+    async def close_serve_connections(self, request: CloseServeConnections) -> ServeConnectionsClosing:
+        """Submit the driver (a submission id that exists already is this call's own job), poll it until
+        terminal (heartbeating), read its log, delete its record. A job that failed is answered with
+        `error`, not raised: retrying would not help, and the drain goes on without it."""
+        client = await DashboardClient.open(self.dependencies, request.target)
+        submission_id = request.submission_id
+        what = f"CloseServeConnections fail ({submission_id})"
+        body = {
+            "entrypoint": close_connections_entrypoint(request.seconds),
+            "submission_id": submission_id,
+            "metadata": JOB_METADATA,
+        }
+        await post_job(client, body, what)  # None: this call's own earlier job
+        try:
+            async with Heartbeater():
+                info = await until_terminal(client, submission_id, request.poll_seconds)
+        except asyncio.CancelledError:
+            await remove_job(client, submission_id, request.poll_seconds)
+            raise
+        if info.outcome == "not_found":
+            raise ApplicationError(f"{what}: the job disappeared", type="ClosingJobLost")
+        logs_response = await client.call(
+            "GET", f"/api/jobs/{submission_id}/logs", what, none_if_missing=True
+        )
+        logs = str(json_object(logs_response).get("logs") or "") if logs_response is not None else ""
+        await client.call("DELETE", f"/api/jobs/{submission_id}", what, none_if_missing=True)
+        servers = parse_closing_output(logs) if info.status == "SUCCEEDED" else None
+        if not servers:
+            detail = info.message or logs[-MAX_ERROR_CHARS:]
+            detail = shorten_middle(detail, MAX_ERROR_CHARS)
+            error = f"the connection-closing job ended {info.status}: {detail}"
+            activity.logger.warning("%s", client.redact(error))
+            return ServeConnectionsClosing(0, client.redact(error))
+        return ServeConnectionsClosing(servers)
