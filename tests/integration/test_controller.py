@@ -260,47 +260,112 @@ async def test_a_rayjob_with_a_delete_self_rule_deletes_its_object_through_the_f
         assert jobs == []
 
 
-async def test_a_rayjob_whose_kuberay_cluster_is_left_is_refused_until_it_is_gone(
+KUBERAY_MADE_RAYJOB = {
+    "metadata": {
+        "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
+        "annotations": {"raypilot.io/workflow-id": None, "raypilot.io/rayjob-uid": None},
+    }
+}
+
+
+async def kuberay_rayjob_leftovers(
+    stack: Stack, namespace: str, name: str, entrypoint: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What `kubectl delete rayjob.ray.io/NAME --cascade=orphan` leaves of a K8sJobMode RayJob whose Ray job
+    runs (its RayCluster, submitter Job and head Service, labelled by KubeRay, owned by nobody): its ray.io
+    manifest and the status KubeRay had."""
+    kuberay = example("rayjob-k8sjobmode", namespace, rename=name, entrypoint=entrypoint)
+    handle = await stack.start(kuberay)
+    status = await stack.wait_status(
+        handle, lambda s: s.get("jobStatus") == "RUNNING", what="Ray job RUNNING", within=60
+    )
+    await handle.terminate("stands for KubeRay's operator")
+    cluster = status["rayClusterName"]
+    stack.custom.patch_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", cluster, KUBERAY_MADE_RAYJOB
+    )
+    stack.batch.patch_namespaced_job(name, namespace, KUBERAY_MADE_RAYJOB)
+    stack.core.patch_namespaced_service(f"{name}-head-svc", namespace, KUBERAY_MADE_RAYJOB)
+    return kuberay, status
+
+
+def as_raypilot_io(manifest: dict[str, Any], **spec: Any) -> str:
+    moved = {**manifest, "apiVersion": "raypilot.io/v1", "spec": {**manifest["spec"], **spec}}
+    return yaml.safe_dump(moved)
+
+
+def uid_of(env: dict[str, str], namespace: str, resource: str) -> str:
+    return str(json.loads(kubectl(env, "get", resource, "-n", namespace, "-o", "json"))["metadata"]["uid"])
+
+
+async def test_an_orphaned_kuberay_rayjob_is_adopted_and_its_ray_job_continues_with_no_second_run(
     simulated_stack: Stack, kube_env: dict[str, str]
 ) -> None:
-    """After `kubectl delete rayjob.ray.io/NAME --cascade=orphan` the RayJob applied as raypilot.io/v1 is not
-    adopted (raypilot.adopt.rayjob): ValidationFailed with the reason and one Warning Event, no run, no
-    cluster; once the leftover cluster is deleted the RayJob runs."""
+    """The running Ray job KubeRay left is continued (same cluster, submitter Job and submission id) to
+    Complete, through a controller restarted mid-lifecycle: one adopting run, nothing created twice."""
     namespace, name = simulated_stack.namespace(), "legacy"
-    kuberay = example("rayjob-httpmode", namespace, rename=name)
-    leftover = {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {
-            "name": f"{name}-abcde",
-            "labels": {
-                "ray.io/originated-from-cr-name": name,
-                "ray.io/originated-from-crd": "RayJob",
-                "app.kubernetes.io/created-by": "kuberay-operator",
-            },
-        },
-        "spec": kuberay["spec"]["rayClusterSpec"],
-    }
-    kubectl(kube_env, "apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(leftover))
+    kuberay, before = await kuberay_rayjob_leftovers(simulated_stack, namespace, name, "sleep 8")
+    cluster = before["rayClusterName"]
+    uids = {r: uid_of(kube_env, namespace, r) for r in (f"rayclusters.ray.io/{cluster}", f"jobs/{name}")}
+    async with running_controller(simulated_stack):
+        kubectl(kube_env, "apply", "-f", "-", stdin=as_raypilot_io(kuberay))
+        running = await wait_phase(kube_env, namespace, name, "Running", within=30)
+        assert (running["status"]["rayClusterName"], running["status"]["jobId"]) == (cluster, before["jobId"])
+    # The controller is gone mid-lifecycle; a new one takes over the adopted object.
     async with running_controller(simulated_stack) as controller:
-        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, name, "sleep 1"))
-        refused = await wait_phase(kube_env, namespace, name, "ValidationFailed", within=30)
-        message = refused["status"]["message"]
-        assert message.startswith("raypilot does not adopt a RayJob: ")
-        assert f"RayCluster {name}-abcde of rayjob {namespace}/{name} is still there" in message
-        # Looked at again while the leftover stays: said once, nothing started.
-        await wait_until(
-            lambda: controller.actions.count((("RayJob", namespace, name), Action.START_OR_APPLY)) >= 2,
-            within=30,
-            what="a second look",
-        )
-        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
-        assert [e["reason"] for e in events if e["involvedObject"]["name"] == name] == ["AdoptionRefused"]
-        assert await runs_of(simulated_stack, f"rayjob/{namespace}/{name}") == []
-        assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [f"{name}-abcde"]
-        kubectl(kube_env, "delete", "rayclusters.ray.io", f"{name}-abcde", "-n", namespace)
         done = await wait_phase(kube_env, namespace, name, "Complete", within=60)
-        assert "does not adopt" not in done["status"].get("message", "")
+        assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", before["jobId"])
+        assert all(a != Action.START_OR_APPLY for k, a in controller.actions if k[2] == name)
+        runs = await runs_of(simulated_stack, f"rayjob/{namespace}/{name}")
+        assert [run.status for run in runs] == [
+            WorkflowExecutionStatus.COMPLETED,  # the adopting run
+            WorkflowExecutionStatus.TERMINATED,  # the stand-in for KubeRay
+        ]
+        assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [cluster]
+        assert {r: uid_of(kube_env, namespace, r) for r in uids} == uids
+        obj = get_object(kube_env, namespace, name)
+        assert obj is not None
+        adopted = json.loads(
+            kubectl(kube_env, "get", "rayclusters.ray.io", cluster, "-n", namespace, "-o", "json")
+        )["metadata"]
+        assert adopted["ownerReferences"][0]["uid"] == obj["metadata"]["uid"]
+        assert adopted["annotations"]["raypilot.io/workflow-id"] == f"rayjob/{namespace}/{name}"
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", f"rayjobs.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+        )
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="collected")
+
+
+async def test_a_kuberay_rayjob_that_ended_unwatched_is_adopted_and_its_deletion_rules_apply(
+    simulated_stack: Stack, kube_env: dict[str, str]
+) -> None:
+    """The Ray job ended after KubeRay's RayJob was orphaned: adopting it finds it ended (no second
+    submission) and applies the deletion rules (shutdownAfterJobFinishes: the cluster goes, the submitter
+    Job stays for its logs)."""
+    namespace, name = simulated_stack.namespace(), "ended"
+    kuberay, before = await kuberay_rayjob_leftovers(simulated_stack, namespace, name, "sleep 1")
+    submitter_uid = uid_of(kube_env, namespace, f"jobs/{name}")
+    await wait_until(
+        lambda: (
+            json.loads(kubectl(kube_env, "get", f"jobs/{name}", "-n", namespace, "-o", "json"))
+            .get("status", {})
+            .get("succeeded")
+        ),
+        within=30,
+        what="the submitter done",
+    )
+    async with running_controller(simulated_stack):
+        kubectl(
+            kube_env,
+            "apply",
+            "-f",
+            "-",
+            stdin=as_raypilot_io(kuberay, shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=0),
+        )
+        done = await wait_phase(kube_env, namespace, name, "Complete", within=60)
+        assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", before["jobId"])
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="cluster deleted")
+        assert uid_of(kube_env, namespace, f"jobs/{name}") == submitter_uid
         await asyncio.to_thread(
             kubectl, kube_env, "delete", f"rayjobs.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
         )

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
     from wire.views import job_view
+    from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts
     from workflows.decisions.rayjob.cluster import (
         DashboardPortNotFound,
         cluster_head_service_name,
@@ -61,9 +62,28 @@ class InitializingSteps(RayJobPart):
         self.admission = AdmissionSteps(core)
 
     def new_step(self) -> None:
-        """New -> Initializing: this attempt's job id, cluster name and startTime."""
-        self.core.state.attempt = AttemptState()
-        self.core.set_status(start_attempt(self.core.job, workflow.now(), workflow.random()))
+        """New -> Initializing: this attempt's job id, cluster name and startTime (an adopted RayJob's first
+        attempt: those KubeRay left, and what exists already is neither created nor submitted again)."""
+        self.core.state.attempt = attempt = AttemptState()
+        adopted, self.core.state.adoption = self.core.state.adoption, None
+        if adopted is None:
+            self.core.set_status(start_attempt(self.core.job, workflow.now(), workflow.random()))
+            return
+        self.core.set_status(adopted_attempt(self.core.job, adopted, workflow.now(), workflow.random()))
+        parts = adopted_parts(self.core.job, adopted)
+        if parts.cluster and self.core.uses_own_cluster():
+            attempt.cluster_spec = self.core.job.spec.ray_cluster_spec
+            attempt.cluster_created = True
+        attempt.head_service_created = parts.head_service
+        attempt.submitter_created = parts.submitter
+        attempt.submitted = parts.submitted
+        workflow.logger.info(
+            "RayJob %s/%s: adopted from KubeRay (RayCluster %s, Ray job %s)",
+            self.core.namespace,
+            self.core.name,
+            self.core.status.ray_cluster_name,
+            self.core.status.job_id or "not submitted yet",
+        )
 
     async def initializing_step(self) -> None:
         check = state_check_transition(self.core.job, workflow.now(), self.core.config)

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.raycluster import RayClusterSpec
     from models.rayjob import RayJob
+    from models.source import AdoptedRayJob
     from wire.dashboard import JobInfoAnswer
     from wire.observer import ObservedJob
     from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
@@ -122,6 +123,8 @@ class RayJobState:
     queues: bool = False
     holds_admission: bool = False
     queue_position: int | None = None
+    # Adopted from KubeRay (patch rayjob-adoption): what the first attempt continues from; consumed by it.
+    adoption: AdoptedRayJob | None = None
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes
