@@ -41,13 +41,15 @@ def adopted_cluster(annotations: Mapping[str, str]) -> str:
 class AdoptedRayJob:
     """What a RayJob's first attempt takes over from KubeRay: its RayCluster ("" in clusterSelector mode),
     its Ray job's submission id ("" when none was submitted yet), whether the K8sJobMode submitter Job and
-    the RayJob's head Service exist, and when KubeRay started the attempt (RFC 3339, "" unknown)."""
+    the RayJob's head Service exist, when KubeRay started the attempt (RFC 3339, "" unknown), and whether
+    the submission id is to be looked up on the cluster's dashboard (HTTPMode: KubeRay generated it)."""
 
     cluster: str = ""
     job_id: str = ""
     submitter: bool = False
     head_service: bool = False
     start_time: str = ""
+    lookup: bool = False
 
     def annotation(self) -> str:
         return json.dumps(
@@ -57,6 +59,7 @@ class AdoptedRayJob:
                 "submitter": self.submitter,
                 "headService": self.head_service,
                 "startTime": self.start_time,
+                "lookup": self.lookup,
             },
             sort_keys=True,
         )
@@ -75,7 +78,7 @@ def adopted_rayjob(annotations: Mapping[str, str]) -> AdoptedRayJob | None:
     if not isinstance(loaded, dict):
         return None
     texts = {key: loaded.get(key, "") for key in ("cluster", "jobId", "startTime")}
-    flags = {key: loaded.get(key, False) for key in ("submitter", "headService")}
+    flags = {key: loaded.get(key, False) for key in ("submitter", "headService", "lookup")}
     if not all(isinstance(v, str) for v in texts.values()) or not all(
         isinstance(v, bool) for v in flags.values()
     ):
@@ -86,4 +89,5 @@ def adopted_rayjob(annotations: Mapping[str, str]) -> AdoptedRayJob | None:
         submitter=flags["submitter"],
         head_service=flags["headService"],
         start_time=texts["startTime"],
+        lookup=flags["lookup"],
     )

@@ -5,13 +5,15 @@ After `kubectl delete rayjob.ray.io/NAME --cascade=orphan` KubeRay leaves the Ra
 K8sJobMode, its submitter Job, all without an owner. The Ray job itself keeps running on that cluster. To
 continue it rather than run the entrypoint a second time, the new run needs its submission id: KubeRay kept
 it in the deleted RayJob's status, but its K8sJobMode submitter Job carries it too (env
-`RAY_JOB_SUBMISSION_ID`, and `--submission-id` in its command), and `spec.jobId` fixes it when set.
+`RAY_JOB_SUBMISSION_ID`, and `--submission-id` in its command), `spec.jobId` fixes it when set, and in
+HTTPMode the first attempt looks it up on the cluster's dashboard (KubeRay's rules: a submission id
+`<name>-<5 random>` with the RayJob's entrypoint and metadata; none found: nothing was submitted yet).
 
 What is adopted gets raypilot's ownership labels, the `raypilot.io/workflow-id` annotation and, when a
 `raypilot.io` object stands for the RayJob, an ownerReference to it; the workflow's manifest gets
 `raypilot.io/adopted-rayjob` (models.source.AdoptedRayJob) and its first attempt continues from there. What
-cannot be continued honestly is refused, saying why: the Ray job's submission id unknown (HTTPMode and
-SidecarMode without spec.jobId), several clusters, objects KubeRay still owns, or a RayJob that already
+cannot be continued honestly is refused, saying why: the Ray job's submission id unknown (SidecarMode
+without spec.jobId), several clusters, objects KubeRay still owns, or a RayJob that already
 finished under KubeRay and whose cluster is gone.
 """
 
@@ -146,7 +148,9 @@ def rayjob_adoption_plan(
     if own_cluster and cluster is None:
         leftovers = sorted(f"{kind} {_meta(obj).get('name')}" for kind, obj in kuberays)
         return RayJobAdoptionPlan(refusal=_finished_refusal(namespace, name, leftovers))
-    job_id, refusal = _submission_id(job, cluster, kept_submitter)
+    http_mode = job.spec.submission_mode == JobSubmissionMode.HTTP_MODE
+    lookup = http_mode and not job.spec.job_id and cluster is not None
+    job_id, refusal = ("", None) if lookup else _submission_id(job, cluster, kept_submitter)
     if refusal is not None:
         return RayJobAdoptionPlan(refusal=refusal)
     started = _meta(cluster if cluster is not None else kept_submitter or {}).get("creationTimestamp")
@@ -156,6 +160,7 @@ def rayjob_adoption_plan(
         submitter=kept_submitter is not None,
         head_service=bool(left["Service"]),
         start_time=str(started or ""),
+        lookup=lookup,
     )
     patch = _ownership_patch(job, owner)
     patches = [ObjectPatch(kind, str(_meta(obj).get("name")), patch) for kind, obj in kuberays]
@@ -180,9 +185,9 @@ def _submission_id(
     if job.spec.job_id or mode in (JobSubmissionMode.K8S_JOB_MODE, JobSubmissionMode.INTERACTIVE_MODE):
         return job.spec.job_id, None
     return "", (
-        f"in {mode.value} KubeRay submitted the Ray job of rayjob {job.metadata.namespace}/"
-        f"{job.metadata.name} with a submission id it kept only in the deleted RayJob's status, and raypilot "
-        "does not look it up on the dashboard: set spec.jobId to that id (ray job list on RayCluster "
+        f"in {mode.value} KubeRay's submitter in the head Pod submitted the Ray job of rayjob "
+        f"{job.metadata.namespace}/{job.metadata.name} with a submission id KubeRay kept only in the deleted "
+        "RayJob's status: set spec.jobId to that id (ray job list on RayCluster "
         f"{_meta(cluster or {}).get('name')}) and apply again, or delete what KubeRay left (kubectl delete "
         f"rayclusters.ray.io,services,jobs.batch -n {job.metadata.namespace} -l "
         f"{rayjob_leftover_selector(job.metadata.name)}) to run it anew"

@@ -27,11 +27,13 @@ from models.naming import LABEL_ORIGINATED_FROM_CR_NAME, SUBMITTER_CONTAINER_NAM
 from models.operator import OperatorConfig
 from wire import names
 from wire.dashboard import (
+    DashboardTarget,
     JobInfoAnswer,
     RayJobKey,
     StopJobResult,
     SubmitJob,
     SubmitJobResult,
+    SubmittedJob,
     WaitRayJob,
 )
 from wire.kubernetes import (
@@ -150,6 +152,8 @@ class FakeWorld:
     # What Temporal's visibility shows as the newest earlier run of the workflow id.
     earlier_run: EarlierRun | None = None
     submissions: int = 0
+    # The entrypoint and metadata the dashboard lists for a Ray job (by submission id; none: "" and none).
+    job_entrypoints: dict[str, tuple[str, dict[str, str] | None]] = field(default_factory=dict)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     # ---- driving the world ------------------------------------------------------------------------------
@@ -472,6 +476,15 @@ class FakeActivities:
     async def get_job_info(self, key: RayJobKey) -> JobInfoAnswer:
         self._log(names.GET_JOB_INFO, key)
         return self.world.dashboard_answer(key.submission_id)
+
+    @activity.defn(name=names.LIST_SUBMITTED_JOBS)
+    async def list_submitted_jobs(self, target: DashboardTarget) -> list[SubmittedJob]:
+        self._log(names.LIST_SUBMITTED_JOBS, target)
+        listed = []
+        for submission_id, job in self.world.ray_jobs.items():
+            entrypoint, metadata = self.world.job_entrypoints.get(submission_id, ("", None))
+            listed.append(SubmittedJob(submission_id, entrypoint, metadata, job.status, job.start_ms))
+        return listed
 
     @activity.defn(name=names.STOP_JOB)
     async def stop_job(self, key: RayJobKey) -> StopJobResult:

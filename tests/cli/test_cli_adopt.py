@@ -73,11 +73,11 @@ async def test_adopt_keeps_the_serving_cluster_and_starts_the_workflow_from_it(
 async def test_a_rayjob_whose_submission_id_is_unknown_is_refused_by_adopt_and_by_a_plain_apply(
     cli_stack: CliStack, tmp_path: Path
 ) -> None:
-    """KubeRay's leftover RayCluster of an HTTPMode RayJob without spec.jobId: `adopt` says why it cannot
+    """KubeRay's leftover RayCluster of a SidecarMode RayJob without spec.jobId: `adopt` says why it cannot
     continue it (exit 2); a plain `apply` would run it a second time, so it refuses and points at `adopt`;
     nothing is started. A manifest of another object is refused too."""
     namespace, name = cli_stack.namespace(), "one"
-    kuberay = example("rayjob-httpmode", namespace, rename=name)
+    kuberay = example("rayjob-sidecarmode", namespace, rename=name)
     kuberay["spec"].pop("jobId", None)
     leftover = {
         "apiVersion": "ray.io/v1",
@@ -100,7 +100,7 @@ async def test_a_rayjob_whose_submission_id_is_unknown_is_refused_by_adopt_and_b
     ref = f"rayjob/{namespace}/{name}"
     refused = await cli_stack.run("adopt", ref, "-f", str(manifest))
     assert refused.code == 2
-    assert refused.stderr.startswith("error: raypilot adopt: in HTTPMode KubeRay submitted the Ray job")
+    assert refused.stderr.startswith("error: raypilot adopt: in SidecarMode KubeRay's submitter")
     assert "set spec.jobId to that id" in refused.stderr
     applied = await cli_stack.run("apply", "-f", str(manifest))
     assert applied.code == 2

@@ -20,7 +20,8 @@ from raypilot.adopt.rayjob import (
     unadopted_leftovers,
 )
 from tests.integration.rayjob_support import example
-from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts
+from wire.dashboard import SubmittedJob
+from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts, kuberay_submission
 
 OWNER = {"apiVersion": "raypilot.io/v1", "kind": "RayJob", "name": "job", "uid": "u-1"}
 STARTED = "2026-01-02T03:04:05Z"
@@ -99,12 +100,12 @@ def test_a_running_k8sjobmode_rayjob_is_adopted_with_its_cluster_submitter_and_s
             None,
         ),
         (
-            "HTTPMode: the id is unknown",
+            "HTTPMode: looked up on the dashboard",
             _job("HTTPMode"),
             [_obj("job-a")],
             None,
+            AdoptedRayJob("job-a", "", start_time=STARTED, lookup=True),
             None,
-            "set spec.jobId to that id",
         ),
         (
             "SidecarMode: the id is unknown",
@@ -218,6 +219,62 @@ def test_the_first_attempt_of_an_adopted_rayjob_continues_on_kuberays_cluster_an
     )
 
 
-@pytest.mark.parametrize("text", ["", "not json", "[]", '{"cluster": 3}', '{"submitter": "yes"}'])
+@pytest.mark.parametrize(
+    "text", ["", "not json", "[]", '{"cluster": 3}', '{"submitter": "yes"}', '{"lookup": 1}']
+)
 def test_an_unreadable_adoption_annotation_counts_as_none(text: str) -> None:
     assert adopted_rayjob({"raypilot.io/adopted-rayjob": text}) is None
+
+
+def _submitted(submission_id: str, entrypoint: str, start: int, **metadata: str) -> SubmittedJob:
+    return SubmittedJob(submission_id, entrypoint, metadata or None, "RUNNING", start)
+
+
+@pytest.mark.parametrize(
+    ("case", "spec", "jobs", "expected"),
+    [
+        ("none submitted", {}, [], ""),
+        (
+            "KubeRay's id, entrypoint, metadata",
+            {},
+            [_submitted("job-b2c4d", "python x.py", 1, team="a")],
+            "job-b2c4d",
+        ),
+        (
+            "entrypoint trimmed as KubeRay sends it",
+            {"entrypoint": " python x.py "},
+            [_submitted("job-b2c4d", "python x.py", 1, team="a")],
+            "job-b2c4d",
+        ),
+        ("another entrypoint", {}, [_submitted("job-b2c4d", "python y.py", 1, team="a")], ""),
+        ("other metadata", {}, [_submitted("job-b2c4d", "python x.py", 1, team="b")], ""),
+        ("not KubeRay's id pattern", {}, [_submitted("raysubmit_X1", "python x.py", 1, team="a")], ""),
+        ("a vowel is not in the alphabet", {}, [_submitted("job-abcde", "python x.py", 1, team="a")], ""),
+        ("another RayJob's", {}, [_submitted("job2-b2c4d", "python x.py", 1, team="a")], ""),
+        (
+            "spec.jobId wins",
+            {"jobId": "mine"},
+            [
+                _submitted("mine", "python x.py", 1, team="a"),
+                _submitted("job-b2c4d", "python x.py", 2, team="a"),
+            ],
+            "mine",
+        ),
+        (
+            "the newest of several",
+            {},
+            [
+                _submitted("job-b2c4d", "python x.py", 1, team="a"),
+                _submitted("job-f6g7h", "python x.py", 5, team="a"),
+            ],
+            "job-f6g7h",
+        ),
+    ],
+)
+def test_kuberays_submission_is_found_on_the_dashboard_by_its_rules(
+    case: str, spec: dict[str, Any], jobs: list[SubmittedJob], expected: str
+) -> None:
+    job = _job("HTTPMode", entrypoint=spec.get("entrypoint", "python x.py"), metadata={"team": "a"})
+    if "jobId" in spec:
+        job = job.model_copy(update={"spec": job.spec.model_copy(update={"job_id": spec["jobId"]})})
+    assert kuberay_submission(job, jobs) == expected, case

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
     from wire.views import job_view
-    from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts
+    from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts, kuberay_submission
     from workflows.decisions.rayjob.cluster import (
         DashboardPortNotFound,
         cluster_head_service_name,
@@ -77,6 +77,7 @@ class InitializingSteps(RayJobPart):
         attempt.head_service_created = parts.head_service
         attempt.submitter_created = parts.submitter
         attempt.submitted = parts.submitted
+        attempt.finds_submission = parts.lookup
         workflow.logger.info(
             "RayJob %s/%s: adopted from KubeRay (RayCluster %s, Ray job %s)",
             self.core.namespace,
@@ -98,6 +99,8 @@ class InitializingSteps(RayJobPart):
             if cluster is None:
                 return
             self.core.update_status(dashboard_url=await self._dashboard_url(cluster))
+        if attempt.finds_submission:
+            await self._find_kuberay_submission()
         if not await self.admission.wait_for_slot():
             return
         next_state = transition_when_cluster_ready(self.core.job)
@@ -209,6 +212,24 @@ class InitializingSteps(RayJobPart):
             return dashboard_url_from_head_service(service, self.core.config.cluster_domain)
         except DashboardPortNotFound as error:
             raise StepFailed(str(error)) from None
+
+    async def _find_kuberay_submission(self) -> None:
+        """An HTTPMode RayJob adopted from KubeRay: the Ray job KubeRay submitted, found on the dashboard by
+        KubeRay's rules, is the one this attempt follows (never submitted again); none found: KubeRay had
+        submitted nothing, and the attempt submits under its own id as usual."""
+        jobs = await call(stubs.list_submitted_jobs, self.core.dashboard(), IO.STEP)
+        found = kuberay_submission(self.core.job, jobs)
+        attempt = self.core.state.attempt
+        attempt.finds_submission = False
+        if found:
+            self.core.update_status(job_id=found)
+            attempt.submitted = True
+        workflow.logger.info(
+            "RayJob %s/%s: KubeRay's Ray job on the dashboard: %s",
+            self.core.namespace,
+            self.core.name,
+            found or "none (nothing was submitted)",
+        )
 
     # ---- K8sJobMode submitter ---------------------------------------------------------------------------
 

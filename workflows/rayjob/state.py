@@ -64,6 +64,8 @@ class AttemptState:
     # attempt asked its admission workflow for a slot.
     admission_limit: int | None = None
     enqueued: bool = False
+    # Adopted in HTTPMode (patch rayjob-adoption): KubeRay's submission is looked up on the dashboard first.
+    finds_submission: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ class RayJobState:
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
     published_phase: str | None = None
+    # For a raypilot.io object (patch rayjob-job-status-memo): jobStatus goes to the memo on each change.
+    publishes_job_status: bool = False
+    published_job_status: str = ""
     # No silent leaks (patch rayjob-leftover-warning): whether this run reports a RayCluster its deletion
     # policy leaves behind, and whether it has done so.
     reports_leftovers: bool = False

@@ -5,11 +5,14 @@ anew (pure, table-tested)."""
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from models.naming import SUFFIX_ALPHABET
 from models.rayjob import JobSubmissionMode, RayJob, RayJobStatus
 from models.source import AdoptedRayJob
+from wire.dashboard import SubmittedJob
 from workflows.decisions.rayjob.status import kube_time
 from workflows.decisions.rayjob.transitions import start_attempt
 
@@ -24,6 +27,7 @@ class AdoptedParts:
     head_service: bool
     submitter: bool
     submitted: bool
+    lookup: bool  # the submission id is looked up on the dashboard once it is known (HTTPMode)
 
 
 def adopted_attempt(job: RayJob, adopted: AdoptedRayJob, now: datetime, rand: random.Random) -> RayJobStatus:
@@ -46,7 +50,32 @@ def adopted_parts(job: RayJob, adopted: AdoptedRayJob) -> AdoptedParts:
         head_service=adopted.head_service,
         submitter=adopted.submitter,
         submitted=bool(adopted.job_id) and job.spec.submission_mode == JobSubmissionMode.HTTP_MODE,
+        lookup=adopted.lookup and not adopted.job_id,
     )
+
+
+def kuberay_submission(job: RayJob, jobs: list[SubmittedJob]) -> str:
+    """The submission id of the Ray job KubeRay submitted for the RayJob on its cluster ("" none): by
+    KubeRay's rules, a submission id `<name>-<5 random chars>` (`spec.jobId` when set), the RayJob's
+    entrypoint (trimmed, as KubeRay sends it) and its metadata; the newest when several match."""
+    name = job.metadata.name
+    pattern = re.compile(rf"{re.escape(name)}-[{SUFFIX_ALPHABET}]{{5}}")
+    wanted_metadata = job.spec.metadata or {}
+    entrypoint = job.spec.entrypoint.strip()
+    matches = [
+        candidate
+        for candidate in jobs
+        if (
+            candidate.submission_id == job.spec.job_id
+            if job.spec.job_id
+            else pattern.fullmatch(candidate.submission_id) is not None
+        )
+        and candidate.entrypoint.strip() == entrypoint
+        and all((candidate.metadata or {}).get(k) == v for k, v in wanted_metadata.items())
+    ]
+    if not matches:
+        return ""
+    return max(matches, key=lambda m: (m.start_time_ms, m.submission_id)).submission_id
 
 
 def _parse_time(text: str) -> datetime | None:
