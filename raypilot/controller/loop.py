@@ -1,6 +1,6 @@
 """The controller's loop: watches of both kinds feed one queue of object keys; one reconciler takes them one
 at a time (observe -> decide -> act, as a workflow does), and a status loop writes a workflow's status back to
-its object on a phase change only.
+its object when what `kubectl get` shows changed, and only then.
 
 Everything it does is safe to repeat: update-with-start is idempotent by workflow id, the generation it last
 applied is on the object, and the finalizer is only removed once the run let go of the object. A controller
@@ -63,7 +63,8 @@ class Controller:
         self.queue: asyncio.Queue[Key] = asyncio.Queue()
         self.queued: set[Key] = set()
         self.objects: dict[Key, dict[str, Any]] = {}  # the newest version of each live object seen
-        self.seen_phase: dict[str, str] = {}  # object uid -> the workflow phase its status was read at
+        # object uid -> the workflow's phase (and a RayJob's jobStatus memo) its status was last read at
+        self.seen_phase: dict[str, str] = {}
         self.status_writes = 0  # status subresource writes (the write-back cadence is tested by counting)
         self.actions: list[tuple[Key, Action]] = []
         self.leftover_recheck_seconds = LEFTOVER_RECHECK_SECONDS  # tests look sooner
@@ -250,8 +251,9 @@ class Controller:
             await asyncio.sleep(self.status_interval)
 
     async def write_back_statuses(self) -> None:
-        """One tick: the phases of all running workflows in one list; for an object whose workflow's phase
-        changed since its status was last read, read it and write it when what it shows changed."""
+        """One tick: the phases (and RayJobs' jobStatus memos) of all running workflows in one list; for an
+        object whose workflow's phase changed since its status was last read, read it, and write it when a
+        printer column changed."""
         phases = await self.temporal.phases()
         for key, obj in list(self.objects.items()):
             view = object_view(obj)
