@@ -26,6 +26,7 @@ from wire.dashboard import (
     StopJobResult,
     SubmitJob,
     SubmitJobResult,
+    SubmittedJob,
 )
 
 if TYPE_CHECKING:
@@ -44,6 +45,19 @@ def shorten_middle(text: str, limit: int) -> str:
         return text
     half = (limit - 5) // 2
     return f"{text[:half]}\n...\n{text[len(text) - half :]}"
+
+
+def submitted_job(details: dict[str, Any]) -> SubmittedJob:
+    """One entry of `GET /api/jobs/` (Ray's JobDetails); missing or mistyped fields count as absent."""
+    metadata = details.get("metadata")
+    start = details.get("start_time")
+    return SubmittedJob(
+        submission_id=str(details.get("submission_id") or ""),
+        entrypoint=str(details.get("entrypoint") or ""),
+        metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else None,
+        status=str(details.get("status") or ""),
+        start_time_ms=start if isinstance(start, int) else 0,
+    )
 
 
 def json_object(response: httpx.Response) -> dict[str, Any]:
@@ -172,6 +186,19 @@ class DashboardActivities:
         """found / not_found / unavailable (a failed status check, which the workflow times out)."""
         client = await self._client(key.target)
         return await fetch_job_info(client, key.submission_id)
+
+    @activity.defn(name=names.LIST_SUBMITTED_JOBS)
+    async def list_submitted_jobs(self, target: DashboardTarget) -> list[SubmittedJob]:
+        """GET /api/jobs/: every submitted Ray job with its entrypoint and metadata (an adopted RayJob finds
+        KubeRay's submission among them). A failure raises, classified (the workflow's retries decide)."""
+        client = await self._client(target)
+        response = await client.call("GET", "/api/jobs/", "ListJobs fail")
+        try:
+            body: Any = response.json() if response is not None else []
+        except ValueError:
+            body = []
+        listed = body if isinstance(body, list) else []
+        return [submitted_job(details) for details in listed if isinstance(details, dict)]
 
     @activity.defn(name=names.STOP_JOB)
     async def stop_job(self, key: RayJobKey) -> StopJobResult:

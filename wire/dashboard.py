@@ -94,6 +94,17 @@ class JobInfoAnswer:
 
 
 @dataclass(frozen=True)
+class SubmittedJob:
+    """One Ray job of `GET /api/jobs/` as an adopted RayJob looks for KubeRay's submission among them."""
+
+    submission_id: str
+    entrypoint: str = ""
+    metadata: dict[str, str] | None = None
+    status: str = ""
+    start_time_ms: int = 0
+
+
+@dataclass(frozen=True)
 class StopJobResult:
     found: bool  # False: the job does not exist on the cluster (nothing to stop)
     stopped: bool  # True: a running job was asked to stop; False with found: it was terminal already

@@ -63,6 +63,7 @@ DELETE_HTTPROUTE: Final = "gateway.delete_httproute"
 # ---- Ray Dashboard ------------------------------------------------------------------------------------
 SUBMIT_JOB: Final = "dashboard.submit_job"
 GET_JOB_INFO: Final = "dashboard.get_job_info"
+LIST_SUBMITTED_JOBS: Final = "dashboard.list_submitted_jobs"
 STOP_JOB: Final = "dashboard.stop_job"
 DELETE_RAY_JOB: Final = "dashboard.delete_job"
 GET_JOB_LOGS: Final = "dashboard.get_job_logs"

@@ -32,6 +32,7 @@ from wire.dashboard import (
     StopJobResult,
     SubmitJob,
     SubmitJobResult,
+    SubmittedJob,
     WaitRayJob,
     WaitServe,
 )
@@ -258,6 +259,12 @@ async def submit_job(request: SubmitJob) -> SubmitJobResult:
 @activity.defn(name=names.GET_JOB_INFO)
 async def get_job_info(key: RayJobKey) -> JobInfoAnswer:
     """`activities.dashboard.DashboardActivities.get_job_info`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.LIST_SUBMITTED_JOBS)
+async def list_submitted_jobs(target: DashboardTarget) -> list[SubmittedJob]:
+    """`activities.dashboard.DashboardActivities.list_submitted_jobs`"""
     raise NotImplementedError(_STUB)
 
 

@@ -1,5 +1,5 @@
-"""Adopting a RayService's KubeRay leftovers, and finding a RayJob's (refused: raypilot.adopt.rayjob), through
-the Kubernetes API (blocking: called in a thread)."""
+"""Adopting a RayService's or a RayJob's KubeRay leftovers through the Kubernetes API (blocking: called in a
+thread); what is adopted is decided in raypilot.adopt.plan and raypilot.adopt.rayjob."""
 
 from __future__ import annotations
 
@@ -8,10 +8,16 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from models.naming import head_service_name, serve_service_name
+from models.naming import head_service_name, serve_service_name, submitter_job_name
+from models.rayjob import RayJob
 from models.rayservice import RayService
-from raypilot.adopt.plan import AdoptionPlan, adoption_plan, leftover_selector
-from raypilot.adopt.rayjob import kuberay_leftover_clusters, rayjob_leftover_selector
+from raypilot.adopt.plan import AdoptionPlan, ObjectPatch, adoption_plan, leftover_selector
+from raypilot.adopt.rayjob import (
+    RayJobAdoptionPlan,
+    rayjob_adoption_plan,
+    rayjob_leftover_selector,
+    unadopted_leftovers,
+)
 
 _GATEWAY = ("gateway.networking.k8s.io", "v1")
 _CUSTOM = {
@@ -66,12 +72,69 @@ def adopt_rayservice_leftovers(
     return plan
 
 
-def rayjob_leftover_clusters(
-    api_client: client.ApiClient, namespace: str, name: str, owner_uid: str
-) -> list[str]:
-    """The RayClusters KubeRay left for the RayJob `name` (none: nothing stands in the way of a first run)."""
+def _read(read: Any, name: str, namespace: str, api_client: client.ApiClient) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = api_client.sanitize_for_serialization(read(name, namespace))
+    except ApiException as error:
+        if _absent(error):
+            return None
+        raise
+    return found
+
+
+def _rayjob_leftovers(
+    api_client: client.ApiClient, namespace: str, name: str
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None, dict[str, Any] | None]:
+    """The RayClusters labelled for the RayJob, its submitter Job and its head Service (None: absent)."""
     custom: Any = client.CustomObjectsApi(api_client)
-    clusters = custom.list_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", label_selector=rayjob_leftover_selector(name)
-    )["items"]
-    return kuberay_leftover_clusters(clusters, owner_uid)
+    try:
+        clusters = custom.list_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayclusters", label_selector=rayjob_leftover_selector(name)
+        )["items"]
+    except ApiException as error:
+        if not _absent(error):  # 404: no RayCluster CRD, so no KubeRay either
+            raise
+        clusters = []
+    batch: Any = client.BatchV1Api(api_client)
+    core: Any = client.CoreV1Api(api_client)
+    submitter = _read(batch.read_namespaced_job, submitter_job_name(name), namespace, api_client)
+    service = _read(core.read_namespaced_service, head_service_name(name), namespace, api_client)
+    return list(clusters), submitter, service
+
+
+def _patch(api_client: client.ApiClient, namespace: str, patch: ObjectPatch) -> None:
+    if patch.kind == "RayCluster":
+        custom: Any = client.CustomObjectsApi(api_client)
+        custom.patch_namespaced_custom_object(
+            "ray.io", "v1", namespace, "rayclusters", patch.name, patch.patch
+        )
+    elif patch.kind == "Job":
+        batch: Any = client.BatchV1Api(api_client)
+        batch.patch_namespaced_job(patch.name, namespace, patch.patch)
+    else:
+        core: Any = client.CoreV1Api(api_client)
+        core.patch_namespaced_service(patch.name, namespace, patch.patch)
+
+
+def adopt_rayjob_leftovers(
+    api_client: client.ApiClient, job: RayJob, owner: dict[str, Any] | None
+) -> RayJobAdoptionPlan:
+    """Finds what KubeRay left for the RayJob and, unless that is refused, patches it over to raypilot
+    (idempotent: adopting again finds the same objects and changes nothing)."""
+    namespace, name = job.metadata.namespace, job.metadata.name
+    clusters, submitter, service = _rayjob_leftovers(api_client, namespace, name)
+    plan = rayjob_adoption_plan(job, clusters, submitter, service, owner)
+    if plan.refusal is None:
+        for patch in plan.patches:
+            _patch(api_client, namespace, patch)
+    return plan
+
+
+def rayjob_unadopted_leftovers(api_client: client.ApiClient, namespace: str, name: str) -> list[str]:
+    """`Kind/name` of what KubeRay made for the RayJob and nobody adopted (none: a plain apply may run it)."""
+    clusters, submitter, service = _rayjob_leftovers(api_client, namespace, name)
+    objects = [{**c, "kind": "RayCluster"} for c in clusters]
+    objects += [
+        {**o, "kind": kind} for kind, o in (("Job", submitter), ("Service", service)) if o is not None
+    ]
+    return unadopted_leftovers(objects)

@@ -23,6 +23,9 @@ from temporalio.service import RPCError
 
 from activities.kubernetes_resources import Resource
 from models.manifest import ManifestError
+from models.naming import KIND_RAYJOB, ObjectRef
+from raypilot.adopt.kube import rayjob_unadopted_leftovers
+from raypilot.adopt.rayjob import apply_refusal
 from raypilot.cli.apply import apply_manifest, feature_gates
 from raypilot.cli.apply_kubernetes import ClusterAccess, api_message, kubernetes_configured
 from raypilot.cli.apply_plan import (
@@ -117,6 +120,8 @@ async def applied_in_order(
     for index, item in enumerate(plan):
         try:
             if isinstance(item, RayDocument):
+                if access is not None and item.ref.kind == KIND_RAYJOB:
+                    await asyncio.to_thread(_refuse_kuberay_leftovers, access, item.ref)
                 await apply_manifest(item.ref, item.manifest, console)
             elif isinstance(item, CronDocument):
                 ref = CronJobRef(item.namespace, item.name)
@@ -133,3 +138,12 @@ async def applied_in_order(
             console.err(f"error: {item.origin}: {api_message(error)}")
             worst = max(worst, EXIT_FAILURE)
     return worst
+
+
+def _refuse_kuberay_leftovers(access: ClusterAccess, ref: ObjectRef) -> None:
+    """A RayJob whose KubeRay leftovers nobody adopted is not started: that would run it a second time
+    (raypilot.adopt.rayjob.apply_refusal says why and points at `raypilot adopt`)."""
+    leftovers = rayjob_unadopted_leftovers(access.kube.api_client, ref.namespace, ref.name)
+    message = apply_refusal(ref.namespace, ref.name, leftovers)
+    if message is not None:
+        raise rejected(message)

@@ -92,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     adopt = commands.add_parser(
         "adopt", help="take over what KubeRay left after --cascade=orphan, then apply the manifest"
     )
-    adopt.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
-    adopt.add_argument("-f", "--filename", required=True, metavar="FILE", help="the RayService's manifest")
+    adopt.add_argument("ref", metavar="rayservice|rayjob/NAMESPACE/NAME")
+    adopt.add_argument(
+        "-f", "--filename", required=True, metavar="FILE", help="the RayService's or RayJob's manifest"
+    )
     controller = commands.add_parser(
         "controller", help="drive raypilot.io RayJob and RayService objects through their workflows"
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from models.crd import PRINTER_COLUMNS
 from workflows.decisions.rayjob.object import RunState, holds_object
 
 FINALIZER: Final = "raypilot.io/finalizer"
@@ -98,29 +99,26 @@ def _deletion_action(obj: ObjectView, run: RunView | None) -> Action:
 
 # ---- status write-back -------------------------------------------------------------------------------------
 
-_PHASE_FIELDS: Final = {
-    "RayJob": ("jobDeploymentStatus", "jobStatus", "rayClusterName", "reason", "succeeded", "failed"),
-    "RayService": ("serviceStatus", "numServeEndpoints"),
-}
-
-
-def status_phase(kind: str, status: dict[str, Any]) -> tuple[Any, ...]:
-    """What a status write-back follows: the phase and what `kubectl get` shows, not every observation
-    (a RayService's conditions count by type and status, not by their messages or times)."""
-    fields = tuple(status.get(field) for field in _PHASE_FIELDS[kind])
-    if kind == "RayService":
-        clusters = tuple(
-            (status.get(side) or {}).get("rayClusterName")
-            for side in ("activeServiceStatus", "pendingServiceStatus")
-        )
-        conditions = tuple(sorted((c.get("type"), c.get("status")) for c in status.get("conditions") or []))
-        return (*fields, clusters, conditions)
-    return fields
+def printer_column_values(kind: str, status: dict[str, Any]) -> tuple[Any, ...]:
+    """What `kubectl get` shows of the status: the value at each `.status...` printer column of the CRD
+    (models.crd.PRINTER_COLUMNS; a RayJob: job status, deployment status, cluster, start and end time; a
+    RayService: service status, serve endpoints, active and pending cluster)."""
+    values: list[Any] = []
+    for column in PRINTER_COLUMNS[kind]:
+        path = column.json_path.split(".")[1:]
+        if path[0] != "status":
+            continue
+        value: Any = status
+        for key in path[1:]:
+            value = value.get(key) if isinstance(value, dict) else None
+        values.append(value)
+    return tuple(values)
 
 
 def should_write_status(kind: str, written: dict[str, Any] | None, current: dict[str, Any]) -> bool:
-    """Whether the workflow's status goes to the object's status subresource: on a phase change only."""
-    return written is None or status_phase(kind, written) != status_phase(kind, current)
+    """Whether the workflow's status goes to the object's status subresource: when what `kubectl get` shows
+    changed, and on nothing else (a newer message, condition time or observation alone is not written)."""
+    return written is None or printer_column_values(kind, written) != printer_column_values(kind, current)
 
 
 def status_patch(written: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The controller's loop: watches of both kinds feed one queue of object keys; one reconciler takes them one
 at a time (observe -> decide -> act, as a workflow does), and a status loop writes a workflow's status back to
-its object on a phase change only.
+its object when what `kubectl get` shows changed, and only then.
 
 Everything it does is safe to repeat: update-with-start is idempotent by workflow id, the generation it last
 applied is on the object, and the finalizer is only removed once the run let go of the object. A controller
@@ -20,11 +20,10 @@ from temporalio.service import RPCError
 
 from models.crd import KINDS
 from models.features import FeatureGates
-from models.manifest import parse_rayservice
+from models.manifest import parse_rayjob, parse_rayservice
 from models.naming import workflow_id
-from models.source import ANNOTATION_ADOPTED_CLUSTER
-from raypilot.adopt.kube import adopt_rayservice_leftovers, rayjob_leftover_clusters
-from raypilot.adopt.rayjob import rayjob_adoption_refusal
+from models.source import ANNOTATION_ADOPTED_CLUSTER, ANNOTATION_ADOPTED_RAYJOB
+from raypilot.adopt.kube import adopt_rayjob_leftovers, adopt_rayservice_leftovers
 from raypilot.cli.common import CommandError
 from raypilot.cli.exits import EXIT_REJECTED
 from raypilot.controller.decide import Action, reconcile_action, should_write_status, status_patch
@@ -42,13 +41,18 @@ from workflows.decisions.rayjob.object import RunState
 log = logging.getLogger("raypilot.controller")
 Key = tuple[str, str, str]  # kind, namespace, name
 RECHECK_SECONDS = 2.0
-LEFTOVER_RECHECK_SECONDS = 5.0  # a refused RayJob starts this long at most after KubeRay's leftovers went
+LEFTOVER_RECHECK_SECONDS = 5.0  # a refused adoption is tried again this often (its cause may be removed)
 WATCH_RETRY_SECONDS = 1.0
 
 
 def _key(obj: dict[str, Any]) -> Key:
     meta = obj["metadata"]
     return str(obj["kind"]), str(meta.get("namespace") or "default"), str(meta["name"])
+
+
+def _owner_reference(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj["metadata"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": meta["name"], "uid": meta["uid"]}
 
 
 class Controller:
@@ -59,7 +63,8 @@ class Controller:
         self.queue: asyncio.Queue[Key] = asyncio.Queue()
         self.queued: set[Key] = set()
         self.objects: dict[Key, dict[str, Any]] = {}  # the newest version of each live object seen
-        self.seen_phase: dict[str, str] = {}  # object uid -> the workflow phase its status was read at
+        # object uid -> the workflow's phase (and a RayJob's jobStatus memo) its status was last read at
+        self.seen_phase: dict[str, str] = {}
         self.status_writes = 0  # status subresource writes (the write-back cadence is tested by counting)
         self.actions: list[tuple[Key, Action]] = []
         self.leftover_recheck_seconds = LEFTOVER_RECHECK_SECONDS  # tests look sooner
@@ -155,9 +160,10 @@ class Controller:
             await asyncio.to_thread(self.kube.warning_event, obj, "ValidationFailed", message)
             await asyncio.to_thread(self.kube.set_applied_generation, obj, view.generation)
         elif action == Action.START_OR_APPLY:
-            if kind == "RayJob" and run is None and await self._refused_for_leftovers(key, obj):
+            starts = run is None or run.state != RunState.RUNNING  # a first run: KubeRay's leftovers count
+            if kind == "RayJob" and starts and await self._refused_adoption(key, obj, manifest):
                 return action
-            if kind == "RayService" and (run is None or run.state != RunState.RUNNING):
+            if kind == "RayService" and starts:
                 await self._adopt_leftovers(obj, manifest)
             try:
                 applied = await self.temporal.start_or_apply(ref, manifest, view.uid)
@@ -187,18 +193,23 @@ class Controller:
             await asyncio.to_thread(self.kube.remove_finalizer, obj)
         return action
 
-    async def _refused_for_leftovers(self, key: Key, obj: dict[str, Any]) -> bool:
-        """A RayJob moved over from KubeRay while its cluster is still there is not started (why:
-        raypilot.adopt.rayjob); its status and one Warning Event say so, and it is looked at again until the
-        leftovers are gone."""
+    async def _refused_adoption(self, key: Key, obj: dict[str, Any], manifest: dict[str, Any]) -> bool:
+        """A RayJob moved over from KubeRay: what KubeRay left becomes this object's and its first run
+        continues the Ray job (raypilot.adopt.rayjob). When that cannot be done honestly the RayJob is not
+        started: its status and one Warning Event say why, and it is looked at again until the cause is
+        gone."""
         meta = obj["metadata"]
-        namespace, name = meta["namespace"], meta["name"]
-        leftovers = await asyncio.to_thread(
-            rayjob_leftover_clusters, self.kube.api_client, namespace, name, meta["uid"]
+        owner = _owner_reference(obj)
+        plan = await asyncio.to_thread(
+            adopt_rayjob_leftovers, self.kube.api_client, parse_rayjob(manifest), owner
         )
-        message = rayjob_adoption_refusal(namespace, name, leftovers)
+        if plan.adopted is not None:
+            log.info("%s/%s: adopted from KubeRay: %s", meta["namespace"], meta["name"], plan.adopted)
+            manifest["metadata"]["annotations"][ANNOTATION_ADOPTED_RAYJOB] = plan.adopted.annotation()
+        message = plan.refusal
         if message is None:
             return False
+        message = f"raypilot does not adopt this RayJob: {message}"
         if (obj.get("status") or {}).get("message") != message:
             status = validation_failed_status("RayJob", message, object_view(obj).generation, now_rfc3339())
             await asyncio.to_thread(self.kube.patch_status, obj, status_patch(obj.get("status"), status))
@@ -211,14 +222,11 @@ class Controller:
         """A RayService moved over from KubeRay: what KubeRay left (after `--cascade=orphan`) becomes this
         object's, and its first run starts from the cluster that serves (raypilot.adopt)."""
         meta = obj["metadata"]
-        owner = {
-            "apiVersion": obj["apiVersion"],
-            "kind": obj["kind"],
-            "name": meta["name"],
-            "uid": meta["uid"],
-        }
         plan = await asyncio.to_thread(
-            adopt_rayservice_leftovers, self.kube.api_client, parse_rayservice(manifest), owner
+            adopt_rayservice_leftovers,
+            self.kube.api_client,
+            parse_rayservice(manifest),
+            _owner_reference(obj),
         )
         if plan.cluster:
             log.info(
@@ -243,8 +251,9 @@ class Controller:
             await asyncio.sleep(self.status_interval)
 
     async def write_back_statuses(self) -> None:
-        """One tick: the phases of all running workflows in one list; for an object whose workflow's phase
-        changed since its status was last read, read it and write it when what it shows changed."""
+        """One tick: the phases (and RayJobs' jobStatus memos) of all running workflows in one list; for an
+        object whose workflow's phase changed since its status was last read, read it, and write it when a
+        printer column changed."""
         phases = await self.temporal.phases()
         for key, obj in list(self.objects.items()):
             view = object_view(obj)

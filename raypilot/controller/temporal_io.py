@@ -13,7 +13,7 @@ from raypilot.cli.common import latest_outcome, latest_run, with_worker_patience
 from raypilot.cli.control import delete_finished_runs
 from raypilot.controller.decide import MEMO_OBJECT_UID, RunView
 from workflows.decisions.rayjob.object import RunState
-from workflows.search_attributes import RAY_PHASE
+from workflows.search_attributes import MEMO_JOB_STATUS, RAY_PHASE
 
 CLOSED = "<closed>"
 
@@ -76,11 +76,13 @@ class ControllerTemporal:
         return None
 
     async def phases(self) -> dict[str, str]:
-        """workflow id -> RayPhase of every running RayJob/RayService workflow: one visibility list per tick,
-        so the controller asks a workflow for its status only when its phase changed."""
+        """workflow id -> RayPhase (and a RayJob's jobStatus memo) of every running RayJob/RayService
+        workflow: one visibility list per tick, so the controller asks a workflow for its status only when
+        what `kubectl get` shows may have changed."""
         phases: dict[str, str] = {}
         query = "ExecutionStatus = 'Running' AND WorkflowType IN ('RayJobWorkflow', 'RayServiceWorkflow')"
         async for execution in self.client.list_workflows(query):
-            phase = execution.typed_search_attributes.get(RAY_PHASE)
-            phases[execution.id] = phase or ""
+            phase = execution.typed_search_attributes.get(RAY_PHASE) or ""
+            job_status = (await execution.memo()).get(MEMO_JOB_STATUS)
+            phases[execution.id] = f"{phase}/{job_status}" if isinstance(job_status, str) else phase
         return phases

@@ -19,11 +19,13 @@ from raypilot.testing.rayjob_fake_jobs import activity_now, container_env, iso_s
 from raypilot.testing.rayjob_world_state import FakeWorldState
 from wire import names
 from wire.dashboard import (
+    DashboardTarget,
     JobInfoAnswer,
     RayJobKey,
     StopJobResult,
     SubmitJob,
     SubmitJobResult,
+    SubmittedJob,
     WaitRayJob,
 )
 from wire.kubernetes import (
@@ -233,6 +235,15 @@ class FakeActivities:
     async def get_job_info(self, key: RayJobKey) -> JobInfoAnswer:
         self._log(names.GET_JOB_INFO, key)
         return self.world.dashboard_answer(key.submission_id)
+
+    @activity.defn(name=names.LIST_SUBMITTED_JOBS)
+    async def list_submitted_jobs(self, target: DashboardTarget) -> list[SubmittedJob]:
+        self._log(names.LIST_SUBMITTED_JOBS, target)
+        listed = []
+        for submission_id, job in self.world.ray_jobs.items():
+            entrypoint, metadata = self.world.job_entrypoints.get(submission_id, ("", None))
+            listed.append(SubmittedJob(submission_id, entrypoint, metadata, job.status, job.start_ms))
+        return listed
 
     @activity.defn(name=names.STOP_JOB)
     async def stop_job(self, key: RayJobKey) -> StopJobResult:

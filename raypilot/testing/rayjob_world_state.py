@@ -57,6 +57,8 @@ class FakeWorldState:
     # What Temporal's visibility shows as the newest earlier run of the workflow id.
     earlier_run: EarlierRun | None = None
     submissions: int = 0
+    # The entrypoint and metadata the dashboard lists for a Ray job (by submission id; none: "" and none).
+    job_entrypoints: dict[str, tuple[str, dict[str, str] | None]] = field(default_factory=dict)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     # ---- driving the world ------------------------------------------------------------------------------

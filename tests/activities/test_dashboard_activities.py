@@ -152,6 +152,20 @@ async def test_job_lifecycle_through_the_api_server_proxy(
     assert head.token not in everything
 
 
+async def test_submitted_jobs_are_listed_with_their_entrypoint_and_metadata(
+    deps: ActivityDependencies, head: RayHead
+) -> None:
+    """What an adopted HTTPMode RayJob looks for KubeRay's submission in (through the proxy, token auth)."""
+    dashboard = DashboardActivities(deps)
+    job_id = f"adopted-{uuid.uuid4().hex[:6]}"
+    request = {"entrypoint": "echo listed", "submission_id": job_id, "metadata": {"team": "a"}}
+    await ActivityEnvironment().run(dashboard.submit_job, SubmitJob(head.target, request))
+    listed = await ActivityEnvironment().run(dashboard.list_submitted_jobs, head.target)
+    [mine] = [job for job in listed if job.submission_id == job_id]
+    assert (mine.entrypoint, mine.metadata) == ("echo listed", {"team": "a"})
+    assert mine.status in ("PENDING", "RUNNING", "SUCCEEDED")
+
+
 async def test_stop_a_running_job_then_it_reports_stopped(deps: ActivityDependencies, head: RayHead) -> None:
     dashboard = DashboardActivities(deps)
     job_id = f"sleepy-{uuid.uuid4().hex[:6]}"

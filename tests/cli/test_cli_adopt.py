@@ -1,5 +1,6 @@
-"""`raypilot adopt rayservice/NS/NAME -f FILE` without CRDs: KubeRay's leftovers of a RayService (after
-`--cascade=orphan`) are taken over and the workflow starts from the cluster that serves, creating none."""
+"""`raypilot adopt rayservice|rayjob/NS/NAME -f FILE` without CRDs: KubeRay's leftovers of a RayService (after
+`--cascade=orphan`) are taken over and the workflow starts from the cluster that serves, creating none; a
+RayJob's that cannot be continued are refused, by `adopt` and by a plain `apply`."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kubernetes import client as k8s
 
 from sandbox.testing import wait_until
 from tests.cli.conftest import CliStack
+from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import rayservice
 
 KUBERAY_MADE = {
@@ -68,19 +70,43 @@ async def test_adopt_keeps_the_serving_cluster_and_starts_the_workflow_from_it(
     assert (await cli_stack.run("delete", ref)).code == 0
 
 
-async def test_adopt_refuses_a_rayjob_saying_why_and_takes_only_its_own_manifest(
+async def test_a_rayjob_whose_submission_id_is_unknown_is_refused_by_adopt_and_by_a_plain_apply(
     cli_stack: CliStack, tmp_path: Path
 ) -> None:
-    manifest = tmp_path / "rayservice.yaml"
-    manifest.write_text(yaml.safe_dump(rayservice("default", "one", "v1")))
-    refused = await cli_stack.run("adopt", "rayjob/default/one", "-f", str(manifest))
+    """KubeRay's leftover RayCluster of a SidecarMode RayJob without spec.jobId: `adopt` says why it cannot
+    continue it (exit 2); a plain `apply` would run it a second time, so it refuses and points at `adopt`;
+    nothing is started. A manifest of another object is refused too."""
+    namespace, name = cli_stack.namespace(), "one"
+    kuberay = example("rayjob-sidecarmode", namespace, rename=name)
+    kuberay["spec"].pop("jobId", None)
+    leftover = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": f"{name}-abcde",
+            "labels": {
+                "ray.io/originated-from-cr-name": name,
+                "ray.io/originated-from-crd": "RayJob",
+                "app.kubernetes.io/created-by": "kuberay-operator",
+            },
+        },
+        "spec": kuberay["spec"]["rayClusterSpec"],
+    }
+    k8s.CustomObjectsApi(cli_stack.api_client).create_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", leftover
+    )
+    manifest = tmp_path / "rayjob.yaml"
+    manifest.write_text(yaml.safe_dump(kuberay))
+    ref = f"rayjob/{namespace}/{name}"
+    refused = await cli_stack.run("adopt", ref, "-f", str(manifest))
     assert refused.code == 2
-    assert refused.stderr.startswith("error: raypilot adopt: a RayJob cannot be adopted: ")
-    assert "does not record its Ray job's submission id" in refused.stderr
-    assert (
-        "kubectl delete rayclusters.ray.io,jobs.batch -n default "
-        "-l ray.io/originated-from-cr-name=one,ray.io/originated-from-crd=RayJob"
-    ) in refused.stderr
+    assert refused.stderr.startswith("error: raypilot adopt: in SidecarMode KubeRay's submitter")
+    assert "set spec.jobId to that id" in refused.stderr
+    applied = await cli_stack.run("apply", "-f", str(manifest))
+    assert applied.code == 2
+    assert f"KubeRay's RayCluster/{name}-abcde of this RayJob are still there" in applied.stderr
+    assert f"raypilot adopt {ref} -f FILE" in applied.stderr
+    assert [run async for run in cli_stack.client.list_workflows(f"WorkflowId = '{ref}'")] == []
     mismatch = await cli_stack.run("adopt", "rayservice/default/other", "-f", str(manifest))
     assert mismatch.code == 2
-    assert "is rayservice/default/one" in mismatch.stderr
+    assert f"is rayjob/{namespace}/{name}" in mismatch.stderr

@@ -99,7 +99,10 @@ SERVICE = {
             {**JOB_RUNNING, "jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete"},
             True,
         ),
-        ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "message": "a newer message"}, False),  # not a phase change
+        ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "message": "a newer message"}, False),  # not shown
+        ("RayJob", {**JOB_RUNNING, "jobStatus": "PENDING"}, JOB_RUNNING, True),  # within Running
+        ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "endTime": "2026-01-01T00:00:00Z"}, True),
+        ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "succeeded": 1, "reason": "AppFailed"}, False),
         (
             "RayService",
             SERVICE,
@@ -108,7 +111,9 @@ SERVICE = {
         ),
         ("RayService", SERVICE, {**SERVICE, "pendingServiceStatus": {"rayClusterName": "s-b"}}, True),
         ("RayService", SERVICE, {**SERVICE, "numServeEndpoints": 2}, True),
-        ("RayService", SERVICE, {**SERVICE, "conditions": [{"type": "Ready", "status": "False"}]}, True),
+        ("RayService", SERVICE, {**SERVICE, "serviceStatus": ""}, True),
+        # Conditions are not shown: the Ready condition shows as serviceStatus.
+        ("RayService", SERVICE, {**SERVICE, "conditions": [{"type": "Ready", "status": "False"}]}, False),
     ],
 )
 def test_should_write_status(

@@ -1,7 +1,9 @@
 """`raypilot controller` on the sandbox, driven through kubectl only: apply -> workflow -> status in `kubectl
 get`; delete -> finalizer -> the workflow's `delete` -> everything owned gone; a bad spec -> ValidationFailed
-and a Warning Event, nothing created; status writes on phase changes only (counted); a DeleteSelf rule
-deleting its object; KubeRay's leftovers of a RayService adopted under load (kept when the spec matches, then
+and a Warning Event, nothing created; status writes on changes of what `kubectl get` shows only (counted,
+JOB STATUS within Running included); a DeleteSelf rule deleting its object; KubeRay's leftovers of RayJobs
+adopted (a running Ray job continued through a controller restart, an ended one's deletion rule applied, no
+second run); KubeRay's leftovers of a RayService adopted under load (kept when the spec matches, then
 upgraded by a changed spec; upgraded at once when it does not); a changed spec applied by a controller
 started again mid-lifecycle, with no second run or cluster; the controller's role. A killed leader and two
 replicas: test_controller_process.py."""
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -88,6 +91,27 @@ async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
         api_client.close()
 
 
+def record_status_writes(controller: Controller) -> list[tuple[Any, ...]]:
+    """The (deployment status, job status, cluster, start, end) of every status write of the controller."""
+    written: list[tuple[Any, ...]] = []
+    patch_status = controller.kube.patch_status
+
+    def recorded(obj: dict[str, Any], patch: dict[str, Any]) -> None:
+        status = patch["status"]
+        columns = ("jobDeploymentStatus", "jobStatus", "rayClusterName", "startTime", "endTime")
+        written.append(tuple(status.get(column) for column in columns))
+        patch_status(obj, patch)
+
+    controller.kube.patch_status = recorded  # type: ignore[method-assign]
+    return written
+
+
+def rows(env: dict[str, str], namespace: str) -> list[tuple[str, str]]:
+    """(JOB STATUS, DEPLOYMENT STATUS) of each row `kubectl get rayjobs.raypilot.io` prints."""
+    table = kubectl(env, "get", "rayjobs.raypilot.io", "-n", namespace, "--no-headers")
+    return [(line.split()[1], line.split()[2]) for line in table.splitlines() if len(line.split()) > 2]
+
+
 def raypilot_rayjob(namespace: str, name: str, entrypoint: str, **spec: Any) -> str:
     manifest = example("rayjob-httpmode", namespace, rename=name, entrypoint=entrypoint, **spec)
     manifest["apiVersion"] = "raypilot.io/v1"  # the only change a KubeRay manifest needs
@@ -129,7 +153,12 @@ async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collec
 ) -> None:
     namespace = simulated_stack.namespace()
     async with running_controller(simulated_stack) as controller:
-        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "job", "sleep 1"))
+        written = record_status_writes(controller)
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "job", "sleep 3"))
+        # JOB STATUS changes within the Running phase, and kubectl shows it (the jobStatus memo).
+        await wait_until(
+            lambda: ("RUNNING", "Running") in rows(kube_env, namespace), within=30, what="RUNNING in Running"
+        )
         done = await wait_phase(kube_env, namespace, "job", "Complete")
         assert done["status"]["jobStatus"] == "SUCCEEDED"
         assert done["metadata"]["finalizers"] == ["raypilot.io/finalizer"]
@@ -147,10 +176,16 @@ async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collec
         events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
         subjects = {(e["involvedObject"].get("apiVersion"), e["involvedObject"].get("uid")) for e in events}
         assert subjects == {("raypilot.io/v1", done["metadata"]["uid"])}
-        # Status writes follow phases, not polls: a few for the whole life, none while nothing changes.
+        # Status writes follow what `kubectl get` shows, not polls: each write changes a printer column
+        # (Initializing, Running PENDING/RUNNING, Complete SUCCEEDED: at most 5 for the whole life, fewer
+        # when a change falls between two ticks), and none come while nothing changes.
         writes = controller.status_writes
-        print(f"status writes for the whole RayJob: {writes}")  # visible with -s
+        print(f"status writes for the whole RayJob: {written}")  # visible with -s
+        assert writes == len(written)
         assert 1 <= writes <= 5
+        assert all(before != after for before, after in itertools.pairwise(written))
+        assert ("Running", "RUNNING") in [columns[:2] for columns in written]
+        assert written[-1][:2] == ("Complete", "SUCCEEDED")
         await asyncio.sleep(STATUS_INTERVAL * 5)
         assert controller.status_writes == writes
         # Delete: the finalizer holds the object until the workflow deleted what it owns.
@@ -260,50 +295,115 @@ async def test_a_rayjob_with_a_delete_self_rule_deletes_its_object_through_the_f
         assert jobs == []
 
 
-async def test_a_rayjob_whose_kuberay_cluster_is_left_is_refused_until_it_is_gone(
+KUBERAY_MADE_RAYJOB = {
+    "metadata": {
+        "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
+        "annotations": {"raypilot.io/workflow-id": None, "raypilot.io/rayjob-uid": None},
+    }
+}
+
+
+async def kuberay_rayjob_leftovers(
+    stack: Stack, namespace: str, name: str, entrypoint: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What `kubectl delete rayjob.ray.io/NAME --cascade=orphan` leaves of a K8sJobMode RayJob whose Ray job
+    was submitted (its RayCluster, submitter Job and head Service, labelled by KubeRay, owned by nobody): its
+    ray.io manifest and the status KubeRay had. The Ray job goes on by itself."""
+    kuberay = example("rayjob-k8sjobmode", namespace, rename=name, entrypoint=entrypoint)
+    handle = await stack.start(kuberay)
+    status = await stack.wait_status(
+        handle,
+        lambda s: s.get("jobDeploymentStatus") == "Running" and s.get("jobStatus") in ("PENDING", "RUNNING"),
+        what="Ray job submitted",
+        within=60,
+    )
+    await handle.terminate("stands for KubeRay's operator")
+    cluster = status["rayClusterName"]
+    stack.custom.patch_namespaced_custom_object(
+        "ray.io", "v1", namespace, "rayclusters", cluster, KUBERAY_MADE_RAYJOB
+    )
+    stack.batch.patch_namespaced_job(name, namespace, KUBERAY_MADE_RAYJOB)
+    stack.core.patch_namespaced_service(f"{name}-head-svc", namespace, KUBERAY_MADE_RAYJOB)
+    return kuberay, status
+
+
+def as_raypilot_io(manifest: dict[str, Any], **spec: Any) -> str:
+    moved = {**manifest, "apiVersion": "raypilot.io/v1", "spec": {**manifest["spec"], **spec}}
+    return yaml.safe_dump(moved)
+
+
+def uid_of(env: dict[str, str], namespace: str, resource: str) -> str:
+    return str(json.loads(kubectl(env, "get", resource, "-n", namespace, "-o", "json"))["metadata"]["uid"])
+
+
+def submitter_succeeded(env: dict[str, str], namespace: str, name: str) -> bool:
+    job = json.loads(kubectl(env, "get", f"jobs/{name}", "-n", namespace, "-o", "json"))
+    return bool((job.get("status") or {}).get("succeeded"))
+
+
+async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued_with_no_second_run(
     simulated_stack: Stack, kube_env: dict[str, str]
 ) -> None:
-    """After `kubectl delete rayjob.ray.io/NAME --cascade=orphan` the RayJob applied as raypilot.io/v1 is not
-    adopted (raypilot.adopt.rayjob): ValidationFailed with the reason and one Warning Event, no run, no
-    cluster; once the leftover cluster is deleted the RayJob runs."""
-    namespace, name = simulated_stack.namespace(), "legacy"
-    kuberay = example("rayjob-httpmode", namespace, rename=name)
-    leftover = {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {
-            "name": f"{name}-abcde",
-            "labels": {
-                "ray.io/originated-from-cr-name": name,
-                "ray.io/originated-from-crd": "RayJob",
-                "app.kubernetes.io/created-by": "kuberay-operator",
-            },
-        },
-        "spec": kuberay["spec"]["rayClusterSpec"],
-    }
-    kubectl(kube_env, "apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump(leftover))
-    async with running_controller(simulated_stack) as controller:
-        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, name, "sleep 1"))
-        refused = await wait_phase(kube_env, namespace, name, "ValidationFailed", within=30)
-        message = refused["status"]["message"]
-        assert message.startswith("raypilot does not adopt a RayJob: ")
-        assert f"RayCluster {name}-abcde of rayjob {namespace}/{name} is still there" in message
-        # Looked at again while the leftover stays: said once, nothing started.
-        await wait_until(
-            lambda: controller.actions.count((("RayJob", namespace, name), Action.START_OR_APPLY)) >= 2,
+    """Two RayJobs KubeRay left at once: `running` (its Ray job still runs) is continued on the same cluster,
+    submitter Job and submission id to Complete, through a controller restarted mid-lifecycle, with one
+    adopting run and nothing created twice; `ended` (its Ray job ended while nobody watched) is found
+    ended, never submitted again, and its deletion rule applies (shutdownAfterJobFinishes: the cluster goes,
+    the submitter Job stays for its logs)."""
+    namespace = simulated_stack.namespace()
+    (running_kuberay, before), (ended_kuberay, ended_before) = await asyncio.gather(
+        kuberay_rayjob_leftovers(simulated_stack, namespace, "running", "sleep 6"),
+        kuberay_rayjob_leftovers(simulated_stack, namespace, "ended", "sleep 3"),
+    )
+    cluster = before["rayClusterName"]
+    uids = {r: uid_of(kube_env, namespace, r) for r in (f"rayclusters.ray.io/{cluster}", "jobs/running")}
+    ended_submitter = uid_of(kube_env, namespace, "jobs/ended")
+    await wait_until(
+        lambda: submitter_succeeded(kube_env, namespace, "ended"), within=30, what="`ended` ended"
+    )
+    async with running_controller(simulated_stack):
+        kubectl(kube_env, "apply", "-f", "-", stdin=as_raypilot_io(running_kuberay))
+        ended = as_raypilot_io(ended_kuberay, shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=0)
+        kubectl(kube_env, "apply", "-f", "-", stdin=ended)
+        await wait_until(  # adopted and started: its run's status is written back
+            lambda: (get_object(kube_env, namespace, "running") or {}).get("status", {}).get("jobId"),
             within=30,
-            what="a second look",
+            what="the adopting run's status",
         )
-        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
-        assert [e["reason"] for e in events if e["involvedObject"]["name"] == name] == ["AdoptionRefused"]
-        assert await runs_of(simulated_stack, f"rayjob/{namespace}/{name}") == []
-        assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [f"{name}-abcde"]
-        kubectl(kube_env, "delete", "rayclusters.ray.io", f"{name}-abcde", "-n", namespace)
-        done = await wait_phase(kube_env, namespace, name, "Complete", within=60)
-        assert "does not adopt" not in done["status"].get("message", "")
-        await asyncio.to_thread(
-            kubectl, kube_env, "delete", f"rayjobs.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+        running = get_object(kube_env, namespace, "running")
+        assert running is not None
+        assert (running["status"]["rayClusterName"], running["status"]["jobId"]) == (cluster, before["jobId"])
+    # The controller is gone mid-lifecycle; a new one takes over the adopted objects.
+    async with running_controller(simulated_stack) as controller:
+        done = await wait_phase(kube_env, namespace, "ended", "Complete", within=60)
+        assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", ended_before["jobId"])
+        await wait_until(
+            lambda: [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [cluster],
+            within=30,
+            what="the ended RayJob's cluster deleted by its rule",
         )
+        assert uid_of(kube_env, namespace, "jobs/ended") == ended_submitter
+        done = await wait_phase(kube_env, namespace, "running", "Complete", within=60)
+        assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", before["jobId"])
+        assert all(a != Action.START_OR_APPLY for k, a in controller.actions if k[2] == "running")
+        runs = await runs_of(simulated_stack, f"rayjob/{namespace}/running")
+        assert [run.status for run in runs] == [
+            WorkflowExecutionStatus.COMPLETED,  # the adopting run
+            WorkflowExecutionStatus.TERMINATED,  # the stand-in for KubeRay
+        ]
+        assert [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [cluster]
+        assert {r: uid_of(kube_env, namespace, r) for r in uids} == uids
+        obj = get_object(kube_env, namespace, "running")
+        assert obj is not None
+        adopted = json.loads(
+            kubectl(kube_env, "get", "rayclusters.ray.io", cluster, "-n", namespace, "-o", "json")
+        )["metadata"]
+        assert adopted["ownerReferences"][0]["uid"] == obj["metadata"]["uid"]
+        assert adopted["annotations"]["raypilot.io/workflow-id"] == f"rayjob/{namespace}/running"
+        for name in ("running", "ended"):
+            await asyncio.to_thread(
+                kubectl, kube_env, "delete", f"rayjobs.raypilot.io/{name}", "-n", namespace, "--timeout=60s"
+            )
+        await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="collected")
 
 
 async def kuberay_leftovers(stack: Stack, namespace: str, name: str) -> tuple[dict[str, Any], str, str]:

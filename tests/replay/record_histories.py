@@ -48,6 +48,7 @@ from raypilot.testing.worker import running_worker
 from tests.workflows.fakes_drain import DrainingWorld
 from tests.workflows.fakes_gates import FAILING, HEALTHY, GatedWorld
 from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
+from tests.workflows.test_rayjob_frontdoor import adopted_manifest, kuberay_world
 from wire.kubernetes import EarlierRun
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -481,6 +482,16 @@ async def rayservice_drain_closes_connections(env: WorkflowEnvironment) -> Handl
     return await rayservice_drained_deletion(env)
 
 
+async def rayjob_adopted_from_kuberay(env: WorkflowEnvironment) -> Handle:
+    """Issue 17's patches: a raypilot.io RayJob adopted from KubeRay (patch rayjob-adoption) continues its
+    running Ray job on KubeRay's cluster and publishes its jobStatus in its memo (rayjob-job-status-memo)."""
+    world = kuberay_world()
+    async with running_worker(env.client, activities=world.activities()) as queue:
+        handle = await start(env.client, adopted_manifest(), queue)
+        await handle.result()
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -492,6 +503,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_retry_policy,
         rayjob_admission_queue,
         rayjob_observer_http,
+        rayjob_adopted_from_kuberay,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         raycronjob_tick,

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.events import RayJobEvent
     from workflows.decisions.rayjob.retry import settle_transition
     from workflows.decisions.rayjob.status import Transition, apply_transition
-    from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
+    from workflows.search_attributes import MEMO_JOB_STATUS, RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 from workflows.kit.calls import IO, call
 from workflows.kit.metrics import RayJobMetrics
@@ -126,7 +126,8 @@ class RayJobCore:
 
     def publish(self) -> None:
         """RayPhase on a phase change only (each upsert is billable; the first one also sets RayKind,
-        RayNamespace and RayName when the starter did not); the current details on every change."""
+        RayNamespace and RayName when the starter did not); for a raypilot.io object the jobStatus memo on
+        its change (what `kubectl get` shows changes within a phase); the current details on every change."""
         phase = self.status.job_deployment_status.value
         if phase and phase != self.state.published_phase:
             updates = [RAY_PHASE.value_set(phase)]
@@ -136,6 +137,10 @@ class RayJobCore:
                 updates += [key.value_set(value) for key, value in identity if present.get(key) is None]
             workflow.upsert_search_attributes(updates)
             self.state.published_phase = phase
+        job_status = self.status.job_status.value
+        if self.state.publishes_job_status and job_status != self.state.published_job_status:
+            workflow.upsert_memo({MEMO_JOB_STATUS: job_status})
+            self.state.published_job_status = job_status
         workflow.set_current_details(phase_details(self.status))
 
     # ---- Kubernetes objects -------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
     from wire.views import job_view
+    from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts, kuberay_submission
     from workflows.decisions.rayjob.cluster import (
         DashboardPortNotFound,
         cluster_head_service_name,
@@ -61,9 +62,29 @@ class InitializingSteps(RayJobPart):
         self.admission = AdmissionSteps(core)
 
     def new_step(self) -> None:
-        """New -> Initializing: this attempt's job id, cluster name and startTime."""
-        self.core.state.attempt = AttemptState()
-        self.core.set_status(start_attempt(self.core.job, workflow.now(), workflow.random()))
+        """New -> Initializing: this attempt's job id, cluster name and startTime (an adopted RayJob's first
+        attempt: those KubeRay left, and what exists already is neither created nor submitted again)."""
+        self.core.state.attempt = attempt = AttemptState()
+        adopted, self.core.state.adoption = self.core.state.adoption, None
+        if adopted is None:
+            self.core.set_status(start_attempt(self.core.job, workflow.now(), workflow.random()))
+            return
+        self.core.set_status(adopted_attempt(self.core.job, adopted, workflow.now(), workflow.random()))
+        parts = adopted_parts(self.core.job, adopted)
+        if parts.cluster and self.core.uses_own_cluster():
+            attempt.cluster_spec = self.core.job.spec.ray_cluster_spec
+            attempt.cluster_created = True
+        attempt.head_service_created = parts.head_service
+        attempt.submitter_created = parts.submitter
+        attempt.submitted = parts.submitted
+        attempt.finds_submission = parts.lookup
+        workflow.logger.info(
+            "RayJob %s/%s: adopted from KubeRay (RayCluster %s, Ray job %s)",
+            self.core.namespace,
+            self.core.name,
+            self.core.status.ray_cluster_name,
+            self.core.status.job_id or "not submitted yet",
+        )
 
     async def initializing_step(self) -> None:
         check = state_check_transition(self.core.job, workflow.now(), self.core.config)
@@ -78,6 +99,8 @@ class InitializingSteps(RayJobPart):
             if cluster is None:
                 return
             self.core.update_status(dashboard_url=await self._dashboard_url(cluster))
+        if attempt.finds_submission:
+            await self._find_kuberay_submission()
         if not await self.admission.wait_for_slot():
             return
         next_state = transition_when_cluster_ready(self.core.job)
@@ -189,6 +212,24 @@ class InitializingSteps(RayJobPart):
             return dashboard_url_from_head_service(service, self.core.config.cluster_domain)
         except DashboardPortNotFound as error:
             raise StepFailed(str(error)) from None
+
+    async def _find_kuberay_submission(self) -> None:
+        """An HTTPMode RayJob adopted from KubeRay: the Ray job KubeRay submitted, found on the dashboard by
+        KubeRay's rules, is the one this attempt follows (never submitted again); none found: KubeRay had
+        submitted nothing, and the attempt submits under its own id as usual."""
+        jobs = await call(stubs.list_submitted_jobs, self.core.dashboard(), IO.STEP)
+        found = kuberay_submission(self.core.job, jobs)
+        attempt = self.core.state.attempt
+        attempt.finds_submission = False
+        if found:
+            self.core.update_status(job_id=found)
+            attempt.submitted = True
+        workflow.logger.info(
+            "RayJob %s/%s: KubeRay's Ray job on the dashboard: %s",
+            self.core.namespace,
+            self.core.name,
+            found or "none (nothing was submitted)",
+        )
 
     # ---- K8sJobMode submitter ---------------------------------------------------------------------------
 

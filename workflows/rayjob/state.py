@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.raycluster import RayClusterSpec
     from models.rayjob import RayJob
+    from models.source import AdoptedRayJob
     from wire.dashboard import JobInfoAnswer
     from wire.observer import ObservedJob
     from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
@@ -63,6 +64,8 @@ class AttemptState:
     # attempt asked its admission workflow for a slot.
     admission_limit: int | None = None
     enqueued: bool = False
+    # Adopted in HTTPMode (patch rayjob-adoption): KubeRay's submission is looked up on the dashboard first.
+    finds_submission: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,9 @@ class RayJobState:
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
     published_phase: str | None = None
+    # For a raypilot.io object (patch rayjob-job-status-memo): jobStatus goes to the memo on each change.
+    publishes_job_status: bool = False
+    published_job_status: str = ""
     # No silent leaks (patch rayjob-leftover-warning): whether this run reports a RayCluster its deletion
     # policy leaves behind, and whether it has done so.
     reports_leftovers: bool = False
@@ -122,6 +128,8 @@ class RayJobState:
     queues: bool = False
     holds_admission: bool = False
     queue_position: int | None = None
+    # Adopted from KubeRay (patch rayjob-adoption): what the first attempt continues from; consumed by it.
+    adoption: AdoptedRayJob | None = None
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes

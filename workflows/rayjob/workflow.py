@@ -28,6 +28,12 @@ with workflow.unsafe.imports_passed_through():
     from models.manifest import ManifestError, parse_rayjob
     from models.meta import ObjectMeta
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
+    from models.source import (
+        ANNOTATION_ADOPTED_RAYJOB,
+        RAYPILOT_API_VERSION,
+        adopted_rayjob,
+        object_api_version,
+    )
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
     from wire.admission import ADMISSION_SIGNAL
@@ -63,6 +69,12 @@ EARLIER_RUN_PATCH = "rayjob-earlier-run-check"
 # says so, instead of a polling wait activity; and an overdue deadline judged on the Ray job's state takes one
 # fresh look at the job first.
 JOB_OBSERVER_PATCH = "rayjob-job-observer"
+# A RayJob adopted from KubeRay (`raypilot.io/adopted-rayjob` on the manifest) continues on what KubeRay left.
+# Asked only for such a manifest, which no run before the patch had, so every other history is unchanged.
+ADOPTION_PATCH = "rayjob-adoption"
+# A run that stands for a raypilot.io object publishes its jobStatus in its memo on each change, for the
+# controller's status write-back. Asked only for such a manifest: the histories of other runs are unchanged.
+JOB_STATUS_MEMO_PATCH = "rayjob-job-status-memo"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -119,6 +131,12 @@ class RayJobWorkflow:
         follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
         self.core.state.queues = workflow.patched(ADMISSION_PATCH)
         job_observer = workflow.patched(JOB_OBSERVER_PATCH)
+        annotations = self.core.job.metadata.annotations
+        if ANNOTATION_ADOPTED_RAYJOB in annotations and workflow.patched(ADOPTION_PATCH):
+            self.core.state.adoption = adopted_rayjob(annotations)
+        self.core.state.publishes_job_status = object_api_version(
+            annotations
+        ) == RAYPILOT_API_VERSION and workflow.patched(JOB_STATUS_MEMO_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         self.core.state.observes = job_observer and self.core.state.config.job_observer
         self.core.state.fresh_look_before_judging = job_observer
