@@ -192,3 +192,29 @@ def finished_watches(sent: Mapping[str, JobInfoAnswer]) -> list[str]:
 def is_newer_view(held: tuple[int, int, int] | None, incoming: tuple[int, int, int]) -> bool:
     """Whether a view of `incoming` version replaces the one held (versions compare in order)."""
     return held is None or tuple(incoming) > tuple(held)
+
+
+# How far a found Ray job has got: its status only ever moves forward (PENDING -> RUNNING -> terminal).
+_PROGRESS: Final = {"PENDING": 1, "RUNNING": 2, "STOPPED": 3, "SUCCEEDED": 3, "FAILED": 3}
+
+
+def _progress(answer: JobInfoAnswer) -> int | None:
+    return _PROGRESS.get(answer.status, 0) if answer.outcome == "found" else None
+
+
+def takes_observed_view(answer: JobInfoAnswer, view: JobInfoAnswer, *, newer: bool) -> bool:
+    """Whether the observer's `view` of the job replaces the `answer` a RayJob holds, which may come from a
+    direct look (`get_job_info`) fresher than the views held. `newer`: the view's version is newer than every
+    view the answer already accounts for (delivered after the answer was taken).
+
+    A newer view is news unless it moves a found job back (a Ray job's status never does: such a view was
+    listed before the answer was looked at). A view that is not newer (held while a direct look answered)
+    counts only when it moves the job forward: a later status, or the job found where the look failed or
+    did not find it. So a view listed before the job was submitted (not_found) or while it ran never
+    overrides a look that saw it running or ended."""
+    if view.key() == answer.key():
+        return False
+    held, seen = _progress(answer), _progress(view)
+    if newer:
+        return not (held is not None and seen is not None and seen < held)
+    return seen is not None and (held is None or seen > held)

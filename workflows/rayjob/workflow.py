@@ -63,6 +63,10 @@ EARLIER_RUN_PATCH = "rayjob-earlier-run-check"
 # says so, instead of a polling wait activity; and an overdue deadline judged on the Ray job's state takes one
 # fresh look at the job first.
 JOB_OBSERVER_PATCH = "rayjob-job-observer"
+# An observed view replaces the job's answer only if it is newer than what that answer accounts for: a view
+# held while a direct look answered never overrides the look (a stale not_found failed a finished K8sJobMode
+# RayJob whose submitter was done).
+ORDERED_JOB_VIEWS_PATCH = "rayjob-ordered-job-views"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -119,6 +123,7 @@ class RayJobWorkflow:
         follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
         self.core.state.queues = workflow.patched(ADMISSION_PATCH)
         job_observer = workflow.patched(JOB_OBSERVER_PATCH)
+        self.core.state.orders_job_views = workflow.patched(ORDERED_JOB_VIEWS_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         self.core.state.observes = job_observer and self.core.state.config.job_observer
         self.core.state.fresh_look_before_judging = job_observer
