@@ -3,7 +3,7 @@ activity per namespace that lists the jobs of each watched dashboard once per ti
 watching RayJob workflow on a change.
 
 Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
-(no history), one signal per job per change, a heartbeat at most once a minute. A retried attempt (a lost
+(no history), one signal per job per change, a heartbeat every two minutes. A retried attempt (a lost
 worker) starts with nothing sent, so its first list sends every watched job's view once: no change is lost,
 and workflows drop the views they have already.
 """
@@ -56,9 +56,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# One heartbeat a minute: each that reaches the server is a billable action, and the observer serves every
-# job of its cluster (the heartbeat timeout of IO.OBSERVE is three of these).
-OBSERVER_HEARTBEAT_SECONDS: Final = 60.0
+# One heartbeat every two minutes: each that reaches the server is a billable action (P4b counts them), and
+# the heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced sooner than that: a
+# starting worker restarts the observers (`restart_observers`).
+OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 # Signals to many workflows at once, but not thousands of RPCs in flight after a relist.
 SIGNALS_IN_FLIGHT: Final = 50
 LISTS_IN_FLIGHT: Final = 50

@@ -24,8 +24,8 @@ implementation. The table below is the only place timeouts and retries are chose
   the run continues as new or completes (a run must not close with an unconfirmed cancellation), and
   `NotFoundError` (a worker that does not run that wait activity) is not retried: the workflow falls back.
 - OBSERVE: the cluster observer's one long-lived activity (workflows/observer): an hour per attempt,
-  retried without limit; it heartbeats once a minute (each heartbeat is billable and it serves a whole
-  cluster), so a lost worker is noticed within three minutes.
+  retried without limit; it heartbeats every two minutes (each heartbeat is billable; P4b), so a lost worker
+  is noticed within six minutes when no worker starts: a starting worker restarts the observers at once.
 - RANKS_READ: reading Serve replica ranks runs a short Ray job (a driver start: seconds); a few tries, then
   the status goes without ranks.
 """
@@ -125,7 +125,7 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
     IO.OBSERVE: CallPolicy(
         local=False,
         start_to_close=_WAIT_ATTEMPT,
-        heartbeat=timedelta(minutes=3),
+        heartbeat=timedelta(minutes=6),
         retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
     ),
     IO.RANKS_READ: CallPolicy(
