@@ -3,7 +3,7 @@ activity per namespace that lists the jobs of each watched dashboard once per ti
 watching RayJob workflow on a change.
 
 Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
-(no history), one signal per job per change, a heartbeat at most once a minute. A retried attempt (a lost
+(no history), one signal per job per change, a heartbeat every two minutes. A retried attempt (a lost
 worker) starts with nothing sent, so its first list sends every watched job's view once: no change is lost,
 and workflows drop the views they have already.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from typing import TYPE_CHECKING, Any, Final
 
@@ -33,6 +34,7 @@ from wire.observer import (
     UNWATCH_SIGNAL,
     WATCH_SIGNAL,
     WATCHES_QUERY,
+    WORKER_STARTED_SIGNAL,
     Delivery,
     JobWatch,
     Listing,
@@ -43,6 +45,9 @@ from wire.observer import (
     dashboards_to_list,
     deliveries,
     finished_watches,
+    is_replaced,
+    observer_shard,
+    observer_shards_from_env,
     observer_workflow_id,
 )
 
@@ -51,18 +56,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# One heartbeat a minute: each that reaches the server is a billable action, and the observer serves every
-# job of its cluster (the heartbeat timeout of IO.OBSERVE is three of these).
-OBSERVER_HEARTBEAT_SECONDS: Final = 60.0
+# One heartbeat every two minutes: each that reaches the server is a billable action (P4b counts them), and
+# the heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced sooner than that: a
+# starting worker restarts the observers (`restart_observers`).
+OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 # Signals to many workflows at once, but not thousands of RPCs in flight after a relist.
 SIGNALS_IN_FLIGHT: Final = 50
 LISTS_IN_FLIGHT: Final = 50
 
 
 class ObserverActivities:
-    def __init__(self, dependencies: ActivityDependencies) -> None:
+    def __init__(self, dependencies: ActivityDependencies, shards: int | None = None) -> None:
         self.dependencies = dependencies
-
+        # How many observers share a namespace's clusters (RAYPILOT_OBSERVER_SHARDS, read once).
+        self.shards = shards if shards is not None else observer_shards_from_env(os.environ)
 
     @activity.defn(name=names.WATCH_RAY_JOB)
     async def watch_job(self, request: JobWatch) -> bool:
@@ -73,10 +80,11 @@ class ObserverActivities:
         if client is None:
             return False
         task_queue = activity.info().task_queue
+        shard = observer_shard(request.target.head_service, self.shards)
         await client.start_workflow(
             OBSERVER_WORKFLOW,
             request.target.namespace,
-            id=observer_workflow_id(task_queue, request.target.namespace),
+            id=observer_workflow_id(task_queue, request.target.namespace, shard),
             task_queue=task_queue,
             start_signal=WATCH_SIGNAL,
             start_signal_args=[request],
@@ -102,6 +110,10 @@ class ObserverActivities:
             changes: WatchChanges = await observer.query(
                 WATCHES_QUERY, known_version, result_type=WatchChanges
             )
+            if is_replaced(changes, request.epoch_ms):
+                # A new worker asked for a new activity: this one may be a lost attempt that still runs.
+                log.info("observer %s: replaced by a newer activity, stopping", request.observer_id)
+                return
             if changes.version != known_version:
                 watches = apply_watch_changes(watches, changes)
                 known_version = changes.version
@@ -168,6 +180,25 @@ class ObserverActivities:
             watches.pop(key, None)
             with contextlib.suppress(RPCError):
                 await observer.signal(UNWATCH_SIGNAL, key)
+
+
+async def restart_observers(client: Client, task_queue: str, identity: str) -> int:
+    """Tells every running observer of `task_queue` that a worker started (`worker-started`): each restarts
+    its activity, which a killed worker may have held (found otherwise only when its heartbeat times out,
+    minutes later). Called once when a worker starts; returns how many observers were told. Best effort: a
+    server without visibility, or an observer that just ended, is skipped."""
+    query = (
+        f"WorkflowType = '{OBSERVER_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
+    )
+    told = 0
+    try:
+        async for execution in client.list_workflows(query):
+            with contextlib.suppress(RPCError):
+                await client.get_workflow_handle(execution.id).signal(WORKER_STARTED_SIGNAL, identity)
+                told += 1
+    except RPCError as error:
+        log.warning("could not list the job observers of %s: %s", task_queue, error)
+    return told
 
 
 async def list_jobs(dashboard: DashboardClient) -> Listing:

@@ -11,6 +11,7 @@ extrapolated to N.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import uuid
 from collections import Counter
@@ -21,6 +22,7 @@ from temporalio.service import RPCError
 
 from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, ratio
 from bench.jobs_support import (
+    SHARED_CLUSTER,
     SharedCluster,
     sample_process,
     selector_rayjob,
@@ -31,7 +33,14 @@ from bench.jobs_support import (
     worker_process,
 )
 from bench.suite import BenchContext
-from wire.observer import WATCHES_QUERY, WatchChanges, observer_workflow_id
+from models.naming import head_service_name
+from wire.observer import (
+    WATCHES_QUERY,
+    WatchChanges,
+    observer_shard,
+    observer_shards_from_env,
+    observer_workflow_id,
+)
 
 RSS_TARGET_BYTES = int(1.5 * 2**30)
 # An observer that lists a cluster's jobs once a second stays within this whatever N is.
@@ -52,8 +61,9 @@ class ScalePoint:
 
 
 async def observer_watches(context: BenchContext, task_queue: str, namespace: str) -> int:
-    """How many Ray jobs the namespace's observer watches (0 without an observer)."""
-    handle = context.client.get_workflow_handle(observer_workflow_id(task_queue, namespace))
+    """How many Ray jobs the shared cluster's observer watches (0 without an observer)."""
+    shard = observer_shard(head_service_name(SHARED_CLUSTER), observer_shards_from_env(os.environ))
+    handle = context.client.get_workflow_handle(observer_workflow_id(task_queue, namespace, shard))
     try:
         book = await handle.query(WATCHES_QUERY, 0, result_type=WatchChanges)
     except (RPCError, WorkflowQueryFailedError):

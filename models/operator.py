@@ -34,9 +34,9 @@ class OperatorConfig(BaseModel):
     # RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS
     job_status_check_timeout_seconds: int = DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS
     cluster_domain: str = DEFAULT_CLUSTER_DOMAIN
-    # RAYPILOT_JOB_OBSERVER (raypilot): "true" makes RayJobs wait on their namespace's observer instead of one
-    # polling wait activity each (opt-in for now). False here also means a configuration recorded before this
-    # field existed decodes as the runs that recorded it worked.
+    # RAYPILOT_JOB_OBSERVER (raypilot): RayJobs wait on their namespace's observer instead of one polling wait
+    # activity each, unless it is "false". False here (not the environment's default) means a configuration
+    # recorded before this field existed decodes as the runs that recorded it worked.
     job_observer: bool = False
 
 
@@ -55,7 +55,7 @@ def operator_config_from_env(env: Mapping[str, str]) -> OperatorConfig:
             env.get("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS"), DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS
         ),
         cluster_domain=env.get("CLUSTER_DOMAIN", "").strip() or DEFAULT_CLUSTER_DOMAIN,
-        job_observer=env.get(JOB_OBSERVER_ENV, "").strip().lower() == "true",
+        job_observer=env.get(JOB_OBSERVER_ENV, "").strip().lower() != "false",
     )
 
 

@@ -17,6 +17,7 @@ from datetime import timedelta
 from temporalio.worker import Worker
 
 from activities.metrics import ActivityErrorMetrics
+from activities.observer import restart_observers
 from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
 from models.operator import operator_config_from_env
 from raypilot.logs import configure_logging
@@ -24,6 +25,7 @@ from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from raypilot.tracing import shutdown_tracing, worker_interceptors
+from wire.observer import observer_shards_from_env
 from workflows.registry import WORKFLOWS
 
 log = logging.getLogger("raypilot.worker")
@@ -67,6 +69,10 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                     settings.namespace,
                     settings.task_queue,
                 )
+                # The job observers' activities move to the workers there are now (a killed worker's would
+                # otherwise wait for its heartbeat timeout).
+                told = await restart_observers(client, settings.task_queue, client.identity)
+                log.info("job observers told of this worker: %d", told)
                 await stop.wait()
                 log.info("shutting down")
         finally:
@@ -91,6 +97,7 @@ def main() -> int:
         # Fail at start, not in every workflow or activity, when a setting has a typo.
         operator_config_from_env(os.environ)
         dashboard_access_from_env(os.environ)
+        observer_shards_from_env(os.environ)
     except (SettingsError, ValueError) as err:
         log.error("%s", err)
         return 2

@@ -14,6 +14,7 @@ submitter command.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -26,13 +27,53 @@ UNWATCH_SIGNAL: Final = "unwatch"
 WATCHES_QUERY: Final = "watches"
 # The signal a RayJob workflow receives with the newest view of its Ray job.
 OBSERVED_SIGNAL: Final = "observed"
+# A worker of the task queue started (e.g. after one was killed): the observer restarts its activity now, as
+# a lost attempt would be noticed only when its heartbeat times out (minutes).
+WORKER_STARTED_SIGNAL: Final = "worker-started"
 OBSERVER_ID_PREFIX: Final = "raypilot-observer"
 
 
-def observer_workflow_id(task_queue: str, namespace: str) -> str:
-    """The fixed id of the observer of one namespace's dashboards, per raypilot deployment (its task queue:
-    the workers that run the observer are those that run the RayJobs)."""
-    return f"{OBSERVER_ID_PREFIX}/{task_queue}/{namespace}"
+# Observers per namespace (RAYPILOT_OBSERVER_SHARDS): registrations of many clusters at once are spread over
+# this many workflows instead of queueing on one workflow's signal rate.
+OBSERVER_SHARDS_ENV: Final = "RAYPILOT_OBSERVER_SHARDS"
+DEFAULT_OBSERVER_SHARDS: Final = 4
+MAX_OBSERVER_SHARDS: Final = 256
+
+
+def observer_workflow_id(task_queue: str, namespace: str, shard: int = 0) -> str:
+    """The fixed id of one observer of a namespace's dashboards, per raypilot deployment (its task queue:
+    the workers that run the observer are those that run the RayJobs):
+    `raypilot-observer/<task queue>/<namespace>` for shard 0 (the id before sharding, so its observers carry
+    on), `raypilot-observer/<task queue>/<namespace>/<shard>` for the others."""
+    base = f"{OBSERVER_ID_PREFIX}/{task_queue}/{namespace}"
+    return base if shard == 0 else f"{base}/{shard}"
+
+
+def observer_shard(head_service: str, shards: int) -> int:
+    """Which of a namespace's `shards` observers watches the cluster of `head_service`: a stable hash (the
+    same on every worker and every run, unlike Python's `hash`), so a cluster belongs to exactly one
+    observer and is listed once per tick."""
+    if shards <= 1:
+        return 0
+    return zlib.crc32(head_service.encode()) % shards
+
+
+def observer_shards_from_env(env: Mapping[str, str]) -> int:
+    """RAYPILOT_OBSERVER_SHARDS: a whole number from 1 to 256 (default 4). Every worker of a task queue must
+    say the same: a worker with another number registers a cluster's jobs with another observer, and the
+    cluster is then listed by two (correct, one list more per tick)."""
+    text = env.get(OBSERVER_SHARDS_ENV, "").strip()
+    if not text:
+        return DEFAULT_OBSERVER_SHARDS
+    try:
+        shards = int(text)
+    except ValueError:
+        shards = 0
+    if not 1 <= shards <= MAX_OBSERVER_SHARDS:
+        raise ValueError(
+            f"{OBSERVER_SHARDS_ENV}={text!r}: want a whole number from 1 to {MAX_OBSERVER_SHARDS}"
+        )
+    return shards
 
 
 def watch_key(target: DashboardTarget, submission_id: str) -> str:
@@ -80,6 +121,9 @@ class WatchChanges:
     added: dict[str, JobWatch] = field(default_factory=dict)  # by watch_key
     removed: list[str] = field(default_factory=list)
     full: bool = False
+    # The epoch of the observer's current activity (0: not said): an activity of another epoch was replaced
+    # and stops, so that a lost attempt still running neither signals nor unwatches any more.
+    epoch_ms: int = 0
 
 
 @dataclass
@@ -189,6 +233,43 @@ def finished_watches(sent: Mapping[str, JobInfoAnswer]) -> list[str]:
     return [key for key, answer in sent.items() if answer.terminal]
 
 
+def is_replaced(changes: WatchChanges, epoch_ms: int) -> bool:
+    """Whether the observer activity of `epoch_ms` was replaced by another (it then stops)."""
+    return changes.epoch_ms not in (0, epoch_ms)
+
+
+def next_epoch_ms(now_ms: int, previous_ms: int) -> int:
+    """The epoch of a new observer activity: now, but always after the previous one's (two activities
+    started within one workflow task would otherwise share it, and their views could not be ordered)."""
+    return max(now_ms, previous_ms + 1)
+
+
 def is_newer_view(held: tuple[int, int, int] | None, incoming: tuple[int, int, int]) -> bool:
     """Whether a view of `incoming` version replaces the one held (versions compare in order)."""
     return held is None or tuple(incoming) > tuple(held)
+
+
+# How far a found Ray job has got: its status only ever moves forward (PENDING -> RUNNING -> terminal).
+_PROGRESS: Final = {"PENDING": 1, "RUNNING": 2, "STOPPED": 3, "SUCCEEDED": 3, "FAILED": 3}
+
+
+def _progress(answer: JobInfoAnswer) -> int | None:
+    return _PROGRESS.get(answer.status, 0) if answer.outcome == "found" else None
+
+
+def takes_observed_view(answer: JobInfoAnswer, view: JobInfoAnswer, *, newer: bool) -> bool:
+    """Whether the observer's `view` of the job replaces the `answer` a RayJob holds, which may come from a
+    direct look (`get_job_info`) fresher than the views held. `newer`: the view's version is newer than every
+    view the answer already accounts for (delivered after the answer was taken).
+
+    A newer view is news unless it moves a found job back (a Ray job's status never does: such a view was
+    listed before the answer was looked at). A view that is not newer (held while a direct look answered)
+    counts only when it moves the job forward: a later status, or the job found where the look failed or
+    did not find it. So a view listed before the job was submitted (not_found) or while it ran never
+    overrides a look that saw it running or ended."""
+    if view.key() == answer.key():
+        return False
+    held, seen = _progress(answer), _progress(view)
+    if newer:
+        return not (held is not None and seen is not None and seen < held)
+    return seen is not None and (held is None or seen > held)

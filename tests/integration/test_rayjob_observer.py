@@ -18,11 +18,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from bench.jobs_support import SHARED_CLUSTER, selector_rayjob
+from models.naming import head_service_name
 from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.testing import raycluster_manifest, wait_until
 from tests.integration.rayjob_support import create_raycluster
 from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
-from wire.observer import OBSERVER_WORKFLOW, observer_workflow_id
+from wire.observer import DEFAULT_OBSERVER_SHARDS, OBSERVER_WORKFLOW, observer_shard, observer_workflow_id
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
 
@@ -85,7 +86,8 @@ async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client:
         results = await asyncio.gather(*(handle.result() for handle in handles))
         elapsed = time.monotonic() - started
         requests = Counter(dashboard.requests) - before
-        observer_id = observer_workflow_id(task_queue, namespace)
+        shard = observer_shard(head_service_name(SHARED_CLUSTER), DEFAULT_OBSERVER_SHARDS)
+        observer_id = observer_workflow_id(task_queue, namespace, shard)
         kinds = Counter(event.event_type for event in (await handles[0].fetch_history()).events)
         observers = [
             execution

@@ -81,6 +81,22 @@ async def rayjob_observer_http(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayjob_observer_k8s_ordered(env: WorkflowEnvironment) -> Handle:
+    """The observer's path with ordered job views (patch rayjob-ordered-job-views): a K8sJobMode RayJob
+    learns its Ray job's status from `observed` signals and its submitter's end from the submitter wait
+    (then one direct look, which later views are ordered against)."""
+    world = FakeWorld(config=OperatorConfig(job_observer=True))
+    observer = FakeObserver(world, env.client)
+    try:
+        with env.auto_time_skipping_disabled():
+            async with running_worker(env.client, activities=observer.activities()) as queue:
+                handle = await start(env.client, rayjob_manifest(name="ordered", mode="K8sJobMode"), queue)
+                await handle.result()
+    finally:
+        await observer.stop()
+    return handle
+
+
 async def rayjob_k8s_deletion_rules(env: WorkflowEnvironment) -> Handle:
     """K8sJobMode happy path; staged deletionRules: workers at once, the cluster after 30 s, the RayJob
     after 60 s."""
@@ -504,6 +520,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_admission_queue,
         rayjob_observer_http,
         rayjob_adopted_from_kuberay,
+        rayjob_observer_k8s_ordered,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         raycronjob_tick,

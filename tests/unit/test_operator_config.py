@@ -7,10 +7,14 @@ from models.operator import OperatorConfig, operator_config_from_env
 
 def test_empty_environment_gives_kuberay_defaults() -> None:
     config = operator_config_from_env({})
-    # The one raypilot setting: the job observer is off unless RAYPILOT_JOB_OBSERVER=true (opt-in for now).
-    assert config == OperatorConfig(job_observer=False)
+    # The one raypilot setting: the job observer is on unless RAYPILOT_JOB_OBSERVER=false.
+    assert config == OperatorConfig(job_observer=True)
     assert operator_config_from_env({"RAYPILOT_JOB_OBSERVER": "True"}).job_observer
+    assert operator_config_from_env({"RAYPILOT_JOB_OBSERVER": "yes"}).job_observer
     assert not operator_config_from_env({"RAYPILOT_JOB_OBSERVER": "false"}).job_observer
+    assert not operator_config_from_env({"RAYPILOT_JOB_OBSERVER": " FALSE "}).job_observer
+    # A configuration recorded before the setting existed decodes as off (the runs that recorded it polled).
+    assert not OperatorConfig.model_validate({}).job_observer
     assert config.feature_gates.ray_job_deletion_policy
     assert config.feature_gates.ray_service_incremental_upgrade
     assert (config.job_transition_grace_seconds, config.job_status_check_timeout_seconds) == (300, 300)

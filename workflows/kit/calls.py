@@ -31,8 +31,8 @@ implementation. The table below is the only place timeouts and retries are chose
   (WATCH: 30 s), and a cancellation reaches the wait within a minute (confirmed, as WATCH; the RayService's
   `delete` confirms it while the clusters go). 6 h attempts: an attempt's timeout is a retry, an action.
 - OBSERVE: the cluster observer's one long-lived activity (workflows/observer): an hour per attempt,
-  retried without limit; it heartbeats once a minute (each heartbeat is billable and it serves a whole
-  cluster), so a lost worker is noticed within three minutes.
+  retried without limit; it heartbeats every two minutes (each heartbeat is billable; P4b), so a lost worker
+  is noticed within six minutes when no worker starts: a starting worker restarts the observers at once.
 - ANALYSIS: one run of a measured analysis gate (raypilot.io/rollout: an HTTP probe over its window, a
   Prometheus query). A probe window may last minutes, so a long attempt with a heartbeat per sample; a
   failed measurement is a result, not an error, so what raises is infrastructure: retried without limit.
@@ -150,7 +150,7 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
     IO.OBSERVE: CallPolicy(
         local=False,
         start_to_close=_WAIT_ATTEMPT,
-        heartbeat=timedelta(minutes=3),
+        heartbeat=timedelta(minutes=6),
         retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
     ),
     IO.ANALYSIS: CallPolicy(

@@ -6,11 +6,13 @@ It owns the watch book (which workflow waits for which submission id) and keeps 
 query and signals the workflows. Signal-with-start by a fixed id makes starting it idempotent, and Temporal
 hands the activity to one worker of the task queue: several workers share observers as any activity. With
 no watch left for `IDLE` it completes (a later watch starts a new run); a long history continues as new with
-the book.
+the book. A `worker-started` signal (sent by every worker when it starts) restarts the activity at once:
+after a worker was killed its attempt would otherwise be retried only when its heartbeat times out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Final
@@ -25,10 +27,12 @@ with workflow.unsafe.imports_passed_through():
         UNWATCH_SIGNAL,
         WATCH_SIGNAL,
         WATCHES_QUERY,
+        WORKER_STARTED_SIGNAL,
         JobWatch,
         ObserveJobs,
         WatchBook,
         WatchChanges,
+        next_epoch_ms,
     )
 
 from workflows.kit.calls import IO, start
@@ -46,6 +50,10 @@ class RayJobObserverWorkflow:
     @workflow.init
     def __init__(self, namespace: str, book: WatchBook | None = None) -> None:
         self.book = book if book is not None else WatchBook()
+        # The epoch of the activity now running (its views' first version part); a new worker asks for a
+        # new activity.
+        self.epoch_ms = 0
+        self.restart_asked = False
 
     @workflow.signal(name=WATCH_SIGNAL)
     def watch(self, request: JobWatch) -> None:
@@ -55,15 +63,28 @@ class RayJobObserverWorkflow:
     def unwatch(self, key: str) -> None:
         self.book.unwatch(key)
 
+    @workflow.signal(name=WORKER_STARTED_SIGNAL)
+    def worker_started(self, identity: str) -> None:
+        self.restart_asked = True
+
     @workflow.query(name=WATCHES_QUERY)
     def watches(self, since: int) -> WatchChanges:
-        return self.book.changes_since(since)
+        return dataclasses.replace(self.book.changes_since(since), epoch_ms=self.epoch_ms)
 
     @workflow.run
     async def run(self, namespace: str, book: WatchBook | None = None) -> None:
         observing = self._observe(namespace)
         while not self._history_long():
             await workflow.wait_condition(self._needs_attention(observing))
+            if self.restart_asked and not observing.done():
+                # A worker started: if the activity's worker is the one that died, its attempt would wait
+                # for its heartbeat timeout. A new activity (a new epoch) lists at once; the old one, if it
+                # still runs, sees the new epoch at its next tick and stops.
+                self.restart_asked = False
+                observing.cancel()
+                observing.add_done_callback(_retrieve)
+                observing = self._observe(namespace)
+                continue
             if observing.done():
                 # Only a non-retryable failure ends the activity (e.g. a worker without a Temporal client):
                 # the watches stay, and the activity starts again after a pause.
@@ -88,13 +109,20 @@ class RayJobObserverWorkflow:
     def _observe(self, namespace: str) -> workflow.ActivityHandle[None]:
         """Starts the observer activity; its epoch (the first part of every view's version) is now, so a
         later activity's views order after an earlier one's."""
-        epoch_ms = int(workflow.now().timestamp() * 1000)
-        request = ObserveJobs(namespace, workflow.info().workflow_id, epoch_ms)
+        self.epoch_ms = next_epoch_ms(int(workflow.now().timestamp() * 1000), self.epoch_ms)
+        request = ObserveJobs(namespace, workflow.info().workflow_id, self.epoch_ms)
         return start(stubs.observe_jobs, request, IO.OBSERVE, summary="observe Ray jobs")
 
     def _needs_attention(self, observing: workflow.ActivityHandle[None]) -> Callable[[], bool]:
-        return lambda: not self.book.watches or self._history_long() or observing.done()
+        return lambda: not self.book.watches or self._history_long() or observing.done() or self.restart_asked
 
     def _history_long(self) -> bool:
         info = workflow.info()
         return info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT
+
+
+def _retrieve(replaced: workflow.ActivityHandle[None]) -> None:
+    """A replaced activity ends cancelled (or failed) and nobody awaits it: take its outcome so that it is
+    not logged as never retrieved."""
+    if not replaced.cancelled():
+        replaced.exception()

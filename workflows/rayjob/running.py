@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
-    from wire.observer import JobWatch
+    from wire.observer import JobWatch, ObservedJob, is_newer_view, takes_observed_view
     from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
     from workflows.decisions.rayjob.deadlines import (
         OBSERVER_CHECK_INTERVAL,
@@ -204,19 +204,61 @@ class RunningSteps(RayJobPart):
         """Whether this attempt's job comes from the observer (else a polling wait activity watches it)."""
         return self.core.state.observes and not self.core.state.attempt.observer_missing
 
-    async def _next_observed(self, last: JobInfoAnswer) -> JobInfoAnswer:
+    async def _next_observed(self, last: JobInfoAnswer) -> ObservedJob:
         """The observer's first view of the job that differs from `last` (a keyed wait: no activity, no
-        slot, no history event until the signal that brings it)."""
+        slot, no history event until the signal that brings it). With the ordered views (patch
+        rayjob-ordered-job-views), the view must be news to the answer held now, which a direct look may
+        have made fresher than every view held: see `takes_observed_view`."""
         job_id = self.core.status.job_id
 
         def newer() -> bool:
             view = self.core.state.observed
-            return view is not None and view.submission_id == job_id and view.answer.key() != last.key()
+            if view is None or view.submission_id != job_id:
+                return False
+            if self.core.state.orders_job_views:
+                return self._takes(view, last)
+            return view.answer.key() != last.key()
 
         await workflow.wait_condition(newer)
         view = self.core.state.observed
         assert view is not None
-        return view.answer
+        return view
+
+    def _takes(self, view: ObservedJob, last: JobInfoAnswer) -> bool:
+        attempt = self.core.state.attempt
+        version: tuple[int, int, int] = tuple(view.version)  # type: ignore[assignment]
+        return takes_observed_view(
+            attempt.job_answer or last, view.answer, newer=is_newer_view(attempt.answer_covers, version)
+        )
+
+    def _looked(self, answer: JobInfoAnswer) -> None:
+        """A direct look's answer: it accounts for every view held now (they were listed before it)."""
+        attempt = self.core.state.attempt
+        attempt.job_answer = answer
+        view = self.core.state.observed
+        if (
+            self.core.state.orders_job_views
+            and view is not None
+            and view.submission_id == self.core.status.job_id
+        ):
+            attempt.answer_covers = tuple(view.version)  # type: ignore[assignment]
+
+    def _take_job_report(self, report: JobInfoAnswer | ObservedJob) -> bool:
+        """The job watch's report (a polled answer, or an observed view): whether it is the job's answer
+        now. An observed view that resolved the wait is judged again against the answer held now: a direct
+        look may have answered after the view arrived (ordered views only)."""
+        attempt = self.core.state.attempt
+        if not isinstance(report, ObservedJob):
+            attempt.job_answer = report
+            return True
+        if not self.core.state.orders_job_views:
+            attempt.job_answer = report.answer
+            return True
+        if not self._takes(report, attempt.job_answer or NOT_SUBMITTED):
+            return False
+        attempt.job_answer = report.answer
+        attempt.answer_covers = tuple(report.version)  # type: ignore[assignment]
+        return True
 
     def _wants_fresh_look(self) -> bool:
         return self.core.state.fresh_look_before_judging and is_judged_on_job_state(
@@ -225,16 +267,14 @@ class RunningSteps(RayJobPart):
 
     async def _look_at_job(self) -> None:
         job_key = RayJobKey(self.core.dashboard(), self.core.status.job_id)
-        self.core.state.attempt.job_answer = await call(stubs.get_job_info, job_key, IO.STEP)
+        self._looked(await call(stubs.get_job_info, job_key, IO.STEP))
         await self._decide()
 
     async def _observe(self, finished: list[Finished]) -> None:
-        attempt = self.core.state.attempt
         job_reported = submitter_reported = False
         for watch in finished:
             if watch.key == JOB_WATCH:
-                attempt.job_answer = watch.value()
-                job_reported = True
+                job_reported = self._take_job_report(watch.value())
             elif watch.key == SUBMITTER_WATCH:
                 self._observe_submitter(watch.value())
                 submitter_reported = True
@@ -243,7 +283,7 @@ class RunningSteps(RayJobPart):
         if submitter_reported and not job_reported:
             # The submitter finished or failed: judge it against the Ray job as it is now.
             job_key = RayJobKey(self.core.dashboard(), self.core.status.job_id)
-            attempt.job_answer = await call(stubs.get_job_info, job_key, IO.STEP)
+            self._looked(await call(stubs.get_job_info, job_key, IO.STEP))
         await self._decide()
 
     def _observe_submitter(self, observation: Observation) -> None:

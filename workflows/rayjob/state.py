@@ -48,6 +48,9 @@ class AttemptState:
     head_pod_view: dict[str, Any] | None = None
     submitter: SubmitterState | None = None
     job_answer: JobInfoAnswer | None = None
+    # The version of the newest observer view `job_answer` accounts for (patch rayjob-ordered-job-views): the
+    # view it came from, or the view held when a direct look answered. Only a later view is news.
+    answer_covers: tuple[int, int, int] | None = None
     submitted: bool = False
     # The submission id this attempt registered with its cluster's observer ("" none yet).
     observer_watch: str = ""
@@ -107,6 +110,9 @@ class RayJobState:
     # the `observed` signal; the newest view of the current job id is kept here.
     observes: bool = False
     fresh_look_before_judging: bool = False
+    # Patch rayjob-ordered-job-views: an observed view replaces the job's answer only when it is newer than
+    # what the answer accounts for, direct looks included (`wire.observer.takes_observed_view`).
+    orders_job_views: bool = False
     observed: ObservedJob | None = None
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0

@@ -75,6 +75,10 @@ ADOPTION_PATCH = "rayjob-adoption"
 # A run that stands for a raypilot.io object publishes its jobStatus in its memo on each change, for the
 # controller's status write-back. Asked only for such a manifest: the histories of other runs are unchanged.
 JOB_STATUS_MEMO_PATCH = "rayjob-job-status-memo"
+# An observed view replaces the job's answer only if it is newer than what that answer accounts for: a view
+# held while a direct look answered never overrides the look (a stale not_found failed a finished K8sJobMode
+# RayJob whose submitter was done).
+ORDERED_JOB_VIEWS_PATCH = "rayjob-ordered-job-views"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -137,6 +141,7 @@ class RayJobWorkflow:
         self.core.state.publishes_job_status = object_api_version(
             annotations
         ) == RAYPILOT_API_VERSION and workflow.patched(JOB_STATUS_MEMO_PATCH)
+        self.core.state.orders_job_views = workflow.patched(ORDERED_JOB_VIEWS_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         self.core.state.observes = job_observer and self.core.state.config.job_observer
         self.core.state.fresh_look_before_judging = job_observer

@@ -18,6 +18,8 @@ from wire.observer import (
     deliveries,
     finished_watches,
     is_newer_view,
+    is_replaced,
+    next_epoch_ms,
     observer_workflow_id,
     watch_key,
 )
@@ -157,3 +159,24 @@ def test_one_observer_per_namespace_and_deployment() -> None:
     assert observer_workflow_id("raypilot", "team-b") != observer_workflow_id("raypilot", "team-a")
     # Another raypilot deployment (task queue) has its own observers, run by its own workers.
     assert observer_workflow_id("staging", "team-a") != observer_workflow_id("raypilot", "team-a")
+
+
+@pytest.mark.parametrize(
+    ("current_epoch", "mine", "replaced"),
+    [
+        (0, 1_000, False),  # an observer that does not say (an older workflow run): keep going
+        (1_000, 1_000, False),
+        (2_000, 1_000, True),  # a new worker asked for a new activity
+        (1_000, 2_000, True),  # a continued run's activity of an earlier epoch is another one too
+    ],
+)
+def test_is_replaced(current_epoch: int, mine: int, replaced: bool) -> None:
+    assert is_replaced(WatchChanges(version=1, epoch_ms=current_epoch), mine) is replaced
+
+
+@pytest.mark.parametrize(
+    ("now_ms", "previous_ms", "epoch"),
+    [(5_000, 0, 5_000), (5_000, 4_000, 5_000), (5_000, 5_000, 5_001), (5_000, 7_000, 7_001)],
+)
+def test_next_epoch_ms_orders_after_the_previous_activity(now_ms: int, previous_ms: int, epoch: int) -> None:
+    assert next_epoch_ms(now_ms, previous_ms) == epoch
