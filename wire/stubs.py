@@ -57,6 +57,7 @@ from wire.kubernetes import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
+from wire.kubernetes_observer import ObjectWatch, ObserveKubernetes
 from wire.observer import JobWatch, ObserveJobs
 
 _STUB = "a stub: the worker runs the implementation registered under this name"
@@ -392,4 +393,16 @@ async def watch_job(request: JobWatch) -> bool:
 @activity.defn(name=names.OBSERVE_RAY_JOBS)
 async def observe_jobs(request: ObserveJobs) -> None:
     """`activities.observer.ObserverActivities.observe_jobs`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.WATCH_K8S_OBJECT)
+async def watch_object(request: ObjectWatch) -> bool:
+    """`activities.kubernetes_observer.KubernetesObserverActivities.watch_object`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.OBSERVE_K8S_NAMESPACE)
+async def observe_namespace(request: ObserveKubernetes) -> None:
+    """`activities.kubernetes_observer.KubernetesObserverActivities.observe_namespace`"""
     raise NotImplementedError(_STUB)

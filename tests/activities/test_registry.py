@@ -34,8 +34,10 @@ async def test_kubernetes_crud_is_sync_and_dashboard_temporal_and_waits_are_asyn
     for name, fn in by_name.items():
         is_async = inspect.iscoroutinefunction(fn)
         # The Kubernetes client blocks (threads); httpx and the Temporal client are asyncio.
-        # The observer (dashboard list and Temporal signals) is asyncio too.
-        expected_async = name.startswith(("dashboard.", "temporal.", "observer.")) or ".wait_" in name
+        # The observers (dashboard lists, Kubernetes watches and Temporal signals) are asyncio too.
+        expected_async = (
+            name.startswith(("dashboard.", "temporal.", "observer.", "k8s_observer.")) or ".wait_" in name
+        )
         assert is_async == expected_async, name
 
 
