@@ -519,3 +519,5 @@ class FakeRayWorld:
 def _weights(route: dict[str, Any]) -> dict[str, int]:
     refs = route["spec"]["rules"][0]["backendRefs"]
     return {str(ref["name"]): int(ref.get("weight", 1)) for ref in refs}
+
+
