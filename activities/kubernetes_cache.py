@@ -40,9 +40,11 @@ class Followed:
     selector: str
 
 
-# What the observer follows in a namespace. Pods carry KubeRay's labels, not raypilot's: every head Pod.
+# What the observer follows in a namespace: every RayCluster (a RayJob's clusterSelector picks one that
+# raypilot did not create; a namespace holds few), raypilot's Jobs, and every head Pod (Pods carry KubeRay's
+# labels, not raypilot's).
 FOLLOWED: Final = (
-    Followed("RayCluster", RAYCLUSTER, RAYPILOT_SELECTOR),
+    Followed("RayCluster", RAYCLUSTER, ""),
     Followed("Job", JOB, RAYPILOT_SELECTOR),
     Followed("HeadPod", POD, f"{LABEL_NODE_TYPE}=head"),
 )
@@ -128,8 +130,8 @@ class NamespaceCache:
 
     async def _follow(self, followed: Followed) -> None:
         path = followed.resource.path(self.namespace)
-        params = {"labelSelector": followed.selector}
-        what = f"observe {followed.resource.describe(self.namespace)} ({followed.selector})"
+        params = {"labelSelector": followed.selector} if followed.selector else {}
+        what = f"observe {followed.resource.describe(self.namespace)} ({followed.selector or 'all'})"
         pause = 1.0
         while True:
             try:

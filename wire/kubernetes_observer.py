@@ -3,8 +3,9 @@ tell each other, and the observer's pure decisions (which object a watch follows
 which view is newer, when a watch is done). Pure: workflows and activities both import this module.
 
 One observer per Kubernetes namespace (and raypilot task queue) LISTs then WATCHes the namespace's
-RayClusters and batch Jobs carrying raypilot's `app.kubernetes.io/created-by` label and its head Pods
-(`ray.io/node-type=head`; KubeRay labels Pods itself), and signals each workflow that registered an interest
+RayClusters (all of them: a clusterSelector picks one raypilot did not create), the batch Jobs carrying
+raypilot's `app.kubernetes.io/created-by` label and the head Pods (`ray.io/node-type=head`; KubeRay labels
+Pods itself), and signals each workflow that registered an interest
 in one of them (signal `k8s_observed`) when that object's view changed: three watch streams per namespace
 whatever the number of RayJobs. The views are those the per-object wait activities compare
 (`wire.views`), so a RayJob decides on the same fields either way.

@@ -156,8 +156,7 @@ class InitializingSteps(RayJobPart):
             return {"status": self.core.status.ray_cluster_status.model_dump(mode="json", by_alias=True)}
         cluster_name = self.core.status.ray_cluster_name
         deadline = earliest_deadline(rayjob_deadlines(self.core.job, self.core.config))
-        # Only raypilot's own RayCluster carries the labels the observer follows (a selected one may not).
-        if self.core.uses_own_cluster() and await self.k8s.register("RayCluster", cluster_name, "ready"):
+        if await self.k8s.register("RayCluster", cluster_name, "ready"):
             last = self.k8s.consumed("RayCluster", cluster_name)
             self.core.watches.start(
                 CLUSTER_WATCH,
