@@ -146,7 +146,7 @@ async def run(context: BenchContext) -> list[Figure]:
     sizes = [3] if context.smoke else list(context.scale)
     window, settle = (2.0, 0.0) if context.smoke else (20.0, 20.0)
     points: list[ScalePoint] = []
-    own_sizes = [2] if context.smoke else sorted({min(n, OWN_CLUSTERS_MAX) for n in context.scale})
+    own_sizes = [1] if context.smoke else sorted({min(n, OWN_CLUSTERS_MAX) for n in context.scale})
     own_points: list[OwnClusterPoint] = []
     async with shared_cluster(context.scratch("p7-sandbox")) as shared:
         for jobs in sizes:
