@@ -157,8 +157,10 @@ class NamespaceCache:
                     log.info("%s: watch expired (%s); listing again", what, error.message)
                     continue
                 log.warning("%s failed: %s; listing again in %.0f s", what, error.message, pause)
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, RELIST_PAUSE_MAX_SECONDS)
+            except Exception as error:  # a follower must never die silently: the cache would freeze
+                log.warning("%s failed: %r; listing again in %.0f s", what, error, pause)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, RELIST_PAUSE_MAX_SECONDS)
 
     async def _list(self, followed: Followed, path: str, params: dict[str, str], what: str) -> str:
         """Lists the kind and replaces its cache; every object that appeared, changed or vanished is dirty."""
