@@ -15,6 +15,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
+
 from bench.jobs_support import (
     SharedCluster,
     sample_process,
@@ -53,7 +56,10 @@ def own_cluster_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, 
 
 async def _all_running(handles: list[Any], bar: Progress) -> bool:
     async def state(handle: Any) -> str:
-        status = await handle.query("status")
+        try:
+            status = await handle.query("status")
+        except (RPCError, WorkflowQueryFailedError):  # a busy worker: asked again at the next poll
+            return ""
         return str(status.get("jobStatus") or "")
 
     states = Counter(await asyncio.gather(*(state(handle) for handle in handles)))
