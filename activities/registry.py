@@ -14,6 +14,7 @@ from activities.dependencies import ActivityDependencies, dashboard_access_from_
 from activities.gateway import GatewayActivities
 from activities.kubernetes import RayClusterActivities, ServiceActivities
 from activities.kubernetes_events import EventActivities, OwnershipActivities
+from activities.kubernetes_observer import KubernetesObserverActivities
 from activities.kubernetes_workloads import WorkloadActivities
 from activities.observer import ObserverActivities
 from activities.replica_ranks import ReplicaRankActivities
@@ -45,6 +46,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         DashboardWaits(dependencies),
         ObserverActivities(dependencies),
         AnalysisActivities(dependencies),
+        KubernetesObserverActivities(dependencies),
     ]
     activities: list[Callable[..., Any]] = [read_operator_config]
     for instance in instances:

@@ -49,6 +49,7 @@ from bench.suite import BenchContext
 from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
+from raypilot.testing.kubernetes_observer_world import FakeKubernetesObserver
 from raypilot.testing.observer_world import FakeObserver
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
@@ -137,9 +138,12 @@ async def rayjob_ten_minutes(minutes: float, *, observer: bool = True) -> Cost:
             job_duration=timedelta(minutes=minutes), config=OperatorConfig(job_observer=observer)
         )
         fake_observer = FakeObserver(world, env.client, env)
+        # Its RayCluster's readiness comes from the namespace's Kubernetes observer (a signal) too.
+        k8s_observer = FakeKubernetesObserver(world, env.client)
         manifest = rayjob_manifest(shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=60)
         try:
-            async with running_worker(env.client, activities=fake_observer.activities()) as queue:
+            activities = k8s_observer.replace(fake_observer.activities())
+            async with running_worker(env.client, activities=activities) as queue:
                 if not observer:
                     handle = await start(env.client, manifest, queue)
                     await handle.result()
@@ -152,6 +156,7 @@ async def rayjob_ten_minutes(minutes: float, *, observer: bool = True) -> Cost:
                         await handle.result()
         finally:
             await fake_observer.stop()
+            await k8s_observer.stop()
         history = await handle.fetch_history()
         cost = cost_of(history.to_json_dict()["events"])
         if not observer:

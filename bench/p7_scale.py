@@ -32,6 +32,7 @@ from bench.jobs_support import (
     wait_for_states,
     worker_process,
 )
+from bench.p7_own_clusters import OWN_CLUSTERS_MAX, OwnClusterPoint, measure_own_clusters
 from bench.suite import BenchContext
 from models.naming import head_service_name
 from wire.observer import (
@@ -155,9 +156,37 @@ async def run(context: BenchContext) -> list[Figure]:
     sizes = [3] if context.smoke else list(context.scale)
     window, settle = (2.0, 0.0) if context.smoke else (20.0, 20.0)
     points: list[ScalePoint] = []
+    own_sizes = [1] if context.smoke else sorted({min(n, OWN_CLUSTERS_MAX) for n in context.scale})
+    own_points: list[OwnClusterPoint] = []
     async with shared_cluster(context.scratch("p7-sandbox")) as shared:
         for jobs in sizes:
             point = await measure_point(context, shared, jobs, window, settle)
             context.log(f"   P7 N={jobs}: {point}")
             points.append(point)
-    return scale_figures(points)
+        for jobs in own_sizes:
+            own = await measure_own_clusters(context, shared, jobs, window)
+            context.log(f"   P7 own clusters N={jobs}: {own}")
+            own_points.append(own)
+    return scale_figures(points) + own_cluster_figures(own_points)
+
+
+def own_cluster_figures(points: list[OwnClusterPoint]) -> list[Figure]:
+    """The Initializing waits of RayJobs with their own RayCluster: through the Kubernetes observer one
+    activity slot per namespace and a fixed number of RayCluster lists and watches, whatever N."""
+    figures: list[Figure] = []
+    for point in points:
+        figures.append(
+            Figure(
+                "P7",
+                f"N={point.jobs} RayJobs, each with its own RayCluster, one worker",
+                f"ramp to all RUNNING {point.ramp_s:.0f} s; RayCluster list/watch/get while starting: "
+                f"{point.ramp_cluster_requests}; K8s API {point.hold_api_rps:.2f} req/s holding; "
+                f"RSS {point.rss_bytes / 2**20:.0f} MiB, CPU {point.cpu_share:.2f} core, "
+                f"activity slots used {point.slots_used}/100",
+                f"per-RayJob wait activity: >= {point.jobs} RayCluster watches and {point.jobs} slots "
+                "while starting",
+                "RayCluster requests and slots independent of N",
+                point.ramp_cluster_requests < point.jobs and (point.slots_used or 0) <= 2,
+            )
+        )
+    return figures

@@ -101,3 +101,7 @@ REQUEST_RAYJOB_DELETION: Final = "temporal.request_rayjob_deletion"
 # ---- The cluster observer of Ray jobs (wire.observer) -------------------------------------------------
 WATCH_RAY_JOB: Final = "observer.watch_job"
 OBSERVE_RAY_JOBS: Final = "observer.observe_jobs"
+
+# ---- The Kubernetes observer of a namespace (wire.kubernetes_observer) ------------------------------------
+WATCH_K8S_OBJECT: Final = "k8s_observer.watch_object"
+OBSERVE_K8S_NAMESPACE: Final = "k8s_observer.observe_namespace"

@@ -59,6 +59,7 @@ from wire.kubernetes import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
+from wire.kubernetes_observer import ObjectWatch, ObserveKubernetes
 from wire.observer import JobWatch, ObserveJobs
 
 _STUB = "a stub: the worker runs the implementation registered under this name"
@@ -424,4 +425,16 @@ async def probe_http(request: HttpProbeRequest) -> HttpProbeSamples:
 @activity.defn(name=names.QUERY_PROMETHEUS)
 async def query_prometheus(request: PrometheusRequest) -> PrometheusAnswer:
     """`activities.analysis.AnalysisActivities.query_prometheus`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.WATCH_K8S_OBJECT)
+async def watch_object(request: ObjectWatch) -> bool:
+    """`activities.kubernetes_observer.KubernetesObserverActivities.watch_object`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.OBSERVE_K8S_NAMESPACE)
+async def observe_namespace(request: ObserveKubernetes) -> None:
+    """`activities.kubernetes_observer.KubernetesObserverActivities.observe_namespace`"""
     raise NotImplementedError(_STUB)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from workflows.admission.workflow import RayClusterAdmissionWorkflow
+from workflows.observer.kubernetes import KubernetesObserverWorkflow
 from workflows.observer.workflow import RayJobObserverWorkflow
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
@@ -14,4 +15,5 @@ WORKFLOWS: list[type] = [
     RayCronJobTickWorkflow,
     RayClusterAdmissionWorkflow,
     RayJobObserverWorkflow,
+    KubernetesObserverWorkflow,
 ]

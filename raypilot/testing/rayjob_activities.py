@@ -41,6 +41,7 @@ from wire.kubernetes import (
     WaitObject,
     WaitRayCluster,
 )
+from wire.kubernetes_observer import ObjectWatch
 from wire.names import READ_OPERATOR_CONFIG
 from wire.views import job_view, pod_view, raycluster_view
 
@@ -193,6 +194,12 @@ class FakeActivities:
 
         result: Observation = await self.world._until(observe)
         return result
+
+    @activity.defn(name=names.WATCH_K8S_OBJECT)
+    async def watch_object(self, request: ObjectWatch) -> bool:
+        """The fake world alone has no Kubernetes observer (as a worker without a Temporal client): the
+        RayJob waits with the wait activities above (raypilot.testing.kubernetes_observer_world has one)."""
+        return False
 
     # ---- Events and ownership -----------------------------------------------------------------------------
 

@@ -34,8 +34,9 @@ async def test_kubernetes_crud_is_sync_and_dashboard_temporal_and_waits_are_asyn
     for name, fn in by_name.items():
         is_async = inspect.iscoroutinefunction(fn)
         # The Kubernetes client blocks (threads); httpx and the Temporal client are asyncio.
-        # The observer (dashboard list and Temporal signals) and the analysis gates (HTTP) are asyncio too.
-        prefixes = ("dashboard.", "temporal.", "observer.", "analysis.")
+        # The observers (dashboard lists, Kubernetes watches, Temporal signals) and the analysis gates (HTTP)
+        # are asyncio too.
+        prefixes = ("dashboard.", "temporal.", "observer.", "k8s_observer.", "analysis.")
         expected_async = name.startswith(prefixes) or ".wait_" in name
         assert is_async == expected_async, name
 

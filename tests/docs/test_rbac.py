@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 ACTIVITY_TESTS = ["tests/activities", "tests/docs/test_rbac_exercises.py"]
 # Activities that never call the Kubernetes API (the operator settings; Temporal's own API: visibility, the
-# admission workflow of a shared cluster, the job observer's signal-with-start; a Prometheus query goes to
+# admission workflow of a shared cluster, the observers' signal-with-start; a Prometheus query goes to
 # Prometheus itself).
 NO_API_ACTIVITIES = {
     "raypilot.read_operator_config",
@@ -37,6 +37,7 @@ NO_API_ACTIVITIES = {
     "temporal.wait_runs_closed",
     "temporal.enqueue_for_admission",
     "observer.watch_job",
+    "k8s_observer.watch_object",
     "temporal.latest_earlier_run",
     "temporal.list_cronjob_runs",
     "temporal.request_rayjob_deletion",

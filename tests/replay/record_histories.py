@@ -30,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.binaries import temporal_test_server
+from raypilot.testing.kubernetes_observer_world import FakeKubernetesObserver
 from raypilot.testing.observer_world import FakeObserver
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, shared_cluster, start
 from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
@@ -45,10 +46,12 @@ from raypilot.testing.rayservice_scenarios import (
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
+from sandbox.testing import wait_until
 from tests.workflows.fakes_drain import DrainingWorld
 from tests.workflows.fakes_gates import FAILING, HEALTHY, GatedWorld
 from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from tests.workflows.test_rayjob_frontdoor import adopted_manifest, kuberay_world
+from wire import names
 from wire.kubernetes import EarlierRun
 
 HISTORIES = Path(__file__).parent / "histories"
@@ -94,6 +97,32 @@ async def rayjob_observer_k8s_ordered(env: WorkflowEnvironment) -> Handle:
                 await handle.result()
     finally:
         await observer.stop()
+
+
+async def rayjob_k8s_observer(env: WorkflowEnvironment) -> Handle:
+    """The Kubernetes observer's path (patch rayjob-k8s-observer, RAYPILOT_JOB_OBSERVER on): a K8sJobMode
+    RayJob learns that its RayCluster is ready and that its submitter Job finished from `k8s_observed`
+    signals (and its Ray job's status from `observed` ones)."""
+    world = FakeWorld(config=OperatorConfig(job_observer=True), clusters_become_ready=False)
+    observer = FakeObserver(world, env.client)
+    k8s_observer = FakeKubernetesObserver(world, env.client)
+    try:
+        with env.auto_time_skipping_disabled():
+            activities = k8s_observer.replace(observer.activities())
+            async with running_worker(env.client, activities=activities) as queue:
+                manifest = rayjob_manifest(name="k8s-observed", mode="K8sJobMode")
+                handle = await start(env.client, manifest, queue)
+                # The cluster gets ready only once the RayJob waits for it through the observer.
+                watch = await wait_until(
+                    lambda: next(iter(world.called(names.WATCH_K8S_OBJECT)), None),
+                    within=30,
+                    what="the RayCluster's registration",
+                )
+                world.make_ready(watch.name)
+                await handle.result()
+    finally:
+        await observer.stop()
+        await k8s_observer.stop()
     return handle
 
 
@@ -521,6 +550,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayjob_observer_http,
         rayjob_adopted_from_kuberay,
         rayjob_observer_k8s_ordered,
+        rayjob_k8s_observer,
         rayservice_blue_green_delete,
         rayservice_incremental_pause_resume,
         raycronjob_tick,

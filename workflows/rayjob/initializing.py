@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobSubmissionMode
     from wire import stubs
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
+    from wire.kubernetes_observer import ends_cluster_wait
     from wire.views import job_view
     from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts, kuberay_submission
     from workflows.decisions.rayjob.cluster import (
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.calls import IO, call
 from workflows.rayjob.admission import AdmissionSteps
 from workflows.rayjob.core import RayJobCore, RayJobPart, StepFailed
+from workflows.rayjob.k8s_watches import KubernetesWatches
 from workflows.rayjob.retries import job_for_attempt
 from workflows.rayjob.state import AttemptState
 
@@ -60,6 +62,7 @@ class InitializingSteps(RayJobPart):
     def __init__(self, core: RayJobCore) -> None:
         super().__init__(core)
         self.admission = AdmissionSteps(core)
+        self.k8s = KubernetesWatches(core)
 
     def new_step(self) -> None:
         """New -> Initializing: this attempt's job id, cluster name and startTime (an adopted RayJob's first
@@ -174,12 +177,20 @@ class InitializingSteps(RayJobPart):
             and self.core.state.attempt.cluster_spec
         ):
             return {"status": self.core.status.ray_cluster_status.model_dump(mode="json", by_alias=True)}
-        request = WaitRayCluster(self.core.namespace, self.core.status.ray_cluster_name, until="ready")
-        self.core.watches.start(
-            CLUSTER_WATCH,
-            lambda: call(stubs.wait_raycluster, request, IO.WAIT, summary="RayCluster ready"),
-        )
+        cluster_name = self.core.status.ray_cluster_name
         deadline = earliest_deadline(rayjob_deadlines(self.core.job, self.core.config))
+        if await self.k8s.register("RayCluster", cluster_name, "ready"):
+            last = self.k8s.consumed("RayCluster", cluster_name)
+            self.core.watches.start(
+                CLUSTER_WATCH,
+                lambda: self.k8s.next_view("RayCluster", cluster_name, last, ends_cluster_wait),
+            )
+        else:
+            request = WaitRayCluster(self.core.namespace, cluster_name, until="ready")
+            self.core.watches.start(
+                CLUSTER_WATCH,
+                lambda: call(stubs.wait_raycluster, request, IO.WAIT, summary="RayCluster ready"),
+            )
         self.core.watches.arm_timer(deadline.at if deadline else None, deadline.name if deadline else "")
         for finished in (
             await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
@@ -190,6 +201,7 @@ class InitializingSteps(RayJobPart):
             if observation.object is None:
                 # Gone (deleted under us): create it again, or look for the selected one again.
                 self.core.state.attempt.cluster_spec = None
+                self.k8s.forget("RayCluster", cluster_name)
                 return None
             self.core.set_cluster_status(observation.object)
             if self.core.status.ray_cluster_status.state == ClusterState.READY:

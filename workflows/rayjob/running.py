@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
+    from wire.kubernetes_observer import ObservedKind, object_key
     from wire.observer import JobWatch, ObservedJob, is_newer_view, takes_observed_view
     from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
     from workflows.decisions.rayjob.deadlines import (
@@ -48,7 +49,8 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.kit.calls import IO, call
 from workflows.kit.waits import Finished
-from workflows.rayjob.core import RayJobPart, StepFailed
+from workflows.rayjob.core import RayJobCore, RayJobPart, StepFailed
+from workflows.rayjob.k8s_watches import KubernetesWatches
 from workflows.rayjob.retries import job_for_attempt
 
 JOB_WATCH = "job"
@@ -58,6 +60,10 @@ NOT_SUBMITTED = JobInfoAnswer("not_found")
 
 
 class RunningSteps(RayJobPart):
+    def __init__(self, core: RayJobCore) -> None:
+        super().__init__(core)
+        self.k8s = KubernetesWatches(core)
+
     async def running_step(self) -> None:
         check = state_check_transition(
             self.core.job, workflow.now(), self.core.config, self.core.submitter_finished_at()
@@ -84,10 +90,12 @@ class RunningSteps(RayJobPart):
             await self._watch_with_observer()
             if self.core.status.job_deployment_status != JobDeploymentStatus.RUNNING:
                 return
+        await self._register_submitter_watch()
         self._start_watches()
         deadline = earliest_deadline(
             rayjob_deadlines(self.core.job, self.core.config, self.core.submitter_finished_at())
         )
+        # The Kubernetes observer's registrations share the job observer's check (one timer for both).
         wake = earliest_wake(deadline, attempt.observer_check_at if self._observed() else None)
         self.core.watches.arm_timer(wake.at if wake else None, wake.name if wake else "")
         finished = (
@@ -161,12 +169,22 @@ class RunningSteps(RayJobPart):
         ):
             return
         if self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
-            request = WaitObject(
-                self.core.namespace, submitter_job_name(self.core.name), last_view=attempt.submitter_view
-            )
+            job_name = submitter_job_name(self.core.name)
+            if self._k8s_registered("Job", job_name):
+                job_view = attempt.submitter_view
+                self.core.watches.start(
+                    SUBMITTER_WATCH, lambda: self.k8s.next_view("Job", job_name, job_view)
+                )
+                return
+            request = WaitObject(self.core.namespace, job_name, last_view=attempt.submitter_view)
             self.core.watches.start(
                 SUBMITTER_WATCH,
                 lambda: call(stubs.wait_submitter_job, request, IO.WAIT, summary="submitter Job"),
+            )
+        elif self._k8s_registered("HeadPod", self.core.status.ray_cluster_name):
+            cluster_name, pod_view = self.core.status.ray_cluster_name, attempt.head_pod_view
+            self.core.watches.start(
+                SUBMITTER_WATCH, lambda: self.k8s.next_view("HeadPod", cluster_name, pod_view)
             )
         else:
             pod_request = WaitObject(
@@ -176,6 +194,26 @@ class RunningSteps(RayJobPart):
                 SUBMITTER_WATCH,
                 lambda: call(stubs.wait_head_pod, pod_request, IO.WAIT, summary="head Pod (submitter)"),
             )
+
+    async def _register_submitter_watch(self) -> None:
+        """With the Kubernetes observer: registers this attempt's submitter (the K8sJobMode Job, the
+        SidecarMode head Pod) while it has not finished."""
+        attempt = self.core.state.attempt
+        submitter = attempt.submitter
+        if not has_submitter(self.core.job) or (
+            submitter is not None and (submitter.finished_at is not None or submitter.failed)
+        ):
+            return
+        check_at = attempt.observer_check_at if self._observed() else None
+        if self.core.job.spec.submission_mode == JobSubmissionMode.K8S_JOB_MODE:
+            job_name = submitter_job_name(self.core.name)
+            await self.k8s.register("Job", job_name, "finished", attempt.submitter_view, check_at)
+        else:
+            cluster_name = self.core.status.ray_cluster_name
+            await self.k8s.register("HeadPod", cluster_name, "change", attempt.head_pod_view, check_at)
+
+    def _k8s_registered(self, kind: ObservedKind, name: str) -> bool:
+        return self.k8s.usable() and object_key(kind, name) in self.core.state.attempt.k8s_registered
 
     async def _watch_with_observer(self) -> None:
         """Registers this attempt's Ray job with its cluster's observer (signal-with-start: the observer

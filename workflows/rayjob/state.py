@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import RayJob
     from models.source import AdoptedRayJob
     from wire.dashboard import JobInfoAnswer
+    from wire.kubernetes_observer import ObservedObject
     from wire.observer import ObservedJob
     from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
     from workflows.decisions.rayjob.events import (
@@ -58,6 +59,13 @@ class AttemptState:
     observer_check_at: datetime | None = None
     # The worker could not register with an observer (no Temporal client): this attempt polls its job.
     observer_missing: bool = False
+    # Kubernetes observer (patch rayjob-k8s-observer): the objects (wire.kubernetes_observer.object_key) this
+    # attempt registered for, the last view of each a wait returned, when it registers again (a lost
+    # observer is restarted), and whether the worker could not register (then the wait activities).
+    k8s_registered: list[str] = field(default_factory=list)
+    k8s_consumed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    k8s_check_at: datetime | None = None
+    k8s_observer_missing: bool = False
     # Suspending / Retrying: deletions asked for, and the objects' last views until they are gone.
     cluster_deletion_requested: bool = False
     submitter_deletion_requested: bool = False
@@ -114,6 +122,11 @@ class RayJobState:
     # what the answer accounts for, direct looks included (`wire.observer.takes_observed_view`).
     orders_job_views: bool = False
     observed: ObservedJob | None = None
+    # Kubernetes observer (patch `rayjob-k8s-observer` and RAYPILOT_JOB_OBSERVER): the RayCluster in
+    # Initializing and the submitter Job / head Pod while running arrive by the `k8s_observed` signal; the
+    # newest view of each object (by object key) is kept here.
+    k8s_observes: bool = False
+    k8s_views: dict[str, ObservedObject] = field(default_factory=dict)
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
     published_phase: str | None = None

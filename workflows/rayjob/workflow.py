@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.admission import ADMISSION_SIGNAL
     from wire.kubernetes import EarlierRun, EarlierRuns
+    from wire.kubernetes_observer import KUBE_OBSERVED_SIGNAL, ObservedObject, is_newer_object_view
     from wire.observer import OBSERVED_SIGNAL, ObservedJob, is_newer_view
     from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
@@ -79,6 +80,9 @@ JOB_STATUS_MEMO_PATCH = "rayjob-job-status-memo"
 # held while a direct look answered never overrides the look (a stale not_found failed a finished K8sJobMode
 # RayJob whose submitter was done).
 ORDERED_JOB_VIEWS_PATCH = "rayjob-ordered-job-views"
+# The RayCluster in Initializing and the submitter Job / head Pod while running come from the namespace's
+# Kubernetes observer (signal `k8s_observed`) under the same switch, instead of a wait activity each.
+K8S_OBSERVER_PATCH = "rayjob-k8s-observer"
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -142,9 +146,11 @@ class RayJobWorkflow:
             annotations
         ) == RAYPILOT_API_VERSION and workflow.patched(JOB_STATUS_MEMO_PATCH)
         self.core.state.orders_job_views = workflow.patched(ORDERED_JOB_VIEWS_PATCH)
+        k8s_observer = workflow.patched(K8S_OBSERVER_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         self.core.state.observes = job_observer and self.core.state.config.job_observer
         self.core.state.fresh_look_before_judging = job_observer
+        self.core.state.k8s_observes = k8s_observer and self.core.state.config.job_observer
         error = self._invalid or self._validation_error(self.core.job)
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
@@ -281,6 +287,15 @@ class RayJobWorkflow:
         held = state.observed.version if state.observed is not None else None
         if is_newer_view(held, tuple(view.version)):  # type: ignore[arg-type]
             state.observed = view
+
+    @workflow.signal(name=KUBE_OBSERVED_SIGNAL)
+    def k8s_observed(self, view: ObservedObject) -> None:
+        """The Kubernetes observer's newest view of an object this run registered for: kept when newer than
+        the one held for that object (older versions come from a lost observer attempt still running)."""
+        views = self.core.state.k8s_views
+        held = views.get(view.object)
+        if is_newer_object_view(held.version if held is not None else None, tuple(view.version)):  # type: ignore[arg-type]
+            views[view.object] = view
 
     @workflow.update(name="apply")
     async def apply(self, manifest: Any) -> dict[str, int]:

@@ -1,0 +1,205 @@
+"""The Kubernetes observer of a namespace (see `wire.kubernetes_observer`): registering a watch, and the one
+long-lived activity per namespace that follows its RayClusters, Jobs and head Pods (`NamespaceCache`) and
+signals each watching workflow when the view of its object changed.
+
+Costs: three watch streams per namespace, one `watches` query per round (no history; a round at most every
+`ROUND_SECONDS` while objects change, every `book_seconds` otherwise), one signal per watch per change, one
+GET per new watch whose object the cache does not hold (to tell "not created yet in the cache" from "gone"),
+a heartbeat at most once a minute. A retried attempt (a lost worker) lists again with nothing sent, so every
+watch gets its object's current view once: no change is lost, and workflows drop the views they have.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Final
+
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.kubernetes_cache import FOLLOWED, NamespaceCache
+from activities.kubernetes_workloads import head_pod_selector
+from wire import names
+from wire.kubernetes import Observation
+from wire.kubernetes_observer import (
+    KUBE_OBSERVED_SIGNAL,
+    KUBE_OBSERVER_WORKFLOW,
+    KUBE_UNWATCH_SIGNAL,
+    KUBE_WATCH_SIGNAL,
+    KUBE_WATCHES_QUERY,
+    ObjectDelivery,
+    ObjectWatch,
+    ObjectWatchChanges,
+    ObservedKind,
+    ObservedObject,
+    ObserveKubernetes,
+    apply_object_watch_changes,
+    ends_watch,
+    kube_observer_workflow_id,
+    object_deliveries,
+)
+
+if TYPE_CHECKING:
+    from activities.dependencies import ActivityDependencies
+
+log = logging.getLogger(__name__)
+
+OBSERVER_HEARTBEAT_SECONDS: Final = 60.0
+SIGNALS_IN_FLIGHT: Final = 50
+# While objects change, a round at most this often (changes in between go out together).
+ROUND_SECONDS: Final = 0.1
+
+
+class KubernetesObserverActivities:
+    def __init__(self, dependencies: ActivityDependencies) -> None:
+        self.dependencies = dependencies
+
+    @activity.defn(name=names.WATCH_K8S_OBJECT)
+    async def watch_object(self, request: ObjectWatch) -> bool:
+        """Signal-with-start of the namespace's Kubernetes observer: idempotent (one observer per id; a
+        watch registered again asks for its object's view again). False on a worker without a Temporal
+        client: the RayJob then waits with the per-object wait activity."""
+        client = self.dependencies.temporal_client
+        if client is None:
+            return False
+        task_queue = activity.info().task_queue
+        await client.start_workflow(
+            KUBE_OBSERVER_WORKFLOW,
+            request.namespace,
+            id=kube_observer_workflow_id(task_queue, request.namespace),
+            task_queue=task_queue,
+            start_signal=KUBE_WATCH_SIGNAL,
+            start_signal_args=[request],
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        )
+        return True
+
+    @activity.defn(name=names.OBSERVE_K8S_NAMESPACE)
+    async def observe_namespace(self, request: ObserveKubernetes) -> None:
+        """Runs until cancelled (no watch left) or the attempt's time is up (then retried at once)."""
+        client = self.dependencies.require_temporal_client()
+        observer = client.get_workflow_handle(request.observer_id)
+        attempt = activity.info().attempt
+        watches: dict[str, ObjectWatch] = {}
+        known_version = 0
+        sent: dict[str, dict[str, Any]] = {}
+        # Objects this attempt has seen exist (in the cache or by a direct read).
+        seen: set[str] = set()
+        rounds = 0
+        last_beat = 0.0
+        async with NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache:
+            await cache.wait_synced()
+            while True:
+                rounds += 1
+                changes: ObjectWatchChanges = await observer.query(
+                    KUBE_WATCHES_QUERY, known_version, result_type=ObjectWatchChanges
+                )
+                fresh: set[str] = set()
+                if changes.version != known_version:
+                    watches = apply_object_watch_changes(watches, changes)
+                    known_version = changes.version
+                    sent = {key: view for key, view in sent.items() if key in watches}
+                    for key, watch in changes.added.items():
+                        # (Re-)registered: its view goes out unless the workflow holds it already.
+                        sent.pop(key, None)
+                        if watch.last_view is not None:
+                            sent[key] = watch.last_view
+                        fresh.add(watch.object)
+                looked = await self._look(cache, watches, seen, cache.take_dirty() | fresh)
+                found = object_deliveries(watches, looked, sent)
+                if found:
+                    version = (request.epoch_ms, attempt, rounds)
+                    await self._deliver(client, observer, watches, found, sent, version)
+                now = time.monotonic()
+                if now - last_beat >= OBSERVER_HEARTBEAT_SECONDS:
+                    activity.heartbeat(
+                        {"watches": len(watches), "lists": cache.lists, "watchRequests": cache.watches}
+                    )
+                    last_beat = now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(cache.changed.wait(), request.book_seconds)
+                await asyncio.sleep(ROUND_SECONDS)
+
+    async def _look(
+        self,
+        cache: NamespaceCache,
+        watches: dict[str, ObjectWatch],
+        seen: set[str],
+        objects: set[str],
+    ) -> dict[str, Observation]:
+        """The observations of the watched objects among `objects`. A watched object that the cache does
+        not hold and this attempt never saw is read once directly: it may have been created after the last
+        event that reached the cache, and "gone" would make a RayJob create its cluster again."""
+        watched = {watch.object: watch for watch in watches.values()}
+        looked: dict[str, Observation] = {}
+        for key in objects:
+            watch = watched.get(key)
+            if watch is None:
+                continue
+            observation = cache.observation(key)
+            if observation.object is None and key not in seen:
+                for item in await self._read(watch.kind, watch.namespace, watch.name):
+                    cache.put(watch.kind, item)
+                observation = cache.observation(key)
+            seen.add(key)
+            looked[key] = observation
+        return looked
+
+    async def _read(self, kind: ObservedKind, namespace: str, name: str) -> list[dict[str, Any]]:
+        followed = next(f for f in FOLLOWED if f.kind == kind)
+        api = self.dependencies.apiserver()
+        what = f"read {followed.resource.describe(namespace)} {name!r}"
+        if kind == "HeadPod":
+            listing = await api.get_json(
+                followed.resource.path(namespace), what, {"labelSelector": head_pod_selector(name)}
+            )
+            items = list((listing or {}).get("items") or [])
+        else:
+            found = await api.get_json(followed.resource.path(namespace, name), what)
+            items = [found] if found is not None else []
+        for item in items:
+            item.setdefault("apiVersion", followed.resource.api_version)
+            item.setdefault("kind", followed.resource.kind)
+        return items
+
+    async def _deliver(
+        self,
+        client: Client,
+        observer: WorkflowHandle[Any, Any],
+        watches: dict[str, ObjectWatch],
+        found: list[ObjectDelivery],
+        sent: dict[str, dict[str, Any]],
+        version: tuple[int, int, int],
+    ) -> None:
+        gate = asyncio.Semaphore(SIGNALS_IN_FLIGHT)
+        done: list[str] = []
+
+        async def send(delivery: ObjectDelivery) -> None:
+            watch = delivery.watch
+            async with gate:
+                try:
+                    await client.get_workflow_handle(delivery.workflow_id).signal(
+                        KUBE_OBSERVED_SIGNAL,
+                        ObservedObject(watch.kind, watch.name, delivery.observation, version),
+                    )
+                except RPCError as error:
+                    if error.status != RPCStatusCode.NOT_FOUND:
+                        raise
+                    done.append(delivery.key)  # the workflow finished: nobody waits for this object
+                    return
+            sent[delivery.key] = delivery.observation.view
+            if ends_watch(watch.until, watch.kind, delivery.observation.view):
+                done.append(delivery.key)
+
+        await asyncio.gather(*(send(delivery) for delivery in found))
+        # Forget finished watches by telling the observer workflow, the one owner of the book; until it
+        # answers they stay delivered and are not sent again.
+        for key in done:
+            watches.pop(key, None)
+            with contextlib.suppress(RPCError):
+                await observer.signal(KUBE_UNWATCH_SIGNAL, key)

@@ -1,0 +1,110 @@
+"""P7, second series: N RayJobs each with its OWN simulated RayCluster (HTTPMode), so that each waits for its
+cluster in Initializing. Through the namespace's Kubernetes observer that wait is a signal, not a
+heartbeating `k8s.wait_raycluster` activity: the figure is the ramp to all RUNNING, the worker's activity
+slots, its RSS and CPU, and the Kubernetes API requests (lists, watches, gets) while the RayJobs start and
+while they hold. Each simulated cluster is an object set and an asyncio dashboard in the sandbox process, so
+this series stays small (`OWN_CLUSTERS_MAX`); the selector series measures the hold at large N.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from bench.jobs_support import (
+    SharedCluster,
+    sample_process,
+    start_rayjobs,
+    terminate_all,
+    worker_process,
+)
+from bench.progress import Progress
+from bench.suite import BenchContext
+from sandbox.testing import raycluster_manifest, wait_until
+
+OWN_CLUSTERS_MAX = 100
+WAITS = ("watch rayclusters", "list rayclusters", "get rayclusters")
+
+
+@dataclass(frozen=True)
+class OwnClusterPoint:
+    jobs: int
+    ramp_s: float
+    rss_bytes: int
+    cpu_share: float
+    ramp_cluster_requests: int  # list/watch/get of RayClusters while N RayJobs started (all clients)
+    hold_api_rps: float  # Kubernetes API requests per second in the window, dashboard proxy excluded
+    slots_used: int | None
+
+
+def own_cluster_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
+    cluster = raycluster_manifest("unused", namespace, workers=0)
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"submissionMode": "HTTPMode", "entrypoint": entrypoint, "rayClusterSpec": cluster["spec"]},
+    }
+
+
+async def _all_running(handles: list[Any], bar: Progress) -> bool:
+    async def state(handle: Any) -> str:
+        try:
+            status = await handle.query("status")
+        except (RPCError, WorkflowQueryFailedError):  # a busy worker: asked again at the next poll
+            return ""
+        return str(status.get("jobStatus") or "")
+
+    states = Counter(await asyncio.gather(*(state(handle) for handle in handles)))
+    bar.set(states["RUNNING"])
+    return states["RUNNING"] >= len(handles)
+
+
+async def measure_own_clusters(
+    context: BenchContext, shared: SharedCluster, jobs: int, window_s: float
+) -> OwnClusterPoint:
+    task_queue = f"bench-p7o-{uuid.uuid4().hex[:6]}"
+    log_path = context.scratch("p7") / f"worker-own-{jobs}.log"
+    kubeconfig = shared.cluster.kubeconfig_path
+    async with worker_process(context.address, task_queue, kubeconfig, log_path) as worker:
+        tag = uuid.uuid4().hex[:4]
+        names = [f"p7o-{tag}-{index}" for index in range(jobs)]
+        manifests = [own_cluster_rayjob(shared.namespace, name, "sleep 100000") for name in names]
+        api_before = shared.api_requests()
+        started = time.monotonic()
+        handles = await start_rayjobs(context.client, task_queue, manifests, f"P7 own clusters N={jobs}")
+        try:
+            with Progress(f"P7 own clusters RUNNING N={jobs}", jobs) as bar:
+                await wait_until(
+                    lambda: _all_running(handles, bar),
+                    within=120 + jobs * 2.0,
+                    interval=1.0,
+                    what=f"{jobs} RayJobs with their own clusters RUNNING",
+                )
+            ramp = time.monotonic() - started
+            ramp_requests = shared.api_requests() - api_before
+            hold_before = shared.api_requests()
+            cpu_before, wall_before = sample_process(worker.pid).cpu_seconds, time.monotonic()
+            await asyncio.sleep(window_s)
+            sample = sample_process(worker.pid)
+            wall = time.monotonic() - wall_before
+            hold = shared.api_requests() - hold_before
+            slots = await worker.activity_slots_used()
+        finally:
+            await terminate_all(handles)
+    return OwnClusterPoint(
+        jobs=jobs,
+        ramp_s=ramp,
+        rss_bytes=sample.rss_bytes,
+        cpu_share=(sample.cpu_seconds - cpu_before) / wall,
+        ramp_cluster_requests=sum(ramp_requests[key] for key in WAITS),
+        hold_api_rps=sum(count for key, count in hold.items() if not key.endswith("/proxy")) / wall,
+        slots_used=slots,
+    )

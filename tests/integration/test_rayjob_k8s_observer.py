@@ -1,0 +1,139 @@
+"""The Kubernetes observer end to end (real worker, real activities, simulated sandbox on the dev server): one
+observer per namespace serves every RayJob's RayCluster, submitter Job and head Pod wait with a fixed number
+of list and watch requests, no wait activity runs, and a worker restart loses no change."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+
+from sandbox.testing import wait_until
+from tests.integration.rayjob_support import example
+from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW, kube_observer_workflow_id
+
+pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
+
+# Kinds the observer follows, as the sandbox counts their requests.
+FOLLOWED = ("rayclusters", "jobs", "pods")
+# Per kind: one list and a watch renewed each minute (plus a relist after an expired watch); what matters is
+# that it does not grow with the number of RayJobs.
+REQUESTS_PER_KIND = 3
+MODES = ("rayjob-httpmode", "rayjob-k8sjobmode", "rayjob-sidecarmode")
+# HTTPMode with its own cluster (Initializing wait), K8sJobMode (its submitter Job), SidecarMode (head Pod).
+# A K8sJobMode lifecycle here measured 59-63 events through the observer and 61 with the wait activities (the
+# same test with the Kubernetes observer off): its two waits become a registration marker, a signal and its
+# workflow task each, where a wait activity took three events and a workflow task. The job observer's signals
+# (one per Ray job state the workflow sees) make it vary by a few.
+TYPICAL_K8S_JOB_MODE_EVENTS = 66
+
+
+@pytest.fixture(autouse=True)
+def observer_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The observers are opt-in; this module's workers read the setting from this process's environment."""
+    monkeypatch.setenv("RAYPILOT_JOB_OBSERVER", "true")
+
+
+@pytest.fixture(scope="module")
+async def sandbox_and_client(
+    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[tuple[Any, Client]]:
+    async with running_sandbox_thread(tmp_path_factory.mktemp("k8s-observer"), "simulated") as cluster:
+        yield cluster, dev_server_env.client
+
+
+def _manifests(namespace: str, copies: int, entrypoint: str) -> list[dict[str, Any]]:
+    return [
+        example(mode, namespace, rename=f"{mode.removeprefix('rayjob-')}-{index}", entrypoint=entrypoint)
+        for index in range(copies)
+        for mode in MODES
+    ]
+
+
+def _followed_requests(cluster: Any, namespace: str) -> Counter[str]:
+    """The list and watch requests of the followed kinds (all namespaces: only this test's run here)."""
+    counted = Counter(cluster.sandbox.api.requests)
+    return Counter(
+        {
+            key: count
+            for key, count in counted.items()
+            if key.split(" ")[0] in ("list", "watch") and key.split(" ")[-1] in FOLLOWED
+        }
+    )
+
+
+async def _activity_types(handle: WorkflowHandle[Any, Any]) -> tuple[Counter[str], Counter[Any]]:
+    history = await handle.fetch_history()
+    scheduled = Counter(
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    )
+    return scheduled, Counter(event.event_type for event in history.events)
+
+
+async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(
+    sandbox_and_client: tuple[Any, Client],
+) -> None:
+    cluster, client = sandbox_and_client
+    async with sandbox_worker(client, cluster) as task_queue:
+        stack = Stack(cluster, client, task_queue, cluster.api_client())
+        namespace = stack.namespace()
+        before = _followed_requests(cluster, namespace)
+        handles = [await stack.start(manifest) for manifest in _manifests(namespace, 2, "sleep 2")]
+        results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 180)
+        requests = _followed_requests(cluster, namespace) - before
+        histories = [await _activity_types(handle) for handle in handles]
+        observers = [
+            execution.id
+            async for execution in client.list_workflows(f"WorkflowType = '{KUBE_OBSERVER_WORKFLOW}'")
+            if execution.task_queue == task_queue
+        ]
+
+    for result in results:
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert observers == [kube_observer_workflow_id(task_queue, namespace)]
+    # Six RayJobs, each with its own RayCluster (three with a submitter to watch): the watches and lists of
+    # the followed kinds are the observer's few, not one per RayJob and wait.
+    for kind in FOLLOWED:
+        made = sum(count for key, count in requests.items() if key.endswith(f" {kind}"))
+        assert 1 <= made <= 2 * REQUESTS_PER_KIND, requests
+    for scheduled, _ in histories:
+        assert not [name for name in scheduled if name.startswith("k8s.wait_")], scheduled
+    # A K8sJobMode lifecycle: its RayCluster's readiness and the submitter's end arrive as signals (at least
+    # one each), with no wait activity; the acts are local activity markers.
+    k8s_job_mode_kinds = histories[1][1]
+    assert k8s_job_mode_kinds[EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED] >= 2, k8s_job_mode_kinds
+
+    assert sum(k8s_job_mode_kinds.values()) <= TYPICAL_K8S_JOB_MODE_EVENTS, k8s_job_mode_kinds
+
+
+async def test_a_worker_restart_loses_no_kubernetes_change(sandbox_and_client: tuple[Any, Client]) -> None:
+    cluster, client = sandbox_and_client
+    task_queue = f"test-{uuid.uuid4()}"
+    async with sandbox_worker(client, cluster, task_queue):
+        stack = Stack(cluster, client, task_queue, cluster.api_client())
+        namespace = stack.namespace()
+        handles = [await stack.start(manifest) for manifest in _manifests(namespace, 1, "sleep 6")]
+
+        async def all_registered() -> bool:
+            statuses = [await stack.status(handle) for handle in handles]
+            return all(
+                status.get("jobDeploymentStatus") in ("Initializing", "Running") for status in statuses
+            )
+
+        await wait_until(all_registered, within=60, interval=0.3, what="every RayJob waiting")
+    # The worker and its observer activity are gone while clusters get ready and submitters finish.
+    async with sandbox_worker(client, cluster, task_queue):
+        results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 150)
+
+    for result in results:
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
