@@ -537,6 +537,18 @@ async def rayjob_adopted_from_kuberay(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayjob_baseline(env: WorkflowEnvironment) -> Handle:
+    """Patch rayjob-baseline-2026-11 (every earlier RayJob patch folded into one): the Kubernetes observer's
+    K8sJobMode path above, its run asking the one baseline patch."""
+    return await rayjob_k8s_observer(env)
+
+
+async def rayservice_baseline(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-baseline-2026-11 (every earlier RayService patch folded into one): a blue-green
+    upgrade, then delete, its run asking the one baseline patch."""
+    return await rayservice_blue_green_delete(env)
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -564,6 +576,8 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_serve_wait_minute_heartbeat,
         rayservice_analysis_gates,
         rayservice_drain_closes_connections,
+        rayjob_baseline,
+        rayservice_baseline,
     )
 }
 

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
 from workflows.kit.calls import IO, call, call_without_input
+from workflows.kit.patches import PatchSet
 from workflows.rayjob.admission import ADMISSION_PATCH
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
@@ -83,6 +84,23 @@ ORDERED_JOB_VIEWS_PATCH = "rayjob-ordered-job-views"
 # The RayCluster in Initializing and the submitter Job / head Pod while running come from the namespace's
 # Kubernetes observer (signal `k8s_observed`) under the same switch, instead of a wait activity each.
 K8S_OBSERVER_PATCH = "rayjob-k8s-observer"
+# Every patch above, folded into one (workflows/kit/patches.py): a new run asks only this one (2 history
+# events instead of up to 20); a run recorded before it replays through the individual patches.
+BASELINE_PATCH = "rayjob-baseline-2026-11"
+FOLDED_PATCHES = frozenset(
+    {
+        OUTCOME_MEMO_PATCH,
+        EARLIER_RUN_PATCH,
+        LEFTOVER_PATCH,
+        RETRY_POLICY_PATCH,
+        ADMISSION_PATCH,
+        JOB_OBSERVER_PATCH,
+        ADOPTION_PATCH,
+        JOB_STATUS_MEMO_PATCH,
+        ORDERED_JOB_VIEWS_PATCH,
+        K8S_OBSERVER_PATCH,
+    }
+)
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -133,20 +151,21 @@ class RayJobWorkflow:
     async def run(self, manifest: Any) -> dict[str, Any]:
         # All asked before any command: on replay, a patch first asked right after a local activity's result
         # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
-        checks_earlier_run = workflow.patched(EARLIER_RUN_PATCH)
-        records_outcome = workflow.patched(OUTCOME_MEMO_PATCH)
-        self.core.state.reports_leftovers = workflow.patched(LEFTOVER_PATCH)
-        follows_retry_policy = workflow.patched(RETRY_POLICY_PATCH)
-        self.core.state.queues = workflow.patched(ADMISSION_PATCH)
-        job_observer = workflow.patched(JOB_OBSERVER_PATCH)
+        patches = PatchSet(BASELINE_PATCH, FOLDED_PATCHES)
+        checks_earlier_run = patches.has(EARLIER_RUN_PATCH)
+        records_outcome = patches.has(OUTCOME_MEMO_PATCH)
+        self.core.state.reports_leftovers = patches.has(LEFTOVER_PATCH)
+        follows_retry_policy = patches.has(RETRY_POLICY_PATCH)
+        self.core.state.queues = patches.has(ADMISSION_PATCH)
+        job_observer = patches.has(JOB_OBSERVER_PATCH)
         annotations = self.core.job.metadata.annotations
-        if ANNOTATION_ADOPTED_RAYJOB in annotations and workflow.patched(ADOPTION_PATCH):
+        if ANNOTATION_ADOPTED_RAYJOB in annotations and patches.has(ADOPTION_PATCH):
             self.core.state.adoption = adopted_rayjob(annotations)
         self.core.state.publishes_job_status = object_api_version(
             annotations
-        ) == RAYPILOT_API_VERSION and workflow.patched(JOB_STATUS_MEMO_PATCH)
-        self.core.state.orders_job_views = workflow.patched(ORDERED_JOB_VIEWS_PATCH)
-        k8s_observer = workflow.patched(K8S_OBSERVER_PATCH)
+        ) == RAYPILOT_API_VERSION and patches.has(JOB_STATUS_MEMO_PATCH)
+        self.core.state.orders_job_views = patches.has(ORDERED_JOB_VIEWS_PATCH)
+        k8s_observer = patches.has(K8S_OBSERVER_PATCH)
         self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         self.core.state.observes = job_observer and self.core.state.config.job_observer
         self.core.state.fresh_look_before_judging = job_observer
