@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.upgrade.controls import UpgradeControls
+    from workflows.decisions.upgrade.revisions import Revision
     from workflows.decisions.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
@@ -55,6 +56,11 @@ class RayServiceState:
     progress_deadline_settled: str = ""
     # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
     unhealthy_settled: str = ""
+    # raypilot.io/rollout revision history (decisions/upgrade/revisions.py), oldest first; an undo accepted
+    # and not acted on yet: the revision it goes back to, and the still running cluster to serve again.
+    revisions: list[Revision] = field(default_factory=list)
+    undo_of: int | None = None
+    undo_cluster: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

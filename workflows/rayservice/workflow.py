@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     import wire.dashboard
     import wire.kubernetes  # noqa: F401
     import workflows.decisions.upgrade.controls
+    import workflows.decisions.upgrade.revisions
     import workflows.decisions.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
@@ -60,8 +61,10 @@ with workflow.unsafe.imports_passed_through():
         promote_upgrade,
         resume_upgrade,
     )
+    from workflows.decisions.upgrade.revisions import revision_rows
     from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.reconcile import RayServiceReconciler
+    from workflows.rayservice.revisions import RevisionKeeper
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
@@ -85,12 +88,19 @@ ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
 # A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
 # flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
 DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
+# Revision history and `undo` (rayservice/revisions.py): the spec of each pass is recorded, and an in-place
+# undo makes the previous, still running cluster the pending one again.
+REVISION_UNDO_PATCH: Final = "rayservice-revision-undo"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
 
 def _rejected(message: str) -> ApplicationError:
     return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)
+
+
+def _control_rejected(message: str) -> ApplicationError:
+    return ApplicationError(message, type=CONTROL_REJECTED, non_retryable=True)
 
 
 def _metadata(manifest: dict[str, Any]) -> tuple[str, str]:
@@ -137,6 +147,7 @@ class RayServiceWorkflow:
         namespace, name = _metadata(self._state.manifest)
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
         self._calls.involved_object = _involved_object(self._state.manifest)
+        self._revisions = RevisionKeeper(self._state)
 
     @property
     def _gates(self) -> FeatureGates:
@@ -150,6 +161,7 @@ class RayServiceWorkflow:
         keeps_active_config = workflow.patched(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         rollout_plan = workflow.patched(ROLLOUT_PLAN_PATCH)
         drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
+        self._revisions.enabled = workflow.patched(REVISION_UNDO_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -175,7 +187,11 @@ class RayServiceWorkflow:
         immediate = 0
         while not state.deleting:
             seen = self._changes
+            rayservice = reconciler.rayservice()
+            incremental = is_incremental_upgrade_enabled(rayservice.spec, config)
+            self._revisions.before_pass(rayservice, incremental, workflow.now())
             outcome = await reconciler.reconcile()
+            self._revisions.after_pass(world, workflow.now())
             if self._should_continue_as_new():
                 await world.stop()
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -238,7 +254,15 @@ class RayServiceWorkflow:
 
     @workflow.query(name="status")
     def status(self) -> dict[str, Any]:
-        return status_query(self._state.status, self._state.serve_details)
+        body = status_query(self._state.status, self._state.serve_details)
+        if self._state.revisions:
+            body["revisions"] = revision_rows(self._state.revisions)  # beyond KubeRay (issue #18)
+        return body
+
+    @workflow.query(name="revisions")
+    def revisions(self) -> list[dict[str, Any]]:
+        """The revision history with each revision's manifest (`raypilot rollout history -o json`)."""
+        return revision_rows(self._state.revisions, manifests=True)
 
     @workflow.update(name="apply")
     def apply(self, manifest: dict[str, Any]) -> dict[str, int]:
@@ -331,6 +355,34 @@ class RayServiceWorkflow:
     @abort.validator
     def _validate_abort(self) -> None:
         self._validate_control("abort")
+
+    # ---- rollout undo and retry (issue #18): decided in rayservice/revisions.py --------------------------
+
+    @workflow.update(name="undo")
+    def undo(self, request: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Apply an earlier revision's manifest again as a new revision; in place when its cluster is up."""
+        self._changes += 1
+        return self._revisions.undo(request)
+
+    @undo.validator
+    def _validate_undo(self, request: dict[str, Any] | None = None) -> None:
+        rejection = self._revisions.undo_rejection(request)
+        if rejection is not None:
+            raise _control_rejected(rejection)
+
+    @workflow.update(name="retry")
+    def retry(self) -> dict[str, str]:
+        self._changes += 1
+        return self._revisions.retry()
+
+    @retry.validator
+    def _validate_retry(self) -> None:
+        state = self._state
+        rejection = self._revisions.retry_rejection(
+            rayservice_at(state.manifest, state.generation, state.status)
+        )
+        if rejection is not None:
+            raise _control_rejected(rejection)
 
     @workflow.update(name="delete")
     async def delete(self) -> dict[str, Any]:
