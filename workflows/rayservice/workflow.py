@@ -91,6 +91,8 @@ DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
 # Revision history and `undo` (rayservice/revisions.py): the spec of each pass is recorded, and an in-place
 # undo makes the previous, still running cluster the pending one again.
 REVISION_UNDO_PATCH: Final = "rayservice-revision-undo"
+# raypilot.io/rollout headerCanary: the HTTPRoute of an incremental upgrade gains the header rule.
+HEADER_CANARY_PATCH: Final = "rayservice-header-canary"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -162,6 +164,7 @@ class RayServiceWorkflow:
         rollout_plan = workflow.patched(ROLLOUT_PLAN_PATCH)
         drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
         self._revisions.enabled = workflow.patched(REVISION_UNDO_PATCH)
+        header_canary = workflow.patched(HEADER_CANARY_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -184,6 +187,7 @@ class RayServiceWorkflow:
             rollout_plan=rollout_plan,
         )
         reconciler.drains_before_deletion = drained_deletion
+        reconciler.header_canary = header_canary
         immediate = 0
         while not state.deleting:
             seen = self._changes
