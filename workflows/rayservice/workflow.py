@@ -93,6 +93,8 @@ DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
 REVISION_UNDO_PATCH: Final = "rayservice-revision-undo"
 # raypilot.io/rollout headerCanary: the HTTPRoute of an incremental upgrade gains the header rule.
 HEADER_CANARY_PATCH: Final = "rayservice-header-canary"
+# While the desired spec is an aborted one, the active cluster keeps its Serve config (aborted_spec.py).
+ABORTED_SPEC_SERVE_CONFIG_PATCH: Final = "rayservice-aborted-spec-keeps-serve-config"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -165,6 +167,7 @@ class RayServiceWorkflow:
         drained_deletion = workflow.patched(DRAINED_DELETION_PATCH)
         self._revisions.enabled = workflow.patched(REVISION_UNDO_PATCH)
         header_canary = workflow.patched(HEADER_CANARY_PATCH)
+        holds_aborted_serve_config = workflow.patched(ABORTED_SPEC_SERVE_CONFIG_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -188,6 +191,7 @@ class RayServiceWorkflow:
         )
         reconciler.drains_before_deletion = drained_deletion
         reconciler.header_canary = header_canary
+        reconciler.serving.holds_aborted_serve_config = holds_aborted_serve_config
         immediate = 0
         while not state.deleting:
             seen = self._changes

@@ -1,5 +1,6 @@
 """Revision history and undo (issue #18): recording, settling, which revision an undo goes back to, and how
-(in place, same cluster, or a new upgrade), as tables."""
+(in place, same cluster, or a new upgrade), retry, and the Serve config held back while the desired spec is
+an aborted one, as tables."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from models.meta import ConditionStatus
 from models.rayservice import RayServiceStatus, RayServiceStatuses
 from workflows.decisions.rayservice.conditions import set_condition
+from workflows.decisions.upgrade.aborted_spec import serve_config_while_aborted
 from workflows.decisions.upgrade.controls import UpgradeControls
 from workflows.decisions.upgrade.retry import retried_controls, retried_revisions, retry_rejection
 from workflows.decisions.upgrade.revisions import (
@@ -236,3 +238,24 @@ def test_retry_forgets_the_aborted_goal_and_reopens_the_revision() -> None:
     [first, second] = retried_revisions(history)
     assert first == history[0]
     assert (second.outcome, second.settled, second.reason) == ("Progressing", None, "")
+
+
+@pytest.mark.parametrize(
+    ("what", "cluster", "aborted", "goal", "expected"),
+    [
+        ("active cluster, desired spec aborted", "c1", "h2", "h2", "cached"),
+        ("active cluster, nothing aborted", "c1", None, "h2", "wanted"),
+        ("active cluster, another spec aborted", "c1", "h9", "h2", "wanted"),
+        ("the pending cluster", "c2", "h2", "h2", "wanted"),
+        ("active cluster without a cache entry", "c3", "h2", "h2", "wanted"),
+    ],
+)
+def test_serve_config_while_aborted(
+    what: str, cluster: str, aborted: str | None, goal: str, expected: str
+) -> None:
+    state = RayServiceStatuses(
+        active_service_status=RayServiceStatus(ray_cluster_name="c3" if cluster == "c3" else "c1"),
+        pending_service_status=RayServiceStatus(ray_cluster_name="c2"),
+    )
+    cache = {"c1": "cached", "c2": "cached"}
+    assert serve_config_while_aborted(cluster, state, aborted, goal, cache, "wanted") == expected, what
