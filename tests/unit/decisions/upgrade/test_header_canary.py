@@ -102,3 +102,15 @@ def test_header_canary_needs_capacity(
     what: str, canary: HeaderCanary | None, state: Any, needed: bool
 ) -> None:
     assert header_canary_needs_capacity(state, canary) is needed, what
+
+
+def test_the_header_canary_example_is_valid() -> None:
+    from pathlib import Path
+
+    from models.rollout import ANNOTATION_ROLLOUT, rollout_settings
+
+    text = (Path(__file__).parents[4] / "examples" / "rollout" / "header-canary.yaml").read_text()
+    settings = rollout_settings({ANNOTATION_ROLLOUT: text})
+    assert settings is not None
+    assert settings.header_canary == CANARY.model_copy(update={"value": "1"})
+    assert settings.revision_history_limit == 5
