@@ -63,6 +63,12 @@ async def test_the_header_rule_reaches_the_pending_cluster_before_any_weighted_t
         old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
         await handle.execute_update("apply", manifest("v2"), result_type=dict)
         new = await paused_with_a_pending_cluster(env, handle)
+
+        async def canary_ready() -> bool:  # the route is written after the pass' status: wait for both
+            pending = (await status_of(handle))["pendingServiceStatus"]
+            return len(rules(world)) == 2 and pending.get("targetCapacity") == 50
+
+        await eventually(env, canary_ready, step=timedelta(milliseconds=500))
         weighted, by_header = rules(world)
         assert weights(weighted) == {f"{old}-serve-svc": 100, f"{new}-serve-svc": 0}
         # the first capacity step (to maxSurgePercent, 50) is taken although the plan paused first
@@ -91,7 +97,11 @@ async def test_the_header_rule_goes_at_abort(time_skipping_env: WorkflowEnvironm
         old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
         await handle.execute_update("apply", manifest("v2"), result_type=dict)
         await paused_with_a_pending_cluster(env, handle)
-        assert len(rules(world)) == 2
+
+        async def two_rules() -> bool:
+            return len(rules(world)) == 2
+
+        await eventually(env, two_rules, step=timedelta(milliseconds=500))
         await handle.execute_update("abort", result_type=dict)
 
         async def one_rule_to_the_old_cluster() -> bool:
