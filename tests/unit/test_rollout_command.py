@@ -70,3 +70,11 @@ def test_full_goes_with_promote_only_and_rollout_with_rayservices_only() -> None
     code, message = run("rollout", "undo", "rayjob/default/job")
     assert code == EXIT_REJECTED
     assert message == "error: rollout undo applies to a rayservice, not to a rayjob\n"
+
+
+def test_the_status_phase_reads_a_status_that_lists_revisions() -> None:
+    from raypilot.cli.render import status_phase
+
+    active = {"rayClusterName": "svc-a"}
+    status = {"serviceStatus": "Running", "activeServiceStatus": active, "revisions": ROWS}
+    assert status_phase("RayService", status) != "Unknown"
