@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiohttp
@@ -155,6 +155,8 @@ class ProxyRoute:
 
     path_prefix: str
     backends: tuple[WeightedBackend, ...]
+    # Exact header matches (name lower-cased, value), all required; a route with more wins at equal prefix.
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def path_prefix_matches(prefix: str, path: str) -> bool:
@@ -189,13 +191,20 @@ class SmoothWeightedPicker:
 class _RouteTable:
     def __init__(self, routes: Sequence[ProxyRoute]) -> None:
         self.routes = tuple(routes)
-        # Longest prefix wins; among equal prefixes the earlier route wins (sorted() is stable).
-        ordered = sorted(self.routes, key=lambda r: len(r.path_prefix.rstrip("/")), reverse=True)
-        self._entries = [(route.path_prefix, SmoothWeightedPicker(route.backends)) for route in ordered]
+        # Longest prefix wins, then the most header matches (Gateway API rule precedence); among equals the
+        # earlier route wins (sorted() is stable).
+        ordered = sorted(
+            self.routes, key=lambda r: (len(r.path_prefix.rstrip("/")), len(r.headers)), reverse=True
+        )
+        self._entries = [
+            (route.path_prefix, route.headers, SmoothWeightedPicker(route.backends)) for route in ordered
+        ]
 
-    def lookup(self, path: str) -> SmoothWeightedPicker | None:
-        for prefix, picker in self._entries:
-            if path_prefix_matches(prefix, path):
+    def lookup(self, path: str, headers: Mapping[str, str] | None = None) -> SmoothWeightedPicker | None:
+        for prefix, wanted, picker in self._entries:
+            if path_prefix_matches(prefix, path) and all(
+                (headers or {}).get(name) == value for name, value in wanted
+            ):
                 return picker
         return None
 
@@ -275,7 +284,7 @@ class WeightedHttpProxy:
             await session.close()
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        picker = self._table.lookup(request.path)
+        picker = self._table.lookup(request.path, request.headers)
         if picker is None:
             return web.Response(status=404, text="no route matches this path\n")
         backend = picker.pick()

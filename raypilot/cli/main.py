@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_REJECTED", "build_parser", "main"]
 
 # The commands import Temporal, Kubernetes and the models only when they run: `raypilot --help` stays quick.
-UPGRADE_CONTROLS = ("pause", "resume", "promote", "abort")
+UPGRADE_CONTROLS = ("pause", "resume", "promote", "abort", "retry")
 
 REF_HELP = "KIND/NAMESPACE/NAME, e.g. rayjob/default/sample (KIND: rayjob, rayservice or raycronjob)"
 CRONJOB_CONTROLS = ("trigger", "pause", "unpause", "backfill")
@@ -61,9 +61,28 @@ def build_parser() -> argparse.ArgumentParser:
     delete = commands.add_parser("delete", help="delete a RayJob or RayService (the delete update)")
     delete.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
     delete.add_argument("--no-wait", action="store_true", help="return once the deletion was accepted")
-    upgrade = commands.add_parser("upgrade", help="control a RayService's incremental upgrade")
+    upgrade_help = (
+        "control a RayService's upgrade: pause, resume, promote [--full] (finish now: skip the remaining "
+        "steps, pauses and step analyses; the new replicas must still run), abort, retry (start an aborted "
+        "upgrade of the same spec again)"
+    )
+    upgrade = commands.add_parser("upgrade", help=upgrade_help, description=upgrade_help)
     upgrade.add_argument("control", choices=UPGRADE_CONTROLS)
     upgrade.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
+    upgrade.add_argument(
+        "--full",
+        action="store_true",
+        help="promote: say it as Argo Rollouts does (promote always finishes now)",
+    )
+    rollout = commands.add_parser(
+        "rollout", help="a RayService's revisions: history (table or -o json), undo [--to-revision N]"
+    )
+    rollout.add_argument("action", choices=("history", "undo"))
+    rollout.add_argument("ref", metavar="rayservice/NAMESPACE/NAME")
+    rollout.add_argument(
+        "-o", "--output", choices=("human", "json"), default="human", help="history's format"
+    )
+    rollout.add_argument("--to-revision", type=int, metavar="N", help="undo: go back to revision N")
     timeline = commands.add_parser(
         "timeline", help="draw a RayService's traffic and capacity, or a RayJob's states, from its history"
     )
@@ -152,7 +171,7 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
-    if args.command in ("apply", "status", "delete", "upgrade", "timeline", "cronjob", "adopt"):
+    if args.command in ("apply", "status", "delete", "upgrade", "timeline", "cronjob", "adopt", "rollout"):
         from raypilot.cli.common import Console, run_command
 
         console = console or Console()
@@ -222,6 +241,14 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
         return await draw_timeline(args.ref, args.output, console)
     if args.command == "delete":
         return await delete_object(args.ref, console, wait=not args.no_wait)
+    if args.command == "rollout":
+        from raypilot.cli.rollout_command import rollout_command
+
+        return await rollout_command(
+            args.action, args.ref, console, output=args.output, to_revision=args.to_revision
+        )
+    if args.command == "upgrade" and args.full and args.control != "promote":
+        raise rejected("--full goes with promote only")
     if args.command == "adopt":
         from raypilot.cli.adopt import adopt_command
 

@@ -70,8 +70,10 @@ def bar(fraction: float, width: int = BAR_WIDTH) -> str:
 
 
 def _strip_replicas(status: Mapping[str, Any]) -> dict[str, Any]:
-    """The RayService status without the per-deployment `replicas` the query adds beyond KubeRay."""
+    """The RayService status without what the query adds beyond KubeRay: the per-deployment `replicas` and
+    the `revisions` (issue #18)."""
     body = copy.deepcopy(dict(status))
+    body.pop("revisions", None)
     for side in ("activeServiceStatus", "pendingServiceStatus"):
         for app in ((body.get(side) or {}).get("applicationStatuses") or {}).values():
             for deployment in (app.get("serveDeploymentStatuses") or {}).values():

@@ -2,9 +2,9 @@
 listener port; HTTPRoutes naming the Gateway become the proxy's routes (PathPrefix matches, weighted
 backendRefs to Services at clusterIP:port). Statuses follow Gateway API v1 (reference part B.1).
 
-Supported subset: listener protocol HTTP; route matches on path type PathPrefix only (other match kinds are
-skipped and reported); hostnames are not used for routing; cross-namespace backendRefs are refused
-(RefNotPermitted: the sandbox serves no ReferenceGrant).
+Supported subset: listener protocol HTTP; route matches on path type PathPrefix, with Exact header matches
+(other match kinds are skipped and reported); hostnames are not used for routing; cross-namespace
+backendRefs are refused (RefNotPermitted: the sandbox serves no ReferenceGrant).
 """
 
 from __future__ import annotations
@@ -135,10 +135,14 @@ def resolve_route(
                 backends.append(WeightedBackend(target[0], target[1], int(ref.get("weight", 1))))
         for match in rule.get("matches") or [{}]:
             path = match.get("path") or {"type": "PathPrefix", "value": "/"}
-            if path.get("type", "PathPrefix") != "PathPrefix" or set(match) - {"path"}:
+            headers = match.get("headers") or []
+            exact = all(header.get("type", "Exact") == "Exact" for header in headers)
+            kinds = set(match) - {"path", "headers"}
+            if path.get("type", "PathPrefix") != "PathPrefix" or kinds or not exact:
                 resolved.skipped_matches += 1
                 continue
-            resolved.proxy_routes.append(ProxyRoute(path.get("value", "/"), tuple(backends)))
+            wanted = tuple((str(h.get("name", "")).lower(), str(h.get("value", ""))) for h in headers)
+            resolved.proxy_routes.append(ProxyRoute(path.get("value", "/"), tuple(backends), wanted))
     return resolved
 
 

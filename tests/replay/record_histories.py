@@ -549,6 +549,58 @@ async def rayservice_baseline(env: WorkflowEnvironment) -> Handle:
     return await rayservice_blue_green_delete(env)
 
 
+async def rayservice_undo_in_place(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-revision-undo: a blue-green upgrade v1 -> v2, then `undo` inside the deletion delay
+    moves the traffic back to v1's cluster (no new cluster); v2's cluster is deleted after the delay."""
+    world = FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=30)) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", rayservice_manifest(version="v2", deletion_delay=30))
+        new = await _pending_cluster(env, handle)
+
+        async def promoted() -> bool:
+            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
+
+        await eventually(env, promoted, step=timedelta(milliseconds=500))
+        await handle.execute_update("undo", {})
+
+        async def back_and_v2_gone() -> bool:
+            status = await status_of(handle)
+            return status["activeServiceStatus"]["rayClusterName"] == old and new not in world.clusters
+
+        await eventually(env, back_and_v2_gone)
+    return handle
+
+
+async def rayservice_header_canary(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-header-canary: an incremental upgrade paused by its plan before any traffic, with the
+    header rule and the pending cluster's first capacity step, then aborted (the rule goes)."""
+    world = FakeRayWorld()
+    canary = {"name": "x", "value": "1"}
+    rollout = {"steps": [{"pause": "indefinite"}, {"traffic": 100}], "headerCanary": canary}
+
+    def manifest(version: str) -> dict[str, Any]:
+        body = _two_step_incremental(version)
+        body["metadata"]["annotations"] = {"raypilot.io/rollout": json.dumps(rollout)}
+        return body
+
+    async with running_rayservice(env, world, manifest("v1")) as handle:
+        await until_ready(env, handle)
+        await handle.execute_update("apply", manifest("v2"))
+
+        async def canary_rule() -> bool:
+            return world.route is not None and len(world.route["spec"]["rules"]) == 2
+
+        await eventually(env, canary_rule, step=timedelta(milliseconds=500))
+        await handle.execute_update("abort")
+
+        async def rolled_back() -> bool:
+            return not ((await status_of(handle)).get("pendingServiceStatus") or {}).get("rayClusterName")
+
+        await eventually(env, rolled_back, step=timedelta(milliseconds=500))
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     scenario.__name__: scenario
     for scenario in (
@@ -578,6 +630,8 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_drain_closes_connections,
         rayjob_baseline,
         rayservice_baseline,
+        rayservice_undo_in_place,
+        rayservice_header_canary,
     )
 }
 

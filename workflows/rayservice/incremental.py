@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import ANNOTATION_HASH, gateway_name, http_route_name
     from models.raycluster import RayCluster
     from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses
+    from models.rollout import HeaderCanary
     from workflows.decisions.rayservice.cluster import cluster_upgrade_options
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.serve import target_capacity_config
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         is_gateway_ready,
         is_http_route_ready,
     )
+    from workflows.decisions.upgrade.header_canary import header_canary_needs_capacity, with_header_canary
     from workflows.decisions.upgrade.incremental import (
         TrafficMoment,
         TrafficStep,
@@ -63,6 +65,9 @@ def _rolling_back(status: RayServiceStatuses) -> bool:
 class IncrementalUpgrade(RayServicePart):
     # The traffic step this reconcile decided, if any.
     traffic: TrafficStep | None = None
+    # raypilot.io/rollout headerCanary for this pass (None without it, or before patch
+    # rayservice-header-canary): decisions/upgrade/header_canary.py.
+    header_canary: HeaderCanary | None = None
     # raypilot.io/rollout (rollout.py): the step plan's traffic ceiling and the end of its timed pause.
     plan_target: int | None = None
     plan_wake_at: datetime | None = None
@@ -118,7 +123,7 @@ class IncrementalUpgrade(RayServicePart):
             status,
             cluster_upgrade_options(rayservice.spec),
             gaining_ready,
-            paused=state.controls.paused,
+            paused=state.controls.paused and not header_canary_needs_capacity(status, self.header_canary),
             promote=state.controls.promote_requested,
         )
         if step is None:
@@ -175,6 +180,8 @@ class IncrementalUpgrade(RayServicePart):
             plan_target=self.plan_target,
         )
         route, step = desired_http_route(rayservice, active, pending, moment)
+        pending_name = pending.metadata.name if pending is not None else ""
+        route = with_header_canary(route, rayservice.status, pending_name, self.header_canary)
         self.traffic = step
         if route is None:
             return None

@@ -135,6 +135,8 @@ class RayServiceReconciler(RayServicePart):
         self.restarts = PodRestarts(state, world, calls, config, commit)
         self.rollout = RolloutPlan(state, world, calls, config, commit)
         self.rollout.enabled = rollout_plan
+        # Patch `rayservice-header-canary`: the HTTPRoute's header rule (decisions/upgrade/header_canary.py).
+        self.header_canary = False
         # Patch `rayservice-drained-deletion`: a due dangling cluster is first drained (drain.py).
         self.drains_before_deletion = False
         self.drains = ClusterDrains(state, world, calls, config, commit)
@@ -238,6 +240,7 @@ class RayServiceReconciler(RayServicePart):
             cluster.metadata.name: cluster for cluster in (seen.active, seen.pending) if cluster is not None
         }
         ready = (seen.pending_serve.ready, seen.active_serve.ready)
+        upgrade.header_canary = self.rollout.header_canary(seen.rayservice) if self.header_canary else None
         seen.capacity_changed = await upgrade.step_capacity(seen.rayservice, dict(clusters), *ready)
         upgrade.plan_target, upgrade.plan_wake_at = await self.rollout.step(self.rayservice(), now)
         seen.rayservice = self.rayservice()

@@ -18,7 +18,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models.meta import is_condition_true
     from models.rayservice import AppStatus, RayService, RayServiceConditionType
-    from models.rollout import RolloutSettings, rollout_settings
+    from models.rollout import HeaderCanary, RolloutSettings, rollout_settings
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.upgrade.analysis import (
@@ -90,6 +90,10 @@ class RolloutPlan(RayServicePart):
             return rollout_settings(rayservice.metadata.annotations)
         except ValueError:
             return None  # never: a manifest is checked before it is accepted
+
+    def header_canary(self, rayservice: RayService) -> HeaderCanary | None:
+        settings = self.settings(rayservice)
+        return settings.header_canary if settings is not None else None
 
     async def step(self, rayservice: RayService, now: datetime) -> tuple[int | None, datetime | None]:
         """The plan's traffic ceiling and the end of a timed pause for this pass, (None, None) without a plan

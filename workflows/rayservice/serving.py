@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import LABEL_SERVE
     from models.raycluster import RayCluster
     from models.rayservice import AppStatus, RayService
-    from workflows.decisions.rayservice.cluster import is_incremental_upgrade_enabled
+    from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.observed_clusters import is_head_pod_ready
     from workflows.decisions.rayservice.replica_ranks import with_replica_ranks
@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.rayservice.status import serve_endpoint_services
     from workflows.decisions.rayservice.watches import view_key
+    from workflows.decisions.upgrade.aborted_spec import serve_config_while_aborted
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
@@ -62,15 +63,21 @@ class RayServiceServing(RayServicePart):
     # Patch rayservice-rollback-keeps-active-serve-config (set by the reconciler): the active cluster keeps
     # its Serve config during an incremental rollback. Runs started before it PUT the spec's config.
     keeps_active_config_in_rollback = False
+    # Patch rayservice-aborted-spec-keeps-serve-config: an aborted spec's Serve config is not submitted to
+    # the active cluster (decisions/upgrade/aborted_spec.py).
+    holds_aborted_serve_config = False
 
     def _wanted_config(self, rayservice: RayService, name: str, incremental: bool) -> str:
         spec_config = rayservice.spec.serve_config_v2
         if not self.keeps_active_config_in_rollback:
             return spec_config
         state = self.state
-        return serve_config_for_cluster(
-            name, state.status, incremental, state.serve_config_cache, spec_config
-        )
+        cache = state.serve_config_cache
+        wanted = serve_config_for_cluster(name, state.status, incremental, cache, spec_config)
+        if not self.holds_aborted_serve_config:
+            return wanted
+        aborted, goal = state.controls.aborted_goal_hash, goal_cluster_hash(rayservice.spec)
+        return serve_config_while_aborted(name, state.status, aborted, goal, cache, wanted)
 
     def existing_serve_services(
         self, rayservice: RayService, active: RayCluster | None, pending: RayCluster | None, incremental: bool

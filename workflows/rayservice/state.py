@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.upgrade.blue_green import PostPromotion
     from workflows.decisions.upgrade.controls import UpgradeControls
     from workflows.decisions.upgrade.gates import GateRun
+    from workflows.decisions.upgrade.revisions import Revision
     from workflows.decisions.upgrade.step_deadline import StepClock
     from workflows.decisions.upgrade.step_plan import StepProgress
 
@@ -69,6 +70,11 @@ class RayServiceState:
     # and step) whose deadline was acted on.
     step_clock: StepClock | None = None
     step_deadline_settled: str = ""
+    # raypilot.io/rollout revision history (decisions/upgrade/revisions.py), oldest first; an undo accepted
+    # and not acted on yet: the revision it goes back to, and the still running cluster to serve again.
+    revisions: list[Revision] = field(default_factory=list)
+    undo_of: int | None = None
+    undo_cluster: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
     deleting: bool = False

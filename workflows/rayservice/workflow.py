@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.decisions.upgrade.blue_green
     import workflows.decisions.upgrade.controls
     import workflows.decisions.upgrade.gates
+    import workflows.decisions.upgrade.revisions
     import workflows.decisions.upgrade.step_deadline
     import workflows.decisions.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
@@ -65,8 +66,10 @@ with workflow.unsafe.imports_passed_through():
         promote_upgrade,
         resume_upgrade,
     )
+    from workflows.decisions.upgrade.revisions import revision_rows
     from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.reconcile import RayServiceReconciler
+    from workflows.rayservice.revisions import RevisionKeeper
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
@@ -101,8 +104,15 @@ SERVE_WAIT_MINUTE_HEARTBEAT_PATCH: Final = "rayservice-serve-wait-minute-heartbe
 ANALYSIS_GATES_PATCH: Final = "rayservice-analysis-gates"
 # A drain starts with the old cluster's Serve proxies closing kept-alive connections after their responses.
 DRAIN_CLOSES_CONNECTIONS_PATCH: Final = "rayservice-drain-closes-connections"
+# Revision history and `undo` (rayservice/revisions.py): the spec of each pass is recorded, and an in-place
+# undo makes the previous, still running cluster the pending one again.
+REVISION_UNDO_PATCH: Final = "rayservice-revision-undo"
+# raypilot.io/rollout headerCanary: the HTTPRoute of an incremental upgrade gains the header rule.
+HEADER_CANARY_PATCH: Final = "rayservice-header-canary"
+# While the desired spec is an aborted one, the active cluster keeps its Serve config (aborted_spec.py).
+ABORTED_SPEC_SERVE_CONFIG_PATCH: Final = "rayservice-aborted-spec-keeps-serve-config"
 # Every patch above, folded into one (workflows/kit/patches.py): a new run asks only this one (2 history
-# events instead of 14 in each run, continue-as-new included); a run recorded before it replays through the
+# events instead of 20 in each run, continue-as-new included); a run recorded before it replays through the
 # individual patches.
 BASELINE_PATCH: Final = "rayservice-baseline-2026-11"
 FOLDED_PATCHES: Final = frozenset(
@@ -114,6 +124,9 @@ FOLDED_PATCHES: Final = frozenset(
         SERVE_WAIT_MINUTE_HEARTBEAT_PATCH,
         ANALYSIS_GATES_PATCH,
         DRAIN_CLOSES_CONNECTIONS_PATCH,
+        REVISION_UNDO_PATCH,
+        HEADER_CANARY_PATCH,
+        ABORTED_SPEC_SERVE_CONFIG_PATCH,
     }
 )
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
@@ -122,6 +135,10 @@ MAX_IMMEDIATE_PASSES: Final = 8
 
 def _rejected(message: str) -> ApplicationError:
     return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)
+
+
+def _control_rejected(message: str) -> ApplicationError:
+    return ApplicationError(message, type=CONTROL_REJECTED, non_retryable=True)
 
 
 def _metadata(manifest: dict[str, Any]) -> tuple[str, str]:
@@ -168,6 +185,7 @@ class RayServiceWorkflow:
         namespace, name = _metadata(self._state.manifest)
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
         self._calls.involved_object = _involved_object(self._state.manifest)
+        self._revisions = RevisionKeeper(self._state)
 
     @property
     def _gates(self) -> FeatureGates:
@@ -186,6 +204,9 @@ class RayServiceWorkflow:
         self._calls.serve_wait_minute_heartbeat = serve_wait_minute_heartbeat
         analysis_gates = patches.has(ANALYSIS_GATES_PATCH)
         drain_closes_connections = patches.has(DRAIN_CLOSES_CONNECTIONS_PATCH)
+        self._revisions.enabled = patches.has(REVISION_UNDO_PATCH)
+        header_canary = patches.has(HEADER_CANARY_PATCH)
+        holds_aborted_serve_config = patches.has(ABORTED_SPEC_SERVE_CONFIG_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -210,10 +231,16 @@ class RayServiceWorkflow:
         reconciler.drains_before_deletion = drained_deletion
         reconciler.rollout.gates.enabled = analysis_gates
         reconciler.drains.closes_connections = drain_closes_connections
+        reconciler.header_canary = header_canary
+        reconciler.serving.holds_aborted_serve_config = holds_aborted_serve_config
         immediate = 0
         while not state.deleting:
             seen = self._changes
+            rayservice = reconciler.rayservice()
+            incremental = is_incremental_upgrade_enabled(rayservice.spec, config)
+            self._revisions.before_pass(rayservice, incremental, workflow.now())
             outcome = await reconciler.reconcile()
+            self._revisions.after_pass(world, workflow.now())
             if self._should_continue_as_new():
                 await world.stop()
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -282,7 +309,15 @@ class RayServiceWorkflow:
 
     @workflow.query(name="status")
     def status(self) -> dict[str, Any]:
-        return status_query(self._state.status, self._state.serve_details)
+        body = status_query(self._state.status, self._state.serve_details)
+        if self._state.revisions:
+            body["revisions"] = revision_rows(self._state.revisions)  # beyond KubeRay (issue #18)
+        return body
+
+    @workflow.query(name="revisions")
+    def revisions(self) -> list[dict[str, Any]]:
+        """The revision history with each revision's manifest (`raypilot rollout history -o json`)."""
+        return revision_rows(self._state.revisions, manifests=True)
 
     @workflow.update(name="apply")
     def apply(self, manifest: dict[str, Any]) -> dict[str, int]:
@@ -378,6 +413,34 @@ class RayServiceWorkflow:
     @abort.validator
     def _validate_abort(self) -> None:
         self._validate_control("abort")
+
+    # ---- rollout undo and retry (issue #18): decided in rayservice/revisions.py --------------------------
+
+    @workflow.update(name="undo")
+    def undo(self, request: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Apply an earlier revision's manifest again as a new revision; in place when its cluster is up."""
+        self._changes += 1
+        return self._revisions.undo(request)
+
+    @undo.validator
+    def _validate_undo(self, request: dict[str, Any] | None = None) -> None:
+        rejection = self._revisions.undo_rejection(request)
+        if rejection is not None:
+            raise _control_rejected(rejection)
+
+    @workflow.update(name="retry")
+    def retry(self) -> dict[str, str]:
+        self._changes += 1
+        return self._revisions.retry()
+
+    @retry.validator
+    def _validate_retry(self) -> None:
+        state = self._state
+        rejection = self._revisions.retry_rejection(
+            rayservice_at(state.manifest, state.generation, state.status)
+        )
+        if rejection is not None:
+            raise _control_rejected(rejection)
 
     @workflow.update(name="delete")
     async def delete(self) -> dict[str, Any]:

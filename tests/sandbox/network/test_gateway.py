@@ -135,7 +135,9 @@ def test_resolve_route_refuses_other_kinds_and_namespaces_and_skips_unsupported_
     ]
     route["spec"]["rules"][0]["matches"] += [
         {"path": {"type": "Exact", "value": "/x"}},
-        {"path": {"type": "PathPrefix", "value": "/h"}, "headers": [{"name": "x", "value": "1"}]},
+        {"path": {"type": "PathPrefix", "value": "/h"}, "headers": [{"name": "X-Canary", "value": "1"}]},
+        {"path": {"type": "PathPrefix", "value": "/r"}, "headers": [{"type": "RegularExpression"}]},
+        {"path": {"type": "PathPrefix", "value": "/q"}, "queryParams": [{"name": "x", "value": "1"}]},
         {"path": {"type": "PathPrefix", "value": "/api"}},
     ]
     known = {
@@ -144,9 +146,13 @@ def test_resolve_route_refuses_other_kinds_and_namespaces_and_skips_unsupported_
     }
     resolved = resolve_route(route, known, lambda ns, name, port: ("127.0.0.1", 1234))
     backend = WeightedBackend("127.0.0.1", 1234, 1)
-    assert resolved.proxy_routes == [ProxyRoute("/", (backend,)), ProxyRoute("/api", (backend,))]
+    assert resolved.proxy_routes == [
+        ProxyRoute("/", (backend,)),
+        ProxyRoute("/h", (backend,), (("x-canary", "1"),)),  # Exact header matches are routed
+        ProxyRoute("/api", (backend,)),
+    ]
     assert [reason for reason, _ in resolved.ref_problems] == ["RefNotPermitted", "InvalidKind"]
-    assert resolved.skipped_matches == 2
+    assert resolved.skipped_matches == 3
 
 
 # --- the controller against real proxies --------------------------------------------------------------------

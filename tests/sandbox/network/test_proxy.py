@@ -195,6 +195,19 @@ async def test_proxy_prefers_the_longest_matching_prefix(
             assert (await response.text()).split()[0] == name
 
 
+async def test_proxy_sends_requests_with_the_header_to_the_header_route_whatever_the_weights(
+    make_backend, http: aiohttp.ClientSession, proxy: WeightedHttpProxy
+) -> None:
+    stable, canary = await make_backend("stable"), await make_backend("canary")
+    weighted = route("/", (stable, 100), (canary, 0))
+    by_header = ProxyRoute("/", (WeightedBackend(canary.host, canary.port, 1),), (("x-canary", "yes"),))
+    proxy.set_routes([weighted, by_header])
+    base = f"http://127.0.0.1:{proxy.port}"
+    for headers, name in [({"X-Canary": "yes"}, "canary"), ({"x-canary": "no"}, "stable"), ({}, "stable")]:
+        async with http.get(base + "/x", headers=headers) as response:
+            assert (await response.text()).split()[0] == name, headers
+
+
 async def test_proxy_streams_request_and_response_bodies(
     make_backend, http: aiohttp.ClientSession, proxy: WeightedHttpProxy
 ) -> None:
