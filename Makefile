@@ -22,10 +22,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy $(PACKAGES)
 
-# TEST_WORKERS=N runs the suite on N pytest-xdist workers, each test file whole on one worker (its module
-# fixtures start once; tests/conftest.py keeps the reliability package whole too). Off (0) by default until
-# two full runs on an idle 2-core machine pass with it.
-TEST_WORKERS ?= 0
+# The suite runs on TEST_WORKERS pytest-xdist workers (0: one process), each test file whole on one worker
+# (its module fixtures start once; tests/conftest.py keeps the reliability package whole too). Most of the
+# suite waits on real time (Ray heads, dev servers, load runs), so three workers share 2 cores well: one
+# process took over 30 minutes for the whole suite on an idle 2-core machine, three about 20 under load.
+TEST_WORKERS ?= 3
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.

@@ -247,7 +247,9 @@ async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: S
     assert len(load.samples) >= MIN_REQUESTS
     assert final["serviceStatus"] == "Running"
     assert condition(final, "UpgradeInProgress").get("status") == "False"
-    assert deleted - promoted >= DELETION_DELAY_S - 1, report
+    # `promoted` is when this test saw the promotion (a status poll that a loaded machine delays by seconds),
+    # so the wall-clock delay it measures can be short of the real one: this only shows that a delay applies.
+    assert deleted - promoted >= DELETION_DELAY_S - 2.5, report
     expected = [e.value for e in expected_upgrade_steps(SURGE_PERCENT, STEP_PERCENT) if e.kind == "traffic"]
     assert [percent for _, percent in recorded] == expected, report
     # Each traffic step is due exactly intervalSeconds after the previous one (a durable timer).

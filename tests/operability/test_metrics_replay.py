@@ -73,7 +73,9 @@ async def test_replay_does_not_count_rayjob_metrics_twice(
     [deletion] = [update for update in updates if update.metric.name == m.RAYJOB_DELETION_ACTIONS]
     assert deletion.attributes["policy"] == "DeleteCluster"
     [lag] = [update for update in updates if update.metric.name == m.RAYJOB_DELETION_LAG_SECONDS]
-    assert 0 <= lag.value < 5  # the durable timer fired at endTime + 30 s (time skipped)
+    # The durable timer fired at endTime + 30 s (time skipped); what remains is the activities' real time, a
+    # few seconds on a loaded machine (6.5 s seen beside pytest-xdist workers).
+    assert 0 <= lag.value < 15
     # The SDK's meter labels each point with the workflow type (and Temporal namespace, task queue).
     assert {update.attributes.get("workflow_type") for update in updates} == {"RayJobWorkflow"}
 
