@@ -89,4 +89,6 @@ async def test_each_feature_progresses_on_the_sandbox(
         status: dict[str, Any] = await handle.query("status")
         return status if progressed(kind, status, feature) else None
 
-    await wait_until(advanced, within=90, interval=0.5, what=f"{feature} progressing")
+    # Forty-odd manifests start at once on a shared 2-core machine (beside other test files under xdist):
+    # this checks that each progresses, not how fast.
+    await wait_until(advanced, within=240, interval=0.5, what=f"{feature} progressing")
