@@ -20,6 +20,7 @@ from activities.metrics import ActivityErrorMetrics
 from activities.observer import restart_observers
 from activities.registry import ActivityDependencies, build_activities, dashboard_access_from_env
 from models.operator import operator_config_from_env
+from raypilot.ast_parsing import serialize_ast_parsing
 from raypilot.logs import configure_logging
 from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
@@ -83,6 +84,7 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
 
 
 def main() -> int:
+    serialize_ast_parsing()
     try:
         configure_logging(os.environ)
     except ValueError as err:  # RAYPILOT_LOG_FORMAT names no format: say so in the default one

@@ -10,6 +10,11 @@ from typing import Any
 
 import pytest
 
+from raypilot.ast_parsing import serialize_ast_parsing
+
+# The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
+serialize_ast_parsing()
+
 
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:
