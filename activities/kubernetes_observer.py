@@ -43,6 +43,7 @@ from wire.kubernetes_observer import (
     kube_observer_workflow_id,
     object_deliveries,
 )
+from wire.observer import is_replaced
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -99,6 +100,10 @@ class KubernetesObserverActivities:
                 changes: ObjectWatchChanges = await observer.query(
                     KUBE_WATCHES_QUERY, known_version, result_type=ObjectWatchChanges
                 )
+                if is_replaced(changes.epoch_ms, request.epoch_ms):
+                    # A new worker asked for a new activity: this one may be a lost attempt that still runs.
+                    log.info("observer %s: replaced by a newer activity, stopping", request.observer_id)
+                    return
                 fresh: set[str] = set()
                 if changes.version != known_version:
                     watches = apply_object_watch_changes(watches, changes)

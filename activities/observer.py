@@ -28,6 +28,7 @@ from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
 from wire import names
 from wire.dashboard import DashboardTarget, JobInfoAnswer
+from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW
 from wire.observer import (
     OBSERVED_SIGNAL,
     OBSERVER_WORKFLOW,
@@ -110,7 +111,7 @@ class ObserverActivities:
             changes: WatchChanges = await observer.query(
                 WATCHES_QUERY, known_version, result_type=WatchChanges
             )
-            if is_replaced(changes, request.epoch_ms):
+            if is_replaced(changes.epoch_ms, request.epoch_ms):
                 # A new worker asked for a new activity: this one may be a lost attempt that still runs.
                 log.info("observer %s: replaced by a newer activity, stopping", request.observer_id)
                 return
@@ -183,13 +184,12 @@ class ObserverActivities:
 
 
 async def restart_observers(client: Client, task_queue: str, identity: str) -> int:
-    """Tells every running observer of `task_queue` that a worker started (`worker-started`): each restarts
-    its activity, which a killed worker may have held (found otherwise only when its heartbeat times out,
-    minutes later). Called once when a worker starts; returns how many observers were told. Best effort: a
-    server without visibility, or an observer that just ended, is skipped."""
-    query = (
-        f"WorkflowType = '{OBSERVER_WORKFLOW}' AND ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
-    )
+    """Tells every running observer of `task_queue` (Ray job and Kubernetes observers) that a worker started
+    (`worker-started`): each restarts its activity, which a killed worker may have held (found otherwise only
+    when its heartbeat times out, minutes later). Called once when a worker starts; returns how many observers
+    were told. Best effort: a server without visibility, or an observer that just ended, is skipped."""
+    types = " OR ".join(f"WorkflowType = '{kind}'" for kind in (OBSERVER_WORKFLOW, KUBE_OBSERVER_WORKFLOW))
+    query = f"({types}) AND ExecutionStatus = 'Running' AND TaskQueue = '{task_queue}'"
     told = 0
     try:
         async for execution in client.list_workflows(query):
@@ -197,7 +197,7 @@ async def restart_observers(client: Client, task_queue: str, identity: str) -> i
                 await client.get_workflow_handle(execution.id).signal(WORKER_STARTED_SIGNAL, identity)
                 told += 1
     except RPCError as error:
-        log.warning("could not list the job observers of %s: %s", task_queue, error)
+        log.warning("could not list the observers of %s: %s", task_queue, error)
     return told
 
 

@@ -70,10 +70,10 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                     settings.namespace,
                     settings.task_queue,
                 )
-                # The job observers' activities move to the workers there are now (a killed worker's would
-                # otherwise wait for its heartbeat timeout).
+                # The observers' activities (Ray job and Kubernetes) move to the workers there are now (a
+                # killed worker's would otherwise wait for its heartbeat timeout).
                 told = await restart_observers(client, settings.task_queue, client.identity)
-                log.info("job observers told of this worker: %d", told)
+                log.info("observers told of this worker: %d", told)
                 await stop.wait()
                 log.info("shutting down")
         finally:

@@ -106,6 +106,8 @@ class ObjectWatchChanges:
     added: dict[str, ObjectWatch] = field(default_factory=dict)  # by ObjectWatch.key
     removed: list[str] = field(default_factory=list)
     full: bool = False
+    # The epoch of the observer's current activity (0: not said), as in the Ray job observer's WatchChanges.
+    epoch_ms: int = 0
 
 
 BOOK_TOMBSTONES: Final = 10_000

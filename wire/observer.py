@@ -233,9 +233,10 @@ def finished_watches(sent: Mapping[str, JobInfoAnswer]) -> list[str]:
     return [key for key, answer in sent.items() if answer.terminal]
 
 
-def is_replaced(changes: WatchChanges, epoch_ms: int) -> bool:
-    """Whether the observer activity of `epoch_ms` was replaced by another (it then stops)."""
-    return changes.epoch_ms not in (0, epoch_ms)
+def is_replaced(current_epoch_ms: int, epoch_ms: int) -> bool:
+    """Whether the observer activity of `epoch_ms` was replaced by another (it then stops), given the epoch
+    of the observer workflow's current activity (its `watches` answer; 0: an older run that does not say)."""
+    return current_epoch_ms not in (0, epoch_ms)
 
 
 def next_epoch_ms(now_ms: int, previous_ms: int) -> int:

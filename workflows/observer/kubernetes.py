@@ -4,17 +4,14 @@ first workflow that registers an interest in one of them (signal-with-start by a
 It owns the watch book and keeps the one observer activity (`k8s_observer.observe_namespace`) running while
 any watch exists; the activity reads the book with the `watches` query and signals the workflows. With no
 watch left for `IDLE` it completes (a later watch starts a new run); a long history continues as new with the
-book. The same shape as `RayJobObserverWorkflow` (workflows/observer/workflow.py).
+book. The loop, and the restart when a worker starts, are the Ray job observer's (workflows/observer/loop.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import timedelta
-from typing import Final
+import dataclasses
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from wire import stubs
@@ -28,12 +25,10 @@ with workflow.unsafe.imports_passed_through():
         ObjectWatchChanges,
         ObserveKubernetes,
     )
+    from wire.observer import WORKER_STARTED_SIGNAL
 
 from workflows.kit.calls import IO, start
-
-IDLE: Final = timedelta(minutes=2)
-HISTORY_LIMIT: Final = 10_000
-RESTART_PAUSE: Final = timedelta(seconds=30)
+from workflows.observer.loop import ObserverActivity, keep_observing
 
 
 @workflow.defn(name=KUBE_OBSERVER_WORKFLOW)
@@ -41,6 +36,12 @@ class KubernetesObserverWorkflow:
     @workflow.init
     def __init__(self, namespace: str, book: ObjectWatchBook | None = None) -> None:
         self.book = book if book is not None else ObjectWatchBook()
+
+        def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
+            request = ObserveKubernetes(namespace, workflow.info().workflow_id, epoch_ms)
+            return start(stubs.observe_namespace, request, IO.OBSERVE, summary="observe Kubernetes objects")
+
+        self.observer = ObserverActivity(observe, "Kubernetes observer")
 
     @workflow.signal(name=KUBE_WATCH_SIGNAL)
     def watch(self, request: ObjectWatch) -> None:
@@ -50,43 +51,17 @@ class KubernetesObserverWorkflow:
     def unwatch(self, key: str) -> None:
         self.book.unwatch(key)
 
+    @workflow.signal(name=WORKER_STARTED_SIGNAL)
+    def worker_started(self, identity: str) -> None:
+        self.observer.restart_asked = True
+
     @workflow.query(name=KUBE_WATCHES_QUERY)
     def watches(self, since: int) -> ObjectWatchChanges:
-        return self.book.changes_since(since)
+        return dataclasses.replace(self.book.changes_since(since), epoch_ms=self.observer.epoch_ms)
 
     @workflow.run
     async def run(self, namespace: str, book: ObjectWatchBook | None = None) -> None:
-        observing = self._observe(namespace)
-        while not self._history_long():
-            await workflow.wait_condition(self._needs_attention(observing))
-            if observing.done():
-                # Only a non-retryable failure ends the activity: the watches stay, and it starts again.
-                try:
-                    await observing
-                except ActivityError as error:
-                    workflow.logger.warning("Kubernetes observer activity failed: %s", error.cause or error)
-                await workflow.sleep(RESTART_PAUSE)
-                observing = self._observe(namespace)
-                continue
-            if self.book.watches:
-                continue
-            try:
-                await workflow.wait_condition(lambda: bool(self.book.watches), timeout=IDLE)
-            except TimeoutError:
-                break
-        observing.cancel()
+        await keep_observing(self.observer, lambda: bool(self.book.watches))
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
             workflow.continue_as_new(args=[namespace, self.book])
-
-    def _observe(self, namespace: str) -> workflow.ActivityHandle[None]:
-        epoch_ms = int(workflow.now().timestamp() * 1000)
-        request = ObserveKubernetes(namespace, workflow.info().workflow_id, epoch_ms)
-        return start(stubs.observe_namespace, request, IO.OBSERVE, summary="observe Kubernetes objects")
-
-    def _needs_attention(self, observing: workflow.ActivityHandle[None]) -> Callable[[], bool]:
-        return lambda: not self.book.watches or self._history_long() or observing.done()
-
-    def _history_long(self) -> bool:
-        info = workflow.info()
-        return info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT

@@ -171,7 +171,7 @@ def test_one_observer_per_namespace_and_deployment() -> None:
     ],
 )
 def test_is_replaced(current_epoch: int, mine: int, replaced: bool) -> None:
-    assert is_replaced(WatchChanges(version=1, epoch_ms=current_epoch), mine) is replaced
+    assert is_replaced(current_epoch, mine) is replaced
 
 
 @pytest.mark.parametrize(

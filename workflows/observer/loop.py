@@ -1,0 +1,93 @@
+"""The loop both observer workflows run (the Ray job observer and the Kubernetes observer): keep one observer
+activity running while the book has watches, restart it at once when a worker starts, and tell the caller
+when to stop (idle) or continue as new (long history).
+
+A `worker-started` signal (sent by every worker when it starts, `activities.observer.restart_observers`)
+restarts the activity under a newer epoch: after a kill -9 its attempt would otherwise be retried only when
+its heartbeat times out (six minutes). The replaced activity, if it still runs, sees the newer epoch in its
+next `watches` query and stops. Without that signal the commands are the same as before the loop was shared,
+so recorded runs replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Final
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from wire.observer import next_epoch_ms
+
+# How long an observer with no watch stays (a RayJob's next attempt or a new job on the cluster soon after
+# reuses it instead of starting a new run).
+IDLE: Final = timedelta(minutes=2)
+# Every watch and unwatch is a signal event: continue as new well before the history gets heavy.
+HISTORY_LIMIT: Final = 10_000
+RESTART_PAUSE: Final = timedelta(seconds=30)
+
+StartActivity = Callable[[int], workflow.ActivityHandle[None]]
+
+
+class ObserverActivity:
+    """The observer's one activity: started by `start_one(epoch_ms)`; `epoch_ms` is the running one's (the
+    first part of every view's version), so a later activity's views order after an earlier one's."""
+
+    def __init__(self, start_one: StartActivity, label: str) -> None:
+        self.start_one = start_one
+        self.label = label
+        self.epoch_ms = 0
+        self.restart_asked = False
+
+    def start(self) -> workflow.ActivityHandle[None]:
+        self.epoch_ms = next_epoch_ms(int(workflow.now().timestamp() * 1000), self.epoch_ms)
+        return self.start_one(self.epoch_ms)
+
+
+async def keep_observing(observer: ObserverActivity, has_watches: Callable[[], bool]) -> None:
+    """Runs the observer activity until the book has had no watch for `IDLE` or the history is long (the
+    caller then continues as new when watches remain)."""
+    observing = observer.start()
+
+    def needs_attention() -> bool:
+        return not has_watches() or history_long() or observing.done() or observer.restart_asked
+
+    while not history_long():
+        await workflow.wait_condition(needs_attention)
+        if observer.restart_asked and not observing.done():
+            observer.restart_asked = False
+            observing.cancel()
+            observing.add_done_callback(_retrieve)
+            observing = observer.start()
+            continue
+        if observing.done():
+            # Only a non-retryable failure ends the activity (e.g. a worker without a Temporal client): the
+            # watches stay, and the activity starts again after a pause.
+            try:
+                await observing
+            except ActivityError as error:
+                workflow.logger.warning("%s activity failed: %s", observer.label, error.cause or error)
+            await workflow.sleep(RESTART_PAUSE)
+            observing = observer.start()
+            continue
+        if has_watches():
+            continue
+        try:
+            await workflow.wait_condition(has_watches, timeout=IDLE)
+        except TimeoutError:
+            break
+    observing.cancel()
+
+
+def history_long() -> bool:
+    info = workflow.info()
+    return info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT
+
+
+def _retrieve(replaced: workflow.ActivityHandle[None]) -> None:
+    """A replaced activity ends cancelled (or failed) and nobody awaits it: take its outcome so that it is
+    not logged as never retrieved."""
+    if not replaced.cancelled():
+        replaced.exception()
