@@ -18,11 +18,11 @@ from datetime import datetime
 from typing import Final, Literal
 
 from models.meta import ConditionStatus
-from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStatuses
+from models.rayservice import AppStatus, RayServiceStatuses
 from models.rollout import Analysis
 from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.upgrade.automatic_rollback import automatic_rollback_controls, rollback_in_progress
 from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import automatic_rollback_controls
 from workflows.decisions.upgrade.unhealthy import UNHEALTHY_APP_STATUSES
 
 __all__ = [
@@ -90,15 +90,8 @@ def analysis_failed(
         f"Analysis {result.name} failed on RayCluster {cluster} ({result.values}); "
         "rolling back to the active cluster."
     )
-    failed = with_analysis_condition(status, result, now)
-    failed.conditions = set_condition(
-        failed.conditions,
-        RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        REASON_ANALYSIS_FAILED,
-        message,
-        failed.observed_generation,
-        now,
+    failed = rollback_in_progress(
+        with_analysis_condition(status, result, now), REASON_ANALYSIS_FAILED, message, now
     )
     event = RayServiceEvent("Warning", REASON_ANALYSIS_FAILED, message)
     return automatic_rollback_controls(goal_hash), failed, event
