@@ -12,6 +12,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities
 from activities.dashboard_client import DashboardClient
+from activities.driver_jobs import remove_job
 from activities.kubernetes import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.replica_ranks import (
@@ -20,7 +21,6 @@ from activities.replica_ranks import (
     ReplicaRankActivities,
     parse_ranks_output,
     ranks_job_request,
-    remove_job,
 )
 from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.ray.simulated_serve import RANKS_DRIVER_CALL, RANKS_OUTPUT_PREFIX
