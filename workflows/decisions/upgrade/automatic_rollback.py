@@ -16,7 +16,7 @@ from typing import Final
 from models.meta import ConditionStatus
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
 from models.rollout import OnProgressDeadline, OnUnhealthy
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition
 from workflows.decisions.upgrade.controls import UpgradeControls
 
 __all__ = [
@@ -41,34 +41,17 @@ def with_rollout_progressing(
     status: RayServiceStatuses, value: ConditionStatus, reason: str, message: str, now: datetime
 ) -> RayServiceStatuses:
     """A copy of `status` with the raypilot condition RolloutProgressing set."""
-    result = status.model_copy(deep=True)
-    result.conditions = set_condition(
-        result.conditions,
-        ROLLOUT_PROGRESSING_CONDITION,
-        value,
-        reason,
-        message,
-        result.observed_generation,
-        now,
-    )
-    return result
+    return with_condition(status, ROLLOUT_PROGRESSING_CONDITION, value, reason, message, now)
 
 
 def rollback_in_progress(
     status: RayServiceStatuses, reason: str, message: str, now: datetime
 ) -> RayServiceStatuses:
-    """`status` (changed in place and returned) with RollbackInProgress True for `reason`: the condition that
-    starts the rollback of an automatic rollback."""
-    status.conditions = set_condition(
-        status.conditions,
-        RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        reason,
-        message,
-        status.observed_generation,
-        now,
+    """A copy of `status` with RollbackInProgress True for `reason`: the condition that starts an automatic
+    rollback."""
+    return with_condition(
+        status, RayServiceConditionType.ROLLBACK_IN_PROGRESS, ConditionStatus.TRUE, reason, message, now
     )
-    return status
 
 
 def rollback_or_keep_waiting(
