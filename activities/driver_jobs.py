@@ -25,6 +25,7 @@ from activities.waits import Heartbeater
 from wire.dashboard import JobInfoAnswer
 
 __all__ = [
+    "DriverJobKind",
     "DriverJobRun",
     "driver_job_request",
     "remove_job",
@@ -62,35 +63,42 @@ async def remove_job(client: DashboardClient, submission_id: str, poll_seconds: 
 
 
 @dataclass(frozen=True)
+class DriverJobKind:
+    """What sets one activity's driver jobs apart from another's (the driver itself is an argument: it may
+    carry the request's values)."""
+
+    activity: str  # names the activity in its errors, e.g. "ReadReplicaRanks"
+    label: str  # names the job in the activity's answer, e.g. "replica ranks"
+    metadata: Mapping[str, str]  # the job's metadata on the dashboard: whose job it is
+    lost_type: str  # the type of the (retryable) ApplicationError when the job's record went away
+
+
+@dataclass(frozen=True)
 class DriverJobRun:
     """A driver job that ended: its terminal info and its log ("" when the dashboard had none)."""
 
+    kind: DriverJobKind
     info: JobInfoAnswer
     logs: str
 
-    def failure(self, client: DashboardClient, job: str) -> str:
-        """Why the `job` (e.g. "replica ranks") gave no answer, logged as a warning and redacted: the job's
-        message, else its log's tail (the driver's traceback), both shortened in the middle."""
+    def failure(self, client: DashboardClient) -> str:
+        """Why the job gave no answer, logged as a warning and redacted: the job's message, else its log's
+        tail (the driver's traceback), shortened in the middle."""
         detail = self.info.message or self.logs[-MAX_ERROR_CHARS:]
-        error = f"the {job} job ended {self.info.status}: {shorten_middle(detail, MAX_ERROR_CHARS)}"
+        error = (
+            f"the {self.kind.label} job ended {self.info.status}: {shorten_middle(detail, MAX_ERROR_CHARS)}"
+        )
         activity.logger.warning("%s", client.redact(error))
         return client.redact(error)
 
 
 async def run_driver_job(
-    client: DashboardClient,
-    *,
-    entrypoint: str,
-    submission_id: str,
-    metadata: Mapping[str, str],
-    poll_seconds: float,
-    what: str,
-    lost_type: str,
+    client: DashboardClient, kind: DriverJobKind, entrypoint: str, submission_id: str, poll_seconds: float
 ) -> DriverJobRun:
     """Submit the driver (a submission id that exists already is this activity's own earlier job), poll it
-    until terminal (heartbeating), read its log, delete its record. `what` names the activity in errors; a
-    job whose record went away raises an ApplicationError of `lost_type` (retryable)."""
-    await post_job(client, driver_job_request(entrypoint, submission_id, metadata), what)
+    until terminal (heartbeating), read its log, delete its record."""
+    what = f"{kind.activity} fail ({submission_id})"
+    await post_job(client, driver_job_request(entrypoint, submission_id, kind.metadata), what)
     try:
         async with Heartbeater():
             info = await until_terminal(client, submission_id, poll_seconds)
@@ -100,8 +108,8 @@ async def run_driver_job(
         raise
     if info.outcome == "not_found":
         # Its record went away (a head restart): the next attempt submits it again.
-        raise ApplicationError(f"{what}: the job disappeared", type=lost_type)
+        raise ApplicationError(f"{what}: the job disappeared", type=kind.lost_type)
     logs_response = await client.call("GET", f"/api/jobs/{submission_id}/logs", what, none_if_missing=True)
     logs = str(json_object(logs_response).get("logs") or "") if logs_response is not None else ""
     await client.call("DELETE", f"/api/jobs/{submission_id}", what, none_if_missing=True)
-    return DriverJobRun(info, logs)
+    return DriverJobRun(kind, info, logs)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from temporalio import activity
 
 from activities.dashboard_client import DashboardClient
-from activities.driver_jobs import driver_job_request, run_driver_job
+from activities.driver_jobs import DriverJobKind, driver_job_request, run_driver_job
 from wire import names
 from wire.dashboard import ReadReplicaRanks, ReplicaRanks
 
@@ -52,11 +52,16 @@ for deployment in ray.get(controller.list_deployment_ids.remote()):
 print({RANKS_MARKER!r} + json.dumps(found))
 """
 RANKS_ENTRYPOINT: Final = f"python -c {shlex.quote(RANKS_DRIVER)}"
-JOB_METADATA: Final = {"raypilot": "replica-ranks"}
+RANKS_JOB: Final = DriverJobKind(
+    activity="ReadReplicaRanks",
+    label="replica ranks",
+    metadata={"raypilot": "replica-ranks"},
+    lost_type="RanksJobLost",
+)
 
 
 def ranks_job_request(submission_id: str) -> dict[str, Any]:
-    return driver_job_request(RANKS_ENTRYPOINT, submission_id, JOB_METADATA)
+    return driver_job_request(RANKS_ENTRYPOINT, submission_id, RANKS_JOB.metadata)
 
 
 def _rank_entry(raw: Any) -> list[int | None] | None:
@@ -103,15 +108,9 @@ class ReplicaRankActivities:
         a Ray without the private API) is answered with `error`, not raised: retrying would not help."""
         client = await DashboardClient.open(self.dependencies, request.target)
         run = await run_driver_job(
-            client,
-            entrypoint=RANKS_ENTRYPOINT,
-            submission_id=request.submission_id,
-            metadata=JOB_METADATA,
-            poll_seconds=request.poll_seconds,
-            what=f"ReadReplicaRanks fail ({request.submission_id})",
-            lost_type="RanksJobLost",
+            client, RANKS_JOB, RANKS_ENTRYPOINT, request.submission_id, request.poll_seconds
         )
         ranks = parse_ranks_output(run.logs) if run.info.status == "SUCCEEDED" else None
         if ranks is None:
-            return ReplicaRanks({}, run.failure(client, "replica ranks"))
+            return ReplicaRanks({}, run.failure(client))
         return ReplicaRanks(ranks)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Final
 from temporalio import activity
 
 from activities.dashboard_client import DashboardClient
-from activities.driver_jobs import run_driver_job
+from activities.driver_jobs import DriverJobKind, run_driver_job
 from wire import names
 from wire.drain import CloseServeConnections, ServeConnectionsClosing
 
@@ -44,7 +44,12 @@ __all__ = [
 ]
 
 CLOSING_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_CLOSING "
-JOB_METADATA: Final = {"raypilot": "close-serve-connections"}
+CLOSING_JOB: Final = DriverJobKind(
+    activity="CloseServeConnections",
+    label="connection-closing",
+    metadata={"raypilot": "close-serve-connections"},
+    lost_type="ClosingJobLost",
+)
 # The driver. `mark` runs on the proxy's event loop (uvicorn's state is not thread-safe), found from the
 # proxy's server task when the closure is not called on the loop's thread.
 CLOSING_DRIVER: Final = """
@@ -116,16 +121,11 @@ class ServeConnectionActivities:
         terminal (heartbeating), read its log, delete its record. A job that failed is answered with
         `error`, not raised: retrying would not help, and the drain goes on without it."""
         client = await DashboardClient.open(self.dependencies, request.target)
+        entrypoint = close_connections_entrypoint(request.seconds)
         run = await run_driver_job(
-            client,
-            entrypoint=close_connections_entrypoint(request.seconds),
-            submission_id=request.submission_id,
-            metadata=JOB_METADATA,
-            poll_seconds=request.poll_seconds,
-            what=f"CloseServeConnections fail ({request.submission_id})",
-            lost_type="ClosingJobLost",
+            client, CLOSING_JOB, entrypoint, request.submission_id, request.poll_seconds
         )
         servers = parse_closing_output(run.logs) if run.info.status == "SUCCEEDED" else None
         if not servers:
-            return ServeConnectionsClosing(0, run.failure(client, "connection-closing"))
+            return ServeConnectionsClosing(0, run.failure(client))
         return ServeConnectionsClosing(servers)
