@@ -14,21 +14,16 @@ The private API may change between Ray minor versions; then the job fails and th
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import shlex
 from typing import TYPE_CHECKING, Any, Final
 
-import httpx
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities.dashboard import fetch_job_info, json_object, post_job, shorten_middle
 from activities.dashboard_client import DashboardClient
-from activities.waits import Heartbeater
+from activities.driver_jobs import DriverJobKind, driver_job_request, run_driver_job
 from wire import names
-from wire.dashboard import JobInfoAnswer, ReadReplicaRanks, ReplicaRanks
+from wire.dashboard import ReadReplicaRanks, ReplicaRanks
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -57,13 +52,16 @@ for deployment in ray.get(controller.list_deployment_ids.remote()):
 print({RANKS_MARKER!r} + json.dumps(found))
 """
 RANKS_ENTRYPOINT: Final = f"python -c {shlex.quote(RANKS_DRIVER)}"
-JOB_METADATA: Final = {"raypilot": "replica-ranks"}
-MAX_ERROR_CHARS: Final = 600
-CLEANUP_SECONDS: Final = 20.0
+RANKS_JOB: Final = DriverJobKind(
+    activity="ReadReplicaRanks",
+    label="replica ranks",
+    metadata={"raypilot": "replica-ranks"},
+    lost_type="RanksJobLost",
+)
 
 
 def ranks_job_request(submission_id: str) -> dict[str, Any]:
-    return {"entrypoint": RANKS_ENTRYPOINT, "submission_id": submission_id, "metadata": JOB_METADATA}
+    return driver_job_request(RANKS_ENTRYPOINT, submission_id, RANKS_JOB.metadata)
 
 
 def _rank_entry(raw: Any) -> list[int | None] | None:
@@ -99,26 +97,6 @@ def parse_ranks_output(logs: str) -> dict[str, dict[str, dict[str, list[int | No
     return ranks
 
 
-async def until_terminal(client: DashboardClient, submission_id: str, poll_seconds: float) -> JobInfoAnswer:
-    """The job's info once it is terminal or gone."""
-    while True:
-        info = await fetch_job_info(client, submission_id)
-        if info.outcome == "not_found" or info.terminal:
-            return info
-        await asyncio.sleep(poll_seconds)
-
-
-async def remove_job(client: DashboardClient, submission_id: str, poll_seconds: float) -> None:
-    """Best effort, bounded: stop the job, wait until it is terminal (a running job's record cannot be
-    deleted), delete its record."""
-    with contextlib.suppress(ApplicationError, httpx.HTTPError, TimeoutError):
-        async with asyncio.timeout(CLEANUP_SECONDS):
-            await client.call("POST", f"/api/jobs/{submission_id}/stop", "StopJob", none_if_missing=True)
-            info = await until_terminal(client, submission_id, poll_seconds)
-            if info.outcome == "found":
-                await client.call("DELETE", f"/api/jobs/{submission_id}", "DeleteJob", none_if_missing=True)
-
-
 class ReplicaRankActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
@@ -129,28 +107,10 @@ class ReplicaRankActivities:
         until terminal (heartbeating), read its log, delete its record. A job that failed (Serve not running,
         a Ray without the private API) is answered with `error`, not raised: retrying would not help."""
         client = await DashboardClient.open(self.dependencies, request.target)
-        submission_id = request.submission_id
-        what = f"ReadReplicaRanks fail ({submission_id})"
-        await post_job(client, ranks_job_request(submission_id), what)  # None: this read's own earlier job
-        try:
-            async with Heartbeater():
-                info = await until_terminal(client, submission_id, request.poll_seconds)
-        except asyncio.CancelledError:
-            # The workflow no longer wants this read (the replica set moved on): leave no job record behind.
-            await remove_job(client, submission_id, request.poll_seconds)
-            raise
-        if info.outcome == "not_found":
-            # Its record went away (a head restart): the next attempt submits it again.
-            raise ApplicationError(f"{what}: the job disappeared", type="RanksJobLost")
-        logs_response = await client.call(
-            "GET", f"/api/jobs/{submission_id}/logs", what, none_if_missing=True
+        run = await run_driver_job(
+            client, RANKS_JOB, RANKS_ENTRYPOINT, request.submission_id, request.poll_seconds
         )
-        logs = str(json_object(logs_response).get("logs") or "") if logs_response is not None else ""
-        await client.call("DELETE", f"/api/jobs/{submission_id}", what, none_if_missing=True)
-        ranks = parse_ranks_output(logs) if info.status == "SUCCEEDED" else None
+        ranks = parse_ranks_output(run.logs) if run.info.status == "SUCCEEDED" else None
         if ranks is None:
-            detail = info.message or logs[-MAX_ERROR_CHARS:]
-            error = f"the replica ranks job ended {info.status}: {shorten_middle(detail, MAX_ERROR_CHARS)}"
-            activity.logger.warning("%s", client.redact(error))
-            return ReplicaRanks({}, client.redact(error))
+            return ReplicaRanks({}, run.failure(client))
         return ReplicaRanks(ranks)

@@ -23,17 +23,13 @@ retried, nothing else changes: the drain goes on without it).
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 from typing import TYPE_CHECKING, Final
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities.dashboard import json_object, post_job, shorten_middle
 from activities.dashboard_client import DashboardClient
-from activities.replica_ranks import remove_job, until_terminal
-from activities.waits import Heartbeater
+from activities.driver_jobs import DriverJobKind, run_driver_job
 from wire import names
 from wire.drain import CloseServeConnections, ServeConnectionsClosing
 
@@ -48,8 +44,12 @@ __all__ = [
 ]
 
 CLOSING_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_CLOSING "
-JOB_METADATA: Final = {"raypilot": "close-serve-connections"}
-MAX_ERROR_CHARS: Final = 600
+CLOSING_JOB: Final = DriverJobKind(
+    activity="CloseServeConnections",
+    label="connection-closing",
+    metadata={"raypilot": "close-serve-connections"},
+    lost_type="ClosingJobLost",
+)
 # The driver. `mark` runs on the proxy's event loop (uvicorn's state is not thread-safe), found from the
 # proxy's server task when the closure is not called on the loop's thread.
 CLOSING_DRIVER: Final = """
@@ -121,32 +121,11 @@ class ServeConnectionActivities:
         terminal (heartbeating), read its log, delete its record. A job that failed is answered with
         `error`, not raised: retrying would not help, and the drain goes on without it."""
         client = await DashboardClient.open(self.dependencies, request.target)
-        submission_id = request.submission_id
-        what = f"CloseServeConnections fail ({submission_id})"
-        body = {
-            "entrypoint": close_connections_entrypoint(request.seconds),
-            "submission_id": submission_id,
-            "metadata": JOB_METADATA,
-        }
-        await post_job(client, body, what)  # None: this call's own earlier job
-        try:
-            async with Heartbeater():
-                info = await until_terminal(client, submission_id, request.poll_seconds)
-        except asyncio.CancelledError:
-            await remove_job(client, submission_id, request.poll_seconds)
-            raise
-        if info.outcome == "not_found":
-            raise ApplicationError(f"{what}: the job disappeared", type="ClosingJobLost")
-        logs_response = await client.call(
-            "GET", f"/api/jobs/{submission_id}/logs", what, none_if_missing=True
+        entrypoint = close_connections_entrypoint(request.seconds)
+        run = await run_driver_job(
+            client, CLOSING_JOB, entrypoint, request.submission_id, request.poll_seconds
         )
-        logs = str(json_object(logs_response).get("logs") or "") if logs_response is not None else ""
-        await client.call("DELETE", f"/api/jobs/{submission_id}", what, none_if_missing=True)
-        servers = parse_closing_output(logs) if info.status == "SUCCEEDED" else None
+        servers = parse_closing_output(run.logs) if run.info.status == "SUCCEEDED" else None
         if not servers:
-            detail = info.message or logs[-MAX_ERROR_CHARS:]
-            detail = shorten_middle(detail, MAX_ERROR_CHARS)
-            error = f"the connection-closing job ended {info.status}: {detail}"
-            activity.logger.warning("%s", client.redact(error))
-            return ServeConnectionsClosing(0, client.redact(error))
+            return ServeConnectionsClosing(0, run.failure(client))
         return ServeConnectionsClosing(servers)

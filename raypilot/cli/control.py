@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes import client as k8s
@@ -159,15 +160,9 @@ async def delete_object(ref_text: str, console: Console, *, wait: bool) -> int:
         else:
             console.out(f"{target}: workflow already completed; nothing left to delete")
         return 0
-    try:
-        await with_worker_patience(
-            handle.execute_update("delete", result_type=dict),
-            f"delete {describe_ref(ref)}",
-            settings.task_queue,
-        )
-    except WorkflowUpdateFailedError as error:
-        cause = application_cause(error)
-        raise rejected(cause.message if cause is not None else str(error)) from None
+    await accepted_update(
+        handle.execute_update("delete", result_type=dict), f"delete {describe_ref(ref)}", settings.task_queue
+    )
     if not wait:
         console.out(f"{target} deleting")
         return 0
@@ -184,23 +179,44 @@ async def delete_object(ref_text: str, console: Console, *, wait: bool) -> int:
     return 0
 
 
-async def upgrade_control(control: str, ref_text: str, console: Console) -> int:
+@dataclass(frozen=True)
+class RunningRayService:
+    """The running workflow of a RayService that a command queries or updates."""
+
+    ref: ObjectRef
+    handle: WorkflowHandle[Any, Any]
+    task_queue: str
+
+
+async def running_rayservice(command: str, ref_text: str, console: Console) -> RunningRayService:
+    """The running workflow of the RayService `ref_text` names, for `command` (e.g. "upgrade pause"): another
+    kind is rejected (exit 2) before Temporal is asked; a RayService without a running workflow fails."""
     ref = parse_ref(ref_text)
     if ref.kind != "RayService":
-        raise rejected(f"upgrade {control} applies to a rayservice, not to a {ref.kind.lower()}")
+        raise rejected(f"{command} applies to a rayservice, not to a {ref.kind.lower()}")
     settings = settings_from(console)
     client = await client_for(console)
     handle = client.get_workflow_handle(ref_id(ref))
     if await workflow_state(handle) != WorkflowExecutionStatus.RUNNING:
         raise CommandError(f"no {describe_ref(ref)}")
+    return RunningRayService(ref, handle, settings.task_queue)
+
+
+async def accepted_update(update: Awaitable[dict[str, Any]], what: str, task_queue: str) -> dict[str, Any]:
+    """The result of a workflow update; the workflow's rejection is the command's (exit 2, its message)."""
     try:
-        result: dict[str, Any] = await with_worker_patience(
-            handle.execute_update(control, result_type=dict),
-            f"{control} {describe_ref(ref)}",
-            settings.task_queue,
-        )
+        return await with_worker_patience(update, what, task_queue)
     except WorkflowUpdateFailedError as error:
         cause = application_cause(error)
         raise rejected(cause.message if cause is not None else str(error)) from None
-    console.out(f"{ref_id(ref)}: {result.get('message') or control}")
+
+
+async def upgrade_control(control: str, ref_text: str, console: Console) -> int:
+    rayservice = await running_rayservice(f"upgrade {control}", ref_text, console)
+    result = await accepted_update(
+        rayservice.handle.execute_update(control, result_type=dict),
+        f"{control} {describe_ref(rayservice.ref)}",
+        rayservice.task_queue,
+    )
+    console.out(f"{ref_id(rayservice.ref)}: {result.get('message') or control}")
     return 0

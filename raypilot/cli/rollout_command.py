@@ -12,21 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowUpdateFailedError
-
-from raypilot.cli.common import (
-    CommandError,
-    Console,
-    application_cause,
-    client_for,
-    describe_ref,
-    parse_ref,
-    ref_id,
-    rejected,
-    settings_from,
-    with_worker_patience,
-    workflow_state,
-)
+from raypilot.cli.common import Console, describe_ref, ref_id, with_worker_patience
+from raypilot.cli.control import accepted_update, running_rayservice
 
 __all__ = ["ROLLOUT_ACTIONS", "history_table", "rollout_command"]
 
@@ -71,31 +58,21 @@ def history_table(rows: Sequence[dict[str, Any]]) -> str:
 async def rollout_command(
     action: str, ref_text: str, console: Console, *, output: str = "human", to_revision: int | None = None
 ) -> int:
-    ref = parse_ref(ref_text)
-    if ref.kind != "RayService":
-        raise rejected(f"rollout {action} applies to a rayservice, not to a {ref.kind.lower()}")
-    settings = settings_from(console)
-    client = await client_for(console)
-    handle = client.get_workflow_handle(ref_id(ref))
-    if await workflow_state(handle) != WorkflowExecutionStatus.RUNNING:
-        raise CommandError(f"no {describe_ref(ref)}")
+    rayservice = await running_rayservice(f"rollout {action}", ref_text, console)
+    described = describe_ref(rayservice.ref)
     if action == "history":
         rows: list[dict[str, Any]] = await with_worker_patience(
-            handle.query("revisions", result_type=list),
-            f"rollout history {describe_ref(ref)}",
-            settings.task_queue,
+            rayservice.handle.query("revisions", result_type=list),
+            f"rollout history {described}",
+            rayservice.task_queue,
         )
         console.out(json.dumps(rows, indent=2) if output == "json" else history_table(rows))
         return 0
     request = {"toRevision": to_revision} if to_revision is not None else {}
-    try:
-        result: dict[str, Any] = await with_worker_patience(
-            handle.execute_update("undo", request, result_type=dict),
-            f"rollout undo {describe_ref(ref)}",
-            settings.task_queue,
-        )
-    except WorkflowUpdateFailedError as error:
-        cause = application_cause(error)
-        raise rejected(cause.message if cause is not None else str(error)) from None
-    console.out(f"{ref_id(ref)}: {result.get('message') or 'undo accepted'}")
+    result = await accepted_update(
+        rayservice.handle.execute_update("undo", request, result_type=dict),
+        f"rollout undo {described}",
+        rayservice.task_queue,
+    )
+    console.out(f"{ref_id(rayservice.ref)}: {result.get('message') or 'undo accepted'}")
     return 0

@@ -5,6 +5,7 @@ test, and helpers to run activities in an ActivityEnvironment that records heart
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -17,10 +18,13 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 import sandbox.store
+from activities.kubernetes import RayClusterActivities
 from activities.registry import ActivityDependencies
+from activities.waits import KubernetesWaits
 from sandbox.faults import FaultInjector
 from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread, private_pools
+from sandbox.testing import SandboxThread, private_pools, raycluster_manifest
+from wire.kubernetes import CreateObject, WaitRayCluster
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +105,26 @@ class RecordingEnvironment:
 
         self.env.info = dataclasses.replace(self.env.info, heartbeat_timeout=timedelta(seconds=seconds))
         return self
+
+
+async def ready_raycluster(
+    deps: ActivityDependencies, core_api: client.CoreV1Api, **spec: Any
+) -> tuple[str, dict[str, Any]]:
+    """A RayCluster `rc` without workers (its spec updated with `spec`) in a new namespace, once ready:
+    (the namespace, the RayCluster as the wait saw it)."""
+    namespace = f"t-{uuid.uuid4().hex[:8]}"
+    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    body = raycluster_manifest("rc", namespace, workers=0)
+    body["spec"].update(spec)
+    await asyncio.to_thread(
+        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
+    )
+    async with asyncio.timeout(30):
+        ready = await RecordingEnvironment().env.run(
+            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
+        )
+    assert ready.object is not None
+    return namespace, ready.object
 
 
 @pytest.fixture

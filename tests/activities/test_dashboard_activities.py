@@ -21,12 +21,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import errors
 from activities.dashboard import DashboardActivities
-from activities.kubernetes import RayClusterActivities
 from activities.observer import ObserverActivities
 from activities.registry import ActivityDependencies
-from activities.waits import DashboardWaits, KubernetesWaits
-from sandbox.testing import SandboxThread, raycluster_manifest
-from tests.activities.conftest import RecordingEnvironment, make_dependencies
+from activities.waits import DashboardWaits
+from sandbox.testing import SandboxThread
+from tests.activities.conftest import RecordingEnvironment, make_dependencies, ready_raycluster
 from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
@@ -38,7 +37,6 @@ from wire.dashboard import (
     WaitRayJob,
     WaitServe,
 )
-from wire.kubernetes import CreateObject, WaitRayCluster
 from wire.observer import (
     OBSERVED_SIGNAL,
     WATCHES_QUERY,
@@ -75,19 +73,8 @@ class RayHead:
 @pytest.fixture(scope="module")
 async def head(cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api) -> RayHead:
     """A ready RayCluster `rc` with `authOptions.mode: token` (the sandbox makes its token Secret `rc`)."""
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    body = raycluster_manifest("rc", namespace, workers=0)
-    body["spec"]["authOptions"] = {"mode": "token"}
-    await asyncio.to_thread(
-        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
-    )
-    async with asyncio.timeout(30):
-        ready = await RecordingEnvironment().env.run(
-            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
-        )
-    assert ready.object is not None
-    head_status = ready.object["status"]["head"]
+    namespace, raycluster = await ready_raycluster(deps, core_api, authOptions={"mode": "token"})
+    head_status = raycluster["status"]["head"]
     secret = core_api.read_namespaced_secret("rc", namespace)
     token = base64.b64decode(secret.data["auth_token"]).decode()
     target = DashboardTarget(namespace=namespace, head_service="rc-head-svc", auth_secret="rc")

@@ -4,7 +4,6 @@ simulated head (which answers the driver from its Serve state), through the API 
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from kubernetes import client
@@ -12,7 +11,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities
 from activities.dashboard_client import DashboardClient
-from activities.kubernetes import RayClusterActivities
+from activities.driver_jobs import remove_job
 from activities.registry import ActivityDependencies
 from activities.replica_ranks import (
     RANKS_ENTRYPOINT,
@@ -20,12 +19,11 @@ from activities.replica_ranks import (
     ReplicaRankActivities,
     parse_ranks_output,
     ranks_job_request,
-    remove_job,
 )
-from activities.waits import DashboardWaits, KubernetesWaits
+from activities.waits import DashboardWaits
 from sandbox.ray.simulated_serve import RANKS_DRIVER_CALL, RANKS_OUTPUT_PREFIX
-from sandbox.testing import SandboxThread, raycluster_manifest
-from tests.activities.conftest import RecordingEnvironment
+from sandbox.testing import SandboxThread
+from tests.activities.conftest import RecordingEnvironment, ready_raycluster
 from wire.dashboard import (
     DashboardTarget,
     PutServeConfig,
@@ -34,7 +32,6 @@ from wire.dashboard import (
     SubmitJob,
     WaitServe,
 )
-from wire.kubernetes import CreateObject, WaitRayCluster
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,16 +79,7 @@ def test_parse_ranks_output(logs: str, expected: object) -> None:
 async def target(
     cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api
 ) -> DashboardTarget:
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    body = raycluster_manifest("rc", namespace, workers=0)
-    await asyncio.to_thread(
-        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
-    )
-    async with asyncio.timeout(30):
-        await RecordingEnvironment().env.run(
-            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
-        )
+    namespace, _ = await ready_raycluster(deps, core_api)
     return DashboardTarget(namespace=namespace, head_service="rc-head-svc")
 
 

@@ -4,9 +4,7 @@ job record is gone). On real Ray Serve: tests/integration/test_rayservice_drain_
 
 from __future__ import annotations
 
-import asyncio
 import shlex
-import uuid
 
 import httpx
 import pytest
@@ -14,7 +12,6 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities
-from activities.kubernetes import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.serve_connections import (
     CLOSING_MARKER,
@@ -22,14 +19,11 @@ from activities.serve_connections import (
     close_connections_entrypoint,
     parse_closing_output,
 )
-from activities.waits import KubernetesWaits
 from sandbox.ray.simulated_serve import CLOSING_DRIVER_CALL, CLOSING_OUTPUT_PREFIX
-from sandbox.testing import raycluster_manifest
-from tests.activities.conftest import RecordingEnvironment
+from tests.activities.conftest import RecordingEnvironment, ready_raycluster
 from tests.activities.test_serve_drain import serving_cluster
 from wire.dashboard import DashboardTarget, RayJobKey
 from wire.drain import CloseServeConnections
-from wire.kubernetes import CreateObject, WaitRayCluster
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -83,16 +77,7 @@ async def test_after_the_activity_the_proxy_closes_kept_alive_connections_after_
 async def test_without_serve_the_activity_reports_the_failed_job(
     deps: ActivityDependencies, core_api: client.CoreV1Api
 ) -> None:
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    body = raycluster_manifest("rc", namespace, workers=0)
-    await asyncio.to_thread(
-        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
-    )
-    async with asyncio.timeout(30):
-        await RecordingEnvironment().env.run(
-            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
-        )
+    namespace, _ = await ready_raycluster(deps, core_api)
     target = DashboardTarget(namespace=namespace, head_service="rc-head-svc")
     request = CloseServeConnections(target, "close-2", seconds=60, poll_seconds=0.05)
     activities = ServeConnectionActivities(deps)

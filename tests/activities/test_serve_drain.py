@@ -4,7 +4,6 @@ server's Pod proxy and directly at the Pod's address, while requests longer than
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import httpx
 import pytest
@@ -12,15 +11,12 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 from activities.dashboard import DashboardActivities
-from activities.kubernetes import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.serve_drain import ServeDrainActivities, ongoing_http_requests
-from activities.waits import KubernetesWaits
-from sandbox.testing import SandboxThread, raycluster_manifest
-from tests.activities.conftest import RecordingEnvironment, make_dependencies
+from sandbox.testing import SandboxThread
+from tests.activities.conftest import make_dependencies, ready_raycluster
 from wire.dashboard import DashboardTarget, PutServeConfig
 from wire.drain import ServeRequestsInFlight
-from wire.kubernetes import CreateObject, WaitRayCluster
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -61,17 +57,7 @@ def test_ongoing_http_requests_sums_the_gauge_of_every_proxy(text: str, expected
 
 async def serving_cluster(deps: ActivityDependencies, core_api: client.CoreV1Api) -> tuple[str, str]:
     """A RayCluster `rc` whose Serve runs one app; (namespace, head Pod IP)."""
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    body = raycluster_manifest("rc", namespace, workers=0)
-    await asyncio.to_thread(
-        ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
-    )
-    async with asyncio.timeout(30):
-        ready = await RecordingEnvironment().env.run(
-            KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
-        )
-    assert ready.object is not None
+    namespace, raycluster = await ready_raycluster(deps, core_api)
     target = DashboardTarget(namespace=namespace, head_service="rc-head-svc")
     dashboard = DashboardActivities(deps)
     await ActivityEnvironment().run(dashboard.put_serve_config, PutServeConfig(target, SERVE_CONFIG))
@@ -81,7 +67,7 @@ async def serving_cluster(deps: ActivityDependencies, core_api: client.CoreV1Api
             if (details.get("applications") or {}).get("app1", {}).get("status") == "RUNNING":
                 break
             await asyncio.sleep(0.05)
-    return namespace, str(ready.object["status"]["head"]["podIP"])
+    return namespace, str(raycluster["status"]["head"]["podIP"])
 
 
 async def test_requests_in_flight_are_read_through_the_pod_proxy_and_directly(

@@ -216,6 +216,19 @@ async def test_rayservice_status_rejected_upgrade_control_and_delete(cli_stack: 
         assert (
             f"{control} rejected: no upgrade is in progress for RayService {namespace}/svc" in rejected.stderr
         )
+    # `rollout` finds the running RayService as `upgrade` does: a query answered, an update rejected.
+    history = await cli_stack.run("rollout", "history", ref)
+    assert history.code == 0, history.stderr
+    assert [line.split()[:2] for line in history.stdout.splitlines()] == [
+        ["REVISION", "OUTCOME"],
+        ["1", "Promoted"],
+    ]
+    undo = await cli_stack.run("rollout", "undo", ref)
+    assert (undo.code, undo.stderr.strip()) == (
+        2,
+        f"error: undo rejected: RayService {namespace}/svc has no earlier promoted revision to go back to "
+        "(revisions kept: 1)",
+    )
 
     clusters = cli_stack.owned("rayclusters", namespace, "RayService", "svc")
     assert len(clusters) == 1

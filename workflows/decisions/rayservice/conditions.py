@@ -45,6 +45,7 @@ __all__ = [
     "remove_condition",
     "service_status",
     "set_condition",
+    "with_condition",
 ]
 
 Ready: Final = RayServiceConditionType.READY
@@ -119,6 +120,20 @@ def _set(
     status.conditions = set_condition(
         status.conditions, condition_type, value, reason, message, status.observed_generation, now
     )
+
+
+def with_condition(
+    status: RayServiceStatuses,
+    condition_type: str,
+    value: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime,
+) -> RayServiceStatuses:
+    """A copy of `status` with one condition set (at the status' observedGeneration, as `_set`)."""
+    result = status.model_copy(deep=True)
+    _set(result, condition_type, value, reason, message, now)
+    return result
 
 
 def is_initializing_timeout(conditions: Sequence[Condition]) -> bool:

@@ -18,11 +18,11 @@ from datetime import datetime
 from typing import Final, Literal
 
 from models.meta import ConditionStatus
-from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStatuses
+from models.rayservice import AppStatus, RayServiceStatuses
 from models.rollout import Analysis
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition
+from workflows.decisions.upgrade.automatic_rollback import automatic_rollback_controls, rollback_in_progress
 from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import automatic_rollback_controls
 from workflows.decisions.upgrade.unhealthy import UNHEALTHY_APP_STATUSES
 
 __all__ = [
@@ -68,17 +68,14 @@ def with_analysis_condition(
     value = {"pass": ConditionStatus.TRUE, "skipped": ConditionStatus.TRUE, "fail": ConditionStatus.FALSE}
     reasons = {"pass": "AnalysisPassed", "skipped": "AnalysisSkipped", "fail": REASON_ANALYSIS_FAILED}
     message = f"analysis {result.name}: {result.verdict} ({result.values})"
-    result_status = status.model_copy(deep=True)
-    result_status.conditions = set_condition(
-        result_status.conditions,
+    return with_condition(
+        status,
         ROLLOUT_ANALYSIS_CONDITION,
         value.get(result.verdict, ConditionStatus.UNKNOWN),
         reasons.get(result.verdict, "AnalysisRunning"),
         message,
-        result_status.observed_generation,
         now,
     )
-    return result_status
 
 
 def analysis_failed(
@@ -90,15 +87,8 @@ def analysis_failed(
         f"Analysis {result.name} failed on RayCluster {cluster} ({result.values}); "
         "rolling back to the active cluster."
     )
-    failed = with_analysis_condition(status, result, now)
-    failed.conditions = set_condition(
-        failed.conditions,
-        RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        REASON_ANALYSIS_FAILED,
-        message,
-        failed.observed_generation,
-        now,
+    failed = rollback_in_progress(
+        with_analysis_condition(status, result, now), REASON_ANALYSIS_FAILED, message, now
     )
     event = RayServiceEvent("Warning", REASON_ANALYSIS_FAILED, message)
     return automatic_rollback_controls(goal_hash), failed, event

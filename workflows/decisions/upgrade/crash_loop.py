@@ -14,15 +14,11 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from models.meta import ConditionStatus
-from models.rayservice import RayServiceConditionType, RayServiceStatuses
+from models.rayservice import RayServiceStatuses
 from models.rollout import OnUnhealthy
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent
+from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
 from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import (
-    ROLLOUT_PROGRESSING_CONDITION,
-    automatic_rollback_controls,
-)
 
 __all__ = ["HEAD_RESTART_LIMIT", "REASON_HEAD_POD_CRASH_LOOP", "head_crash_loop", "head_crash_loop_upgrade"]
 
@@ -54,34 +50,10 @@ def head_crash_loop_upgrade(
     goal_hash: str,
     now: datetime,
 ) -> tuple[UpgradeControls, RayServiceStatuses, RayServiceEvent]:
+    """The controls, status and Warning Event for a crash-looping head Pod (`seen` shows it): a rollback
+    (Abort) or only the condition (Wait)."""
     cluster = status.pending_service_status.ray_cluster_name
-    wait = on_unhealthy == OnUnhealthy.WAIT
-    message = f"The head Pod of RayCluster {cluster} is crash-looping ({seen})" + (
-        "; the upgrade keeps waiting (onUnhealthy: Wait)."
-        if wait
-        else "; rolling back to the active cluster (onUnhealthy: Abort)."
+    crash_loop = f"The head Pod of RayCluster {cluster} is crash-looping ({seen})"
+    return rollback_or_keep_waiting(
+        status, controls, on_unhealthy, REASON_HEAD_POD_CRASH_LOOP, crash_loop, goal_hash, now
     )
-    result = status.model_copy(deep=True)
-    generation = result.observed_generation
-    result.conditions = set_condition(
-        result.conditions,
-        ROLLOUT_PROGRESSING_CONDITION,
-        ConditionStatus.FALSE,
-        REASON_HEAD_POD_CRASH_LOOP,
-        message,
-        generation,
-        now,
-    )
-    event = RayServiceEvent("Warning", REASON_HEAD_POD_CRASH_LOOP, message)
-    if wait:
-        return controls, result, event
-    result.conditions = set_condition(
-        result.conditions,
-        RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        REASON_HEAD_POD_CRASH_LOOP,
-        message,
-        generation,
-        now,
-    )
-    return automatic_rollback_controls(goal_hash), result, event

@@ -19,7 +19,12 @@ from typing import Final, Literal
 from models.meta import ConditionStatus, is_condition_true
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
 from models.rollout import OnProgressDeadline
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent
+from workflows.decisions.upgrade.automatic_rollback import (
+    ROLLOUT_PROGRESSING_CONDITION,  # named here too: the condition this deadline sets, as callers know it
+    rollback_or_keep_waiting,
+    with_rollout_progressing,
+)
 from workflows.decisions.upgrade.controls import UpgradeControls
 
 __all__ = [
@@ -27,23 +32,14 @@ __all__ = [
     "REASON_PROGRESS_DEADLINE_EXCEEDED",
     "ROLLOUT_PROGRESSING_CONDITION",
     "DeadlineVerdict",
-    "automatic_rollback_controls",
     "deadline_exceeded",
     "new_cluster_ready_in_time",
     "progress_deadline_verdict",
 ]
 
-ROLLOUT_PROGRESSING_CONDITION: Final = "RolloutProgressing"
 REASON_PROGRESS_DEADLINE_EXCEEDED: Final = "ProgressDeadlineExceeded"
 REASON_NEW_CLUSTER_READY: Final = "NewClusterReady"
 Type = RayServiceConditionType
-
-
-def automatic_rollback_controls(goal_hash: str) -> UpgradeControls:
-    """The controls of a rollback raypilot starts itself (deadline, unhealthy cluster, failed analysis): the
-    goal is not tried again, and the rollback skips intervals and step sizes (`promote_requested` during a
-    rollback: traffic goes back to the active cluster as fast as its capacity allows, capacity first)."""
-    return UpgradeControls(aborted_goal_hash=goal_hash, promote_requested=True)
 
 
 @dataclass(frozen=True)
@@ -91,25 +87,9 @@ def progress_deadline_verdict(
     return DeadlineVerdict("exceeded")
 
 
-def _progressing(
-    status: RayServiceStatuses, value: ConditionStatus, reason: str, message: str, now: datetime
-) -> RayServiceStatuses:
-    result = status.model_copy(deep=True)
-    result.conditions = set_condition(
-        result.conditions,
-        ROLLOUT_PROGRESSING_CONDITION,
-        value,
-        reason,
-        message,
-        result.observed_generation,
-        now,
-    )
-    return result
-
-
 def new_cluster_ready_in_time(status: RayServiceStatuses, cluster: str, now: datetime) -> RayServiceStatuses:
     message = f"RayCluster {cluster} became ready within progressDeadlineSeconds."
-    return _progressing(status, ConditionStatus.TRUE, REASON_NEW_CLUSTER_READY, message, now)
+    return with_rollout_progressing(status, ConditionStatus.TRUE, REASON_NEW_CLUSTER_READY, message, now)
 
 
 def deadline_exceeded(
@@ -124,20 +104,6 @@ def deadline_exceeded(
     (Degraded). `goal_hash` is the spec being upgraded to (an aborted one is not tried again)."""
     cluster = status.pending_service_status.ray_cluster_name
     seen = f"RayCluster {cluster} was not ready {deadline_seconds} s after the upgrade began"
-    if on_deadline == OnProgressDeadline.DEGRADED:
-        message = f"{seen}; the upgrade keeps waiting (onProgressDeadline: Degraded)."
-        result = _progressing(status, ConditionStatus.FALSE, REASON_PROGRESS_DEADLINE_EXCEEDED, message, now)
-        return controls, result, RayServiceEvent("Warning", REASON_PROGRESS_DEADLINE_EXCEEDED, message)
-    message = f"{seen}; rolling back to the active cluster (onProgressDeadline: Abort)."
-    result = _progressing(status, ConditionStatus.FALSE, REASON_PROGRESS_DEADLINE_EXCEEDED, message, now)
-    result.conditions = set_condition(
-        result.conditions,
-        Type.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        REASON_PROGRESS_DEADLINE_EXCEEDED,
-        message,
-        result.observed_generation,
-        now,
+    return rollback_or_keep_waiting(
+        status, controls, on_deadline, REASON_PROGRESS_DEADLINE_EXCEEDED, seen, goal_hash, now
     )
-    aborted = automatic_rollback_controls(goal_hash)
-    return aborted, result, RayServiceEvent("Warning", REASON_PROGRESS_DEADLINE_EXCEEDED, message)

@@ -15,16 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from models.meta import ConditionStatus
-from models.rayservice import RayServiceConditionType, RayServiceStatuses
+from models.rayservice import RayServiceStatuses
 from models.rollout import OnProgressDeadline, RolloutStep
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent
+from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
 from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import (
-    ROLLOUT_PROGRESSING_CONDITION,
-    DeadlineVerdict,
-    automatic_rollback_controls,
-)
+from workflows.decisions.upgrade.progress_deadline import DeadlineVerdict
 
 __all__ = [
     "REASON_STEP_DEADLINE_EXCEEDED",
@@ -82,33 +78,6 @@ def step_deadline_exceeded(
     what = "its traffic" if waiting_for == "traffic" else "its analysis' verdict"
     step = f"Step {clock.index + 1} of raypilot.io/rollout on RayCluster {clock.cluster}"
     seen = f"{step} did not reach {what} in {seconds} s"
-    abort = on_deadline == OnProgressDeadline.ABORT
-    message = seen + (
-        "; rolling back to the active cluster (onProgressDeadline: Abort)."
-        if abort
-        else "; the upgrade keeps waiting (onProgressDeadline: Degraded)."
+    return rollback_or_keep_waiting(
+        status, controls, on_deadline, REASON_STEP_DEADLINE_EXCEEDED, seen, goal_hash, now
     )
-    result = status.model_copy(deep=True)
-    generation = result.observed_generation
-    result.conditions = set_condition(
-        result.conditions,
-        ROLLOUT_PROGRESSING_CONDITION,
-        ConditionStatus.FALSE,
-        REASON_STEP_DEADLINE_EXCEEDED,
-        message,
-        generation,
-        now,
-    )
-    event = RayServiceEvent("Warning", REASON_STEP_DEADLINE_EXCEEDED, message)
-    if not abort:
-        return controls, result, event
-    result.conditions = set_condition(
-        result.conditions,
-        RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        REASON_STEP_DEADLINE_EXCEEDED,
-        message,
-        generation,
-        now,
-    )
-    return automatic_rollback_controls(goal_hash), result, event

@@ -15,15 +15,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
-from models.meta import ConditionStatus, is_condition_true
+from models.meta import is_condition_true
 from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStatuses
 from models.rollout import OnUnhealthy
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent
+from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
 from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import (
-    ROLLOUT_PROGRESSING_CONDITION,
-    automatic_rollback_controls,
-)
 
 __all__ = [
     "REASON_NEW_CLUSTER_UNHEALTHY",
@@ -71,33 +68,6 @@ def unhealthy_upgrade(
     cluster = status.pending_service_status.ray_cluster_name
     apps = "; ".join(f"{name} {state}" for name, state in unhealthy.items())
     seen = f"RayCluster {cluster} is unhealthy (Serve applications: {apps})"
-    wait = on_unhealthy == OnUnhealthy.WAIT
-    message = seen + (
-        "; the upgrade keeps waiting (onUnhealthy: Wait)."
-        if wait
-        else "; rolling back to the active cluster (onUnhealthy: Abort)."
+    return rollback_or_keep_waiting(
+        status, controls, on_unhealthy, REASON_NEW_CLUSTER_UNHEALTHY, seen, goal_hash, now
     )
-    result = status.model_copy(deep=True)
-    generation = result.observed_generation
-    result.conditions = set_condition(
-        result.conditions,
-        ROLLOUT_PROGRESSING_CONDITION,
-        ConditionStatus.FALSE,
-        REASON_NEW_CLUSTER_UNHEALTHY,
-        message,
-        generation,
-        now,
-    )
-    event = RayServiceEvent("Warning", REASON_NEW_CLUSTER_UNHEALTHY, message)
-    if wait:
-        return controls, result, event
-    result.conditions = set_condition(
-        result.conditions,
-        Type.ROLLBACK_IN_PROGRESS,
-        ConditionStatus.TRUE,
-        REASON_NEW_CLUSTER_UNHEALTHY,
-        message,
-        generation,
-        now,
-    )
-    return automatic_rollback_controls(goal_hash), result, event
