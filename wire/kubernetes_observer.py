@@ -18,10 +18,12 @@ A watch names what the workflow waits for (`until`): "ready" (a RayCluster in In
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final, Literal
 
 from wire.kubernetes import Observation
+from wire.observer import PACK_ABOVE
+from wire.packing import pack, unpack
 from wire.views import raycluster_ready
 
 KUBE_OBSERVER_WORKFLOW: Final = "KubernetesObserverWorkflow"
@@ -108,6 +110,8 @@ class ObjectWatchChanges:
     full: bool = False
     # The epoch of the observer's current activity (0: not said), as in the Ray job observer's WatchChanges.
     epoch_ms: int = 0
+    # `added` packed when large, as in the Ray job observer's WatchChanges.
+    packed: str = ""
 
 
 BOOK_TOMBSTONES: Final = 10_000
@@ -121,9 +125,14 @@ class ObjectWatchBook:
 
     watches: dict[str, ObjectWatch] = field(default_factory=dict)
     added_at: dict[str, int] = field(default_factory=dict)
-    removed_at: dict[str, int] = field(default_factory=dict)
+    removed_at: dict[str, int] = field(default_factory=dict)  # in the order of removal
     version: int = 0
     forgotten_before: int = 0
+
+    @classmethod
+    def of(cls, watches: Mapping[str, ObjectWatch]) -> ObjectWatchBook:
+        """A new run's book (continued as new), as `WatchBook.of`."""
+        return cls(dict(watches), dict.fromkeys(watches, 1), {}, 1 if watches else 0)
 
     def watch(self, request: ObjectWatch) -> None:
         """Adds (or re-adds) a watch. A registration of a watch already there still bumps it, so the activity
@@ -141,7 +150,7 @@ class ObjectWatchBook:
         self.added_at.pop(key, None)
         self.removed_at[key] = self.version
         if len(self.removed_at) > BOOK_TOMBSTONES:
-            oldest = min(self.removed_at, key=self.removed_at.__getitem__)
+            oldest = next(iter(self.removed_at))  # removals are kept in their order
             self.forgotten_before = self.removed_at.pop(oldest) + 1
 
     def changes_since(self, since: int) -> ObjectWatchChanges:
@@ -152,14 +161,23 @@ class ObjectWatchBook:
         return ObjectWatchChanges(self.version, added, removed)
 
 
+def packed_object_changes(changes: ObjectWatchChanges) -> ObjectWatchChanges:
+    """`changes` as the `watches` query answers them: many added watches packed into one text."""
+    if len(changes.added) <= PACK_ABOVE:
+        return changes
+    return replace(changes, added={}, packed=pack(changes.added, dict[str, ObjectWatch]))
+
+
 def apply_object_watch_changes(
     known: Mapping[str, ObjectWatch], changes: ObjectWatchChanges
 ) -> dict[str, ObjectWatch]:
-    """The activity's copy of the watches after reading `changes`."""
+    """The activity's copy of the watches after reading `changes` (packed or not)."""
+    added = unpack(changes.packed, dict[str, ObjectWatch]) if changes.packed else changes.added
     if changes.full:
-        return dict(changes.added)
-    updated = {key: watch for key, watch in known.items() if key not in changes.removed}
-    updated.update(changes.added)
+        return dict(added)
+    removed = set(changes.removed)
+    updated = {key: watch for key, watch in known.items() if key not in removed}
+    updated.update(added)
     return updated
 
 

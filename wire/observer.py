@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
+from wire.packing import pack, unpack
 
 OBSERVER_WORKFLOW: Final = "RayJobObserverWorkflow"
 WATCH_SIGNAL: Final = "watch"
@@ -124,6 +125,9 @@ class WatchChanges:
     # The epoch of the observer's current activity (0: not said): an activity of another epoch was replaced
     # and stops, so that a lost attempt still running neither signals nor unwatches any more.
     epoch_ms: int = 0
+    # `added` packed (wire.packing) when it is large (the whole book after a restart): a query's answer is
+    # one payload, and 10,000 watches are over Temporal's 2 MB limit as plain JSON.
+    packed: str = ""
 
 
 @dataclass
@@ -133,10 +137,17 @@ class WatchBook:
 
     watches: dict[str, JobWatch] = field(default_factory=dict)
     added_at: dict[str, int] = field(default_factory=dict)
+    # In the order of removal (so the oldest is first): forgetting one is O(1), not a search of 10,000.
     removed_at: dict[str, int] = field(default_factory=dict)
     version: int = 0
     # Removals older than this version were forgotten: a reader behind it reads the whole book.
     forgotten_before: int = 0
+
+    @classmethod
+    def of(cls, watches: Mapping[str, JobWatch]) -> WatchBook:
+        """A new run's book (continued as new): the watches, without the versions only an activity of the
+        previous run read (the new run's activity reads the whole book first)."""
+        return cls(dict(watches), dict.fromkeys(watches, 1), {}, 1 if watches else 0)
 
     def watch(self, request: JobWatch) -> None:
         key = watch_key(request.target, request.submission_id)
@@ -155,7 +166,7 @@ class WatchBook:
         self.added_at.pop(key, None)
         self.removed_at[key] = self.version
         if len(self.removed_at) > TOMBSTONES:
-            oldest = min(self.removed_at, key=self.removed_at.__getitem__)
+            oldest = next(iter(self.removed_at))
             self.forgotten_before = self.removed_at.pop(oldest) + 1
 
     def changes_since(self, since: int) -> WatchChanges:
@@ -169,12 +180,25 @@ class WatchBook:
 TOMBSTONES: Final = 10_000
 
 
+# A query answer with more added watches than this carries them packed.
+PACK_ABOVE: Final = 200
+
+
+def packed_changes(changes: WatchChanges) -> WatchChanges:
+    """`changes` as the `watches` query answers them: many added watches packed into one text."""
+    if len(changes.added) <= PACK_ABOVE:
+        return changes
+    return replace(changes, added={}, packed=pack(changes.added, dict[str, JobWatch]))
+
+
 def apply_watch_changes(known: Mapping[str, JobWatch], changes: WatchChanges) -> dict[str, JobWatch]:
-    """The activity's copy of the watches after reading `changes`."""
+    """The activity's copy of the watches after reading `changes` (packed or not)."""
+    added = unpack(changes.packed, dict[str, JobWatch]) if changes.packed else changes.added
     if changes.full:
-        return dict(changes.added)
-    updated = {key: watch for key, watch in known.items() if key not in changes.removed}
-    updated.update(changes.added)
+        return dict(added)
+    removed = set(changes.removed)
+    updated = {key: watch for key, watch in known.items() if key not in removed}
+    updated.update(added)
     return updated
 
 

@@ -24,8 +24,10 @@ with workflow.unsafe.imports_passed_through():
         ObjectWatchBook,
         ObjectWatchChanges,
         ObserveKubernetes,
+        packed_object_changes,
     )
     from wire.observer import WORKER_STARTED_SIGNAL
+    from wire.packing import pack, unpack
 
 from workflows.kit.calls import IO, start
 from workflows.observer.loop import ObserverActivity, keep_observing
@@ -34,7 +36,12 @@ from workflows.observer.loop import ObserverActivity, keep_observing
 @workflow.defn(name=KUBE_OBSERVER_WORKFLOW)
 class KubernetesObserverWorkflow:
     @workflow.init
-    def __init__(self, namespace: str, book: ObjectWatchBook | None = None) -> None:
+    def __init__(
+        self, namespace: str, book: ObjectWatchBook | None = None, packed_watches: str = ""
+    ) -> None:
+        # A run continued as new gets the watches packed (`book` is what runs before packing passed on).
+        if packed_watches:
+            book = ObjectWatchBook.of(unpack(packed_watches, dict[str, ObjectWatch]))
         self.book = book if book is not None else ObjectWatchBook()
 
         def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
@@ -57,11 +64,15 @@ class KubernetesObserverWorkflow:
 
     @workflow.query(name=KUBE_WATCHES_QUERY)
     def watches(self, since: int) -> ObjectWatchChanges:
-        return dataclasses.replace(self.book.changes_since(since), epoch_ms=self.observer.epoch_ms)
+        changes = packed_object_changes(self.book.changes_since(since))
+        return dataclasses.replace(changes, epoch_ms=self.observer.epoch_ms)
 
     @workflow.run
-    async def run(self, namespace: str, book: ObjectWatchBook | None = None) -> None:
+    async def run(
+        self, namespace: str, book: ObjectWatchBook | None = None, packed_watches: str = ""
+    ) -> None:
         await keep_observing(self.observer, lambda: bool(self.book.watches))
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(args=[namespace, self.book])
+            packed = pack(self.book.watches, dict[str, ObjectWatch])
+            workflow.continue_as_new(args=[namespace, None, packed])

@@ -28,7 +28,9 @@ with workflow.unsafe.imports_passed_through():
         ObserveJobs,
         WatchBook,
         WatchChanges,
+        packed_changes,
     )
+    from wire.packing import pack, unpack
 
 from workflows.kit.calls import IO, start
 from workflows.observer.loop import ObserverActivity, keep_observing
@@ -37,7 +39,10 @@ from workflows.observer.loop import ObserverActivity, keep_observing
 @workflow.defn(name=OBSERVER_WORKFLOW)
 class RayJobObserverWorkflow:
     @workflow.init
-    def __init__(self, namespace: str, book: WatchBook | None = None) -> None:
+    def __init__(self, namespace: str, book: WatchBook | None = None, packed_watches: str = "") -> None:
+        # A run continued as new gets the watches packed (`book` is what runs before packing passed on).
+        if packed_watches:
+            book = WatchBook.of(unpack(packed_watches, dict[str, JobWatch]))
         self.book = book if book is not None else WatchBook()
 
         def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
@@ -60,11 +65,12 @@ class RayJobObserverWorkflow:
 
     @workflow.query(name=WATCHES_QUERY)
     def watches(self, since: int) -> WatchChanges:
-        return dataclasses.replace(self.book.changes_since(since), epoch_ms=self.observer.epoch_ms)
+        changes = packed_changes(self.book.changes_since(since))
+        return dataclasses.replace(changes, epoch_ms=self.observer.epoch_ms)
 
     @workflow.run
-    async def run(self, namespace: str, book: WatchBook | None = None) -> None:
+    async def run(self, namespace: str, book: WatchBook | None = None, packed_watches: str = "") -> None:
         await keep_observing(self.observer, lambda: bool(self.book.watches))
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(args=[namespace, self.book])
+            workflow.continue_as_new(args=[namespace, None, pack(self.book.watches, dict[str, JobWatch])])
