@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from models.naming import DEFAULT_METRICS_PORT
     from models.rayservice import RayService
     from workflows.decisions.rayservice.cleanup import CleanupPlan
     from workflows.decisions.rayservice.drain import (
@@ -27,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
         decide_drain,
         max_drain_time,
     )
+    from workflows.decisions.rayservice.observed_clusters import metrics_port_of
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
@@ -34,13 +33,6 @@ __all__ = ["CLOSING_MARGIN", "ClusterDrains", "metrics_port_of"]
 
 # The proxies close connections for the maximum drain time and this margin: past it the cluster is gone.
 CLOSING_MARGIN = timedelta(seconds=60)
-
-
-def metrics_port_of(cluster: dict[str, Any] | None) -> int:
-    """The head's `metrics-export-port` start parameter (KubeRay's default 8080 when unset)."""
-    params = (((cluster or {}).get("spec") or {}).get("headGroupSpec") or {}).get("rayStartParams") or {}
-    raw = str(params.get("metrics-export-port") or "")
-    return int(raw) if raw.isdigit() else DEFAULT_METRICS_PORT
 
 
 class ClusterDrains(RayServicePart):
