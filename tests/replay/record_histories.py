@@ -319,6 +319,13 @@ async def rayservice_in_place_restart(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_in_place_restart_waits(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-waits-not-polls: the in-place restart above, its roll waiting on the cluster's Pods
+    and Serve instead of a pass every 2 s (the head's restart has Serve read anew and the config submitted
+    again at once)."""
+    return await rayservice_in_place_restart(env)
+
+
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -632,6 +639,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_baseline,
         rayservice_undo_in_place,
         rayservice_header_canary,
+        rayservice_in_place_restart_waits,
     )
 }
 
