@@ -534,6 +534,13 @@ async def rayservice_drain_closes_connections(env: WorkflowEnvironment) -> Handl
     return await rayservice_drained_deletion(env)
 
 
+async def rayservice_drain_waits(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-waits-not-polls: the drained deletion above, the old cluster held until its drain
+    deadline while a drain wait reports the readings that change its count of zeros (none while requests
+    stay in flight), instead of a pass every 6 s."""
+    return await rayservice_drained_deletion(env)
+
+
 async def rayjob_adopted_from_kuberay(env: WorkflowEnvironment) -> Handle:
     """Issue 17's patches: a raypilot.io RayJob adopted from KubeRay (patch rayjob-adoption) continues its
     running Ray job on KubeRay's cluster and publishes its jobStatus in its memo (rayjob-job-status-memo)."""
@@ -640,6 +647,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_undo_in_place,
         rayservice_header_canary,
         rayservice_in_place_restart_waits,
+        rayservice_drain_waits,
     )
 }
 

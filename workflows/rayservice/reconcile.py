@@ -165,7 +165,7 @@ class RayServiceReconciler(RayServicePart):
             return stopped
         if is_initializing_timeout(self.state.status.conditions):
             # Terminal: only the clusters left over are deleted, each after the deletion delay.
-            return PassOutcome(deadline=cleanup_due)
+            return PassOutcome(watches=self.drains.watches(), deadline=cleanup_due)
         seen = await self._reconcile_clusters_and_serve(await self._finish_aborted_upgrade(now), now)
         await self._step_incremental_upgrade(seen, now)
         await self._reconcile_services(seen)
@@ -329,7 +329,7 @@ class RayServiceReconciler(RayServicePart):
         )
         if seen.incremental:
             watches += upgrade.watches(rayservice)
-        watches += self.restarts.watches()
+        watches += self.restarts.watches() + self.drains.watches()
         deadline = earliest_deadline(
             cleanup_due,
             initializing_deadline(state.status.conditions, rayservice.metadata.annotations),

@@ -238,7 +238,7 @@ class RayServiceWorkflow:
         reconciler.drains.closes_connections = drain_closes_connections
         reconciler.header_canary = header_canary
         reconciler.serving.holds_aborted_serve_config = holds_aborted_serve_config
-        reconciler.restarts.waits = waits_not_polls
+        reconciler.restarts.waits = reconciler.drains.waits = waits_not_polls
         immediate = 0
         while not state.deleting:
             seen = self._changes
