@@ -7,7 +7,7 @@ from the fresh read the step used); runs before it pass every RESTART_POLL."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from temporalio import workflow
@@ -27,8 +27,10 @@ with workflow.unsafe.imports_passed_through():
         HEAD_GROUP,
         PodRestart,
         desired_pods_per_group,
+        next_pod_restart_check,
         next_pod_restart_step,
         pod_restart_plan,
+        roll_moved_on,
         wants_in_place_restart,
         with_pod_restart_condition,
     )
@@ -42,9 +44,6 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = ["PodRestarts"]
 
-# While Pods restart, passes also run this often (the RayCluster's status wait wakes the workflow sooner);
-# with the waits, only while a wait the roll relies on has failed.
-RESTART_POLL: Final = timedelta(seconds=2)
 # A view no Serve observation has: the Serve wait returns at once with what Serve reports now.
 FRESH_READ: Final = {"raypilot.io/fresh-read": True}
 
@@ -108,7 +107,7 @@ class PodRestarts(RayServicePart):
             await self.calls.delete_pod(name, uid)
         state.pod_restart = step.restart
         state.pod_restart_message = step.message
-        self.again |= self.waits and step.restart is not None and step.restart.step != restart.step
+        self.again |= self.waits and roll_moved_on(restart, step.restart)
         return list(step.events)
 
     async def _pods(self, cluster: str) -> list[dict[str, Any]]:
@@ -155,7 +154,7 @@ class PodRestarts(RayServicePart):
         if restart is None:
             return None
         failed = any(self.world.wait_failed(kind, restart.cluster) for kind in ("pods", "serve"))
-        return now + RESTART_POLL if not self.waits or failed else None
+        return next_pod_restart_check(True, self.waits and not failed, now)
 
     def watches(self) -> list[Watch]:
         """With the waits, the Pods of the cluster rolled, from the view the last step decided on."""
