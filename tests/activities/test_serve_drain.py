@@ -110,6 +110,12 @@ async def test_requests_in_flight_are_read_through_the_pod_proxy_and_directly(
             assert await ActivityEnvironment().run(reader.read_serve_requests_in_flight, request) == 0
         missing = ServeRequestsInFlight(namespace, "no-such-cluster")
         assert await ActivityEnvironment().run(readers[0].read_serve_requests_in_flight, missing) is None
+        # The drain wait reads the same way: a zero lengthens a run of none; nothing read ends a run of one.
+        for reader in readers:
+            wait = WaitServeRequestsInFlight(namespace, "rc", 8080, quiet_reads=0, poll_seconds=0.01)
+            assert await RecordingEnvironment().env.run(reader.wait_serve_requests_in_flight, wait) == 0
+        gone = WaitServeRequestsInFlight(namespace, "no-such-cluster", 8080, quiet_reads=1, poll_seconds=0.01)
+        assert await RecordingEnvironment().env.run(readers[0].wait_serve_requests_in_flight, gone) is None
     finally:
         await direct.aclose()
 
