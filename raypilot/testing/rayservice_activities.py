@@ -285,7 +285,6 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
         list_owned_objects,
         wait_raycluster,
         wait_serve,
-        wait_cluster_pods,
         create_gateway,
         update_gateway_spec,
         create_httproute,
@@ -295,6 +294,8 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
     ]
     if world.endpoints_wait_registered:
         found.append(wait_ready_endpoints)
+    if world.pods_wait_registered:
+        found.append(wait_cluster_pods)
     return found
 
 

@@ -250,3 +250,32 @@ async def test_a_held_drain_follows_its_annotation_when_it_changes(
     assert deletion_time(world, old) - last_read < DRAIN_POLL + timedelta(seconds=1)
     last_reads = [answer for _, name, answer in world.reads[reads_before:] if name == old]
     assert last_reads == ([2] if max_drain_after is not None else [])
+
+
+async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    """A worker that does not run the drain wait (NotFoundError): the held cluster is read by the passes
+    again, DRAIN_POLL apart, and deleted after three zeros, as before the waits."""
+    env, world = time_skipping_env, DrainingWorld()
+    world.drain_wait_registered = False
+    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
+        old = await switch_to_v2(env, handle, 600)
+        world.in_flight[old] = 1
+
+        async def read_a_while() -> bool:
+            return len([read for read in world.reads if read[1] == old]) >= 4
+
+        await eventually(env, read_a_while, step=DRAIN_POLL)
+        world.in_flight[old] = 0
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    reads = [at for at, name, _ in world.reads if name == old]
+    answers = [answer for _, name, answer in world.reads if name == old]
+    slack = timedelta(milliseconds=500)
+    assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
+    assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
+    assert deletion_time(world, old) - switch_time(world) < timedelta(seconds=DELAY_S + 120)

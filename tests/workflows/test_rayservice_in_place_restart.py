@@ -120,3 +120,25 @@ async def test_a_roll_writes_no_history_while_it_waits_for_serve(
         f"{cluster}-head-1",
     ]
     assert roll < 400, roll
+
+
+async def test_without_a_pods_wait_the_roll_checks_every_two_seconds(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    """A worker that does not run the Pods wait (NotFoundError): the roll lists the Pods and checks again
+    every 2 s, as before the waits, and completes."""
+    env, world = time_skipping_env, FakeRayWorld()
+    world.pods_wait_registered = False
+    async with running_rayservice(env, world, manifest("v1")) as handle:
+        cluster = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+
+        async def finished() -> bool:
+            return condition_of(await status_of(handle), "InPlaceRestart") == ("False", "RestartComplete")
+
+        await eventually(env, finished, step=timedelta(milliseconds=500))
+    assert [act.name for act in world.acts("delete", "Pod")] == [
+        f"{cluster}-group-0-worker-1-0",
+        f"{cluster}-group-1-worker-1-0",
+        f"{cluster}-head-1",
+    ]

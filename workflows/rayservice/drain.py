@@ -53,7 +53,8 @@ class ClusterDrains(RayServicePart):
         reported: list[str] = []
         if self.waits:
             drains = {name: self._drain(name, now) for name in self.state.drain_started}
-            due, held_until = held_drains_due(plan.schedule, drains, max_drain, now)
+            polled = [name for name in drains if self.world.wait_failed("drain", name)]
+            due, held_until = held_drains_due(plan.schedule, drains, max_drain, now, polled)
             reported = [name for name in held_until if name in self.world.drain_readings]
             first_due = min(held_until.values(), default=None)
             plan = replace(plan, schedule=held_until, delete_now=(*plan.delete_now, *due), next_due=first_due)
@@ -122,14 +123,17 @@ class ClusterDrains(RayServicePart):
         return Drain(self.state.drain_started.get(name, now), self.state.drain_quiet_reads.get(name, 0))
 
     def watches(self) -> list[Watch]:
-        """With the waits: a drain wait per held draining cluster, from its run of zero readings."""
+        """With the waits: a drain wait per held draining cluster, from its run of zero readings (none for a
+        cluster whose drain wait failed: the passes read it)."""
         state = self.state
         if not self.waits:
             return []
         return [
             Watch("drain", name, str(state.drain_quiet_reads.get(name, 0)))
             for name in sorted(state.drain_started)
-            if name in state.deletion_schedule and name not in self.world.drain_readings
+            if name in state.deletion_schedule
+            and name not in self.world.drain_readings
+            and not self.world.wait_failed("drain", name)
         ]
 
     def forget(self, names: Sequence[str]) -> None:

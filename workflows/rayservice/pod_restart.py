@@ -159,7 +159,7 @@ class PodRestarts(RayServicePart):
     def watches(self) -> list[Watch]:
         """With the waits, the Pods of the cluster rolled, from the view the last step decided on."""
         restart = self.state.pod_restart
-        if not self.waits or restart is None:
+        if not self.waits or restart is None or self.world.wait_failed("pods", restart.cluster):
             return []
         seen = self.world.pods.get(restart.cluster)
         return [Watch("pods", restart.cluster, view_key(seen.view if seen is not None else None))]

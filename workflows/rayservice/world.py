@@ -83,6 +83,8 @@ class RayServiceWorld:
         # The watch behind each key in flight (what its result tells about).
         self._watching: dict[tuple[str, str, str], Watch] = {}
         self._failed: set[tuple[str, str, str]] = set()
+        # (kind, target) of the waits that failed in this run: whoever relies on them polls instead.
+        self._fallen_back: set[tuple[str, str]] = set()
         self._endpoints_wait_missing = False
 
     # ---- reading ---------------------------------------------------------------------------------------
@@ -216,8 +218,10 @@ class RayServiceWorld:
         self.serve[cluster] = serve
 
     def wait_failed(self, kind: str, target: str) -> bool:
-        """A wait of this kind on `target` failed and is not started again until something else changes."""
-        return any(key[0] == kind and key[1] == target for key in self._failed)
+        """A wait of this kind on `target` failed in this run. The watch policy retries every error but
+        NotFoundError (no worker runs that wait: a worker of an older release), so what relies on it polls
+        for the rest of the run instead (a new run tries the wait again)."""
+        return (kind, target) in self._fallen_back
 
     async def stop(self) -> None:
         """Cancel every wait and the timer, and wait until the cancellations are recorded (before
@@ -273,6 +277,7 @@ class RayServiceWorld:
                 return True
             workflow.logger.warning("wait %s of %s failed: %s", watch.kind, watch.target, cause or error)
             self._failed.add(watch.key)
+            self._fallen_back.add((watch.kind, watch.target))
             return False
         if watch.kind == "head_ready":
             observation: Observation = result

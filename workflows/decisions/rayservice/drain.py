@@ -16,7 +16,7 @@ directly, for the last verdict) rather than due again every `DRAIN_POLL`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
@@ -94,18 +94,26 @@ def next_drain_read(drain: Drain, max_drain: timedelta, now: datetime, wait_repo
 
 
 def held_drains_due(
-    held: Mapping[str, datetime], drains: Mapping[str, Drain], max_drain: timedelta | None, now: datetime
+    held: Mapping[str, datetime],
+    drains: Mapping[str, Drain],
+    max_drain: timedelta | None,
+    now: datetime,
+    polled: Collection[str] = (),
 ) -> tuple[list[str], dict[str, datetime]]:
     """With the drain waits: of the clusters held in the deletion schedule, those due now and the others
     with their time. A draining cluster is held until its drain deadline under the annotation as it is now
-    (shortened: due sooner; removed: due at once, deleted at the delay as without it); any other cluster
-    keeps its deletion time."""
+    (shortened: due sooner; removed: due at once, deleted at the delay as without it); one whose drain wait
+    failed (`polled`) is read by the passes again, DRAIN_POLL apart, until then; any other cluster keeps
+    its deletion time."""
     due: list[str] = []
     still: dict[str, datetime] = {}
     for name, at in held.items():
         drain = drains.get(name)
         if drain is not None:
-            at = now if max_drain is None else drain_deadline(drain, max_drain)
+            deadline = now if max_drain is None else drain_deadline(drain, max_drain)
+            # A polled cluster keeps its next reading, or has one DRAIN_POLL from now when it was held for
+            # a wait (any earlier reading was before now: the readings stay DRAIN_POLL apart).
+            at = min(at, now + DRAIN_POLL, deadline) if name in polled else deadline
         if now >= at:
             due.append(name)
         else:

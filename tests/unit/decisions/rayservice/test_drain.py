@@ -110,3 +110,23 @@ def test_held_drains_due_table(
     max_drain = None if max_drain_s is None else timedelta(seconds=max_drain_s)
     now = STARTED + timedelta(seconds=elapsed_s)
     assert held_drains_due(held, drains, max_drain, now) == (due, still)
+
+
+@pytest.mark.parametrize(
+    ("stored_s", "elapsed_s", "due", "held_until_s"),
+    [
+        (120, 30, False, 36),  # held for a wait that failed: the next reading DRAIN_POLL from now
+        (36, 33, False, 36),  # polled: its next reading stays
+        (36, 36, True, None),
+        (120, 118, False, 120),  # never past the drain deadline
+        (120, 120, True, None),
+    ],
+)
+def test_a_cluster_whose_drain_wait_failed_is_polled(
+    stored_s: int, elapsed_s: int, due: bool, held_until_s: int | None
+) -> None:
+    held = {"draining": STARTED + timedelta(seconds=stored_s)}
+    now = STARTED + timedelta(seconds=elapsed_s)
+    found_due, still = held_drains_due(held, {"draining": Drain(STARTED)}, MAX, now, polled=["draining"])
+    assert found_due == (["draining"] if due else [])
+    assert still == ({} if held_until_s is None else {"draining": STARTED + timedelta(seconds=held_until_s)})
