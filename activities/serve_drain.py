@@ -4,19 +4,23 @@ Ray 2.60's Serve proxy on every node sets `ray_serve_num_ongoing_http_requests{n
 exported by the node's metrics agent on `--metrics-export-port` (KubeRay: 8080). The Ray dashboard has no REST
 answer for it, so each Pod's metrics endpoint is read; a Pod that does not answer is skipped (a node without a
 proxy, or one already going), and None means none answered, which the drain decision treats as not drained.
+A drain in progress waits on the readings (`wait_serve_requests_in_flight`) rather than reading once a pass.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Final
 
 import httpx
 from temporalio import activity
 
 from activities.dependencies import ActivityDependencies
+from activities.waits import Heartbeater
 from models.naming import HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS, HTTP_CLIENT_PROXY_TIMEOUT_SECONDS, LABEL_CLUSTER
 from wire import names
-from wire.drain import ServeRequestsInFlight
+from wire.drain import ServeRequestsInFlight, WaitServeRequestsInFlight
+from wire.views import quiet_reads_after
 
 __all__ = ["ONGOING_HTTP_REQUESTS_GAUGE", "ServeDrainActivities", "ongoing_http_requests"]
 
@@ -48,6 +52,24 @@ class ServeDrainActivities:
     @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
     async def read_serve_requests_in_flight(self, request: ServeRequestsInFlight) -> int | None:
         """Read-only and safe to retry; a failing API server propagates (retried), an unreachable Pod not."""
+        return await self._in_flight(request)
+
+    @activity.defn(name=names.WAIT_SERVE_REQUESTS_IN_FLIGHT)
+    async def wait_serve_requests_in_flight(self, request: WaitServeRequestsInFlight) -> int | None:
+        """Reads every `poll_seconds` (sleeping first: the readings stay that far apart, which the drain
+        decision relies on) until a reading changes the zero run the workflow holds; the readings that do
+        not (in-flight requests while the workflow holds none at zero) stay here, out of the history.
+        Heartbeats the latest reading; heartbeat timeout ~30 s, a retried attempt starts over."""
+        read = ServeRequestsInFlight(request.namespace, request.cluster_name, request.metrics_port)
+        async with Heartbeater() as beat:
+            while True:
+                await asyncio.sleep(request.poll_seconds)
+                in_flight = await self._in_flight(read)
+                beat.details = {"in_flight": in_flight}
+                if quiet_reads_after(request.quiet_reads, in_flight) != request.quiet_reads:
+                    return in_flight
+
+    async def _in_flight(self, request: ServeRequestsInFlight) -> int | None:
         apiserver = self.dependencies.apiserver()
         pods = await apiserver.get_json(
             f"/api/v1/namespaces/{request.namespace}/pods",

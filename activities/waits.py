@@ -39,6 +39,7 @@ from activities.kubernetes_resources import (
     trim_pod,
 )
 from activities.kubernetes_workloads import head_pod_selector, pick_head_pod
+from models.naming import LABEL_CLUSTER
 from wire import names
 from wire.dashboard import (
     HeadServeHealth,
@@ -50,12 +51,15 @@ from wire.dashboard import (
 from wire.kubernetes import (
     GatewayObservation,
     Observation,
+    PodsObservation,
+    WaitClusterPods,
     WaitGateway,
     WaitObject,
     WaitRayCluster,
     WaitReadyEndpoints,
 )
 from wire.views import (
+    cluster_pods_view,
     gateway_view,
     job_view,
     pod_view,
@@ -261,6 +265,21 @@ class KubernetesWaits:
             lambda view: view != request.last_view,
         )
         return Observation(trim_pod(current) if current is not None else None, view)
+
+    @activity.defn(name=names.WAIT_CLUSTER_PODS)
+    async def wait_cluster_pods(self, request: WaitClusterPods) -> PodsObservation:
+        """Until the Pods of RayCluster `request.cluster_name` differ from `last_view`: a Pod deleted, gone,
+        created, Running or Ready (a roll of its Pods, raypilot.io/in-place-restart). Watches them; heartbeat
+        timeout ~30 s."""
+        current, view = await self._watch_until(
+            POD,
+            request.namespace,
+            {"labelSelector": f"{LABEL_CLUSTER}={request.cluster_name}"},
+            lambda items: {"items": list(items)},
+            lambda pods: cluster_pods_view((pods or {}).get("items") or []),
+            lambda view: view != request.last_view,
+        )
+        return PodsObservation([trim_pod(pod) for pod in (current or {}).get("items") or []], view)
 
 
 class DashboardWaits:

@@ -7,7 +7,12 @@ from dataclasses import dataclass
 from models.naming import DEFAULT_METRICS_PORT
 from wire.dashboard import DashboardTarget
 
-__all__ = ["CloseServeConnections", "ServeConnectionsClosing", "ServeRequestsInFlight"]
+__all__ = [
+    "CloseServeConnections",
+    "ServeConnectionsClosing",
+    "ServeRequestsInFlight",
+    "WaitServeRequestsInFlight",
+]
 
 
 @dataclass(frozen=True)
@@ -19,6 +24,20 @@ class ServeRequestsInFlight:
     namespace: str
     cluster_name: str
     metrics_port: int = DEFAULT_METRICS_PORT
+
+
+@dataclass(frozen=True)
+class WaitServeRequestsInFlight:
+    """Read the in-flight requests as `ServeRequestsInFlight` does, every `poll_seconds` (the first reading
+    one interval after the start: the workflow has just read), until a reading changes the run of zero
+    readings the workflow holds (`quiet_reads`, as `wire.views.quiet_reads_after` counts it): any zero
+    reading, or the first non-zero one (or none at all) after zeros. Returns that reading."""
+
+    namespace: str
+    cluster_name: str
+    metrics_port: int
+    quiet_reads: int
+    poll_seconds: float
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,25 @@ class Observation:
 
 
 @dataclass(frozen=True)
+class WaitClusterPods:
+    """Until the Pods of RayCluster `cluster_name` (label ray.io/cluster) differ from `last_view`
+    (`wire.views.cluster_pods_view`: each Pod's name, uid, group, phase, readiness and deletion)."""
+
+    namespace: str
+    cluster_name: str
+    last_view: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PodsObservation:
+    """What the Pods wait returns: the cluster's Pods (trimmed as `list_cluster_pods` trims them) and their
+    view, to pass back as `last_view`."""
+
+    pods: list[dict[str, Any]]
+    view: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class GatewayObservation:
     gateway: dict[str, Any] | None
     route: dict[str, Any] | None

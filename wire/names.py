@@ -92,6 +92,11 @@ WAIT_READY_ENDPOINTS: Final = "k8s.wait_ready_endpoints"
 WAIT_RAY_JOB: Final = "dashboard.wait_job"
 WAIT_SERVE: Final = "dashboard.wait_serve"
 WAIT_GATEWAY: Final = "gateway.wait_ready"
+# The Pods of a RayCluster whose Pods are restarted in place (raypilot.io/in-place-restart).
+WAIT_CLUSTER_PODS: Final = "k8s.wait_cluster_pods"
+# The in-flight requests of a draining RayCluster (raypilot.io/max-drain-seconds), read as
+# READ_SERVE_REQUESTS_IN_FLIGHT reads them.
+WAIT_SERVE_REQUESTS_IN_FLIGHT: Final = "dashboard.wait_serve_requests_in_flight"
 
 # ---- RayCronJob (Temporal: the RayJobs one RayCronJob made) ----------------------------------------------
 LIST_CRONJOB_RUNS: Final = "temporal.list_cronjob_runs"

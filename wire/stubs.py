@@ -36,7 +36,12 @@ from wire.dashboard import (
     WaitRayJob,
     WaitServe,
 )
-from wire.drain import CloseServeConnections, ServeConnectionsClosing, ServeRequestsInFlight
+from wire.drain import (
+    CloseServeConnections,
+    ServeConnectionsClosing,
+    ServeRequestsInFlight,
+    WaitServeRequestsInFlight,
+)
 from wire.kubernetes import (
     ClusterPods,
     CreateObject,
@@ -50,10 +55,12 @@ from wire.kubernetes import (
     Observation,
     OwnedObjects,
     PodLabels,
+    PodsObservation,
     RayResourceKey,
     RecordEvent,
     ServiceEndpoints,
     UpdateSpec,
+    WaitClusterPods,
     WaitGateway,
     WaitObject,
     WaitRayCluster,
@@ -317,6 +324,12 @@ async def wait_raycluster(request: WaitRayCluster) -> Observation:
     raise NotImplementedError(_STUB)
 
 
+@activity.defn(name=names.WAIT_CLUSTER_PODS)
+async def wait_cluster_pods(request: WaitClusterPods) -> PodsObservation:
+    """`activities.waits.KubernetesWaits.wait_cluster_pods`"""
+    raise NotImplementedError(_STUB)
+
+
 @activity.defn(name=names.WAIT_SUBMITTER_JOB)
 async def wait_submitter_job(request: WaitObject) -> Observation:
     """`activities.waits.KubernetesWaits.wait_submitter_job`"""
@@ -398,6 +411,14 @@ async def wait_runs_closed(request: OpenRuns) -> list[AdmissionTicket]:
 @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
 async def read_serve_requests_in_flight(request: ServeRequestsInFlight) -> int | None:
     """`activities.serve_drain.ServeDrainActivities.read_serve_requests_in_flight`"""
+
+
+@activity.defn(name=names.WAIT_SERVE_REQUESTS_IN_FLIGHT)
+async def wait_serve_requests_in_flight(request: WaitServeRequestsInFlight) -> int | None:
+    """`activities.serve_drain.ServeDrainActivities.wait_serve_requests_in_flight`"""
+    raise NotImplementedError(_STUB)
+
+
 @activity.defn(name=names.WATCH_RAY_JOB)
 async def watch_job(request: JobWatch) -> bool:
     """`activities.observer.ObserverActivities.watch_job`"""

@@ -8,10 +8,13 @@ fields), so an idle cluster never wakes a workflow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from models.naming import RAY_CONTAINER_INDEX
+from models.naming import LABEL_NODE_TYPE, RAY_CONTAINER_INDEX
+
+# KubeRay's label of a Pod's group (the head's is "headgroup").
+LABEL_RAY_GROUP = "ray.io/group"
 
 
 def _conditions(conditions: Any) -> list[list[str]]:
@@ -102,6 +105,39 @@ def pod_view(pod: Mapping[str, Any] | None) -> dict[str, Any]:
         "ready": ready,
         "containers": _container_states(pod),
     }
+
+
+def cluster_pods_view(pods: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """A RayCluster's Pods as a roll of them decides on them: each Pod's name, uid, node type, group, phase,
+    readiness and whether it is being deleted (not its IP, containers or timestamps: a roll waits for
+    Pods to go and come back Ready, nothing else)."""
+    rows = []
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        labels = metadata.get("labels") or {}
+        status = pod.get("status") or {}
+        ready = next(
+            (c.get("status") for c in status.get("conditions") or [] if c.get("type") == "Ready"), None
+        )
+        rows.append(
+            [
+                str(metadata.get("name") or ""),
+                str(metadata.get("uid") or ""),
+                str(labels.get(LABEL_NODE_TYPE) or ""),
+                str(labels.get(LABEL_RAY_GROUP) or ""),
+                str(status.get("phase") or ""),
+                str(ready or ""),
+                _deleting(pod),
+            ]
+        )
+    return {"pods": sorted(rows)}
+
+
+def quiet_reads_after(quiet_reads: int, in_flight: int | None) -> int:
+    """The run of zero in-flight readings after one more reading (None: no proxy answered): one longer for a
+    zero, back to none otherwise. The drain decision counts it (decisions/rayservice/drain.py); the drain
+    wait returns on the first reading that changes it."""
+    return quiet_reads + 1 if in_flight == 0 else 0
 
 
 def ray_container_terminated(pod: Mapping[str, Any] | None) -> bool:

@@ -25,15 +25,17 @@ from wire.kubernetes import (
     Observation,
     OwnedObjects,
     PodLabels,
+    PodsObservation,
     RecordEvent,
     ServiceEndpoints,
     UpdateSpec,
+    WaitClusterPods,
     WaitGateway,
     WaitRayCluster,
     WaitReadyEndpoints,
 )
 from wire.names import READ_OPERATOR_CONFIG
-from wire.views import gateway_view, raycluster_view
+from wire.views import cluster_pods_view, gateway_view, raycluster_view
 
 
 def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
@@ -195,6 +197,15 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
             return observation
         raise world._unchanged()
 
+    @activity.defn(name=names.WAIT_CLUSTER_PODS)
+    async def wait_cluster_pods(request: WaitClusterPods) -> PodsObservation:
+        found = world.clusters.get(request.cluster_name)
+        pods = found.pods() if found is not None else []
+        view = cluster_pods_view(pods)
+        if view != request.last_view:
+            return PodsObservation(pods, view)
+        raise world._unchanged()
+
     @activity.defn(name=names.WAIT_READY_ENDPOINTS)
     async def wait_ready_endpoints(request: WaitReadyEndpoints) -> dict[str, int]:
         counts = {name: world._endpoints(name) for name in request.service_names}
@@ -283,6 +294,8 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
     ]
     if world.endpoints_wait_registered:
         found.append(wait_ready_endpoints)
+    if world.pods_wait_registered:
+        found.append(wait_cluster_pods)
     return found
 
 

@@ -40,6 +40,7 @@ class FakeRayWorldState:
         # Set: a deleted Pod leaves its cluster's Serve in this mode (e.g. "deploying" while replicas move).
         self.serve_mode_after_pod_delete: str | None = None
         self.endpoints_wait_registered = True
+        self.pods_wait_registered = True  # False: no worker runs k8s.wait_cluster_pods (an older release)
         self.unchanged_retry: timedelta | None = timedelta(seconds=30)
         self._uid = 0
 

@@ -4,6 +4,7 @@ server's Pod proxy and directly at the Pod's address, while requests longer than
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import pytest
@@ -14,9 +15,9 @@ from activities.dashboard import DashboardActivities
 from activities.registry import ActivityDependencies
 from activities.serve_drain import ServeDrainActivities, ongoing_http_requests
 from sandbox.testing import SandboxThread
-from tests.activities.conftest import make_dependencies, ready_raycluster
+from tests.activities.conftest import RecordingEnvironment, make_dependencies, ready_raycluster
 from wire.dashboard import DashboardTarget, PutServeConfig
-from wire.drain import ServeRequestsInFlight
+from wire.drain import ServeRequestsInFlight, WaitServeRequestsInFlight
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -95,5 +96,43 @@ async def test_requests_in_flight_are_read_through_the_pod_proxy_and_directly(
             assert await ActivityEnvironment().run(reader.read_serve_requests_in_flight, request) == 0
         missing = ServeRequestsInFlight(namespace, "no-such-cluster")
         assert await ActivityEnvironment().run(readers[0].read_serve_requests_in_flight, missing) is None
+        # The drain wait reads the same way: a zero lengthens a run of none; nothing read ends a run of one.
+        for reader in readers:
+            wait = WaitServeRequestsInFlight(namespace, "rc", 8080, quiet_reads=0, poll_seconds=0.01)
+            assert await RecordingEnvironment().env.run(reader.wait_serve_requests_in_flight, wait) == 0
+        gone = WaitServeRequestsInFlight(namespace, "no-such-cluster", 8080, quiet_reads=1, poll_seconds=0.01)
+        assert await RecordingEnvironment().env.run(readers[0].wait_serve_requests_in_flight, gone) is None
     finally:
         await direct.aclose()
+
+
+@pytest.mark.parametrize(
+    ("quiet_reads", "readings", "returned", "reads"),
+    [
+        (0, [3, 5, None, 0, 7], 0, 4),  # busy readings change nothing the workflow holds
+        (2, [0], 0, 1),  # every zero lengthens the run
+        (1, [4], 4, 1),  # the first non-zero reading ends a run of zeros
+        (1, [None], None, 1),  # so does no answer at all
+    ],
+)
+async def test_the_drain_wait_returns_the_first_reading_that_changes_the_zero_run(
+    quiet_reads: int, readings: list[int | None], returned: int | None, reads: int
+) -> None:
+    pending = list(readings)
+    taken: list[float] = []
+    drain = ServeDrainActivities(ActivityDependencies.from_env({"HOME": "/nonexistent"}))
+
+    async def scripted(request: ServeRequestsInFlight) -> int | None:
+        taken.append(time.monotonic())
+        return pending.pop(0)
+
+    drain._in_flight = scripted  # type: ignore[method-assign]
+    started = time.monotonic()
+    request = WaitServeRequestsInFlight("ns", "rc", 8080, quiet_reads, poll_seconds=0.02)
+    try:
+        assert await RecordingEnvironment().env.run(drain.wait_serve_requests_in_flight, request) == returned
+    finally:
+        await drain.dependencies.aclose()
+    assert len(taken) == reads
+    # The first reading waits one interval too: the workflow read just before starting the wait.
+    assert taken[0] - started >= 0.02

@@ -24,12 +24,13 @@ from wire.kubernetes import (
     CreateObject,
     DeleteObject,
     ObjectKey,
+    WaitClusterPods,
     WaitGateway,
     WaitObject,
     WaitRayCluster,
     WaitReadyEndpoints,
 )
-from wire.views import raycluster_head_ready, raycluster_view
+from wire.views import cluster_pods_view, raycluster_head_ready, raycluster_view
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -287,3 +288,37 @@ async def test_wait_ready_endpoints_returns_when_a_ready_pod_appears(
     )
     async with asyncio.timeout(10):
         assert await waiting == {"serve": 1}
+
+
+async def test_wait_cluster_pods_returns_when_a_pod_goes_and_not_before(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api, recording: RecordingEnvironment
+) -> None:
+    for name, node_type in (("rc-head", "head"), ("rc-worker", "worker")):
+        labels = {"ray.io/cluster": "rc", "ray.io/node-type": node_type, "ray.io/group": "g"}
+        pod = client.V1Pod(
+            metadata=client.V1ObjectMeta(name=name, labels=labels),
+            spec=client.V1PodSpec(containers=[client.V1Container(name="ray", image="x")]),
+        )
+        core_api.create_namespaced_pod(namespace, pod)
+    other = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="elsewhere", labels={"ray.io/cluster": "other"}),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="ray", image="x")]),
+    )
+    core_api.create_namespaced_pod(namespace, other)
+    waits = KubernetesWaits(deps)
+    first = await recording.env.run(waits.wait_cluster_pods, WaitClusterPods(namespace, "rc"))
+    assert sorted(pod["metadata"]["name"] for pod in first.pods) == ["rc-head", "rc-worker"]
+    assert first.view == cluster_pods_view(first.pods)
+    waiting = asyncio.create_task(
+        recording.env.run(waits.wait_cluster_pods, WaitClusterPods(namespace, "rc", first.view))
+    )
+    await asyncio.sleep(0.3)
+    core_api.delete_namespaced_pod("elsewhere", namespace, grace_period_seconds=0)  # not this cluster's
+    await asyncio.sleep(0.3)
+    assert not waiting.done()
+    core_api.delete_namespaced_pod("rc-worker", namespace, grace_period_seconds=0)
+    async with asyncio.timeout(10):
+        changed = await waiting
+    assert changed.view != first.view
+    worker = [pod for pod in changed.pods if pod["metadata"]["name"] == "rc-worker"]
+    assert worker == [] or worker[0]["metadata"].get("deletionTimestamp")

@@ -32,11 +32,12 @@ from wire.kubernetes import (
     Ownership,
     RayResourceKey,
     UpdateSpec,
+    WaitClusterPods,
     WaitObject,
     WaitRayCluster,
     WaitReadyEndpoints,
 )
-from wire.views import job_view, pod_view, raycluster_view
+from wire.views import cluster_pods_view, job_view, pod_view, raycluster_view
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -149,7 +150,7 @@ def make_ready_serve_endpoint(core_api: client.CoreV1Api, namespace: str) -> Non
     core_api.patch_namespaced_pod_status("serve-pod", namespace, {"status": ready})
 
 
-WAITS_THAT_WATCH = ["raycluster", "submitter_job", "head_pod", "ready_endpoints"]
+WAITS_THAT_WATCH = ["raycluster", "submitter_job", "head_pod", "ready_endpoints", "cluster_pods"]
 
 
 @pytest.mark.parametrize("wait", WAITS_THAT_WATCH)
@@ -189,6 +190,13 @@ async def test_each_wait_watches_until_its_object_appears(
             WaitReadyEndpoints(namespace, ["serve"], {"serve": 0}),
             lambda: make_ready_serve_endpoint(core_api, namespace),
         ),
+        "cluster_pods": (
+            waits.wait_cluster_pods,
+            WaitClusterPods(namespace, "rc", cluster_pods_view([])),
+            lambda: core_api.create_namespaced_pod(
+                namespace, pod("rc-worker", {"ray.io/cluster": "rc", "ray.io/node-type": "worker"})
+            ),
+        ),
     }
     activity_fn, request, appear = started[wait]
     waiting = asyncio.create_task(recording.env.run(activity_fn, request))
@@ -204,6 +212,8 @@ async def test_each_wait_watches_until_its_object_appears(
         observed = await waiting
     if wait == "ready_endpoints":
         assert observed == {"serve": 1}
+    elif wait == "cluster_pods":
+        assert [p["metadata"]["name"] for p in observed.pods] == ["rc-worker"]
     else:
         assert observed.view["exists"] is True
 

@@ -319,6 +319,13 @@ async def rayservice_in_place_restart(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_in_place_restart_waits(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-waits-not-polls: the in-place restart above, its roll waiting on the cluster's Pods
+    and Serve instead of a pass every 2 s (the head's restart has Serve read anew and the config submitted
+    again at once)."""
+    return await rayservice_in_place_restart(env)
+
+
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -527,6 +534,13 @@ async def rayservice_drain_closes_connections(env: WorkflowEnvironment) -> Handl
     return await rayservice_drained_deletion(env)
 
 
+async def rayservice_drain_waits(env: WorkflowEnvironment) -> Handle:
+    """Patch rayservice-waits-not-polls: the drained deletion above, the old cluster held until its drain
+    deadline while a drain wait reports the readings that change its count of zeros (none while requests
+    stay in flight), instead of a pass every 6 s."""
+    return await rayservice_drained_deletion(env)
+
+
 async def rayjob_adopted_from_kuberay(env: WorkflowEnvironment) -> Handle:
     """Issue 17's patches: a raypilot.io RayJob adopted from KubeRay (patch rayjob-adoption) continues its
     running Ray job on KubeRay's cluster and publishes its jobStatus in its memo (rayjob-job-status-memo)."""
@@ -632,6 +646,8 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_baseline,
         rayservice_undo_in_place,
         rayservice_header_canary,
+        rayservice_in_place_restart_waits,
+        rayservice_drain_waits,
     )
 }
 

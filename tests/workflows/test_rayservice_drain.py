@@ -9,6 +9,7 @@ import itertools
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.testing.rayservice_scenarios import (
@@ -183,3 +184,98 @@ async def test_a_failed_closing_does_not_stop_the_drain(time_skipping_env: Workf
     waited = deletion_time(world, old) - switch_time(world)
     # Three zero readings DRAIN_POLL apart after the delay, as without the closing.
     assert waited < timedelta(seconds=DELAY_S) + DRAIN_POLL * QUIET_READS_NEEDED + timedelta(seconds=2)
+
+
+async def history_length(handle: Any) -> int:
+    return len((await handle.fetch_history()).events)
+
+
+async def test_a_drain_writes_no_history_while_requests_stay_in_flight(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    """Patch rayservice-waits-not-polls: the old cluster's readings come from a drain wait that returns only
+    a reading that changes the count of zeros, not from a timer and a read every DRAIN_POLL. Measured on
+    this scenario: the polling loop wrote 258 events from the first reading to the deletion (two minutes of
+    requests in flight, then three zeros), the waits 24."""
+    env, world = time_skipping_env, DrainingWorld()
+    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
+        old = await switch_to_v2(env, handle, 600)
+        world.in_flight[old] = 3
+
+        async def first_read() -> bool:
+            return any(name == old for _, name, _ in world.reads)
+
+        await eventually(env, first_read, step=timedelta(milliseconds=500))
+        await env.sleep(timedelta(seconds=1))  # the pass that read is over
+        drain_from = await history_length(handle)
+        await env.sleep(timedelta(minutes=2))
+        assert len([read for read in world.reads if read[1] == old]) >= 20  # still read every DRAIN_POLL
+        assert await history_length(handle) == drain_from  # (the loop: ~20 timers and 20 reads)
+        world.in_flight[old] = 0
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+        drain = await history_length(handle) - drain_from
+    answers = [answer for _, name, answer in world.reads if name == old]
+    assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
+    assert drain < 60, drain
+
+
+@pytest.mark.parametrize("max_drain_after", [10, None])
+async def test_a_held_drain_follows_its_annotation_when_it_changes(
+    time_skipping_env: WorkflowEnvironment, max_drain_after: int | None
+) -> None:
+    """Held until its drain deadline, an old cluster still goes at the next pass when the maximum drain time
+    is shortened below what already passed (after one last reading) or the annotation is removed (nothing
+    read), as within a DRAIN_POLL before."""
+    env, world = time_skipping_env, DrainingWorld()
+    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
+        old = await switch_to_v2(env, handle, 600)
+        world.in_flight[old] = 2
+
+        async def read_a_while() -> bool:
+            return len([read for read in world.reads if read[1] == old]) >= 5
+
+        await eventually(env, read_a_while, step=DRAIN_POLL)
+        reads_before = len(world.reads)
+        last_read = world.reads[-1][0]
+        await handle.execute_update("apply", manifest("v2", max_drain_after), result_type=dict)
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=timedelta(milliseconds=500))
+    assert deletion_time(world, old) - last_read < DRAIN_POLL + timedelta(seconds=1)
+    last_reads = [answer for _, name, answer in world.reads[reads_before:] if name == old]
+    assert last_reads == ([2] if max_drain_after is not None else [])
+
+
+async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    """A worker that does not run the drain wait (NotFoundError): the held cluster is read by the passes
+    again, DRAIN_POLL apart, and deleted after three zeros, as before the waits."""
+    env, world = time_skipping_env, DrainingWorld()
+    world.drain_wait_registered = False
+    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
+        old = await switch_to_v2(env, handle, 600)
+        world.in_flight[old] = 1
+
+        async def read_a_while() -> bool:
+            return len([read for read in world.reads if read[1] == old]) >= 4
+
+        await eventually(env, read_a_while, step=DRAIN_POLL)
+        world.in_flight[old] = 0
+
+        async def gone() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, gone, step=DRAIN_POLL)
+    reads = [at for at, name, _ in world.reads if name == old]
+    answers = [answer for _, name, answer in world.reads if name == old]
+    slack = timedelta(milliseconds=500)
+    assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
+    assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
+    assert deletion_time(world, old) - switch_time(world) < timedelta(seconds=DELAY_S + 120)

@@ -211,7 +211,7 @@ async def test_retry_starts_a_rolled_back_upgrade_of_the_same_spec_again(
 
 async def test_the_history_is_carried_through_continue_as_new(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    knob = RayServiceState(manifest=manifest("v1"), continue_as_new_at_history_length=70)
+    knob = RayServiceState(manifest=manifest("v1"), continue_as_new_at_history_length=72)
     async with running_rayservice(env, world, manifest("v1"), carried=knob) as handle:
         old = active_of(await until_ready(env, handle))
         first_run = (await handle.describe()).run_id

@@ -21,7 +21,12 @@ with workflow.unsafe.imports_passed_through():
         ServeObservation,
         WaitServe,
     )
-    from wire.drain import CloseServeConnections, ServeConnectionsClosing, ServeRequestsInFlight
+    from wire.drain import (
+        CloseServeConnections,
+        ServeConnectionsClosing,
+        ServeRequestsInFlight,
+        WaitServeRequestsInFlight,
+    )
     from wire.kubernetes import (
         ClusterPods,
         CreateObject,
@@ -33,9 +38,11 @@ with workflow.unsafe.imports_passed_through():
         OwnedObjects,
         Ownership,
         PodLabels,
+        PodsObservation,
         RecordEvent,
         ServiceEndpoints,
         UpdateSpec,
+        WaitClusterPods,
         WaitGateway,
         WaitRayCluster,
         WaitReadyEndpoints,
@@ -189,6 +196,20 @@ class RayServiceCalls:
     ) -> workflow.ActivityHandle[dict[str, int]]:
         request = WaitReadyEndpoints(self.namespace, services, last_counts)
         return start(stubs.wait_ready_endpoints, request, IO.WATCH, summary="serve endpoints change")
+
+    def wait_cluster_pods(
+        self, cluster: str, last_view: dict[str, Any] | None
+    ) -> workflow.ActivityHandle[PodsObservation]:
+        request = WaitClusterPods(self.namespace, cluster, last_view)
+        return start(stubs.wait_cluster_pods, request, IO.WATCH, summary=f"Pods of {cluster} change")
+
+    def wait_serve_requests_in_flight(
+        self, cluster: str, metrics_port: int, quiet_reads: int, poll_seconds: float
+    ) -> workflow.ActivityHandle[int | None]:
+        request = WaitServeRequestsInFlight(self.namespace, cluster, metrics_port, quiet_reads, poll_seconds)
+        return start(
+            stubs.wait_serve_requests_in_flight, request, IO.WATCH, summary=f"requests in flight on {cluster}"
+        )
 
     def wait_gateway(
         self, gateway: str, route: str | None, last_view: dict[str, Any] | None

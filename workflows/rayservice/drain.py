@@ -1,6 +1,8 @@
 """Drained deletion of dangling RayClusters (raypilot.io/max-drain-seconds, kuberay#3602): a cluster whose
 deletion delay has passed is read (its Serve proxies' in-flight HTTP requests) and deleted only once drained
-or once the maximum drain time has passed; otherwise it stays scheduled, due again after DRAIN_POLL.
+or once the maximum drain time has passed; otherwise it stays scheduled, due again after DRAIN_POLL. Runs with
+patch `rayservice-waits-not-polls` hold it until its drain deadline instead, while a drain wait reports the
+readings that change the verdict's count: a drain writes no history while requests stay in flight.
 The verdicts are decided in workflows/decisions/rayservice/drain.py. When its drain starts, the cluster's
 Serve proxies are told to close kept-alive connections after their responses
 (activities/serve_connections.py), so that clients pinned to it by a Service move to the active cluster
@@ -11,22 +13,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from models.naming import DEFAULT_METRICS_PORT
     from models.rayservice import RayService
     from workflows.decisions.rayservice.cleanup import CleanupPlan
     from workflows.decisions.rayservice.drain import (
-        DRAIN_POLL,
         Drain,
         DrainVerdict,
         decide_drain,
+        held_drains_due,
         max_drain_time,
+        next_drain_read,
     )
+    from workflows.decisions.rayservice.observed_clusters import metrics_port_of
+    from workflows.decisions.rayservice.watches import Watch
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
@@ -36,26 +39,30 @@ __all__ = ["CLOSING_MARGIN", "ClusterDrains", "metrics_port_of"]
 CLOSING_MARGIN = timedelta(seconds=60)
 
 
-def metrics_port_of(cluster: dict[str, Any] | None) -> int:
-    """The head's `metrics-export-port` start parameter (KubeRay's default 8080 when unset)."""
-    params = (((cluster or {}).get("spec") or {}).get("headGroupSpec") or {}).get("rayStartParams") or {}
-    raw = str(params.get("metrics-export-port") or "")
-    return int(raw) if raw.isdigit() else DEFAULT_METRICS_PORT
-
-
 class ClusterDrains(RayServicePart):
     # Set from the workflow's patch: a drain starts with the proxies closing kept-alive connections.
     closes_connections = False
+    # Patch rayservice-waits-not-polls: a held cluster's readings come from its drain wait.
+    waits = False
 
     async def hold_undrained(self, rayservice: RayService, plan: CleanupPlan, now: datetime) -> CleanupPlan:
         """The cleanup plan with the clusters not yet drained held back: scheduled again DRAIN_POLL from now
-        instead of deleted. Without the annotation the plan is KubeRay's, unchanged."""
+        (with the waits: until their drain deadline) instead of deleted. Without the annotation the plan is
+        KubeRay's, unchanged (with the waits, clusters held for a drain are due at once)."""
         max_drain = max_drain_time(rayservice.metadata.annotations)
+        reported: list[str] = []
+        if self.waits:
+            drains = {name: self._drain(name, now) for name in self.state.drain_started}
+            polled = [name for name in drains if self.world.wait_failed("drain", name)]
+            due, held_until = held_drains_due(plan.schedule, drains, max_drain, now, polled)
+            reported = [name for name in held_until if name in self.world.drain_readings]
+            first_due = min(held_until.values(), default=None)
+            plan = replace(plan, schedule=held_until, delete_now=(*plan.delete_now, *due), next_due=first_due)
         if max_drain is None:
             self.forget(list(self.state.drain_started))
             return plan
-        delete, held = await self._read_due(rayservice, plan.delete_now, now, max_drain)
-        schedule = {**plan.schedule, **held}
+        delete, held = await self._read_due(rayservice, (*plan.delete_now, *reported), now, max_drain)
+        schedule = {name: at for name, at in plan.schedule.items() if name not in delete} | held
         self.forget_gone(list(schedule))
         next_due = min(schedule.values(), default=None)
         return replace(plan, schedule=schedule, delete_now=delete, next_due=next_due)
@@ -70,14 +77,18 @@ class ClusterDrains(RayServicePart):
         for name in due:
             if self.closes_connections and name not in self.state.drain_started:
                 await self._close_connections(rayservice, name, max_drain)
-            drain = Drain(self.state.drain_started.get(name, now), self.state.drain_quiet_reads.get(name, 0))
-            port = metrics_port_of(self.world.clusters.get(name))
-            in_flight = await self.calls.read_serve_requests_in_flight(name, port)
+            drain = self._drain(name, now)
+            if self.waits and name in self.world.drain_readings:
+                in_flight = self.world.drain_readings.pop(name)  # read by its drain wait
+            else:
+                port = metrics_port_of(self.world.clusters.get(name))
+                in_flight = await self.calls.read_serve_requests_in_flight(name, port)
             verdict, drain = decide_drain(drain, in_flight, now, max_drain)
             self.state.drain_started[name] = drain.started
             self.state.drain_quiet_reads[name] = drain.quiet_reads
             if verdict == DrainVerdict.WAIT:
-                held[name] = now + DRAIN_POLL
+                reports = self.waits and not self.world.wait_failed("drain", name)
+                held[name] = next_drain_read(drain, max_drain, now, reports)
                 continue
             workflow.logger.info(
                 "RayCluster %s: %s after %.0f s of draining (%s requests in flight)",
@@ -107,10 +118,29 @@ class ClusterDrains(RayServicePart):
             return
         workflow.logger.info("RayCluster %s: %d Serve proxies close connections", name, closing.proxies)
 
+    def _drain(self, name: str, now: datetime) -> Drain:
+        """The cluster's drain so far (one starting now when it has none)."""
+        return Drain(self.state.drain_started.get(name, now), self.state.drain_quiet_reads.get(name, 0))
+
+    def watches(self) -> list[Watch]:
+        """With the waits: a drain wait per held draining cluster, from its run of zero readings (none for a
+        cluster whose drain wait failed: the passes read it)."""
+        state = self.state
+        if not self.waits:
+            return []
+        return [
+            Watch("drain", name, str(state.drain_quiet_reads.get(name, 0)))
+            for name in sorted(state.drain_started)
+            if name in state.deletion_schedule
+            and name not in self.world.drain_readings
+            and not self.world.wait_failed("drain", name)
+        ]
+
     def forget(self, names: Sequence[str]) -> None:
         for name in names:
             self.state.drain_started.pop(name, None)
             self.state.drain_quiet_reads.pop(name, None)
+            self.world.drain_readings.pop(name, None)
 
     def forget_gone(self, scheduled: Sequence[str]) -> None:
         """Drains of clusters no longer scheduled (active or pending again, or deleted) are dropped."""

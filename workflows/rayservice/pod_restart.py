@@ -1,16 +1,22 @@
 """`raypilot.io/in-place-restart` with strategy None: the active RayCluster updated in place and its Pods
-restarted group by group, then the head (decisions/rayservice/pod_restart.py decides each step)."""
+restarted group by group, then the head (decisions/rayservice/pod_restart.py decides each step).
+
+Runs that asked patch `rayservice-waits-not-polls` pass only when something a step decides on changed: the
+cluster's Pods (a Pods wait from the view the last step used) or Serve (the cluster's Serve wait, made to wait
+from the fresh read the step used); runs before it pass every RESTART_POLL."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Final
+from datetime import datetime
+from typing import Any, Final
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from models.raycluster import RayCluster
     from models.rayservice import RayService, RayServiceStatuses
+    from wire.kubernetes import PodsObservation
+    from wire.views import cluster_pods_view
     from workflows.decisions.rayservice.cluster import (
         goal_cluster_hash,
         in_place_update_request,
@@ -21,8 +27,10 @@ with workflow.unsafe.imports_passed_through():
         HEAD_GROUP,
         PodRestart,
         desired_pods_per_group,
+        next_pod_restart_check,
         next_pod_restart_step,
         pod_restart_plan,
+        roll_moved_on,
         wants_in_place_restart,
         with_pod_restart_condition,
     )
@@ -30,18 +38,23 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.serve_status import parse_serve_details, runs_target_capacity
     from workflows.decisions.rayservice.services import serve_port
     from workflows.decisions.rayservice.strategy_none import UnappliedSpec, unapplied_cluster_spec
+    from workflows.decisions.rayservice.watches import Watch, view_key
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
 __all__ = ["PodRestarts"]
 
-# While Pods restart, passes also run this often (the RayCluster's status wait wakes the workflow sooner).
-RESTART_POLL: Final = timedelta(seconds=2)
 # A view no Serve observation has: the Serve wait returns at once with what Serve reports now.
 FRESH_READ: Final = {"raypilot.io/fresh-read": True}
 
 
 class PodRestarts(RayServicePart):
+    # Patch rayservice-waits-not-polls: the roll waits for its Pods or Serve to change instead of polling.
+    waits = False
+    # The next pass runs at once (no wait would wake it): this one moved the roll to its next group (whose
+    # Pods that pass deletes), or its fresh Serve read saw what the Serve part of the pass has not acted on.
+    again = False
+
     async def apply_spec(
         self, rayservice: RayService, active: RayCluster | None, pending: RayCluster | None
     ) -> tuple[RayCluster | None, UnappliedSpec | None, list[RayServiceEvent]]:
@@ -80,12 +93,13 @@ class PodRestarts(RayServicePart):
         """One step of the roll in progress, if any: delete the next group's Pods, or wait, or move on."""
         state = self.state
         restart = state.pod_restart
+        self.again = False
         if restart is None:
             return []
         if active is None or active.metadata.name != restart.cluster:
             state.pod_restart = None  # the cluster it rolled is no longer the active one
             return []
-        pods = await self.calls.list_cluster_pods(restart.cluster)
+        pods = await self._pods(restart.cluster)
         serve_ready = bool(restart.replaced) and await self._serve_ready_now(rayservice, active, restart)
         desired = desired_pods_per_group(rayservice.spec.ray_cluster_config)
         step = next_pod_restart_step(restart, pods, desired, serve_ready, rayservice.metadata.namespace)
@@ -93,7 +107,18 @@ class PodRestarts(RayServicePart):
             await self.calls.delete_pod(name, uid)
         state.pod_restart = step.restart
         state.pod_restart_message = step.message
+        self.again |= self.waits and roll_moved_on(restart, step.restart)
         return list(step.events)
+
+    async def _pods(self, cluster: str) -> list[dict[str, Any]]:
+        """The cluster's Pods: listed (every pass before the patch; with it, when no Pods wait keeps them)."""
+        seen = self.world.pods.get(cluster)
+        if self.waits and seen is not None and not self.world.wait_failed("pods", cluster):
+            return seen.pods
+        pods = await self.calls.list_cluster_pods(cluster)
+        if self.waits:
+            self.world.pods[cluster] = PodsObservation(pods, cluster_pods_view(pods))
+        return pods
 
     async def _serve_ready_now(
         self, rayservice: RayService, cluster: RayCluster, restart: PodRestart
@@ -104,6 +129,12 @@ class PodRestarts(RayServicePart):
         observation = await self.calls.wait_serve(
             dashboard_target(cluster), name, serve_port(cluster), FRESH_READ
         )
+        if self.waits and name in self.world.serve and self.world.serve[name].view != observation.view:
+            # The Serve wait must wait from what this step saw (from an older view it could miss Serve
+            # coming back to it), and the next pass acts on it at once (e.g. submits the config again to a
+            # new head), as the Serve wait's return would have made it.
+            self.world.saw_serve(name, observation)
+            self.again = True
         head_uid = str(((observation.head_pod or {}).get("metadata") or {}).get("uid") or "")
         if observation.details is None or (
             restart.group == HEAD_GROUP and head_uid in (*restart.replaced, "")
@@ -119,4 +150,16 @@ class PodRestarts(RayServicePart):
         )
 
     def next_check(self, now: datetime) -> datetime | None:
-        return now + RESTART_POLL if self.state.pod_restart is not None else None
+        restart = self.state.pod_restart
+        if restart is None:
+            return None
+        failed = any(self.world.wait_failed(kind, restart.cluster) for kind in ("pods", "serve"))
+        return next_pod_restart_check(True, self.waits and not failed, now)
+
+    def watches(self) -> list[Watch]:
+        """With the waits, the Pods of the cluster rolled, from the view the last step decided on."""
+        restart = self.state.pod_restart
+        if not self.waits or restart is None or self.world.wait_failed("pods", restart.cluster):
+            return []
+        seen = self.world.pods.get(restart.cluster)
+        return [Watch("pods", restart.cluster, view_key(seen.view if seen is not None else None))]

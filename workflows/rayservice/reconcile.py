@@ -165,7 +165,7 @@ class RayServiceReconciler(RayServicePart):
             return stopped
         if is_initializing_timeout(self.state.status.conditions):
             # Terminal: only the clusters left over are deleted, each after the deletion delay.
-            return PassOutcome(deadline=cleanup_due)
+            return PassOutcome(watches=self.drains.watches(), deadline=cleanup_due)
         seen = await self._reconcile_clusters_and_serve(await self._finish_aborted_upgrade(now), now)
         await self._step_incremental_upgrade(seen, now)
         await self._reconcile_services(seen)
@@ -312,6 +312,7 @@ class RayServiceReconciler(RayServicePart):
         # A capacity step, or traffic that just caught up with the capacity, may allow the next step now.
         traffic_moved = seen.incremental and upgrade.traffic is not None and upgrade.traffic.moved
         again = cluster_names(state.status) != names_before or seen.capacity_changed or traffic_moved
+        again = again or self.restarts.again  # a roll moved on, or read Serve anew
         serving = seen.active_serve.ready or seen.pending_serve.ready
         watches = desired_watches(
             {name: self.world.cluster(name, rayservice) for name in cluster_names(state.status) if name},
@@ -328,6 +329,7 @@ class RayServiceReconciler(RayServicePart):
         )
         if seen.incremental:
             watches += upgrade.watches(rayservice)
+        watches += self.restarts.watches() + self.drains.watches()
         deadline = earliest_deadline(
             cleanup_due,
             initializing_deadline(state.status.conditions, rayservice.metadata.annotations),

@@ -129,6 +129,10 @@ FOLDED_PATCHES: Final = frozenset(
         ABORTED_SPEC_SERVE_CONFIG_PATCH,
     }
 )
+# After the baseline: a roll of Pods in place (raypilot.io/in-place-restart) and a drain before deletion
+# (raypilot.io/max-drain-seconds) wait for what they decide on to change instead of a timer and a read
+# every 2 s / 6 s (rayservice/pod_restart.py, rayservice/drain.py).
+WAITS_NOT_POLLS_PATCH: Final = "rayservice-waits-not-polls"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -207,6 +211,7 @@ class RayServiceWorkflow:
         self._revisions.enabled = patches.has(REVISION_UNDO_PATCH)
         header_canary = patches.has(HEADER_CANARY_PATCH)
         holds_aborted_serve_config = patches.has(ABORTED_SPEC_SERVE_CONFIG_PATCH)
+        waits_not_polls = patches.has(WAITS_NOT_POLLS_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -233,6 +238,7 @@ class RayServiceWorkflow:
         reconciler.drains.closes_connections = drain_closes_connections
         reconciler.header_canary = header_canary
         reconciler.serving.holds_aborted_serve_config = holds_aborted_serve_config
+        reconciler.restarts.waits = reconciler.drains.waits = waits_not_polls
         immediate = 0
         while not state.deleting:
             seen = self._changes

@@ -20,11 +20,13 @@ with workflow.unsafe.imports_passed_through():
     from models.raycluster import RayCluster
     from models.rayservice import RayService
     from wire.dashboard import DashboardTarget, ReplicaRanks, ServeObservation, auth_secret_name
-    from wire.kubernetes import GatewayObservation, Observation
+    from wire.kubernetes import GatewayObservation, Observation, PodsObservation
+    from workflows.decisions.rayservice.drain import DRAIN_POLL
     from workflows.decisions.rayservice.observed_clusters import (
         cluster_from_object,
         dashboard_port,
         head_service_of,
+        metrics_port_of,
     )
     from workflows.decisions.rayservice.replica_ranks import rank_submission_id
     from workflows.decisions.rayservice.services import serve_port
@@ -72,11 +74,17 @@ class RayServiceWorld:
         self.gateway: GatewayObservation | None = None
         self.gateway_object: dict[str, Any] | None = None
         self.route_object: dict[str, Any] | None = None
+        # The Pods of a cluster restarted in place, as the last listing or Pods wait saw them.
+        self.pods: dict[str, PodsObservation] = {}
+        # Draining cluster -> the in-flight reading its drain wait returned, not decided on yet.
+        self.drain_readings: dict[str, int | None] = {}
         self._refresh: set[str] = set()
         self._waits = Waits(zero_timer_when_due=True)
         # The watch behind each key in flight (what its result tells about).
         self._watching: dict[tuple[str, str, str], Watch] = {}
         self._failed: set[tuple[str, str, str]] = set()
+        # (kind, target) of the waits that failed in this run: whoever relies on them polls instead.
+        self._fallen_back: set[tuple[str, str]] = set()
         self._endpoints_wait_missing = False
 
     # ---- reading ---------------------------------------------------------------------------------------
@@ -109,12 +117,16 @@ class RayServiceWorld:
             self.clusters.pop(name, None)
             self.serve.pop(name, None)
             self.ranks.pop(name, None)
+            self.pods.pop(name, None)
+            self.drain_readings.pop(name, None)
             self._refresh.discard(name)
 
     def forget_everything(self) -> None:
         self.clusters.clear()
         self.serve.clear()
         self.ranks.clear()
+        self.pods.clear()
+        self.drain_readings.clear()
         self.endpoints.clear()
         self.stale_endpoints = {"*"}
         self.gateway = None
@@ -169,6 +181,13 @@ class RayServiceWorld:
             read = f"{workflow.info().run_id}/{self._rank_reads}"
             submission_id = rank_submission_id(watch.target, watch.last_view_key, read)
             return self.calls.read_replica_ranks(dashboard_target(cluster), watch.target, submission_id)
+        if watch.kind == "pods":
+            seen = self.pods.get(watch.target)
+            return self.calls.wait_cluster_pods(watch.target, seen.view if seen else None)
+        if watch.kind == "drain":
+            port, quiet = metrics_port_of(self.clusters.get(watch.target)), int(watch.last_view_key)
+            poll = DRAIN_POLL.total_seconds()
+            return self.calls.wait_serve_requests_in_flight(watch.target, port, quiet, poll)
         if watch.kind == "gateway":
             gateway, route = watch.target.split(",")
             return self.calls.wait_gateway(gateway, route, self.gateway.view if self.gateway else None)
@@ -187,6 +206,22 @@ class RayServiceWorld:
             if counts != last:
                 break
         return counts
+
+    def saw_serve(self, cluster: str, serve: ServeObservation) -> None:
+        """Serve and the head Pod of `cluster` as a wait (or a fresh read) saw them: the cluster's Serve wait
+        waits from this view on."""
+        previous = self.serve.get(cluster)
+        if previous is not None and previous.view.get("head") != serve.view.get("head"):
+            # Another head Pod (or none): read the cluster again (HeadPodReady) and its endpoints.
+            self._refresh.add(cluster)
+            self.stale_endpoints.add(cluster)
+        self.serve[cluster] = serve
+
+    def wait_failed(self, kind: str, target: str) -> bool:
+        """A wait of this kind on `target` failed in this run. The watch policy retries every error but
+        NotFoundError (no worker runs that wait: a worker of an older release), so what relies on it polls
+        for the rest of the run instead (a new run tries the wait again)."""
+        return (kind, target) in self._fallen_back
 
     async def stop(self) -> None:
         """Cancel every wait and the timer, and wait until the cancellations are recorded (before
@@ -242,18 +277,17 @@ class RayServiceWorld:
                 return True
             workflow.logger.warning("wait %s of %s failed: %s", watch.kind, watch.target, cause or error)
             self._failed.add(watch.key)
+            self._fallen_back.add((watch.kind, watch.target))
             return False
         if watch.kind == "head_ready":
             observation: Observation = result
             self.clusters[watch.target] = with_known_spec(observation.object, self.clusters.get(watch.target))
         elif watch.kind == "serve":
-            serve: ServeObservation = result
-            previous = self.serve.get(watch.target)
-            if previous is not None and previous.view.get("head") != serve.view.get("head"):
-                # Another head Pod (or none): read the cluster again (HeadPodReady) and its endpoints.
-                self._refresh.add(watch.target)
-                self.stale_endpoints.add(watch.target)
-            self.serve[watch.target] = serve
+            self.saw_serve(watch.target, result)
+        elif watch.kind == "pods":
+            self.pods[watch.target] = result
+        elif watch.kind == "drain":
+            self.drain_readings[watch.target] = result
         elif watch.kind == "ranks":
             self.ranks[watch.target] = (watch.last_view_key, result)
         elif watch.kind == "gateway":

@@ -7,17 +7,23 @@ Serve proxies report no HTTP request in flight (the gauge `ray_serve_num_ongoing
 `QUIET_READS_NEEDED` times in a row `DRAIN_POLL` apart (Ray exports the gauge every 10 s, so one zero may be
 stale), or until N seconds after the delay ended, whichever comes first. Without
 the annotation the cluster is deleted at the delay, as in KubeRay, and nothing is read.
+
+Runs with patch `rayservice-waits-not-polls` read the first time when the delay ends and then wait: a drain
+wait reads every `DRAIN_POLL` inside its activity and returns only a reading that changes the run of zero
+readings (`wire.views.quiet_reads_after`), and the cluster is held until its drain deadline (read then
+directly, for the last verdict) rather than due again every `DRAIN_POLL`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Final
 
 from models.rayservice_annotations import MAX_DRAIN_ANNOTATION
+from wire.views import quiet_reads_after
 
 __all__ = [
     "DRAIN_POLL",
@@ -26,7 +32,10 @@ __all__ = [
     "Drain",
     "DrainVerdict",
     "decide_drain",
+    "drain_deadline",
+    "held_drains_due",
     "max_drain_time",
+    "next_drain_read",
 ]
 
 # Ray exports a gauge every metrics_report_interval_ms (10 s in Ray 2.60), so a reading may be up to 10 s old:
@@ -63,10 +72,50 @@ def decide_drain(
 ) -> tuple[DrainVerdict, Drain]:
     """The verdict on one reading of the cluster's in-flight requests (None: no proxy could be read), and the
     drain to keep for the next reading."""
-    quiet = drain.quiet_reads + 1 if in_flight == 0 else 0
+    quiet = quiet_reads_after(drain.quiet_reads, in_flight)
     updated = Drain(drain.started, quiet)
     if quiet >= QUIET_READS_NEEDED:
         return DrainVerdict.DRAINED, updated
-    if now >= drain.started + max_drain:
+    if now >= drain_deadline(drain, max_drain):
         return DrainVerdict.GIVE_UP, updated
     return DrainVerdict.WAIT, updated
+
+
+def drain_deadline(drain: Drain, max_drain: timedelta) -> datetime:
+    """When the drain gives up: the maximum drain time after its first reading."""
+    return drain.started + max_drain
+
+
+def next_drain_read(drain: Drain, max_drain: timedelta, now: datetime, wait_reports: bool) -> datetime:
+    """When a held cluster is read next by the pass itself: at its drain deadline while a drain wait reports
+    its readings (the last verdict is due then whatever they were), else DRAIN_POLL from now (runs before the
+    waits, or the cluster's drain wait failed)."""
+    return drain_deadline(drain, max_drain) if wait_reports else now + DRAIN_POLL
+
+
+def held_drains_due(
+    held: Mapping[str, datetime],
+    drains: Mapping[str, Drain],
+    max_drain: timedelta | None,
+    now: datetime,
+    polled: Collection[str] = (),
+) -> tuple[list[str], dict[str, datetime]]:
+    """With the drain waits: of the clusters held in the deletion schedule, those due now and the others
+    with their time. A draining cluster is held until its drain deadline under the annotation as it is now
+    (shortened: due sooner; removed: due at once, deleted at the delay as without it); one whose drain wait
+    failed (`polled`) is read by the passes again, DRAIN_POLL apart, until then; any other cluster keeps
+    its deletion time."""
+    due: list[str] = []
+    still: dict[str, datetime] = {}
+    for name, at in held.items():
+        drain = drains.get(name)
+        if drain is not None:
+            deadline = now if max_drain is None else drain_deadline(drain, max_drain)
+            # A polled cluster keeps its next reading, or has one DRAIN_POLL from now when it was held for
+            # a wait (any earlier reading was before now: the readings stay DRAIN_POLL apart).
+            at = min(at, now + DRAIN_POLL, deadline) if name in polled else deadline
+        if now >= at:
+            due.append(name)
+        else:
+            still[name] = at
+    return due, still

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from models.meta import is_condition_true
-from models.naming import DEFAULT_DASHBOARD_PORT, head_service_name
+from models.naming import DEFAULT_DASHBOARD_PORT, DEFAULT_METRICS_PORT, head_service_name
 from models.raycluster import RayCluster, RayClusterConditionType
 from models.rayservice import RayService, RayServiceStatuses
 
@@ -30,6 +30,13 @@ def dashboard_port(cluster: RayCluster) -> int:
     containers = cluster.spec.head_group_spec.template.spec.containers
     port = containers[0].port_number("dashboard") if containers else None
     return DEFAULT_DASHBOARD_PORT if port is None else port
+
+
+def metrics_port_of(cluster: Mapping[str, Any] | None) -> int:
+    """The head's `metrics-export-port` start parameter (KubeRay's default 8080 when unset)."""
+    params = (((cluster or {}).get("spec") or {}).get("headGroupSpec") or {}).get("rayStartParams") or {}
+    raw = str(params.get("metrics-export-port") or "")
+    return int(raw) if raw.isdigit() else DEFAULT_METRICS_PORT
 
 
 def head_service_of(cluster_name: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from models.meta import ConditionStatus
@@ -34,13 +34,17 @@ __all__ = [
     "PodRestart",
     "PodRestartStep",
     "desired_pods_per_group",
+    "next_pod_restart_check",
     "next_pod_restart_step",
     "pod_restart_plan",
+    "roll_moved_on",
     "wants_in_place_restart",
     "with_pod_restart_condition",
 ]
 
 IN_PLACE_RESTART_CONDITION: Final = "InPlaceRestart"
+# Runs before patch rayservice-waits-not-polls check a roll this often; later runs only while a wait failed.
+RESTART_POLL: Final = timedelta(seconds=2)
 HEAD_GROUP: Final = "headgroup"
 LABEL_GROUP: Final = "ray.io/group"
 
@@ -162,6 +166,18 @@ def _advance(restart: PodRestart, where: str, label: str, position: str, namespa
     following = replace(restart, step=restart.step + 1, replaced=())
     message = f"Restarted {label} of {where} ({position}); next: {following.group}."
     return PodRestartStep(following, (), (done,), message)
+
+
+def roll_moved_on(before: PodRestart, after: PodRestart | None) -> bool:
+    """The step moved the roll to its next group without touching a Pod: nothing in the world changes, so
+    no wait would wake the pass that deletes that group's Pods (it runs at once)."""
+    return after is not None and after.step != before.step
+
+
+def next_pod_restart_check(restarting: bool, waits_report: bool, now: datetime) -> datetime | None:
+    """When a pass checks the roll in any case: never while the Pods and Serve waits report every change a
+    step decides on; RESTART_POLL from now otherwise (runs before the waits, or one of them failed)."""
+    return now + RESTART_POLL if restarting and not waits_report else None
 
 
 def with_pod_restart_condition(

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from models.raycluster import RayCluster
 from workflows.decisions.rayservice.observed_clusters import is_head_pod_ready
 
-WatchKind = Literal["head_ready", "serve", "endpoints", "gateway", "ranks"]
+WatchKind = Literal["head_ready", "serve", "endpoints", "gateway", "ranks", "pods", "drain"]
 
 
 def earliest_deadline(*deadlines: datetime | None) -> datetime | None:
@@ -38,7 +38,9 @@ class Watch:
     `serve` (Serve and the head Pod of a ready cluster until they differ from `last_view`), `endpoints`
     (the serve Services' ready endpoints until they differ from the counts in `last_view`) or `gateway`
     (the Gateway and HTTPRoute statuses, target "<gateway>,<route>") or `ranks` (one read of a cluster's
-    Serve replica ranks, `last_view_key` the settled replica set read)."""
+    Serve replica ranks, `last_view_key` the settled replica set read), `pods` (the Pods of a cluster whose
+    Pods restart in place, until they differ from `last_view`) or `drain` (a draining cluster's in-flight
+    requests, until a reading changes its run of zero readings, `last_view_key` that run)."""
 
     kind: WatchKind
     target: str  # the cluster name; for endpoints the Service names joined by ","

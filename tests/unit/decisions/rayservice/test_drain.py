@@ -11,7 +11,10 @@ from workflows.decisions.rayservice.drain import (
     Drain,
     DrainVerdict,
     decide_drain,
+    drain_deadline,
+    held_drains_due,
     max_drain_time,
+    next_drain_read,
 )
 
 STARTED = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
@@ -64,3 +67,66 @@ def test_drain_verdict_table(
 
 def test_zero_maximum_deletes_after_one_reading_as_kuberay_would_at_the_delay() -> None:
     assert decide_drain(Drain(STARTED), 7, STARTED, timedelta(0))[0] == DrainVerdict.GIVE_UP
+
+
+@pytest.mark.parametrize(
+    ("elapsed_s", "wait_reports", "read_at_s"),
+    [
+        (6, True, 120),  # the drain wait reports every reading that counts: the pass reads at the deadline
+        (100, True, 120),
+        (6, False, 12),  # runs before the waits, or a failed drain wait: read again DRAIN_POLL (6 s) on
+        (100, False, 106),
+    ],
+)
+def test_next_drain_read_table(elapsed_s: int, wait_reports: bool, read_at_s: int) -> None:
+    now = STARTED + timedelta(seconds=elapsed_s)
+    assert next_drain_read(Drain(STARTED, 1), MAX, now, wait_reports) == STARTED + timedelta(
+        seconds=read_at_s
+    )
+    assert drain_deadline(Drain(STARTED, 2), MAX) == STARTED + MAX
+
+
+LATER = STARTED + timedelta(seconds=300)
+
+
+@pytest.mark.parametrize(
+    ("max_drain_s", "elapsed_s", "due", "still"),
+    [
+        # A draining cluster is held until its deadline under the annotation as it is now; another
+        # scheduled cluster keeps its deletion time.
+        (120, 30, [], {"draining": STARTED + MAX, "other": LATER}),
+        (120, 120, ["draining"], {"other": LATER}),  # the maximum drain time passed: its last reading
+        (60, 30, [], {"draining": STARTED + timedelta(seconds=60), "other": LATER}),  # shortened
+        (20, 30, ["draining"], {"other": LATER}),  # shortened below what already passed
+        (None, 30, ["draining"], {"other": LATER}),  # the annotation went: delete at the delay, as without
+        (120, 300, ["draining", "other"], {}),
+    ],
+)
+def test_held_drains_due_table(
+    max_drain_s: int | None, elapsed_s: int, due: list[str], still: dict[str, datetime]
+) -> None:
+    held = {"draining": STARTED + timedelta(seconds=12), "other": LATER}  # the times stored before
+    drains = {"draining": Drain(STARTED, 1)}
+    max_drain = None if max_drain_s is None else timedelta(seconds=max_drain_s)
+    now = STARTED + timedelta(seconds=elapsed_s)
+    assert held_drains_due(held, drains, max_drain, now) == (due, still)
+
+
+@pytest.mark.parametrize(
+    ("stored_s", "elapsed_s", "due", "held_until_s"),
+    [
+        (120, 30, False, 36),  # held for a wait that failed: the next reading DRAIN_POLL from now
+        (36, 33, False, 36),  # polled: its next reading stays
+        (36, 36, True, None),
+        (120, 118, False, 120),  # never past the drain deadline
+        (120, 120, True, None),
+    ],
+)
+def test_a_cluster_whose_drain_wait_failed_is_polled(
+    stored_s: int, elapsed_s: int, due: bool, held_until_s: int | None
+) -> None:
+    held = {"draining": STARTED + timedelta(seconds=stored_s)}
+    now = STARTED + timedelta(seconds=elapsed_s)
+    found_due, still = held_drains_due(held, {"draining": Drain(STARTED)}, MAX, now, polled=["draining"])
+    assert found_due == (["draining"] if due else [])
+    assert still == ({} if held_until_s is None else {"draining": STARTED + timedelta(seconds=held_until_s)})

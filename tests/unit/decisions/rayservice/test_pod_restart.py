@@ -3,7 +3,7 @@ the Pods and Serve's readiness, desired Pods per group, and the condition."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,8 +14,10 @@ from models.rayservice import RayServiceStatuses
 from workflows.decisions.rayservice.pod_restart import (
     PodRestart,
     desired_pods_per_group,
+    next_pod_restart_check,
     next_pod_restart_step,
     pod_restart_plan,
+    roll_moved_on,
     wants_in_place_restart,
     with_pod_restart_condition,
 )
@@ -147,3 +149,40 @@ def test_the_condition_follows_the_roll() -> None:
     assert (
         find_condition(with_pod_restart_condition(done, False, "", NOW).conditions, "InPlaceRestart") is None
     )
+
+
+ROLL = PodRestart("c", "h", ("cpu", "gpu", "headgroup"))
+
+
+@pytest.mark.parametrize(
+    ("after", "moved_on"),
+    [
+        (
+            PodRestart("c", "h", ("cpu", "gpu", "headgroup"), replaced=("u1",)),
+            False,
+        ),  # Pods deleted: a wait wakes
+        (ROLL, False),  # still waiting for the group
+        (
+            PodRestart("c", "h", ("cpu", "gpu", "headgroup"), step=1),
+            True,
+        ),  # next group: the next pass at once
+        (None, False),  # the roll is over
+    ],
+)
+def test_roll_moved_on_table(after: PodRestart | None, moved_on: bool) -> None:
+    assert roll_moved_on(ROLL, after) is moved_on
+
+
+@pytest.mark.parametrize(
+    ("restarting", "waits_report", "check_at"),
+    [
+        (True, True, None),  # the Pods and Serve waits wake the roll: no timer
+        (True, False, NOW + timedelta(seconds=2)),  # before the patch, or a wait failed: the 2 s poll
+        (False, False, None),
+        (False, True, None),
+    ],
+)
+def test_next_pod_restart_check_table(
+    restarting: bool, waits_report: bool, check_at: datetime | None
+) -> None:
+    assert next_pod_restart_check(restarting, waits_report, NOW) == check_at
