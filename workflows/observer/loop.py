@@ -24,8 +24,13 @@ with workflow.unsafe.imports_passed_through():
 # How long an observer with no watch stays (a RayJob's next attempt or a new job on the cluster soon after
 # reuses it instead of starting a new run).
 IDLE: Final = timedelta(minutes=2)
-# Every watch and unwatch is a signal event: continue as new well before the history gets heavy.
-HISTORY_LIMIT: Final = 10_000
+# Every watch and unwatch is a signal event: continue as new while the history is short. An observer is
+# evicted from a busy worker's workflow cache by the RayJobs it serves, and each task then replays its whole
+# history: at 10,000 events (10,000 RayJobs registering on one cluster) that replay outlasted the 10 s
+# workflow task timeout again and again, and the observer stopped. Short runs also stay far under the
+# server's limit of signals per execution (10,000 by default), past which registrations are refused. The
+# watches are carried packed, so continuing as new is cheap.
+HISTORY_LIMIT: Final = 2_000
 RESTART_PAUSE: Final = timedelta(seconds=30)
 
 StartActivity = Callable[[int], workflow.ActivityHandle[None]]
