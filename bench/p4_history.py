@@ -191,9 +191,9 @@ def observers_cost(events: Sequence[Mapping[str, Any]]) -> Cost:
             continue
         life = (times[-1] - times[0] + OBSERVER_IDLE).total_seconds()
         actions += observer_run_actions(1)
-        # Both observer activities send their first heartbeat at once (activities/observer.py,
-        # activities/kubernetes_observer.py).
-        heartbeats += observer_heartbeats(life, period, first_at_once=True)
+        # Both observer activities send their first heartbeat a period after they start
+        # (activities/observer.py, activities/kubernetes_observer.py).
+        heartbeats += observer_heartbeats(life, period, first_at_once=False)
     return Cost(0, actions, heartbeats)
 
 

@@ -297,9 +297,11 @@ def test_the_observers_of_a_lone_rayjob_are_counted_in_full() -> None:
     assert cost.events == 0  # their histories are not the RayJob's
     assert cost.actions == 2 * observer_run_actions(1)
     # Job observer: 10 min of job + 2 min idle; Kubernetes observer: 2 min idle.
-    assert cost.heartbeats == observer_heartbeats(720.0, 120.0, first_at_once=True) + observer_heartbeats(
-        120.0, 60.0, first_at_once=True
+    # Both beat every 2 min, the first after 2 min.
+    assert cost.heartbeats == observer_heartbeats(720.0, 120.0, first_at_once=False) + observer_heartbeats(
+        120.0, 120.0, first_at_once=False
     )
+    assert cost.heartbeats == 6 + 1
 
 
 def test_without_observer_signals_no_observer_is_counted() -> None:
