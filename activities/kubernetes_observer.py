@@ -5,7 +5,7 @@ signals each watching workflow when the view of its object changed.
 Costs: three watch streams per namespace, one `watches` query per round (no history; a round at most every
 `ROUND_SECONDS` while objects change, every `book_seconds` otherwise), one signal per watch per change, one
 GET per new watch whose object the cache does not hold (to tell "not created yet in the cache" from "gone"),
-a heartbeat at most once a minute. A retried attempt (a lost worker) lists again with nothing sent, so every
+a heartbeat every two minutes. A retried attempt (a lost worker) lists again with nothing sent, so every
 watch gets its object's current view once: no change is lost, and workflows drop the views they have.
 """
 
@@ -50,7 +50,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OBSERVER_HEARTBEAT_SECONDS: Final = 60.0
+# The Ray job observer's cadence (activities/observer.py), under the same policy (IO.OBSERVE: a 6 min
+# heartbeat timeout, and a starting worker restarts both observers): each heartbeat is billable (P4b).
+OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 SIGNALS_IN_FLIGHT: Final = 50
 # While objects change, a round at most this often (changes in between go out together).
 ROUND_SECONDS: Final = 0.1
@@ -92,7 +94,7 @@ class KubernetesObserverActivities:
         # Objects this attempt has seen exist (in the cache or by a direct read).
         seen: set[str] = set()
         rounds = 0
-        last_beat = 0.0
+        last_beat = time.monotonic()  # the first beat a period after the start, as the Ray job observer's
         async with NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache:
             await cache.wait_synced()
             while True:

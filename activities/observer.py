@@ -57,9 +57,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# One heartbeat every two minutes: each that reaches the server is a billable action (P4b counts them), and
-# the heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced sooner than that: a
-# starting worker restarts the observers (`restart_observers`).
+# One heartbeat every two minutes, the first two minutes after the attempt starts (the heartbeat timeout runs
+# from the start; a beat at once told the server nothing): each that reaches the server is a billable action
+# (P4b counts them), and the heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced
+# sooner than that: a starting worker restarts the observers (`restart_observers`). The Kubernetes observer
+# uses the same cadence (activities/kubernetes_observer.py).
 OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 # Signals to many workflows at once, but not thousands of RPCs in flight after a relist.
 SIGNALS_IN_FLIGHT: Final = 50
@@ -105,7 +107,7 @@ class ObserverActivities:
         known_version = 0
         sent: dict[str, JobInfoAnswer] = {}
         tick = 0
-        last_beat = 0.0
+        last_beat = time.monotonic()
         while True:
             tick += 1
             changes: WatchChanges = await observer.query(

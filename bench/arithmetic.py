@@ -257,3 +257,33 @@ def markdown_table(figures: Sequence[Figure]) -> str:
         cells = [row.id, row.figure, row.measured, row.reference, row.target, verdict(row.met)]
         lines.append("| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |")
     return "\n".join(lines)
+
+
+def signal_times(events: Iterable[Mapping[str, Any]], signal_name: str) -> list[datetime]:
+    """When a history received each signal of that name, in order."""
+    times = []
+    for event in events:
+        if event_kind(event) != "workflowexecutionsignaled":
+            continue
+        if _attributes(event, "workflowexecutionsignaledeventattributes").get("signalName") == signal_name:
+            times.append(parse_event_time(event.get("eventTime") or event.get("event_time")))
+    return times
+
+
+def observer_run_actions(watches: int) -> int:
+    """The billed events of one observer run (workflows/observer: the Ray job observer, the Kubernetes
+    observer) that serves `watches` registrations and then idles out: its start and each watch (the first
+    comes by signal-with-start: WorkflowExecutionStarted and WorkflowExecutionSignaled), its one activity's
+    schedule, each unwatch signal (the watched job or object reached its goal) and the idle timer. Its
+    completion is not billed. With k watches each pays 2 of these and a k-th of the other 3."""
+    return 1 + watches + 1 + watches + 1
+
+
+def observer_heartbeats(life_s: float, period_s: float, *, first_at_once: bool) -> int:
+    """Heartbeats an observer activity sends while it lives `life_s` (from its schedule until its workflow
+    cancels it and completes) beating every `period_s` (a minute or more: the worker's 2 s throttle never
+    holds one back): the first at once or only after a period. The beat after the end, which finds the
+    workflow closed, is not recorded, so not counted."""
+    if life_s <= 0:
+        return 0
+    return (1 if first_at_once else 0) + int(life_s // period_s)

@@ -10,7 +10,8 @@ Actions = the billed history events (bench.arithmetic.count_actions) + wait retr
 + heartbeats that reach the server: each wait activity's outstanding time (from its events) divided by
 max(how often the activity calls heartbeat, the worker's throttle for its heartbeat timeout), both read from
 the wait's scheduled event. The fakes' own retries are not counted: the real waits do not end while nothing
-changes.
+changes. The RayJob's observers run apart from its history (fakes here): their billed events and heartbeats
+are added from what the RayJob's history shows of them (`observers_cost`).
 
 Reference, same run: `BenchKubeRayTickLoop` (bench/reference_workflows.py), one observe activity and one
 timer per tick, at KubeRay's cadence (RayJob 3 s, RayService 2 s) for the same workflow time. It runs
@@ -31,7 +32,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.observer import OBSERVER_HEARTBEAT_SECONDS
+from activities.kubernetes_observer import OBSERVER_HEARTBEAT_SECONDS as K8S_OBSERVER_HEARTBEAT_SECONDS
+from activities.observer import OBSERVER_HEARTBEAT_SECONDS as JOB_OBSERVER_HEARTBEAT_SECONDS
 from activities.waits import DEFAULT_HEARTBEAT_SECONDS
 from bench.arithmetic import (
     KUBERAY_RAYJOB_TICK_S,
@@ -42,7 +44,10 @@ from bench.arithmetic import (
     count_actions,
     heartbeat_throttle_s,
     heartbeats_reaching_server,
+    observer_heartbeats,
+    observer_run_actions,
     parse_event_time,
+    signal_times,
 )
 from bench.reference_workflows import KubeRayTickLoop, observe
 from bench.suite import BenchContext
@@ -66,6 +71,9 @@ from raypilot.testing.worker import running_worker
 from raypilot.worker import MAX_HEARTBEAT_THROTTLE
 from sandbox.testing import wait_until
 from wire import names
+from wire.kubernetes_observer import KUBE_OBSERVED_SIGNAL
+from wire.observer import OBSERVED_SIGNAL
+from workflows.observer.loop import IDLE as OBSERVER_IDLE
 
 # The worker's heartbeat throttle (raypilot/worker.py): what reaches the server is at most one heartbeat per
 # min(0.8 x heartbeat timeout, this), read per activity from its scheduled event (bench.arithmetic).
@@ -75,9 +83,8 @@ WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout when its scheduled event doe
 POLL_HEARTBEAT_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_GATEWAY: 2.0}
 # Waits that heartbeat a third of their heartbeat timeout (activities.waits.quiet_heartbeat_interval).
 QUIET_WAITS = frozenset({names.WAIT_SERVE, names.WAIT_RUNS_CLOSED})
-# The observer workflow of a cluster that serves one job: its signal-with-start, the activity's schedule, the
-# unwatch signal, the idle timer and its completion.
-OBSERVER_FIXED_ACTIONS = 5
+
+
 @dataclass(frozen=True)
 class Cost:
     events: int
@@ -129,9 +136,10 @@ async def time_skipping() -> WorkflowEnvironment:
 
 
 async def rayjob_ten_minutes(minutes: float, *, observer: bool = True) -> Cost:
-    """With the cluster observer (the default of a deployed worker) the RayJob's own history, plus what its
-    observer costs when it serves this one job only (a real cluster shares it among all its jobs):
-    `OBSERVER_FIXED_ACTIONS` and a heartbeat a minute."""
+    """With the observers (the default of a deployed worker) the RayJob's own history, plus what its two
+    observers cost: the Ray job observer of its cluster (the job's status) and the Kubernetes observer of its
+    namespace (its RayCluster getting ready). The RayJob runs on a cluster of its own, alone in its namespace,
+    so each observer run serves this one RayJob and is counted in full (`observers_cost`)."""
     env = await time_skipping()
     try:
         world = FakeWorld(
@@ -157,14 +165,36 @@ async def rayjob_ten_minutes(minutes: float, *, observer: bool = True) -> Cost:
         finally:
             await fake_observer.stop()
             await k8s_observer.stop()
-        history = await handle.fetch_history()
-        cost = cost_of(history.to_json_dict()["events"])
+        events = (await handle.fetch_history()).to_json_dict()["events"]
+        cost = cost_of(events)
         if not observer:
             return cost
-        heartbeats = int(minutes * 60 // OBSERVER_HEARTBEAT_SECONDS)
-        return Cost(cost.events, cost.actions + OBSERVER_FIXED_ACTIONS, cost.heartbeats + heartbeats)
+        observers = observers_cost(events)
+        return Cost(cost.events, cost.actions + observers.actions, cost.heartbeats + observers.heartbeats)
     finally:
         await env.shutdown()
+
+
+def observers_cost(events: Sequence[Mapping[str, Any]]) -> Cost:
+    """What the observers that served one RayJob alone cost (their own histories, not the RayJob's: no
+    events counted here): each observer run that signalled it serves this one watch
+    (`observer_run_actions(1)`), and its activity lives from that watch to the last view it sent plus the
+    observer's idle time, heartbeating as the activity does. The watch is taken at the first signal (the
+    registration just before it is not in view here), so a life is at most a second short."""
+    actions = heartbeats = 0
+    for signal, period in (
+        (OBSERVED_SIGNAL, JOB_OBSERVER_HEARTBEAT_SECONDS),
+        (KUBE_OBSERVED_SIGNAL, K8S_OBSERVER_HEARTBEAT_SECONDS),
+    ):
+        times = signal_times(events, signal)
+        if not times:
+            continue
+        life = (times[-1] - times[0] + OBSERVER_IDLE).total_seconds()
+        actions += observer_run_actions(1)
+        # Both observer activities send their first heartbeat a period after they start
+        # (activities/observer.py, activities/kubernetes_observer.py).
+        heartbeats += observer_heartbeats(life, period, first_at_once=False)
+    return Cost(0, actions, heartbeats)
 
 
 async def _skip_ttl_once_finished(

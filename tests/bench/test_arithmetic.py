@@ -21,11 +21,14 @@ from bench.arithmetic import (
     kuberay_step_errors,
     kuberay_tick_after,
     markdown_table,
+    observer_heartbeats,
+    observer_run_actions,
     parse_event_time,
     percentile,
     ratio,
+    signal_times,
 )
-from bench.p4_history import cost_of, heartbeat_call_period_s
+from bench.p4_history import cost_of, heartbeat_call_period_s, observers_cost
 from bench.progress import Progress, bar_text
 from bench.suite import record_text
 
@@ -240,6 +243,69 @@ def test_heartbeat_call_periods_follow_the_activities() -> None:
     assert heartbeat_call_period_s("dashboard.wait_job", 30.0) == 2.0  # at each 2 s poll
     assert heartbeat_call_period_s("k8s.wait_head_pod", 30.0) == 10.0
     assert heartbeat_call_period_s("k8s.wait_head_pod", 6.0) == 2.0
+
+
+def test_an_observer_run_bills_its_start_activity_idle_timer_and_each_watch_twice() -> None:
+    # One watch: start, the watch signal (both from the signal-with-start), the activity, the unwatch signal,
+    # the idle timer (the count the bench had as a constant of 5, with the completion in place of the watch
+    # signal: the completion is not billed, the signal is).
+    assert observer_run_actions(1) == 5
+    # k watches share the start, the activity and the idle timer: each RayJob pays 2 + 3/k.
+    assert observer_run_actions(10) == 23
+
+
+@pytest.mark.parametrize(
+    ("life", "period", "first_at_once", "expected"),
+    [
+        (0.0, 120.0, True, 0),
+        # The Ray job observer of a 10 min job: 12 min with its idle time, a beat at once, then every 2 min.
+        # The bench counted 600 // 120 = 5.
+        (720.0, 120.0, True, 7),
+        (720.0, 120.0, False, 6),
+        # The Kubernetes observer of a RayCluster ready at once: its 2 min idle time.
+        (120.0, 60.0, True, 3),
+        (120.0, 120.0, False, 1),
+        (119.0, 120.0, False, 0),
+    ],
+)
+def test_observer_heartbeats_over_its_life(
+    life: float, period: float, first_at_once: bool, expected: int
+) -> None:
+    assert observer_heartbeats(life, period, first_at_once=first_at_once) == expected
+
+
+def _signal(name: str, at: str) -> dict[str, Any]:
+    return {
+        "eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED",
+        "eventTime": at,
+        "workflowExecutionSignaledEventAttributes": {"signalName": name},
+    }
+
+
+def test_the_observers_of_a_lone_rayjob_are_counted_in_full() -> None:
+    """A RayJob alone in its namespace on a cluster of its own: both of its observers serve only it, so the
+    bench adds both runs' billed events and heartbeats (before: the job observer's 5 actions and 600 // 120
+    heartbeats; the Kubernetes observer not at all)."""
+    events = [
+        _signal("k8s_observed", "2026-01-01T00:00:00Z"),
+        _signal("observed", "2026-01-01T00:00:01Z"),
+        _signal("observed", "2026-01-01T00:00:02Z"),
+        _signal("observed", "2026-01-01T00:10:01Z"),
+    ]
+    assert [moment.second for moment in signal_times(events, "observed")] == [1, 2, 1]
+    cost = observers_cost(events)
+    assert cost.events == 0  # their histories are not the RayJob's
+    assert cost.actions == 2 * observer_run_actions(1)
+    # Job observer: 10 min of job + 2 min idle; Kubernetes observer: 2 min idle.
+    # Both beat every 2 min, the first after 2 min.
+    assert cost.heartbeats == observer_heartbeats(720.0, 120.0, first_at_once=False) + observer_heartbeats(
+        120.0, 120.0, first_at_once=False
+    )
+    assert cost.heartbeats == 6 + 1
+
+
+def test_without_observer_signals_no_observer_is_counted() -> None:
+    assert observers_cost([{"eventType": "EVENT_TYPE_WORKFLOW_EXECUTION_STARTED"}]).actions == 0
 
 
 def test_event_times_with_nanoseconds_parse() -> None:
