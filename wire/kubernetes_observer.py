@@ -122,14 +122,14 @@ class ObjectWatchBook(VersionedBook[ObjectWatch]):
 
 def packed_object_changes(changes: ObjectWatchChanges) -> ObjectWatchChanges:
     """`changes` as the `watches` query answers them: many added watches packed into one text."""
-    return packed_book_changes(changes, ObjectWatch)
+    return packed_book_changes(changes, dict[str, ObjectWatch])
 
 
 def apply_object_watch_changes(
     known: Mapping[str, ObjectWatch], changes: ObjectWatchChanges
 ) -> dict[str, ObjectWatch]:
     """The activity's copy of the watches after reading `changes` (packed or not)."""
-    return apply_book_changes(known, changes, ObjectWatch)
+    return apply_book_changes(known, changes, dict[str, ObjectWatch])
 
 
 # ---- what the activity decides -------------------------------------------------------------------------

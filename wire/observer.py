@@ -137,12 +137,12 @@ class WatchBook(VersionedBook[JobWatch]):
 
 def packed_changes(changes: WatchChanges) -> WatchChanges:
     """`changes` as the `watches` query answers them: many added watches packed into one text."""
-    return packed_book_changes(changes, JobWatch)
+    return packed_book_changes(changes, dict[str, JobWatch])
 
 
 def apply_watch_changes(known: Mapping[str, JobWatch], changes: WatchChanges) -> dict[str, JobWatch]:
     """The activity's copy of the watches after reading `changes` (packed or not)."""
-    return apply_book_changes(known, changes, JobWatch)
+    return apply_book_changes(known, changes, dict[str, JobWatch])
 
 
 def dashboards_to_list(watches: Mapping[str, JobWatch]) -> dict[str, DashboardTarget]:

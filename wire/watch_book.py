@@ -101,16 +101,20 @@ class VersionedBook(Generic[W]):
         return BookChanges(self.version, added, removed)
 
 
-def packed_book_changes(changes: BookChanges[W], watch_type: type[W]) -> BookChanges[W]:
-    """`changes` as the `watches` query answers them: many added watches packed into one text."""
+def packed_book_changes(changes: BookChanges[W], kind: type[dict[str, W]]) -> BookChanges[W]:
+    """`changes` as the `watches` query answers them: many added watches packed into one text. `kind`: the
+    book's watches' type (`dict[str, <watch>]`), which packing needs at run time."""
     if len(changes.added) <= PACK_ABOVE:
         return changes
-    return replace(changes, added={}, packed=pack(changes.added, dict[str, watch_type]))  # type: ignore[valid-type]
+    return replace(changes, added={}, packed=pack(changes.added, kind))
 
 
-def apply_book_changes(known: Mapping[str, W], changes: BookChanges[W], watch_type: type[W]) -> dict[str, W]:
-    """The activity's copy of the watches after reading `changes` (packed or not)."""
-    added = unpack(changes.packed, dict[str, watch_type]) if changes.packed else changes.added  # type: ignore[valid-type]
+def apply_book_changes(
+    known: Mapping[str, W], changes: BookChanges[W], kind: type[dict[str, W]]
+) -> dict[str, W]:
+    """The activity's copy of the watches after reading `changes` (packed or not; `kind` as in
+    `packed_book_changes`)."""
+    added = unpack(changes.packed, kind) if changes.packed else changes.added
     if changes.full:
         return dict(added)
     removed = set(changes.removed)
