@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Final
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
-from temporalio.service import RPCError, RPCStatusCode
 
 from activities.kubernetes_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes_workloads import head_pod_selector
+from activities.observer_fanout import signal_deliveries, unwatch_done
 from wire import names
 from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
@@ -38,6 +38,7 @@ from wire.kubernetes_observer import (
     ObservedKind,
     ObservedObject,
     ObserveKubernetes,
+    added_object_watches,
     apply_object_watch_changes,
     ends_watch,
     kube_observer_workflow_id,
@@ -53,7 +54,6 @@ log = logging.getLogger(__name__)
 # The Ray job observer's cadence (activities/observer.py), under the same policy (IO.OBSERVE: a 6 min
 # heartbeat timeout, and a starting worker restarts both observers): each heartbeat is billable (P4b).
 OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
-SIGNALS_IN_FLIGHT: Final = 50
 # While objects change, a round at most this often (changes in between go out together).
 ROUND_SECONDS: Final = 0.1
 
@@ -108,10 +108,11 @@ class KubernetesObserverActivities:
                     return
                 fresh: set[str] = set()
                 if changes.version != known_version:
+                    added = added_object_watches(changes)  # a large answer comes packed
                     watches = apply_object_watch_changes(watches, changes)
                     known_version = changes.version
                     sent = {key: view for key, view in sent.items() if key in watches}
-                    for key, watch in changes.added.items():
+                    for key, watch in added.items():
                         # (Re-)registered: its view goes out unless the workflow holds it already.
                         sent.pop(key, None)
                         if watch.last_view is not None:
@@ -183,30 +184,17 @@ class KubernetesObserverActivities:
         sent: dict[str, dict[str, Any]],
         version: tuple[int, int, int],
     ) -> None:
-        gate = asyncio.Semaphore(SIGNALS_IN_FLIGHT)
-        done: list[str] = []
-
-        async def send(delivery: ObjectDelivery) -> None:
-            watch = delivery.watch
-            async with gate:
-                try:
-                    await client.get_workflow_handle(delivery.workflow_id).signal(
-                        KUBE_OBSERVED_SIGNAL,
-                        ObservedObject(watch.kind, watch.name, delivery.observation, version),
-                    )
-                except RPCError as error:
-                    if error.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                    done.append(delivery.key)  # the workflow finished: nobody waits for this object
-                    return
+        def delivered(delivery: ObjectDelivery) -> bool:
             sent[delivery.key] = delivery.observation.view
-            if ends_watch(watch.until, watch.kind, delivery.observation.view):
-                done.append(delivery.key)
+            return ends_watch(delivery.watch.until, delivery.watch.kind, delivery.observation.view)
 
-        await asyncio.gather(*(send(delivery) for delivery in found))
-        # Forget finished watches by telling the observer workflow, the one owner of the book; until it
-        # answers they stay delivered and are not sent again.
-        for key in done:
-            watches.pop(key, None)
-            with contextlib.suppress(RPCError):
-                await observer.signal(KUBE_UNWATCH_SIGNAL, key)
+        done = await signal_deliveries(
+            client,
+            found,
+            KUBE_OBSERVED_SIGNAL,
+            lambda delivery: ObservedObject(
+                delivery.watch.kind, delivery.watch.name, delivery.observation, version
+            ),
+            delivered,
+        )
+        await unwatch_done(observer, watches, done, KUBE_UNWATCH_SIGNAL)

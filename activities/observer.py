@@ -22,10 +22,11 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.service import RPCError
 
 from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
+from activities.observer_fanout import signal_deliveries, unwatch_done
 from wire import names
 from wire.dashboard import DashboardTarget, JobInfoAnswer
 from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW
@@ -63,8 +64,6 @@ log = logging.getLogger(__name__)
 # sooner than that: a starting worker restarts the observers (`restart_observers`). The Kubernetes observer
 # uses the same cadence (activities/kubernetes_observer.py).
 OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
-# Signals to many workflows at once, but not thousands of RPCs in flight after a relist.
-SIGNALS_IN_FLIGHT: Final = 50
 LISTS_IN_FLIGHT: Final = 50
 
 
@@ -160,29 +159,20 @@ class ObserverActivities:
         sent: dict[str, JobInfoAnswer],
         version: tuple[int, int, int],
     ) -> None:
-        gate = asyncio.Semaphore(SIGNALS_IN_FLIGHT)
-        gone: list[str] = []
+        def delivered(delivery: Delivery) -> bool:
+            sent[delivery.key] = delivery.answer
+            return False  # a terminal view ends the watch: found below, with those delivered before
 
-        async def send(delivery: Delivery) -> None:
-            async with gate:
-                try:
-                    await client.get_workflow_handle(delivery.workflow_id).signal(
-                        OBSERVED_SIGNAL, ObservedJob(delivery.submission_id, delivery.answer, version)
-                    )
-                except RPCError as error:
-                    if error.status != RPCStatusCode.NOT_FOUND:
-                        raise
-                    gone.append(delivery.key)  # the workflow finished: nobody waits for this job
-                    return
-                sent[delivery.key] = delivery.answer
-
-        await asyncio.gather(*(send(delivery) for delivery in deliveries(watches, listings, sent)))
-        # Forget watches whose workflow is gone or whose job ended (delivered terminal): ask the observer
-        # workflow, the one owner of the book; until it answers, they stay delivered and are not sent again.
-        for key in [*gone, *finished_watches({key: sent[key] for key in sent if key in watches})]:
-            watches.pop(key, None)
-            with contextlib.suppress(RPCError):
-                await observer.signal(UNWATCH_SIGNAL, key)
+        gone = await signal_deliveries(
+            client,
+            deliveries(watches, listings, sent),
+            OBSERVED_SIGNAL,
+            lambda delivery: ObservedJob(delivery.submission_id, delivery.answer, version),
+            delivered,
+        )
+        # Forget watches whose workflow is gone or whose job ended (delivered terminal).
+        finished = finished_watches({key: sent[key] for key in sent if key in watches})
+        await unwatch_done(observer, watches, [*gone, *finished], UNWATCH_SIGNAL)
 
 
 async def restart_observers(client: Client, task_queue: str, identity: str) -> int:

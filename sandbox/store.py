@@ -15,7 +15,6 @@ import secrets
 import string
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator
 from typing import Any
 
 from sandbox import patches
@@ -28,7 +27,7 @@ from sandbox.store_admission import (
     release_on_delete,
     validate_metadata,
 )
-from sandbox.store_crds import is_crd, served_types
+from sandbox.store_crds import is_crd
 from sandbox.store_errors import (
     ApiError,
     already_exists,
@@ -39,7 +38,7 @@ from sandbox.store_errors import (
     now_rfc3339,
 )
 from sandbox.store_gc import GarbageCollector
-from sandbox.store_watch import Change, Watcher, WatchEvent
+from sandbox.store_watch import Change, StoreWatches, Watcher, WatchEvent
 
 __all__ = ["ApiError", "ResourceType", "Store", "WatchEvent"]
 
@@ -48,7 +47,7 @@ _BUILTIN_GROUPS = frozenset({"", "batch", "discovery.k8s.io"})
 _NAME_SUFFIX_CHARS = string.ascii_lowercase + string.digits
 
 
-class Store:
+class Store(StoreWatches):
     def __init__(
         self,
         pools: Pools | None = None,
@@ -74,45 +73,6 @@ class Store:
         self._gc = GarbageCollector(self)
         for namespace in initial_namespaces:
             self.create("v1", "Namespace", {"metadata": {"name": namespace}})
-
-    # ---- types -------------------------------------------------------------------------------------------
-    def resource_type(self, api_version: str, kind: str) -> ResourceType:
-        try:
-            return self._by_kind[(api_version, kind)]
-        except KeyError:
-            raise ApiError(
-                404,
-                "NotFound",
-                f"the server could not find the requested resource "
-                f'(kind "{kind}" in version "{api_version}")',
-            ) from None
-
-    def resource_type_for_plural(self, group: str, version: str, plural: str) -> ResourceType | None:
-        return self._by_plural.get((group, version, plural))
-
-    def _serve_definition(self, crd: dict[str, Any]) -> None:
-        """Serve the kinds of a created CRD. A kind served already stays as it is: one the sandbox serves
-        built in (KubeRay's CRDs applied here), or one whose CRD changed (a new version is served; a changed
-        schema or printer column of a served one is not taken in, a simplification of the sandbox)."""
-        for rt in served_types(crd):
-            if (rt.group, rt.version, rt.plural) in self._by_plural:
-                continue
-            self.types = (*self.types, rt)
-            self._by_kind[(rt.api_version, rt.kind)] = rt
-            self._by_plural[(rt.group, rt.version, rt.plural)] = rt
-            self._objects[rt] = {}
-
-    def _withdraw_definition(self, crd: dict[str, Any]) -> None:
-        """A deleted CRD: its objects are deleted (DELETED events for watchers), its kinds not served."""
-        for served in served_types(crd):
-            rt = self._by_plural.get((served.group, served.version, served.plural))
-            if rt is None or rt in SERVED_TYPES:
-                continue
-            for key in sorted(self._objects[rt]):
-                self._gc.remove(rt, key)
-            self.types = tuple(t for t in self.types if t != rt)
-            del self._by_kind[(rt.api_version, rt.kind)], self._by_plural[(rt.group, rt.version, rt.plural)]
-            del self._objects[rt]
 
     @property
     def resource_version(self) -> str:
@@ -322,60 +282,6 @@ class Store:
             if self.try_get(api_version, kind, meta.get("namespace"), meta["name"]) is not None:
                 self.delete(api_version, kind, meta.get("namespace"), meta["name"], propagation)
         return victims
-
-    # ---- watch -------------------------------------------------------------------------------------------
-    async def watch(
-        self,
-        api_version: str,
-        kind: str,
-        namespace: str | None = None,
-        resource_version: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-    ) -> AsyncGenerator[WatchEvent, None]:
-        """Changes of one kind. Without a resourceVersion (or "0"), first an ADDED event per existing object;
-        with one, every change after it (ApiError 410 Expired when that is older than the kept history).
-        Ends when the store is closed."""
-        rt = self.resource_type(api_version, kind)
-        watcher = Watcher.for_selectors(
-            rt, namespace if rt.namespaced else None, label_selector, field_selector
-        )
-        backlog = self._backlog(watcher, resource_version)
-        self._watchers.add(watcher)
-        try:
-            for event in backlog:
-                yield WatchEvent(event.type, copy.deepcopy(event.object))
-            while True:
-                next_event = await watcher.queue.get()
-                if next_event is None:
-                    return
-                yield WatchEvent(next_event.type, copy.deepcopy(next_event.object))
-        finally:
-            self._watchers.discard(watcher)
-
-    def _backlog(self, watcher: Watcher, resource_version: str | None) -> builtins.list[WatchEvent]:
-        if resource_version in (None, "", "0"):
-            objects = sorted(self._objects[watcher.rt].items())
-            return [WatchEvent("ADDED", obj) for _, obj in objects if watcher.selects(obj)]
-        try:
-            since = int(resource_version)
-        except ValueError:
-            raise bad_request(f"invalid resource version {resource_version!r}") from None
-        if since < self._compacted_rv:
-            raise ApiError(410, "Expired", f"too old resource version: {since} ({self._compacted_rv})")
-        events = (watcher.translate(change) for change in self._history if change.resource_version > since)
-        return [event for event in events if event is not None]
-
-    def compact(self) -> None:
-        """Forget the change history, as etcd compaction does: older watches then get 410 Expired."""
-        self._history.clear()
-        self._compacted_rv = self._current_rv
-
-    def close(self) -> None:
-        """End every open watch."""
-        for watcher in list(self._watchers):
-            watcher.queue.put_nowait(None)
-        self._watchers.clear()
 
     # ---- internals shared with the garbage collector ---------------------------------------------------
     def _next_rv(self) -> str:

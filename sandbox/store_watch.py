@@ -1,15 +1,21 @@
-"""What the Store's watches are made of: events, the change history entries and the per-watch filter."""
+"""What the Store's watches are made of: events, the change history entries and the per-watch filter, and the
+Store's watch methods (`StoreWatches`, a base of `Store`: those methods are the Store's, moved here
+unchanged)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import builtins
+import copy
+from collections import deque
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox.resources import ResourceType
 from sandbox.selectors import SelectorError, field_matcher, label_matcher
-from sandbox.store_errors import bad_request
+from sandbox.store_errors import ApiError, bad_request
+from sandbox.store_types import StoreTypes
 
 
 @dataclass(frozen=True)
@@ -62,3 +68,66 @@ class Watcher:
             return cls(rt, namespace, label_matcher(label_selector), field_matcher(field_selector, rt.kind))
         except SelectorError as exc:
             raise bad_request(str(exc)) from None
+
+
+class StoreWatches(StoreTypes):
+    # Set by Store.__init__.
+    _objects: dict[ResourceType, dict[tuple[str, str], dict[str, Any]]]
+    _history: deque[Change]
+    _compacted_rv: int
+    _current_rv: int
+    _watchers: set[Watcher]
+
+    # ---- watch -------------------------------------------------------------------------------------------
+    async def watch(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> AsyncGenerator[WatchEvent, None]:
+        """Changes of one kind. Without a resourceVersion (or "0"), first an ADDED event per existing object;
+        with one, every change after it (ApiError 410 Expired when that is older than the kept history).
+        Ends when the store is closed."""
+        rt = self.resource_type(api_version, kind)
+        watcher = Watcher.for_selectors(
+            rt, namespace if rt.namespaced else None, label_selector, field_selector
+        )
+        backlog = self._backlog(watcher, resource_version)
+        self._watchers.add(watcher)
+        try:
+            for event in backlog:
+                yield WatchEvent(event.type, copy.deepcopy(event.object))
+            while True:
+                next_event = await watcher.queue.get()
+                if next_event is None:
+                    return
+                yield WatchEvent(next_event.type, copy.deepcopy(next_event.object))
+        finally:
+            self._watchers.discard(watcher)
+
+    def _backlog(self, watcher: Watcher, resource_version: str | None) -> builtins.list[WatchEvent]:
+        if resource_version in (None, "", "0"):
+            objects = sorted(self._objects[watcher.rt].items())
+            return [WatchEvent("ADDED", obj) for _, obj in objects if watcher.selects(obj)]
+        try:
+            since = int(resource_version)
+        except ValueError:
+            raise bad_request(f"invalid resource version {resource_version!r}") from None
+        if since < self._compacted_rv:
+            raise ApiError(410, "Expired", f"too old resource version: {since} ({self._compacted_rv})")
+        events = (watcher.translate(change) for change in self._history if change.resource_version > since)
+        return [event for event in events if event is not None]
+
+    def compact(self) -> None:
+        """Forget the change history, as etcd compaction does: older watches then get 410 Expired."""
+        self._history.clear()
+        self._compacted_rv = self._current_rv
+
+    def close(self) -> None:
+        """End every open watch."""
+        for watcher in list(self._watchers):
+            watcher.queue.put_nowait(None)
+        self._watchers.clear()

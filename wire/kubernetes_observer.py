@@ -18,13 +18,19 @@ A watch names what the workflow waits for (`until`): "ready" (a RayCluster in In
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Literal
 
 from wire.kubernetes import Observation
-from wire.observer import PACK_ABOVE
-from wire.packing import pack, unpack
 from wire.views import raycluster_ready
+from wire.watch_book import (
+    TOMBSTONES,
+    BookChanges,
+    VersionedBook,
+    added_watches,
+    apply_book_changes,
+    packed_book_changes,
+)
 
 KUBE_OBSERVER_WORKFLOW: Final = "KubernetesObserverWorkflow"
 KUBE_WATCH_SIGNAL: Final = "watch"
@@ -99,86 +105,43 @@ class ObserveKubernetes:
     book_seconds: float = 1.0
 
 
-@dataclass(frozen=True)
-class ObjectWatchChanges:
-    """The answer of the `watches` query: the watches added and removed after `since` (all of them when
-    `full`), and the book's version now."""
+# The `watches` query's answer (the watches added and removed since the activity's last look).
+ObjectWatchChanges = BookChanges[ObjectWatch]
 
-    version: int
-    added: dict[str, ObjectWatch] = field(default_factory=dict)  # by ObjectWatch.key
-    removed: list[str] = field(default_factory=list)
-    full: bool = False
-    # The epoch of the observer's current activity (0: not said), as in the Ray job observer's WatchChanges.
-    epoch_ms: int = 0
-    # `added` packed when large, as in the Ray job observer's WatchChanges.
-    packed: str = ""
-
-
-BOOK_TOMBSTONES: Final = 10_000
+BOOK_TOMBSTONES: Final = TOMBSTONES
 
 
 @dataclass
-class ObjectWatchBook:
-    """The observer workflow's watches, versioned so that its activity reads only what changed (the Ray job
-    observer's `WatchBook`, keyed by object and workflow). Removals are remembered up to `BOOK_TOMBSTONES`
-    back; a reader older than that gets the whole book."""
+class ObjectWatchBook(VersionedBook[ObjectWatch]):
+    """The observer workflow's watches, by `ObjectWatch.key` (object and workflow). A registration of a
+    watch already there still bumps it, so the activity sends its object's view again: a workflow
+    registering again asks for a fresh look."""
 
+    # Redeclared with the watch type so that a book passed on by continue-as-new decodes into `ObjectWatch`es.
     watches: dict[str, ObjectWatch] = field(default_factory=dict)
-    added_at: dict[str, int] = field(default_factory=dict)
-    removed_at: dict[str, int] = field(default_factory=dict)  # in the order of removal
-    version: int = 0
-    forgotten_before: int = 0
+
+    REGISTRATION_REFRESHES: ClassVar[bool] = True
 
     @classmethod
-    def of(cls, watches: Mapping[str, ObjectWatch]) -> ObjectWatchBook:
-        """A new run's book (continued as new), as `WatchBook.of`."""
-        return cls(dict(watches), dict.fromkeys(watches, 1), {}, 1 if watches else 0)
-
-    def watch(self, request: ObjectWatch) -> None:
-        """Adds (or re-adds) a watch. A registration of a watch already there still bumps it, so the activity
-        sends its object's view again: a workflow registering again asks for a fresh look."""
-        self.version += 1
-        self.watches[request.key] = request
-        self.added_at[request.key] = self.version
-        self.removed_at.pop(request.key, None)
-
-    def unwatch(self, key: str) -> None:
-        if key not in self.watches:
-            return
-        self.version += 1
-        del self.watches[key]
-        self.added_at.pop(key, None)
-        self.removed_at[key] = self.version
-        if len(self.removed_at) > BOOK_TOMBSTONES:
-            oldest = next(iter(self.removed_at))  # removals are kept in their order
-            self.forgotten_before = self.removed_at.pop(oldest) + 1
-
-    def changes_since(self, since: int) -> ObjectWatchChanges:
-        if since > self.version or since < self.forgotten_before or since <= 0:
-            return ObjectWatchChanges(self.version, dict(self.watches), [], full=True)
-        added = {key: watch for key, watch in self.watches.items() if self.added_at.get(key, 0) > since}
-        removed = [key for key, at in self.removed_at.items() if at > since]
-        return ObjectWatchChanges(self.version, added, removed)
+    def key_of(cls, watch: ObjectWatch) -> str:
+        return watch.key
 
 
 def packed_object_changes(changes: ObjectWatchChanges) -> ObjectWatchChanges:
     """`changes` as the `watches` query answers them: many added watches packed into one text."""
-    if len(changes.added) <= PACK_ABOVE:
-        return changes
-    return replace(changes, added={}, packed=pack(changes.added, dict[str, ObjectWatch]))
+    return packed_book_changes(changes, dict[str, ObjectWatch])
 
 
 def apply_object_watch_changes(
     known: Mapping[str, ObjectWatch], changes: ObjectWatchChanges
 ) -> dict[str, ObjectWatch]:
     """The activity's copy of the watches after reading `changes` (packed or not)."""
-    added = unpack(changes.packed, dict[str, ObjectWatch]) if changes.packed else changes.added
-    if changes.full:
-        return dict(added)
-    removed = set(changes.removed)
-    updated = {key: watch for key, watch in known.items() if key not in removed}
-    updated.update(added)
-    return updated
+    return apply_book_changes(known, changes, dict[str, ObjectWatch])
+
+
+def added_object_watches(changes: ObjectWatchChanges) -> dict[str, ObjectWatch]:
+    """The watches `changes` adds (registered or registered again), packed or not."""
+    return added_watches(changes, dict[str, ObjectWatch])
 
 
 # ---- what the activity decides -------------------------------------------------------------------------

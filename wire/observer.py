@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from typing import Final
+from dataclasses import dataclass, field
+from typing import ClassVar, Final
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
-from wire.packing import pack, unpack
+from wire.watch_book import PACK_ABOVE as PACK_ABOVE  # where it was before the shared book
+from wire.watch_book import TOMBSTONES as TOMBSTONES
+from wire.watch_book import BookChanges, VersionedBook, apply_book_changes, packed_book_changes
 
 OBSERVER_WORKFLOW: Final = "RayJobObserverWorkflow"
 WATCH_SIGNAL: Final = "watch"
@@ -113,93 +115,34 @@ class ObserveJobs:
     tick_seconds: float = 1.0
 
 
-@dataclass(frozen=True)
-class WatchChanges:
-    """The answer of the `watches` query: the watches added and removed after `since` (all of them when
-    `full`), and the book's version now."""
-
-    version: int
-    added: dict[str, JobWatch] = field(default_factory=dict)  # by watch_key
-    removed: list[str] = field(default_factory=list)
-    full: bool = False
-    # The epoch of the observer's current activity (0: not said): an activity of another epoch was replaced
-    # and stops, so that a lost attempt still running neither signals nor unwatches any more.
-    epoch_ms: int = 0
-    # `added` packed (wire.packing) when it is large (the whole book after a restart): a query's answer is
-    # one payload, and 10,000 watches are over Temporal's 2 MB limit as plain JSON.
-    packed: str = ""
+# The `watches` query's answer (the watches added and removed since the activity's last look).
+WatchChanges = BookChanges[JobWatch]
 
 
 @dataclass
-class WatchBook:
-    """The observer workflow's watches, versioned so that its activity reads only what changed. Removals are
-    remembered up to `TOMBSTONES` back; a reader older than that gets the whole book."""
+class WatchBook(VersionedBook[JobWatch]):
+    """The observer workflow's watches, by `watch_key`. A repeated identical registration changes nothing:
+    a RayJob registers again after a continue-as-new or a retried activity, and the job's view has not
+    changed for that."""
 
+    # Redeclared with the watch type so that a book passed on by continue-as-new decodes into `JobWatch`es.
     watches: dict[str, JobWatch] = field(default_factory=dict)
-    added_at: dict[str, int] = field(default_factory=dict)
-    # In the order of removal (so the oldest is first): forgetting one is O(1), not a search of 10,000.
-    removed_at: dict[str, int] = field(default_factory=dict)
-    version: int = 0
-    # Removals older than this version were forgotten: a reader behind it reads the whole book.
-    forgotten_before: int = 0
+
+    REGISTRATION_REFRESHES: ClassVar[bool] = False
 
     @classmethod
-    def of(cls, watches: Mapping[str, JobWatch]) -> WatchBook:
-        """A new run's book (continued as new): the watches, without the versions only an activity of the
-        previous run read (the new run's activity reads the whole book first)."""
-        return cls(dict(watches), dict.fromkeys(watches, 1), {}, 1 if watches else 0)
-
-    def watch(self, request: JobWatch) -> None:
-        key = watch_key(request.target, request.submission_id)
-        if self.watches.get(key) == request:
-            return
-        self.version += 1
-        self.watches[key] = request
-        self.added_at[key] = self.version
-        self.removed_at.pop(key, None)
-
-    def unwatch(self, key: str) -> None:
-        if key not in self.watches:
-            return
-        self.version += 1
-        del self.watches[key]
-        self.added_at.pop(key, None)
-        self.removed_at[key] = self.version
-        if len(self.removed_at) > TOMBSTONES:
-            oldest = next(iter(self.removed_at))
-            self.forgotten_before = self.removed_at.pop(oldest) + 1
-
-    def changes_since(self, since: int) -> WatchChanges:
-        if since > self.version or since < self.forgotten_before or since <= 0:
-            return WatchChanges(self.version, dict(self.watches), [], full=True)
-        added = {key: watch for key, watch in self.watches.items() if self.added_at.get(key, 0) > since}
-        removed = [key for key, at in self.removed_at.items() if at > since]
-        return WatchChanges(self.version, added, removed)
-
-
-TOMBSTONES: Final = 10_000
-
-
-# A query answer with more added watches than this carries them packed.
-PACK_ABOVE: Final = 200
+    def key_of(cls, watch: JobWatch) -> str:
+        return watch_key(watch.target, watch.submission_id)
 
 
 def packed_changes(changes: WatchChanges) -> WatchChanges:
     """`changes` as the `watches` query answers them: many added watches packed into one text."""
-    if len(changes.added) <= PACK_ABOVE:
-        return changes
-    return replace(changes, added={}, packed=pack(changes.added, dict[str, JobWatch]))
+    return packed_book_changes(changes, dict[str, JobWatch])
 
 
 def apply_watch_changes(known: Mapping[str, JobWatch], changes: WatchChanges) -> dict[str, JobWatch]:
     """The activity's copy of the watches after reading `changes` (packed or not)."""
-    added = unpack(changes.packed, dict[str, JobWatch]) if changes.packed else changes.added
-    if changes.full:
-        return dict(added)
-    removed = set(changes.removed)
-    updated = {key: watch for key, watch in known.items() if key not in removed}
-    updated.update(added)
-    return updated
+    return apply_book_changes(known, changes, dict[str, JobWatch])
 
 
 def dashboards_to_list(watches: Mapping[str, JobWatch]) -> dict[str, DashboardTarget]:

@@ -10,7 +10,6 @@ being deleted for a suspend.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,21 +21,11 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.raycluster import RayCluster
     from models.rayservice import RayService, RayServiceConditionType
-    from workflows.decisions.rayservice.cleanup import (
-        OwnedClusters,
-        cluster_deletion_delay,
-        plan_dangling_cluster_cleanup,
-    )
     from workflows.decisions.rayservice.cluster import (
         ServiceClusters,
         goal_cluster_hash,
-        in_place_update_request,
-        in_place_update_warning,
         is_incremental_upgrade_enabled,
-        rayservice_cluster_manifest,
         should_prepare_new_cluster,
-        should_update_cluster,
-        should_update_in_place_without_upgrade,
     )
     from workflows.decisions.rayservice.conditions import RayServiceEvent, is_initializing_timeout
     from workflows.decisions.rayservice.manifest import (
@@ -56,10 +45,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.suspend import (
         SuspendAction,
         begin_suspending,
-        complete_suspend,
         resume_from_suspend,
         suspend_action,
-        suspending_in_progress,
     )
     from workflows.decisions.rayservice.timeout import initializing_deadline
     from workflows.decisions.rayservice.upgrade_status import should_finish_aborted_upgrade
@@ -71,9 +58,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.upgrade.controls import settle_upgrade_controls
     from workflows.decisions.upgrade.incremental import complete_incremental_rollback
     from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.cluster_phases import ClusterPhases
     from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.incremental import IncrementalUpgrade
-    from workflows.rayservice.part import Commit, RayServicePart
+    from workflows.rayservice.part import Commit
     from workflows.rayservice.pod_restart import PodRestarts
     from workflows.rayservice.rollout import RolloutPlan
     from workflows.rayservice.serving import RayServiceServing, ServeResult
@@ -112,7 +100,7 @@ class _PassSeen:
     unapplied: UnappliedSpec | None = None
 
 
-class RayServiceReconciler(RayServicePart):
+class RayServiceReconciler(ClusterPhases):
     def __init__(
         self,
         state: RayServiceState,
@@ -349,96 +337,3 @@ class RayServiceReconciler(RayServicePart):
                 suppressed_goal_hash=self.state.controls.aborted_goal_hash,
             )
         )
-
-    # ---- dangling clusters ---------------------------------------------------------------------------------
-
-    async def _clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
-        state = self.state
-        active_name, pending_name = cluster_names(state.status)
-        plan = plan_dangling_cluster_cleanup(
-            OwnedClusters(
-                existing=state.owned_clusters,
-                active=active_name,
-                pending=pending_name,
-                schedule=state.deletion_schedule,
-                delay=cluster_deletion_delay(rayservice.spec),
-                now=now,
-            )
-        )
-        if self.drains_before_deletion:
-            plan = await self.drains.hold_undrained(rayservice, plan, now)
-        plan = self.rollout.blue_green.hold_old_cluster(plan)
-        state.deletion_schedule = plan.schedule
-        if plan.delete_now:
-            await asyncio.gather(
-                *(self.calls.delete_cluster(name, self._uid(name)) for name in plan.delete_now)
-            )
-            state.owned_clusters = [name for name in state.owned_clusters if name not in plan.delete_now]
-            for name in plan.delete_now:
-                state.serve_details.pop(name, None)
-            self.world.forget(plan.delete_now)
-        return plan.next_due
-
-    def _uid(self, name: str) -> str | None:
-        uid = ((self.world.clusters.get(name) or {}).get("metadata") or {}).get("uid")
-        return str(uid) if uid else None
-
-    # ---- suspend -------------------------------------------------------------------------------------------
-
-    async def _suspend(self, now: datetime) -> None:
-        """Delete every owned object; Suspended once they are all gone (Suspending is already recorded, so
-        this completes even if spec.suspend flips back meanwhile)."""
-        state = self.state
-        await self.calls.delete_owned()
-        remaining = await self.calls.list_owned()
-        if remaining:
-            await self.commit(suspending_in_progress(state.status, now), [])
-            clusters = [ref["name"] for ref in remaining if ref.get("kind") == "RayCluster"]
-            await self.world.wait_clusters_gone(clusters)
-            if len(clusters) < len(remaining):
-                await self.calls.delete_owned()
-        state.owned_clusters = []
-        state.deletion_schedule = {}
-        state.services_cluster = ""
-        state.per_cluster_services = []
-        state.gateway_created = False
-        state.serve_config_cache = {}
-        state.serve_details = {}
-        self.world.forget_everything()
-        await self.commit(complete_suspend(state.status, workflow.now()), [])
-
-    # ---- RayClusters ---------------------------------------------------------------------------------------
-
-    async def _reconcile_clusters(
-        self, rayservice: RayService
-    ) -> tuple[RayCluster | None, RayCluster | None, list[RayServiceEvent]]:
-        state, world = self.state, self.world
-        active_name, pending_name = cluster_names(state.status)
-        await world.refresh_clusters((active_name, pending_name), state.owned_clusters)
-        if pending_name and world.clusters.get(pending_name) is None:
-            manifest = rayservice_cluster_manifest(rayservice, pending_name, self.config)
-            world.clusters[pending_name] = await self.calls.create_cluster(manifest)
-            if pending_name not in state.owned_clusters:
-                state.owned_clusters.append(pending_name)
-        events: list[RayServiceEvent] = []
-        active = world.cluster(active_name, rayservice)
-        pending = world.cluster(pending_name, rayservice)
-        if should_update_cluster(rayservice, active, is_active=True):
-            active = await self._update_in_place(rayservice, active_name)
-        if should_update_cluster(rayservice, pending, is_active=False):
-            pending = await self._update_in_place(rayservice, pending_name)
-        if not self.honest_none_strategy and should_update_in_place_without_upgrade(
-            rayservice, active, pending, self.config
-        ):
-            active = await self._update_in_place(rayservice, active_name)
-            events.append(in_place_update_warning(rayservice, active_name))
-        return active, pending, events
-
-    async def _update_in_place(self, rayservice: RayService, name: str) -> RayCluster | None:
-        current = self.world.clusters.get(name)
-        if current is None:
-            return None
-        goal = rayservice_cluster_manifest(rayservice, name, self.config)
-        updated = await self.calls.update_cluster(name, in_place_update_request(current, goal))
-        self.world.clusters[name] = updated
-        return self.world.cluster(name, rayservice)

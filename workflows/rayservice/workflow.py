@@ -39,9 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
-    from models.source import adopted_cluster, object_api_version
     from wire import stubs
-    from wire.kubernetes import InvolvedObject
     from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
@@ -68,8 +66,28 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.upgrade.revisions import revision_rows
     from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.patches import (
+        ABORTED_SPEC_SERVE_CONFIG_PATCH,
+        ANALYSIS_GATES_PATCH,
+        BASELINE_PATCH,
+        DRAIN_CLOSES_CONNECTIONS_PATCH,
+        DRAINED_DELETION_PATCH,
+        FOLDED_PATCHES,
+        HEADER_CANARY_PATCH,
+        NONE_NOT_APPLIED_PATCH,
+        REVISION_UNDO_PATCH,
+        ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH,
+        ROLLOUT_PLAN_PATCH,
+        SERVE_WAIT_MINUTE_HEARTBEAT_PATCH,
+        WAITS_NOT_POLLS_PATCH,
+    )
     from workflows.rayservice.reconcile import RayServiceReconciler
     from workflows.rayservice.revisions import RevisionKeeper
+    from workflows.rayservice.start import (
+        involved_object,
+        manifest_namespace_and_name,
+        start_from_adopted_cluster,
+    )
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
@@ -82,57 +100,6 @@ __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
 VALIDATION_FAILED: Final = "ValidationFailed"
 CONTROL_REJECTED: Final = "UpgradeControlRejected"
-# Patches (workflow.patched), asked when a run starts, before any command: runs started before them replay
-# without them. With strategy None a cluster spec change is no longer applied in place: the cluster is left
-# alone as in KubeRay, with the ClusterSpecNotApplied condition and a Warning Event.
-NONE_NOT_APPLIED_PATCH: Final = "rayservice-none-not-applied"
-# During an incremental rollback the active cluster keeps its Serve config: a third spec's goes only to the
-# cluster prepared after the rollback (serve.serve_config_for_cluster).
-ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH: Final = "rayservice-rollback-keeps-active-serve-config"
-# raypilot.io/rollout: an incremental upgrade walks the annotation's step plan (rayservice/rollout.py).
-ROLLOUT_PLAN_PATCH: Final = "rayservice-rollout-plan"
-# A dangling cluster whose deletion delay has passed is deleted only once its Serve proxies have no request in
-# flight, or after raypilot.io/max-drain-seconds (decisions/rayservice/drain.py); without it, as before.
-DRAINED_DELETION_PATCH: Final = "rayservice-drained-deletion"
-# The Serve health wait heartbeats once a minute (3 min heartbeat timeout, IO.QUIET_WATCH in
-# workflows/kit/calls.py): an idle RayService ~1,450 actions a day instead of ~43,000. A cancellation reaches
-# it at its next heartbeat, so `delete` deletes the owned objects first and confirms the waits' cancellation
-# while the clusters go.
-SERVE_WAIT_MINUTE_HEARTBEAT_PATCH: Final = "rayservice-serve-wait-minute-heartbeat"
-# raypilot.io/rollout: the measured analysis gates (http, prometheus) run and judge (rayservice/gates.py);
-# without it their steps are skipped, as before.
-ANALYSIS_GATES_PATCH: Final = "rayservice-analysis-gates"
-# A drain starts with the old cluster's Serve proxies closing kept-alive connections after their responses.
-DRAIN_CLOSES_CONNECTIONS_PATCH: Final = "rayservice-drain-closes-connections"
-# Revision history and `undo` (rayservice/revisions.py): the spec of each pass is recorded, and an in-place
-# undo makes the previous, still running cluster the pending one again.
-REVISION_UNDO_PATCH: Final = "rayservice-revision-undo"
-# raypilot.io/rollout headerCanary: the HTTPRoute of an incremental upgrade gains the header rule.
-HEADER_CANARY_PATCH: Final = "rayservice-header-canary"
-# While the desired spec is an aborted one, the active cluster keeps its Serve config (aborted_spec.py).
-ABORTED_SPEC_SERVE_CONFIG_PATCH: Final = "rayservice-aborted-spec-keeps-serve-config"
-# Every patch above, folded into one (workflows/kit/patches.py): a new run asks only this one (2 history
-# events instead of 20 in each run, continue-as-new included); a run recorded before it replays through the
-# individual patches.
-BASELINE_PATCH: Final = "rayservice-baseline-2026-11"
-FOLDED_PATCHES: Final = frozenset(
-    {
-        NONE_NOT_APPLIED_PATCH,
-        ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH,
-        ROLLOUT_PLAN_PATCH,
-        DRAINED_DELETION_PATCH,
-        SERVE_WAIT_MINUTE_HEARTBEAT_PATCH,
-        ANALYSIS_GATES_PATCH,
-        DRAIN_CLOSES_CONNECTIONS_PATCH,
-        REVISION_UNDO_PATCH,
-        HEADER_CANARY_PATCH,
-        ABORTED_SPEC_SERVE_CONFIG_PATCH,
-    }
-)
-# After the baseline: a roll of Pods in place (raypilot.io/in-place-restart) and a drain before deletion
-# (raypilot.io/max-drain-seconds) wait for what they decide on to change instead of a timer and a read
-# every 2 s / 6 s (rayservice/pod_restart.py, rayservice/drain.py).
-WAITS_NOT_POLLS_PATCH: Final = "rayservice-waits-not-polls"
 # Passes that decide something the next pass acts on run back to back, at most this many in a row.
 MAX_IMMEDIATE_PASSES: Final = 8
 
@@ -145,38 +112,6 @@ def _control_rejected(message: str) -> ApplicationError:
     return ApplicationError(message, type=CONTROL_REJECTED, non_retryable=True)
 
 
-def _metadata(manifest: dict[str, Any]) -> tuple[str, str]:
-    metadata = manifest.get("metadata") or {}
-    return str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
-
-
-def _involved_object(manifest: dict[str, Any]) -> InvolvedObject:
-    """The object Events point at: a raypilot.io object (its uid and API) when the controller applied it."""
-    metadata = manifest.get("metadata") or {}
-    namespace, name = _metadata(manifest)
-    annotations = metadata.get("annotations") or {}
-    return InvolvedObject(
-        KIND_RAYSERVICE,
-        name,
-        namespace,
-        uid=str(metadata.get("uid") or ""),
-        api_version=object_api_version(annotations if isinstance(annotations, dict) else {}),
-    )
-
-
-def _start_from_adopted_cluster(state: RayServiceState) -> None:
-    """A RayService moved over from KubeRay (raypilot.adopt): its first run takes the cluster KubeRay left as
-    its active cluster, already serving and selected by its Services, instead of creating one. Only manifests
-    with the annotation take this path, so runs already in flight replay unchanged."""
-    annotations = (state.manifest.get("metadata") or {}).get("annotations") or {}
-    name = adopted_cluster(annotations if isinstance(annotations, dict) else {})
-    if not name or state.owned_clusters or state.status.active_service_status.ray_cluster_name:
-        return
-    state.status.active_service_status.ray_cluster_name = name
-    state.owned_clusters.append(name)
-    state.services_cluster = name
-
-
 @workflow.defn(name="RayServiceWorkflow")
 class RayServiceWorkflow:
     @workflow.init
@@ -186,9 +121,9 @@ class RayServiceWorkflow:
         self._changes = 0
         self._deletion_done = False
         self._deleted: list[dict[str, str]] = []
-        namespace, name = _metadata(self._state.manifest)
+        namespace, name = manifest_namespace_and_name(self._state.manifest)
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
-        self._calls.involved_object = _involved_object(self._state.manifest)
+        self._calls.involved_object = involved_object(self._state.manifest)
         self._revisions = RevisionKeeper(self._state)
 
     @property
@@ -220,7 +155,7 @@ class RayServiceWorkflow:
             error = manifest_error(state.manifest, config.feature_gates)
             if error is not None:
                 raise _rejected(error)
-            _start_from_adopted_cluster(state)
+            start_from_adopted_cluster(state)
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(
@@ -291,7 +226,7 @@ class RayServiceWorkflow:
         """Persist a new status (lastUpdateTime only when it changed), record its events, upsert RayPhase when
         the phase changed, and show the current details in the Web UI."""
         state = self._state
-        rayservice_status_changed(*_metadata(state.manifest), state.status, status)
+        rayservice_status_changed(*manifest_namespace_and_name(state.manifest), state.status, status)
         state.status = stamp_status_update(state.status, status, workflow.now())
         for event in events:
             state.event_sequence += 1
@@ -299,7 +234,7 @@ class RayServiceWorkflow:
             await self._calls.record_event(event_id, event)
         phase = ray_phase(state.status)
         if phase != state.ray_phase:
-            namespace, name = _metadata(state.manifest)
+            namespace, name = manifest_namespace_and_name(state.manifest)
             updates = [RAY_PHASE.value_set(phase)]
             if workflow.info().typed_search_attributes.get(RAY_KIND) is None:
                 updates += [

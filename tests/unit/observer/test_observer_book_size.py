@@ -11,6 +11,7 @@ from wire.dashboard import DashboardTarget
 from wire.kubernetes_observer import (
     ObjectWatch,
     ObjectWatchBook,
+    added_object_watches,
     apply_object_watch_changes,
     packed_object_changes,
 )
@@ -112,5 +113,7 @@ def test_ten_thousand_object_watches_pack_and_read_back() -> None:
     assert answer.packed
     assert len(encoded(answer).data) < PAYLOAD_LIMIT / 4
     assert apply_object_watch_changes({}, answer) == book.watches
+    # The activity resets what it sent for every watch added (registered again: a fresh look), packed too.
+    assert added_object_watches(answer) == book.watches
     continued = ObjectWatchBook.of(unpack(pack(book.watches, dict[str, ObjectWatch]), dict[str, ObjectWatch]))
     assert continued.watches == book.watches

@@ -1,0 +1,76 @@
+"""How an observer activity (the Ray job observer's and the Kubernetes observer's) hands one round's views to
+the workflows that wait for them, and forgets the watches that are done.
+
+A signal per delivery, at most `SIGNALS_IN_FLIGHT` at once (many workflows at once after a relist, but not
+thousands of RPCs in flight). A workflow that is gone (NotFound) waits for nothing any more: its watch is
+done. Done watches are forgotten by telling the observer workflow, the one owner of the book; until it
+answers they stay delivered and are not sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+SIGNALS_IN_FLIGHT: Final = 50
+
+
+class Addressed(Protocol):
+    """A delivery: the workflow it goes to, and the key of the watch it answers."""
+
+    @property
+    def workflow_id(self) -> str: ...
+
+    @property
+    def key(self) -> str: ...
+
+
+D = TypeVar("D", bound=Addressed)
+
+
+async def signal_deliveries(
+    client: Client,
+    deliveries: Iterable[D],
+    signal: str,
+    message: Callable[[D], object],
+    delivered: Callable[[D], bool],
+) -> list[str]:
+    """Signals each delivery's workflow with `message(delivery)`. `delivered` records a delivery that reached
+    its workflow and says whether it ends the watch. Returns the keys of the watches done: their workflow
+    is gone, or `delivered` said so (in the order found)."""
+    gate = asyncio.Semaphore(SIGNALS_IN_FLIGHT)
+    done: list[str] = []
+
+    async def send(delivery: D) -> None:
+        async with gate:
+            try:
+                await client.get_workflow_handle(delivery.workflow_id).signal(signal, message(delivery))
+            except RPCError as error:
+                if error.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                done.append(delivery.key)  # the workflow finished: nobody waits for this watch
+                return
+            if delivered(delivery):
+                done.append(delivery.key)
+
+    await asyncio.gather(*(send(delivery) for delivery in deliveries))
+    return done
+
+
+async def unwatch_done(
+    observer: WorkflowHandle[Any, Any],
+    watches: MutableMapping[str, Any],
+    done: Sequence[str],
+    unwatch_signal: str,
+) -> None:
+    """Drops the `done` watches from the activity's copy and asks the observer workflow to forget them
+    (best effort: a lost signal leaves the watch delivered, and it is not sent again)."""
+    for key in done:
+        watches.pop(key, None)
+        with contextlib.suppress(RPCError):
+            await observer.signal(unwatch_signal, key)

@@ -1,0 +1,137 @@
+"""The phases of a RayService pass that act on its RayClusters themselves: delete the dangling ones once due
+(drained first, held by a blue-green gate), delete every owned object for a suspend, and create the pending
+cluster or update a cluster in place (reconcile.py runs them in KubeRay's order).
+
+A base of `RayServiceReconciler`: the methods are the reconciler's, moved here unchanged; the attributes
+they read besides the part's are the reconciler's own (declared below, set in its `__init__`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from models.raycluster import RayCluster
+    from models.rayservice import RayService
+    from workflows.decisions.rayservice.cleanup import (
+        OwnedClusters,
+        cluster_deletion_delay,
+        plan_dangling_cluster_cleanup,
+    )
+    from workflows.decisions.rayservice.cluster import (
+        in_place_update_request,
+        in_place_update_warning,
+        rayservice_cluster_manifest,
+        should_update_cluster,
+        should_update_in_place_without_upgrade,
+    )
+    from workflows.decisions.rayservice.conditions import RayServiceEvent
+    from workflows.decisions.rayservice.observed_clusters import cluster_names
+    from workflows.decisions.rayservice.suspend import complete_suspend, suspending_in_progress
+    from workflows.rayservice.drain import ClusterDrains
+    from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.rollout import RolloutPlan
+
+
+class ClusterPhases(RayServicePart):
+    # Set by RayServiceReconciler.__init__ (see there).
+    honest_none_strategy: bool
+    drains_before_deletion: bool
+    drains: ClusterDrains
+    rollout: RolloutPlan
+
+    # ---- dangling clusters ---------------------------------------------------------------------------------
+
+    async def _clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
+        state = self.state
+        active_name, pending_name = cluster_names(state.status)
+        plan = plan_dangling_cluster_cleanup(
+            OwnedClusters(
+                existing=state.owned_clusters,
+                active=active_name,
+                pending=pending_name,
+                schedule=state.deletion_schedule,
+                delay=cluster_deletion_delay(rayservice.spec),
+                now=now,
+            )
+        )
+        if self.drains_before_deletion:
+            plan = await self.drains.hold_undrained(rayservice, plan, now)
+        plan = self.rollout.blue_green.hold_old_cluster(plan)
+        state.deletion_schedule = plan.schedule
+        if plan.delete_now:
+            await asyncio.gather(
+                *(self.calls.delete_cluster(name, self._uid(name)) for name in plan.delete_now)
+            )
+            state.owned_clusters = [name for name in state.owned_clusters if name not in plan.delete_now]
+            for name in plan.delete_now:
+                state.serve_details.pop(name, None)
+            self.world.forget(plan.delete_now)
+        return plan.next_due
+
+    def _uid(self, name: str) -> str | None:
+        uid = ((self.world.clusters.get(name) or {}).get("metadata") or {}).get("uid")
+        return str(uid) if uid else None
+
+    # ---- suspend -------------------------------------------------------------------------------------------
+
+    async def _suspend(self, now: datetime) -> None:
+        """Delete every owned object; Suspended once they are all gone (Suspending is already recorded, so
+        this completes even if spec.suspend flips back meanwhile)."""
+        state = self.state
+        await self.calls.delete_owned()
+        remaining = await self.calls.list_owned()
+        if remaining:
+            await self.commit(suspending_in_progress(state.status, now), [])
+            clusters = [ref["name"] for ref in remaining if ref.get("kind") == "RayCluster"]
+            await self.world.wait_clusters_gone(clusters)
+            if len(clusters) < len(remaining):
+                await self.calls.delete_owned()
+        state.owned_clusters = []
+        state.deletion_schedule = {}
+        state.services_cluster = ""
+        state.per_cluster_services = []
+        state.gateway_created = False
+        state.serve_config_cache = {}
+        state.serve_details = {}
+        self.world.forget_everything()
+        await self.commit(complete_suspend(state.status, workflow.now()), [])
+
+    # ---- RayClusters ---------------------------------------------------------------------------------------
+
+    async def _reconcile_clusters(
+        self, rayservice: RayService
+    ) -> tuple[RayCluster | None, RayCluster | None, list[RayServiceEvent]]:
+        state, world = self.state, self.world
+        active_name, pending_name = cluster_names(state.status)
+        await world.refresh_clusters((active_name, pending_name), state.owned_clusters)
+        if pending_name and world.clusters.get(pending_name) is None:
+            manifest = rayservice_cluster_manifest(rayservice, pending_name, self.config)
+            world.clusters[pending_name] = await self.calls.create_cluster(manifest)
+            if pending_name not in state.owned_clusters:
+                state.owned_clusters.append(pending_name)
+        events: list[RayServiceEvent] = []
+        active = world.cluster(active_name, rayservice)
+        pending = world.cluster(pending_name, rayservice)
+        if should_update_cluster(rayservice, active, is_active=True):
+            active = await self._update_in_place(rayservice, active_name)
+        if should_update_cluster(rayservice, pending, is_active=False):
+            pending = await self._update_in_place(rayservice, pending_name)
+        if not self.honest_none_strategy and should_update_in_place_without_upgrade(
+            rayservice, active, pending, self.config
+        ):
+            active = await self._update_in_place(rayservice, active_name)
+            events.append(in_place_update_warning(rayservice, active_name))
+        return active, pending, events
+
+    async def _update_in_place(self, rayservice: RayService, name: str) -> RayCluster | None:
+        current = self.world.clusters.get(name)
+        if current is None:
+            return None
+        goal = rayservice_cluster_manifest(rayservice, name, self.config)
+        updated = await self.calls.update_cluster(name, in_place_update_request(current, goal))
+        self.world.clusters[name] = updated
+        return self.world.cluster(name, rayservice)
