@@ -7,6 +7,8 @@ import dataclasses
 import io
 import json
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +19,7 @@ from raypilot.logs import (
     ContextFilter,
     JsonFormatter,
     context_as_fields,
+    handed_off,
     log_handler,
     mask_secrets,
     ray_object,
@@ -142,3 +145,52 @@ def test_a_line_outside_any_workflow_has_no_context() -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="RAYPILOT_LOG_FORMAT"):
         log_handler("xml", {})
+
+
+def test_a_log_call_never_waits_for_the_writer() -> None:
+    """The worker's handler hands records to a writer thread and takes no lock: a lock left held (the SDK's
+    deadlock interruption once struck a workflow thread inside a stream handler's lock, and the worker froze)
+    can stall the writer, never a log call."""
+    written = io.StringIO()
+    writer = log_handler("json", {"TEMPORAL_API_KEY": API_KEY})
+    writer.setStream(written)
+    front = handed_off(writer)
+    assert front.lock is None
+    assert writer.filters == []  # context and masking run in the logging thread, before the hand-off
+    logger = logging.getLogger("raypilot.test.handoff")
+    logger.propagate = False
+    logger.addHandler(front)
+    held = threading.Lock()  # a plain lock, so that the test can release it from another thread
+    writer.lock = held  # type: ignore[assignment]
+    stuck = threading.Thread(target=held.acquire)  # held by a thread that is gone
+    stuck.start()
+    stuck.join()
+    try:
+        logged = threading.Thread(target=logger.warning, args=("key %s in a line", API_KEY))
+        logged.start()
+        logged.join(timeout=5)
+        assert not logged.is_alive()
+    finally:
+        held.release()
+        logger.removeHandler(front)
+
+
+def test_the_writer_thread_writes_what_it_is_handed() -> None:
+    written = io.StringIO()
+    writer = log_handler("json", {"TEMPORAL_API_KEY": API_KEY})
+    writer.setStream(written)
+    front = handed_off(writer)
+    logger = logging.getLogger("raypilot.test.handoff-written")
+    logger.propagate = False
+    logger.addHandler(front)
+    try:
+        logger.warning("key %s in a line", API_KEY)
+        for _ in range(500):
+            if written.getvalue():
+                break
+            time.sleep(0.01)
+        line = json.loads(written.getvalue())
+        assert line["message"] == "key *** in a line"
+        assert line["logger"] == "raypilot.test.handoff-written"
+    finally:
+        logger.removeHandler(front)
