@@ -173,7 +173,9 @@ async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: Workflo
                 "rayClusterName"
             )
 
-        await eventually(env, rolled_back)
+        # Steps of 5 s: the 1 min pause and the gate take workflow time, and each step is a query and a
+        # time skip (at 1 s steps, 400 of them outlasted the test's timeout once on a loaded machine).
+        await eventually(env, rolled_back, step=timedelta(seconds=5))
         final = await status_of(handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
