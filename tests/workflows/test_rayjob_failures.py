@@ -37,6 +37,16 @@ def _elapsed(result: dict[str, Any], since: str = "startTime") -> timedelta:
     return _time(result["endTime"]) - _time(result[since])
 
 
+# A deadline's timer fires exactly on time; the pass it wakes first takes a fresh look at the Ray job (a job
+# that ended in time must not fail) and stamps endTime (whole seconds) after that look. The look's run time
+# moves the test server's clock too: on a loaded machine it has crossed a second boundary.
+FRESH_LOOK = timedelta(seconds=2)
+
+
+def _on_time(elapsed: timedelta, seconds: int) -> bool:
+    return timedelta(seconds=seconds) <= elapsed <= timedelta(seconds=seconds) + FRESH_LOOK
+
+
 async def test_a_failed_ray_job_fails_the_rayjob(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
@@ -103,7 +113,7 @@ async def test_active_deadline_from_initializing_fails_without_retry(
     assert result["message"] == (
         f"The RayJob has passed the activeDeadlineSeconds. StartTime: {start_time}. ActiveDeadlineSeconds: 3"
     )
-    assert _elapsed(result) == timedelta(seconds=3)
+    assert _on_time(_elapsed(result), 3), _elapsed(result)
     assert result["failed"] == 1
     assert len(world.called(names.CREATE_RAYCLUSTER)) == 1
 
@@ -118,7 +128,7 @@ async def test_pre_running_deadline_fails_and_is_retried(
     assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "PreRunningDeadlineExceeded")
     assert result["message"].startswith("The RayJob has passed the preRunningDeadlineSeconds. StartTime: ")
     assert result["message"].endswith("PreRunningDeadlineSeconds: 60")
-    assert _elapsed(result) == timedelta(seconds=60)
+    assert _on_time(_elapsed(result), 60), _elapsed(result)
     assert result["failed"] == 2
     assert len(world.called(names.CREATE_RAYCLUSTER)) == 2
 
@@ -133,7 +143,7 @@ async def test_active_deadline_while_running(
         "DeadlineExceeded",
         "RUNNING",
     )
-    assert _elapsed(result) == timedelta(seconds=600)
+    assert _on_time(_elapsed(result), 600), _elapsed(result)
 
 
 async def test_grace_period_after_the_job_ended_but_the_submitter_did_not(
@@ -146,7 +156,7 @@ async def test_grace_period_after_the_job_ended_but_the_submitter_did_not(
     assert result["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
     assert result["message"] == GRACE_PERIOD_MESSAGE
     # Counted from the Ray job's end (rayJobInfo.endTime, whole seconds).
-    assert _time(result["endTime"]) - _time(result["rayJobInfo"]["endTime"]) == timedelta(seconds=120)
+    assert _on_time(_time(result["endTime"]) - _time(result["rayJobInfo"]["endTime"]), 120)
     assert result["succeeded"] == 1
 
 
@@ -164,7 +174,7 @@ async def test_submitter_finished_but_the_ray_job_did_not(
     assert result["message"] == (
         f"The RayJob submitter finished at {stamp} but the ray job did not reach terminal state within 30s"
     )
-    assert _time(result["endTime"]) - finished_at == timedelta(seconds=30)
+    assert _on_time(_time(result["endTime"]) - finished_at, 30)
 
 
 async def test_a_failed_submitter_is_a_submission_failure(
