@@ -96,8 +96,9 @@ async def test_the_plan_is_walked_exactly_and_an_indefinite_pause_waits_for_resu
         ("active_capacity", 0),
     ]
     times = {value: at for kind, value, at in timed_sequence(world, since, new) if kind == "traffic"}
-    # the timed pause is one durable timer (the fake world stamps acts with its own small delays)
-    assert abs(times[5] - times[1] - timedelta(seconds=30)) < timedelta(milliseconds=500)
+    # the timed pause is one durable timer; the route PUTs follow their decisions after the pass's earlier
+    # activities, whose run time moves the test server's clock (about a second on a loaded machine)
+    assert abs(times[5] - times[1] - timedelta(seconds=30)) < timedelta(milliseconds=1500)
     assert times[25] - times[5] < timedelta(seconds=5)  # no intervalSeconds between plan steps
 
 
