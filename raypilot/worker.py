@@ -15,7 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.metrics import ActivityErrorMetrics
 from activities.observer import restart_observers
@@ -27,6 +26,7 @@ from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from raypilot.tracing import shutdown_tracing, worker_interceptors
+from raypilot.workflow_sandbox import workflow_runner
 from wire.observer import observer_shards_from_env
 from workflows.registry import WORKFLOWS
 
@@ -39,25 +39,12 @@ GRACEFUL_SHUTDOWN = timedelta(seconds=30)
 # heartbeat timeout (24 s for the waits' 30 s); capping that at 2 s lets handlers act within seconds.
 # Heartbeats are RPCs, not history events, so this costs no Temporal actions.
 MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
-# raypilot's own packages are imported once for the worker, not again in every workflow run's sandbox: a
-# sandboxed re-import of the workflow modules cost ~110 ms and ~0.6 MiB per run (a RayJob history of 43
-# events replayed in 154 ms, 41 ms passed through), paid again for every task of an evicted workflow. The
-# sandbox still guards the standard library calls of everything else; the workflow code's own determinism is
-# held by the tests, whose workers keep the full sandbox and replay every task (raypilot/testing/worker.py),
-# and by tests/unit/test_workflow_code_determinism.py.
-OWN_PACKAGES = ("workflows", "models", "wire")
 # Workflow tasks run one at a time under the GIL: a worker that takes more than it can finish within the
 # 10 s workflow task timeout times them out, and the server retries those with a growing backoff while the
 # worker idles (P7 at 10,000 RayJobs with the SDK's default of 100). Twenty tasks of ~40 ms each are at most
 # ~1 s of queueing inside the worker; the rest wait on the server, where no timeout runs. Several workers on
 # the task queue share the load.
 MAX_CONCURRENT_WORKFLOW_TASKS = 20
-
-
-def workflow_runner() -> SandboxedWorkflowRunner:
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*OWN_PACKAGES)
-    )
 
 
 async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:

@@ -13,6 +13,8 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
+from raypilot.workflow_sandbox import workflow_runner
+
 
 @asynccontextmanager
 async def running_worker(
@@ -23,11 +25,15 @@ async def running_worker(
     task_queue: str | None = None,
     replay_every_task: bool = True,
     interceptors: Sequence[Interceptor] = (),
+    passed_through: Sequence[str] = (),
 ) -> AsyncIterator[str]:
     """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
 
     `replay_every_task` disables the workflow cache so every workflow task replays the whole history:
-    a nondeterministic workflow then fails the test at once instead of in production.
+    a nondeterministic workflow then fails the test at once instead of in production. The workflows run in
+    the worker's own sandbox (raypilot's packages passed through, as raypilot/worker.py runs them); the
+    replay tests of the committed histories keep the full sandbox (raypilot/testing/replay.py).
+    `passed_through` names more packages of workflow code to pass through (the bench's reference workflows).
     """
     if workflows is None:
         from workflows.registry import WORKFLOWS
@@ -39,6 +45,7 @@ async def running_worker(
             client,
             task_queue=queue,
             workflows=list(workflows),
+            workflow_runner=workflow_runner(*passed_through),
             activities=list(activities),
             activity_executor=executor,
             interceptors=list(interceptors),
