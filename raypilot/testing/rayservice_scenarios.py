@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.testing.rayservice_world import FakeRayWorld
@@ -135,10 +136,15 @@ async def eventually(
     step: timedelta = timedelta(seconds=1),
     max_steps: int = 400,
 ) -> None:
-    """Advance workflow time by `step` until `probe()` holds."""
+    """Advance workflow time by `step` until `probe()` holds. A probe whose status query timed out (a worker
+    starved by a loaded machine answers late) has not seen the condition yet: it is asked again."""
     for _ in range(max_steps):
-        if await probe():
-            return
+        try:
+            if await probe():
+                return
+        except RPCError as error:
+            if error.status != RPCStatusCode.DEADLINE_EXCEEDED:
+                raise
         await env.sleep(step)
     raise AssertionError(f"condition not reached within {max_steps} steps of {step}")
 

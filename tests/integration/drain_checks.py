@@ -34,6 +34,10 @@ from workflows.decisions.rayservice.drain import MAX_DRAIN_ANNOTATION
 MAX_DRAIN_S = 120
 LONG_REQUEST_S = DELETION_DELAY_S + 5  # still running when the deletion delay after the switch ends
 LONG_REQUESTS = 3
+# From the last answer to the old cluster's deletion: quiet readings a DRAIN_POLL apart, each a real Ray Serve
+# call, ~20 s on an idle machine; a real head answers slowly on a loaded one (60 s was once not enough at load
+# average 17).
+DELETED_WITHIN_S = 150
 
 
 # A client that sends again 50 ms after each answer: busy enough to hold its connection all the time.
@@ -125,7 +129,9 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
         def old_gone() -> bool:
             return not stack.exists("rayclusters", namespace, old)
 
-        await wait_until(old_gone, within=60, interval=0.2, what="old cluster deleted after its requests")
+        await wait_until(
+            old_gone, within=DELETED_WITHIN_S, interval=0.2, what="old cluster deleted after its requests"
+        )
         gone_at = time.monotonic()
         # The idle kept-alive connection was closed with the old cluster; the next request opens a new one.
         after = await kept_alive.get(url)
@@ -187,7 +193,9 @@ async def check_incremental_drained_deletion(stack: Stack, within: float) -> Dra
         def old_gone() -> bool:
             return not stack.exists("rayclusters", namespace, old)
 
-        await wait_until(old_gone, within=60, interval=0.2, what="old cluster deleted after its requests")
+        await wait_until(
+            old_gone, within=DELETED_WITHIN_S, interval=0.2, what="old cluster deleted after its requests"
+        )
         gone_at = time.monotonic()
         await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
     assert_nothing_failed(busy_kept_alive, busy_per_connection, switched_at=switched_at)
