@@ -97,6 +97,7 @@ async def rayjob_observer_k8s_ordered(env: WorkflowEnvironment) -> Handle:
                 await handle.result()
     finally:
         await observer.stop()
+    return handle
 
 
 async def rayjob_k8s_observer(env: WorkflowEnvironment) -> Handle:
