@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
@@ -16,8 +17,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.errors import LEFTOVER_OF_EARLIER_RUN
 from activities.kubernetes_client import KubeObjects, kubernetes_errors
+from activities.kubernetes_event_body import event_body
 from activities.kubernetes_resources import (
     ENDPOINT_SLICE,
+    EVENT,
     RAYCLUSTER,
     SERVICE,
     Resource,
@@ -31,6 +34,7 @@ from wire.kubernetes import (
     DeleteObject,
     ListObjects,
     ObjectKey,
+    RecordEvent,
     ServiceEndpoints,
     UpdateSpec,
 )
@@ -118,6 +122,7 @@ class KubernetesActivityBase:
         activity.logger.info(
             "%s %s/%s", "created" if created else "found existing", resource.kind, metadata.get("name")
         )
+        self._post_act_event(request.event)
         return obj
 
     def _delete_leftover(self, resource: Resource, leftover: dict[str, Any], described: str) -> None:
@@ -146,7 +151,22 @@ class KubernetesActivityBase:
         activity.logger.info(
             "%s %s/%s", "deleting" if deleted else "already gone:", resource.kind, request.name
         )
+        if deleted:
+            self._post_act_event(request.event)
         return deleted
+
+    def _post_act_event(self, event: RecordEvent | None) -> None:
+        """Posts the Event the workflow sent with a successful act (CreatedRayCluster with the create), so
+        that it costs no activity of its own: best effort, as KubeRay's recorder, so a failure is logged and
+        never fails the act, which is done. Its name is the workflow's deterministic one: a retried act finds
+        the Event its earlier attempt posted instead of adding a second one."""
+        if event is None:
+            return
+        try:
+            self.kube.create(EVENT, event_body(event, datetime.now(UTC)))
+        except Exception as error:
+            # Whatever the API or the network raised: the act is done, and a missing Event the lesser harm.
+            activity.logger.warning("could not record event %s: %s", event.reason, error)
 
     def _update_spec(
         self, resource: Resource, request: UpdateSpec, keep_fields: tuple[str, ...] = ()

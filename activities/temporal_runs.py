@@ -1,6 +1,7 @@
 """Temporal's own API as an activity: the newest earlier run of a workflow id, so that a RayJob run started
 again with a used id (e.g. `temporal workflow start`) can tell whether that run still holds the RayJob object
-and must not repeat a finished RayJob's side effects (the workflow decides; this only observes).
+and must not repeat a finished RayJob's side effects (the workflow decides; this only observes). A new RayJob
+run reads it together with the operator configuration (`read_run_start`).
 
 The client is the worker's own (given to `ActivityDependencies` at worker construction); nothing secret
 enters the result: run ids, states, the memo's outcome, generation and spec hash, and the final status.
@@ -16,9 +17,10 @@ from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
+from activities.config import read_operator_config
 from models.naming import MEMO_GENERATION, MEMO_OUTCOME, MEMO_SPEC_HASH
 from wire import names
-from wire.kubernetes import EarlierRun, EarlierRuns
+from wire.kubernetes import EarlierRun, EarlierRuns, RunStart
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -76,3 +78,12 @@ class TemporalRunActivities:
             spec_hash=_text(memo, MEMO_SPEC_HASH) or "",
             result=result,
         )
+
+    @activity.defn(name=names.READ_RUN_START)
+    async def read_run_start(self, request: EarlierRuns) -> RunStart:
+        """The operator configuration and the newest closed earlier run, together: a RayJob run needs both
+        before its first act, and each local activity is a billable marker in its history (P4b). The two
+        reads stay the single-purpose activities they are (the RayService reads the configuration alone);
+        this one only runs both. Fails as `latest_earlier_run` does (Temporal unavailable): the workflow
+        then reads the configuration alone and runs without knowing its earlier runs."""
+        return RunStart(config=read_operator_config(), earlier=await self.latest_earlier_run(request))

@@ -52,6 +52,11 @@ class FeatureGates:
         """All gates keyed by their KubeRay names, in KubeRay's declaration order."""
         return {gate: getattr(self, attribute) for gate, attribute in _ATTRIBUTE_BY_GATE.items()}
 
+    @classmethod
+    def every_gate_on(cls) -> FeatureGates:
+        """Every gate enabled: the most a configuration can allow (each gate only lifts a rejection)."""
+        return cls(**{field.name: True for field in dataclasses.fields(cls)})
+
 
 # KubeRay gate name -> FeatureGates attribute.
 _ATTRIBUTE_BY_GATE: dict[str, str] = {

@@ -16,6 +16,7 @@ from models.naming import (
     ownership_labels,
     workflow_annotations,
 )
+from models.operator import OperatorConfig
 
 Propagation = Literal["Background", "Foreground", "Orphan"]
 EventType = Literal["Normal", "Warning"]
@@ -82,12 +83,36 @@ class OwnerReference:
 
 
 @dataclass(frozen=True)
+class InvolvedObject:
+    kind: str
+    name: str
+    namespace: str
+    uid: str = ""
+    api_version: str = ""
+
+
+@dataclass(frozen=True)
+class RecordEvent:
+    """A core/v1 Event named `<involved name>.<event_id>`: the workflow picks `event_id` (e.g. its event
+    sequence number), so a retried activity finds the Event it created instead of adding a second one."""
+
+    involved: InvolvedObject
+    event_id: str
+    reason: str
+    message: str
+    type: EventType = "Normal"
+
+
+@dataclass(frozen=True)
 class CreateObject:
-    """Create `body` (idempotent: an existing object of that name is returned as it is)."""
+    """Create `body` (idempotent: an existing object of that name is returned as it is). `event`: the
+    Kubernetes Event the activity posts once the object exists (best effort: a failure to post is logged,
+    never fails the create), so that a RayJob's CreatedRayCluster costs no activity of its own."""
 
     body: dict[str, Any]
     ownership: Ownership | None = None
     owner: OwnerReference | None = None
+    event: RecordEvent | None = None
 
 
 @dataclass(frozen=True)
@@ -104,12 +129,15 @@ class UpdateSpec:
 
 @dataclass(frozen=True)
 class DeleteObject:
-    """Delete one object; `uid` guards against deleting a namesake created since."""
+    """Delete one object; `uid` guards against deleting a namesake created since. `event`: the Kubernetes
+    Event the activity posts when this call deleted the object (not when it was gone already; best effort as
+    for `CreateObject`)."""
 
     namespace: str
     name: str
     propagation: Propagation = "Background"
     uid: str | None = None
+    event: RecordEvent | None = None
 
 
 @dataclass(frozen=True)
@@ -160,27 +188,6 @@ class PodLabels:
     namespace: str
     name: str
     labels: dict[str, str | None]
-
-
-@dataclass(frozen=True)
-class InvolvedObject:
-    kind: str
-    name: str
-    namespace: str
-    uid: str = ""
-    api_version: str = ""
-
-
-@dataclass(frozen=True)
-class RecordEvent:
-    """A core/v1 Event named `<involved name>.<event_id>`: the workflow picks `event_id` (e.g. its event
-    sequence number), so a retried activity finds the Event it created instead of adding a second one."""
-
-    involved: InvolvedObject
-    event_id: str
-    reason: str
-    message: str
-    type: EventType = "Normal"
 
 
 @dataclass(frozen=True)
@@ -290,3 +297,12 @@ class EarlierRun:
     generation: int = 0
     spec_hash: str = ""
     result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What a RayJob run reads once before its first act: the worker's operator configuration and the newest
+    earlier run of its workflow id (None: there is none)."""
+
+    config: OperatorConfig
+    earlier: EarlierRun | None

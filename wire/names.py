@@ -78,6 +78,8 @@ QUERY_PROMETHEUS: Final = "analysis.query_prometheus"
 
 # ---- Temporal (the runs of a workflow id) ------------------------------------------------------------------
 LATEST_EARLIER_RUN: Final = "temporal.latest_earlier_run"
+# A RayJob run's one read before its first act: the operator configuration and its id's newest earlier run.
+READ_RUN_START: Final = "temporal.read_run_start"
 # Queueing on a shared cluster: a slot asked of the cluster's admission workflow; which holders still run.
 ENQUEUE_FOR_ADMISSION: Final = "temporal.enqueue_for_admission"
 CLOSED_RUNS: Final = "temporal.closed_runs"

@@ -38,6 +38,7 @@ from wire.kubernetes import (
     OwnedObjects,
     RayResourceKey,
     RecordEvent,
+    RunStart,
     WaitObject,
     WaitRayCluster,
 )
@@ -71,7 +72,13 @@ class FakeActivities:
             body["metadata"]["uid"] = f"uid-{name}"
             store[name] = body
             self.world.notify()
+        self._post_act_event(request.event)
         return copy.deepcopy(store[name])
+
+    def _post_act_event(self, event: RecordEvent | None) -> None:
+        """The Event a successful create or delete posts itself (as the real activities do)."""
+        if event is not None:
+            self.world.events.append(event)
 
     @activity.defn(name=READ_OPERATOR_CONFIG)
     async def read_operator_config(self) -> OperatorConfig:
@@ -81,6 +88,11 @@ class FakeActivities:
     async def latest_earlier_run(self, request: EarlierRuns) -> EarlierRun | None:
         self._log(names.LATEST_EARLIER_RUN, request)
         return self.world.earlier_run
+
+    @activity.defn(name=names.READ_RUN_START)
+    async def read_run_start(self, request: EarlierRuns) -> RunStart:
+        """Both reads, as the real activity runs them (the look at the earlier runs is logged as itself)."""
+        return RunStart(await self.read_operator_config(), await self.latest_earlier_run(request))
 
     # ---- RayClusters --------------------------------------------------------------------------------------
 
@@ -109,6 +121,7 @@ class FakeActivities:
             del self.world.clusters[request.name]
             self.world.head_pods.pop(request.name, None)
         self.world.notify()
+        self._post_act_event(request.event)
         return True
 
     @activity.defn(name=names.SUSPEND_WORKER_GROUPS)
@@ -173,6 +186,8 @@ class FakeActivities:
         self._log(names.DELETE_JOB, request)
         deleted = self.world.jobs.pop(request.name, None) is not None
         self.world.notify()
+        if deleted:
+            self._post_act_event(request.event)
         return deleted
 
     @activity.defn(name=names.WAIT_SUBMITTER_JOB)

@@ -12,7 +12,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import errors
 from activities.kubernetes import RayClusterActivities, ServiceActivities
-from activities.kubernetes_events import EventActivities, OwnershipActivities, event_name
+from activities.kubernetes_event_body import event_name
+from activities.kubernetes_events import EventActivities, OwnershipActivities
 from activities.kubernetes_workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from sandbox.testing import SandboxThread, raycluster_manifest

@@ -39,6 +39,7 @@ NO_API_ACTIVITIES = {
     "observer.watch_job",
     "k8s_observer.watch_object",
     "temporal.latest_earlier_run",
+    "temporal.read_run_start",
     "temporal.list_cronjob_runs",
     "temporal.request_rayjob_deletion",
 }

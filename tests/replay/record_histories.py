@@ -97,6 +97,7 @@ async def rayjob_observer_k8s_ordered(env: WorkflowEnvironment) -> Handle:
                 await handle.result()
     finally:
         await observer.stop()
+    return handle
 
 
 async def rayjob_k8s_observer(env: WorkflowEnvironment) -> Handle:
@@ -557,6 +558,26 @@ async def rayjob_baseline(env: WorkflowEnvironment) -> Handle:
     return await rayjob_k8s_observer(env)
 
 
+async def rayjob_baseline_2026_12(env: WorkflowEnvironment) -> Handle:
+    """Patch rayjob-baseline-2026-12 (the first baseline's patches, rayjob-events-with-acts and
+    rayjob-one-start-read folded into one): the HTTPMode path of the P4 bench's RayJob (shutdown, a 60 s
+    TTL). One local activity reads the configuration and the earlier run; the creates of the RayCluster and
+    the head Service and the TTL's delete post their own Events."""
+    return await rayjob_http_shutdown(env)
+
+
+async def rayjob_baseline_2026_12_k8s_observer(env: WorkflowEnvironment) -> Handle:
+    """Patch rayjob-baseline-2026-12 on the Kubernetes observer's K8sJobMode path (the submitter Job's create
+    posts CreatedRayJobSubmitter itself)."""
+    return await rayjob_k8s_observer(env)
+
+
+async def rayjob_baseline_2026_12_retries(env: WorkflowEnvironment) -> Handle:
+    """Patch rayjob-baseline-2026-12 on the retry policy's path: Retrying deletes the failed attempt's cluster
+    (its delete posts DeletedRayCluster) and the next attempt creates a new one."""
+    return await rayjob_retry_policy(env)
+
+
 async def rayservice_baseline(env: WorkflowEnvironment) -> Handle:
     """Patch rayservice-baseline-2026-11 (every earlier RayService patch folded into one): a blue-green
     upgrade, then delete, its run asking the one baseline patch."""
@@ -648,6 +669,9 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_header_canary,
         rayservice_in_place_restart_waits,
         rayservice_drain_waits,
+        rayjob_baseline_2026_12,
+        rayjob_baseline_2026_12_k8s_observer,
+        rayjob_baseline_2026_12_retries,
     )
 }
 

@@ -67,3 +67,7 @@ def test_every_gate_name_round_trips_through_the_parser() -> None:
     for gate in GATE_NAMES:
         flipped = not FeatureGates().enabled(gate)
         assert parse_feature_gates(f"{gate}={str(flipped).lower()}").enabled(gate) is flipped
+
+
+def test_every_gate_on_enables_each_gate() -> None:
+    assert set(FeatureGates.every_gate_on().as_dict().values()) == {True}

@@ -119,7 +119,11 @@ async def test_deletion_strategy_is_invalid_when_its_feature_gate_is_off(
         failure.value.cause.message
         == "RayJobDeletionPolicy feature gate must be enabled to use DeletionStrategy"
     )
-    assert world.calls == []
+    # Valid with every gate on, so the run read its configuration and its earlier run together (patch
+    # rayjob-one-start-read): a look at Temporal, nothing created. A manifest no configuration accepts
+    # looks at nothing (test_an_invalid_manifest_fails_at_once_and_creates_nothing).
+    assert [call for call, _ in world.calls] == [names.LATEST_EARLIER_RUN]
+    assert world.events == []
 
 
 async def test_apply_rejects_invalid_or_mismatched_manifests_and_counts_generations(

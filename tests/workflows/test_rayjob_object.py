@@ -1,13 +1,17 @@
 """A RayJob outlives its run (issue 22): a completed run records whether it holds its finished object, a run
-started again with a used id takes over a finished object instead of repeating it, the objects a run creates
-name the run that created them, and an identical `apply` keeps the generation."""
+started again with a used id takes over a finished object instead of repeating it (reading its earlier run
+with its configuration: one local activity), the objects a run creates name the run that created them, and an
+identical `apply` keeps the generation."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from typing import Any
 
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from models.manifest import parse_rayjob
@@ -118,3 +122,30 @@ async def test_apply_of_the_same_spec_keeps_the_generation_and_delete_records_de
     assert (same, metadata_only, spec_changed) == ({"generation": 1}, {"generation": 1}, {"generation": 2})
     assert memo["raypilot.io/outcome"] == "deleted"
     assert memo["raypilot.io/generation"] == 2
+
+
+async def local_activity_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
+    """The activity type of each local activity marker in the run's history, in order."""
+    types = []
+    async for event in handle.fetch_history_events():
+        marker = event.marker_recorded_event_attributes
+        if marker.marker_name == "core_local_activity":
+            types.append(json.loads(marker.details["data"].payloads[0].data)["activity_type"])
+    return types
+
+
+async def test_a_run_reads_its_configuration_and_earlier_run_with_one_local_activity(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    client = time_skipping_env.client
+    world = FakeWorld()
+    async with fake_worker(client, activities=world.activities()) as queue:
+        handle = await start(client, rayjob_manifest(name="one-read"), queue)
+        await handle.result()
+        types = await local_activity_types(handle)
+    assert types[:2] == [names.READ_RUN_START, names.CREATE_RAYCLUSTER]
+    assert names.READ_OPERATOR_CONFIG not in types
+    assert names.LATEST_EARLIER_RUN not in types
+    # The creates posted their own Events: no local activity of their own.
+    assert names.RECORD_EVENT not in types
+    assert world.event_reasons() == ["CreatedRayCluster", "CreatedService"]

@@ -67,6 +67,7 @@ from wire.stubs.temporal import latest_earlier_run as latest_earlier_run
 from wire.stubs.temporal import list_cronjob_runs as list_cronjob_runs
 from wire.stubs.temporal import observe_jobs as observe_jobs
 from wire.stubs.temporal import observe_namespace as observe_namespace
+from wire.stubs.temporal import read_run_start as read_run_start
 from wire.stubs.temporal import request_rayjob_deletion as request_rayjob_deletion
 from wire.stubs.temporal import wait_runs_closed as wait_runs_closed
 from wire.stubs.temporal import watch_job as watch_job

@@ -9,7 +9,7 @@ from temporalio import activity
 from wire import names
 from wire.admission import AdmissionAnswer, AdmissionRequest, AdmissionTicket, OpenRuns
 from wire.cronjob import CronJobKey, CronJobRuns, RayJobRunRef
-from wire.kubernetes import EarlierRun, EarlierRuns
+from wire.kubernetes import EarlierRun, EarlierRuns, RunStart
 from wire.kubernetes_observer import ObjectWatch, ObserveKubernetes
 from wire.observer import JobWatch, ObserveJobs
 from wire.stubs.common import STUB_MESSAGE as _STUB
@@ -18,6 +18,12 @@ from wire.stubs.common import STUB_MESSAGE as _STUB
 @activity.defn(name=names.LATEST_EARLIER_RUN)
 async def latest_earlier_run(request: EarlierRuns) -> EarlierRun | None:
     """`activities.temporal_runs.TemporalRunActivities.latest_earlier_run`"""
+    raise NotImplementedError(_STUB)
+
+
+@activity.defn(name=names.READ_RUN_START)
+async def read_run_start(request: EarlierRuns) -> RunStart:
+    """`activities.temporal_runs.TemporalRunActivities.read_run_start`"""
     raise NotImplementedError(_STUB)
 
 

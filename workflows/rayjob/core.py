@@ -159,16 +159,19 @@ class RayJobCore:
             return None
         return OwnerReference(object_api_version(self.job.metadata.annotations), KIND_RAYJOB, self.name, uid)
 
-    def cluster_create_request(self, cluster_name: str) -> CreateObject:
+    def cluster_create_request(self, cluster_name: str, event: RecordEvent | None) -> CreateObject:
         """The RayCluster this RayJob runs on, as the create activity takes it (first creation and the
-        re-creation of a cluster deleted while Running are the same object)."""
+        re-creation of a cluster deleted while Running are the same object), with the Event it posts once
+        created (`act_event`)."""
         manifest = rayjob_cluster_manifest(
             job_for_attempt(self.state),
             cluster_name,
             workflow_id=self.state.workflow_id,
             gates=self.config.feature_gates,
         )
-        return CreateObject(body=manifest, ownership=self.ownership(), owner=self.owner_reference())
+        return CreateObject(
+            body=manifest, ownership=self.ownership(), owner=self.owner_reference(), event=event
+        )
 
     def cluster_spec(self) -> RayClusterSpec:
         spec = self.state.attempt.cluster_spec
@@ -185,7 +188,32 @@ class RayJobCore:
         """A Kubernetes Event on the RayJob (best effort, as KubeRay's recorder), kept for the `events`
         query. Sent by a local activity in the background; `flush_events` waits for the ones in flight."""
         sequence = self.state.remember_event(event, workflow.now())
-        request = RecordEvent(
+        request = self._event_request(event, sequence)
+        self._event_tasks.append(asyncio.ensure_future(self._send_event(request)))
+
+    def act_event(self, event: RayJobEvent) -> RecordEvent | None:
+        """The Event of an act (CreatedRayCluster for a create), for the act's own activity to post once it
+        succeeded (patch rayjob-events-with-acts): no local activity of its own, one billable action less.
+        None for a run recorded before the patch: `acted` records its Event as before.
+
+        Its number is taken now, so an act that fails leaves a gap instead of lending its number (its
+        Kubernetes name) to the failure's Event: an attempt that posted the success and then timed out would
+        otherwise hide the failure's Event behind its own."""
+        if not self.state.events_with_acts:
+            return None
+        self.state.event_sequence += 1
+        return self._event_request(event, self.state.event_sequence)
+
+    def acted(self, event: RayJobEvent, posted: RecordEvent | None) -> None:
+        """After a successful act: its Event kept for the `events` query as any other, and sent by a local
+        activity unless the act's own activity posted it (`posted`, from `act_event`)."""
+        if posted is None:
+            self.record(event)
+        else:
+            self.state.keep_event(event, workflow.now())
+
+    def _event_request(self, event: RayJobEvent, sequence: int) -> RecordEvent:
+        return RecordEvent(
             involved=InvolvedObject(
                 kind=KIND_RAYJOB,
                 name=self.name,
@@ -198,7 +226,6 @@ class RayJobCore:
             message=event.message,
             type=event.type,
         )
-        self._event_tasks.append(asyncio.ensure_future(self._send_event(request)))
 
     async def _send_event(self, request: RecordEvent) -> None:
         try:

@@ -90,18 +90,17 @@ class DeletionSteps(RayJobPart):
             )
             return True
         if policy == DeletionPolicyType.DELETE_CLUSTER:
+            deleted_event = rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
+            event = self.core.act_event(deleted_event)
+            request = DeleteObject(self.core.namespace, cluster_name, event=event)
             try:
-                deleted = await call(
-                    stubs.delete_raycluster, DeleteObject(self.core.namespace, cluster_name), IO.STEP
-                )
+                deleted = await call(stubs.delete_raycluster, request, IO.STEP)
             except ActivityError as error:
                 reason, message = EventReason.FAILED_TO_DELETE_RAYCLUSTER, str(error.cause or error)
                 self.core.record(rayjob_event(reason, self.core.namespace, cluster_name, message))
                 raise
             if deleted:
-                self.core.record(
-                    rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
-                )
+                self.core.acted(deleted_event, request.event)
             self.core.state.cluster_for_deletion = ClusterDeletionObservation(
                 exists=deleted, deleting=deleted
             )

@@ -151,8 +151,9 @@ class InitializingSteps(RayJobPart):
             self.core.set_cluster_status(found)
             self.admission.note_cluster(found)
             return
+        created_event = rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name)
         try:
-            request = self.core.cluster_create_request(cluster_name)
+            request = self.core.cluster_create_request(cluster_name, self.core.act_event(created_event))
             created: dict[str, Any] = await call(stubs.create_raycluster, request, IO.STEP)
         except (ActivityError, SubmitCommandError, ValueError) as error:
             self.core.record(
@@ -164,7 +165,7 @@ class InitializingSteps(RayJobPart):
                 )
             )
             raise
-        self.core.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name))
+        self.core.acted(created_event, request.event)
         attempt.cluster_created = True
         attempt.cluster_spec = self.core.job.spec.ray_cluster_spec
         self.core.set_cluster_status(created)
@@ -248,6 +249,7 @@ class InitializingSteps(RayJobPart):
     async def _create_submitter(self) -> None:
         attempt = self.core.state.attempt
         job_name = self.core.name
+        created_event = rayjob_event(EventReason.CREATED_RAYJOB_SUBMITTER, self.core.namespace, job_name)
         try:
             manifest = submitter_job_manifest(
                 job_for_attempt(self.core.state),
@@ -257,7 +259,10 @@ class InitializingSteps(RayJobPart):
                 gates=self.core.config.feature_gates,
             )
             request = CreateObject(
-                body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
+                body=manifest,
+                ownership=self.core.ownership(),
+                owner=self.core.owner_reference(),
+                event=self.core.act_event(created_event),
             )
             created: dict[str, Any] = await call(stubs.create_job, request, IO.STEP)
         except (ActivityError, SubmitCommandError) as error:
@@ -270,7 +275,7 @@ class InitializingSteps(RayJobPart):
                 )
             )
             raise
-        self.core.record(rayjob_event(EventReason.CREATED_RAYJOB_SUBMITTER, self.core.namespace, job_name))
+        self.core.acted(created_event, request.event)
         attempt.submitter_created = True
         attempt.submitter_view = job_view(created)
         attempt.submitter = k8s_job_submitter_state(created.get("status"))

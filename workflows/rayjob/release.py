@@ -110,10 +110,12 @@ class ReleaseSteps(RayJobPart):
 
     async def _delete_cluster(self, cluster_name: str) -> dict[str, Any]:
         """Asks for the RayCluster's deletion; returns its view afterwards (GONE once it is)."""
+        deleted_event = rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
+        # Posted by the delete itself (patch rayjob-events-with-acts), also when the read below fails: the
+        # deletion was asked for. The `events` query keeps it only once the read succeeded, as before.
+        request = DeleteObject(self.core.namespace, cluster_name, event=self.core.act_event(deleted_event))
         try:
-            deleted = await call(
-                stubs.delete_raycluster, DeleteObject(self.core.namespace, cluster_name), IO.STEP
-            )
+            deleted = await call(stubs.delete_raycluster, request, IO.STEP)
             remaining = (
                 await call(stubs.get_raycluster, ObjectKey(self.core.namespace, cluster_name), IO.STEP)
                 if deleted
@@ -130,13 +132,16 @@ class ReleaseSteps(RayJobPart):
             )
             raise
         if deleted:
-            self.core.record(rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name))
+            self.core.acted(deleted_event, request.event)
         return raycluster_view(remaining) if remaining is not None else GONE
 
     async def _delete_submitter(self) -> dict[str, Any]:
         job_name = submitter_job_name(self.core.name)
+        deleted_event = rayjob_event(EventReason.DELETED_RAYJOB_SUBMITTER, self.core.namespace, job_name)
+        # As the cluster's above: posted by the delete, kept for the query once the read succeeded.
+        request = DeleteObject(self.core.namespace, job_name, event=self.core.act_event(deleted_event))
         try:
-            deleted = await call(stubs.delete_job, DeleteObject(self.core.namespace, job_name), IO.STEP)
+            deleted = await call(stubs.delete_job, request, IO.STEP)
             remaining = (
                 await call(stubs.get_job, ObjectKey(self.core.namespace, job_name), IO.STEP)
                 if deleted
@@ -153,7 +158,5 @@ class ReleaseSteps(RayJobPart):
             )
             raise
         if deleted:
-            self.core.record(
-                rayjob_event(EventReason.DELETED_RAYJOB_SUBMITTER, self.core.namespace, job_name)
-            )
+            self.core.acted(deleted_event, request.event)
         return job_view(remaining) if remaining is not None else GONE

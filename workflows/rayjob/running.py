@@ -111,8 +111,12 @@ class RunningSteps(RayJobPart):
             workflow_id=self.core.state.workflow_id,
         )
         service_name = manifest["metadata"]["name"]
+        created_event = rayjob_event(EventReason.CREATED_SERVICE, self.core.namespace, service_name)
         request = CreateObject(
-            body=manifest, ownership=self.core.ownership(), owner=self.core.owner_reference()
+            body=manifest,
+            ownership=self.core.ownership(),
+            owner=self.core.owner_reference(),
+            event=self.core.act_event(created_event),
         )
         try:
             await call(stubs.create_service, request, IO.STEP)
@@ -122,7 +126,7 @@ class RunningSteps(RayJobPart):
                 rayjob_event(EventReason.FAILED_TO_CREATE_SERVICE, self.core.namespace, service_name, message)
             )
             raise
-        self.core.record(rayjob_event(EventReason.CREATED_SERVICE, self.core.namespace, service_name))
+        self.core.acted(created_event, request.event)
         self.core.state.attempt.head_service_created = True
 
     async def _submit(self) -> None:
@@ -369,5 +373,7 @@ class RunningSteps(RayJobPart):
                 rayjob_event(EventReason.RAYCLUSTER_NOT_FOUND, self.core.namespace, cluster_name)
             )
             return
-        await call(stubs.create_raycluster, self.core.cluster_create_request(cluster_name), IO.STEP)
-        self.core.record(rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name))
+        created_event = rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name)
+        request = self.core.cluster_create_request(cluster_name, self.core.act_event(created_event))
+        await call(stubs.create_raycluster, request, IO.STEP)
+        self.core.acted(created_event, request.event)

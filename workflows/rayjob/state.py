@@ -129,6 +129,9 @@ class RayJobState:
     k8s_views: dict[str, ObservedObject] = field(default_factory=dict)
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
+    # Patch rayjob-events-with-acts: the Event of a successful create or delete is posted by the act's own
+    # activity (`RayJobCore.act_event`) instead of a record_event local activity of its own.
+    events_with_acts: bool = False
     published_phase: str | None = None
     # For a raypilot.io object (patch rayjob-job-status-memo): jobStatus goes to the memo on each change.
     publishes_job_status: bool = False
@@ -154,5 +157,9 @@ class RayJobState:
         """Keeps the event for the `events` query; returns its sequence number (part of its Kubernetes
         name, so a retried recording finds the Event instead of adding a second one)."""
         self.event_sequence += 1
-        self.events.append(EventRecord(now, event.type, event.reason.value, event.message))
+        self.keep_event(event, now)
         return self.event_sequence
+
+    def keep_event(self, event: RayJobEvent, now: datetime) -> None:
+        """Keeps for the `events` query an event numbered already (`event_sequence`): one an act posted."""
+        self.events.append(EventRecord(now, event.type, event.reason.value, event.message))

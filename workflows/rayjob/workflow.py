@@ -37,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from models.validation import validate_rayjob, validate_rayjob_status, validate_update
     from wire import stubs
     from wire.admission import ADMISSION_SIGNAL
-    from wire.kubernetes import EarlierRun, EarlierRuns
+    from wire.kubernetes import EarlierRun, EarlierRuns, RunStart
     from wire.kubernetes_observer import KUBE_OBSERVED_SIGNAL, ObservedObject, is_newer_object_view
     from wire.observer import OBSERVED_SIGNAL, ObservedJob, is_newer_view
     from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
@@ -53,6 +53,18 @@ from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
 from workflows.rayjob.leftovers import LEFTOVER_PATCH
+from workflows.rayjob.patches import (
+    ADOPTION_PATCH,
+    BASELINES,
+    EARLIER_RUN_PATCH,
+    EVENTS_WITH_ACTS_PATCH,
+    JOB_OBSERVER_PATCH,
+    JOB_STATUS_MEMO_PATCH,
+    K8S_OBSERVER_PATCH,
+    ONE_START_READ_PATCH,
+    ORDERED_JOB_VIEWS_PATCH,
+    OUTCOME_MEMO_PATCH,
+)
 from workflows.rayjob.release import ReleaseSteps
 from workflows.rayjob.retries import RETRY_POLICY_PATCH
 from workflows.rayjob.running import RunningSteps
@@ -61,46 +73,6 @@ from workflows.rayjob.state import RayJobState
 VALIDATION_FAILED = "ValidationFailed"
 DELETING = "RayJobDeleting"
 FINISHED = "RayJobFinished"
-# Patches (workflow.patched), both asked when a run starts: runs started before them replay without these
-# commands (and complete without the memo, which counts as holding their object).
-# A completed run records in its memo whether it still holds the RayJob object (finished) or not (deleted).
-OUTCOME_MEMO_PATCH = "rayjob-outcome-memo"
-# A run first asks whether the newest earlier run of its id holds a finished RayJob; then it takes that over.
-EARLIER_RUN_PATCH = "rayjob-earlier-run-check"
-# The Ray job's status comes from the cluster observer (signal `observed`) when the worker's configuration
-# says so, instead of a polling wait activity; and an overdue deadline judged on the Ray job's state takes one
-# fresh look at the job first.
-JOB_OBSERVER_PATCH = "rayjob-job-observer"
-# A RayJob adopted from KubeRay (`raypilot.io/adopted-rayjob` on the manifest) continues on what KubeRay left.
-# Asked only for such a manifest, which no run before the patch had, so every other history is unchanged.
-ADOPTION_PATCH = "rayjob-adoption"
-# A run that stands for a raypilot.io object publishes its jobStatus in its memo on each change, for the
-# controller's status write-back. Asked only for such a manifest: the histories of other runs are unchanged.
-JOB_STATUS_MEMO_PATCH = "rayjob-job-status-memo"
-# An observed view replaces the job's answer only if it is newer than what that answer accounts for: a view
-# held while a direct look answered never overrides the look (a stale not_found failed a finished K8sJobMode
-# RayJob whose submitter was done).
-ORDERED_JOB_VIEWS_PATCH = "rayjob-ordered-job-views"
-# The RayCluster in Initializing and the submitter Job / head Pod while running come from the namespace's
-# Kubernetes observer (signal `k8s_observed`) under the same switch, instead of a wait activity each.
-K8S_OBSERVER_PATCH = "rayjob-k8s-observer"
-# Every patch above, folded into one (workflows/kit/patches.py): a new run asks only this one (2 history
-# events instead of up to 20); a run recorded before it replays through the individual patches.
-BASELINE_PATCH = "rayjob-baseline-2026-11"
-FOLDED_PATCHES = frozenset(
-    {
-        OUTCOME_MEMO_PATCH,
-        EARLIER_RUN_PATCH,
-        LEFTOVER_PATCH,
-        RETRY_POLICY_PATCH,
-        ADMISSION_PATCH,
-        JOB_OBSERVER_PATCH,
-        ADOPTION_PATCH,
-        JOB_STATUS_MEMO_PATCH,
-        ORDERED_JOB_VIEWS_PATCH,
-        K8S_OBSERVER_PATCH,
-    }
-)
 
 
 def _parse(manifest: Any) -> RayJob:
@@ -151,8 +123,10 @@ class RayJobWorkflow:
     async def run(self, manifest: Any) -> dict[str, Any]:
         # All asked before any command: on replay, a patch first asked right after a local activity's result
         # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
-        patches = PatchSet(BASELINE_PATCH, FOLDED_PATCHES)
+        patches = PatchSet(*BASELINES)
         checks_earlier_run = patches.has(EARLIER_RUN_PATCH)
+        one_start_read = checks_earlier_run and patches.has(ONE_START_READ_PATCH)
+        self.core.state.events_with_acts = patches.has(EVENTS_WITH_ACTS_PATCH)
         records_outcome = patches.has(OUTCOME_MEMO_PATCH)
         self.core.state.reports_leftovers = patches.has(LEFTOVER_PATCH)
         follows_retry_policy = patches.has(RETRY_POLICY_PATCH)
@@ -166,11 +140,16 @@ class RayJobWorkflow:
         ) == RAYPILOT_API_VERSION and patches.has(JOB_STATUS_MEMO_PATCH)
         self.core.state.orders_job_views = patches.has(ORDERED_JOB_VIEWS_PATCH)
         k8s_observer = patches.has(K8S_OBSERVER_PATCH)
-        self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
+        start: RunStart | None = None
+        if one_start_read and self._acceptable_to_some_configuration():
+            start = await self._read_run_start()
+            self.core.state.config = start.config
+        else:
+            self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
         self.core.state.observes = job_observer and self.core.state.config.job_observer
         self.core.state.fresh_look_before_judging = job_observer
         self.core.state.k8s_observes = k8s_observer and self.core.state.config.job_observer
-        error = self._invalid or self._validation_error(self.core.job)
+        error = self._invalid or self._validation_error(self.core.job, self._gates())
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
             raise error
@@ -178,7 +157,7 @@ class RayJobWorkflow:
             self.core.state.retry_policy = parse_retry_policy(self.core.job)
         inherited_from = ""
         if checks_earlier_run:
-            earlier = await self._latest_earlier_run()
+            earlier = start.earlier if start is not None else await self._latest_earlier_run()
             if earlier is not None and inherits_object(earlier):
                 self._inherit(earlier)
                 inherited_from = earlier.run_id
@@ -200,6 +179,28 @@ class RayJobWorkflow:
             )
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.status_json()
+
+    def _acceptable_to_some_configuration(self) -> bool:
+        """Whether the manifest passes validation with every feature gate on, the most any operator
+        configuration allows (a gate only lifts a rejection). Only such a run reads its configuration and
+        earlier run together: a manifest no configuration accepts reads the configuration alone and fails at
+        once, looking at nothing else, as before the combined read. (One accepted here but not under the
+        worker's gates looked at its earlier runs for nothing; had a gate ever made validation stricter, a
+        run the other way round would read its earlier run apart, as before.)"""
+        every_gate_on = FeatureGates.every_gate_on()
+        return self._invalid is None and self._validation_error(self.core.job, every_gate_on) is None
+
+    async def _read_run_start(self) -> RunStart:
+        """The operator configuration and the newest earlier run of this id, read by one local activity (each
+        is a billable marker). When Temporal cannot tell the earlier runs now, the configuration alone (as
+        runs before patch rayjob-one-start-read read it) and no earlier run: the RayJob runs."""
+        info = workflow.info()
+        try:
+            return await call(stubs.read_run_start, EarlierRuns(info.workflow_id, info.run_id), IO.STEP)
+        except ActivityError as error:
+            workflow.logger.warning("earlier runs of %s unknown: %s", info.workflow_id, error.cause)
+        config = await call_without_input(stubs.read_operator_config, IO.STEP)
+        return RunStart(config=config, earlier=None)
 
     async def _latest_earlier_run(self) -> EarlierRun | None:
         """The newest earlier run of this id; None when there is none or Temporal cannot tell now (then the
@@ -274,8 +275,8 @@ class RayJobWorkflow:
     def _gates(self) -> FeatureGates:
         return self.core.state.config.feature_gates if self.core.state.config is not None else FeatureGates()
 
-    def _validation_error(self, job: RayJob) -> ApplicationError | None:
-        message = validate_rayjob(job, self._gates()) or raypilot_annotation_problem(job)
+    def _validation_error(self, job: RayJob, gates: FeatureGates) -> ApplicationError | None:
+        message = validate_rayjob(job, gates) or raypilot_annotation_problem(job)
         if message is None:
             return None
         return ApplicationError(message, type=VALIDATION_FAILED, non_retryable=True)

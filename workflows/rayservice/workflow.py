@@ -94,7 +94,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.kit.calls import IO, call_without_input
 from workflows.kit.metrics import rayservice_status_changed
-from workflows.kit.patches import PatchSet
+from workflows.kit.patches import Baseline, PatchSet
 
 __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
@@ -134,7 +134,7 @@ class RayServiceWorkflow:
 
     @workflow.run
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
-        patches = PatchSet(BASELINE_PATCH, FOLDED_PATCHES)
+        patches = PatchSet(Baseline(BASELINE_PATCH, FOLDED_PATCHES))
         honest_none_strategy = patches.has(NONE_NOT_APPLIED_PATCH)
         keeps_active_config = patches.has(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
         rollout_plan = patches.has(ROLLOUT_PLAN_PATCH)

@@ -1,0 +1,92 @@
+"""An act's Kubernetes Event posted by the act's own activity (`event` on CreateObject / DeleteObject),
+against the sandbox's API server: once per act whatever its retries, only when the act succeeded, and never
+failing the act when the Event cannot be posted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.kubernetes import RayClusterActivities, ServiceActivities
+from activities.registry import ActivityDependencies
+from sandbox.testing import SandboxThread, raycluster_manifest
+from tests.activities.conftest import set_faults
+from wire.kubernetes import CreateObject, DeleteObject, InvolvedObject, Ownership, RecordEvent
+
+pytestmark = pytest.mark.timeout(60)
+
+OWNER = Ownership(kind="RayJob", name="job", workflow_id="rayjob/ns/job", rayjob_uid="run-1")
+
+
+def run(fn: Any, arg: Any) -> Any:
+    return ActivityEnvironment().run(fn, arg)
+
+
+def act_event(namespace: str, sequence: int, reason: str, message: str) -> RecordEvent:
+    involved = InvolvedObject(kind="RayJob", name="job", namespace=namespace, api_version="ray.io/v1")
+    return RecordEvent(involved=involved, event_id=f"run-1-{sequence}", reason=reason, message=message)
+
+
+def events_of(core_api: client.CoreV1Api, namespace: str) -> list[tuple[str, str, str]]:
+    events = core_api.list_namespaced_event(namespace).items
+    return sorted((event.metadata.name, event.reason, event.message) for event in events)
+
+
+def test_a_create_posts_its_event_once_however_often_it_runs(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    event = act_event(namespace, 1, "CreatedRayCluster", "Created RayCluster job-abcde")
+    request = CreateObject(raycluster_manifest("job-abcde", namespace, workers=0), OWNER, event=event)
+    first = run(RayClusterActivities(deps).create_raycluster, request)
+    # A retried act (its first attempt's result lost) finds the cluster and the Event of the first attempt.
+    again = run(RayClusterActivities(deps).create_raycluster, request)
+    assert again["metadata"]["uid"] == first["metadata"]["uid"]
+    assert events_of(core_api, namespace) == [
+        ("job.run-1-1", "CreatedRayCluster", "Created RayCluster job-abcde")
+    ]
+
+
+def test_a_delete_posts_its_event_only_when_it_deleted_the_object(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    clusters = RayClusterActivities(deps)
+    run(clusters.create_raycluster, CreateObject(raycluster_manifest("job-abcde", namespace, workers=0)))
+    deleted = act_event(namespace, 2, "DeletedRayCluster", "Deleted RayCluster job-abcde")
+    assert run(clusters.delete_raycluster, DeleteObject(namespace, "job-abcde", event=deleted)) is True
+    gone = act_event(namespace, 3, "DeletedRayCluster", "Deleted RayCluster job-abcde")
+    assert run(clusters.delete_raycluster, DeleteObject(namespace, "job-abcde", event=gone)) is False
+    assert events_of(core_api, namespace) == [
+        ("job.run-1-2", "DeletedRayCluster", "Deleted RayCluster job-abcde")
+    ]
+
+
+def test_a_failed_act_posts_no_event(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    body = {"metadata": {"name": "Not_A_Name", "namespace": namespace}, "spec": {"ports": [{"port": 80}]}}
+    event = act_event(namespace, 1, "CreatedService", "Created service Not_A_Name")
+    with pytest.raises(ApplicationError):
+        run(ServiceActivities(deps).create_service, CreateObject(body, event=event))
+    assert events_of(core_api, namespace) == []
+
+
+def test_an_event_that_cannot_be_posted_never_fails_the_act(
+    deps: ActivityDependencies,
+    namespace: str,
+    core_api: client.CoreV1Api,
+    cluster: SandboxThread,
+    faults: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    set_faults(cluster, [{"verbs": ["create"], "resources": ["events"], "status": 403}])
+    body = {"metadata": {"name": "job-head-svc", "namespace": namespace}, "spec": {"ports": [{"port": 80}]}}
+    event = act_event(namespace, 1, "CreatedService", "Created service job-head-svc")
+    created = run(ServiceActivities(deps).create_service, CreateObject(body, OWNER, event=event))
+    assert created["metadata"]["name"] == "job-head-svc"
+    assert "could not record event CreatedService" in caplog.text
+    set_faults(cluster, [])
+    assert events_of(core_api, namespace) == []
