@@ -26,7 +26,7 @@ from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from raypilot.tracing import shutdown_tracing, worker_interceptors
-from raypilot.workflow_sandbox import workflow_runner
+from raypilot.workflow_sandbox import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
 from wire.observer import observer_shards_from_env
 from workflows.registry import WORKFLOWS
 
@@ -39,12 +39,6 @@ GRACEFUL_SHUTDOWN = timedelta(seconds=30)
 # heartbeat timeout (24 s for the waits' 30 s); capping that at 2 s lets handlers act within seconds.
 # Heartbeats are RPCs, not history events, so this costs no Temporal actions.
 MAX_HEARTBEAT_THROTTLE = timedelta(seconds=2)
-# Workflow tasks run one at a time under the GIL: a worker that takes more than it can finish within the
-# 10 s workflow task timeout times them out, and the server retries those with a growing backoff while the
-# worker idles (P7 at 10,000 RayJobs with the SDK's default of 100). Twenty tasks of ~40 ms each are at most
-# ~1 s of queueing inside the worker; the rest wait on the server, where no timeout runs. Several workers on
-# the task queue share the load.
-MAX_CONCURRENT_WORKFLOW_TASKS = 20
 
 
 async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:

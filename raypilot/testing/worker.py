@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 
-from raypilot.workflow_sandbox import workflow_runner
+from raypilot.workflow_sandbox import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
 
 
 @asynccontextmanager
@@ -46,6 +46,7 @@ async def running_worker(
             task_queue=queue,
             workflows=list(workflows),
             workflow_runner=workflow_runner(*passed_through),
+            max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
             activities=list(activities),
             activity_executor=executor,
             interceptors=list(interceptors),
