@@ -58,6 +58,11 @@ def _manifests(namespace: str, copies: int, entrypoint: str) -> list[dict[str, A
     ]
 
 
+def _why(result: dict[str, Any]) -> dict[str, Any]:
+    """What says why a RayJob did not succeed (pytest cuts a whole status short)."""
+    return {key: result.get(key) for key in ("rayClusterName", "reason", "message", "rayJobInfo")}
+
+
 def _followed_requests(cluster: Any, namespace: str) -> Counter[str]:
     """The list and watch requests of the followed kinds (all namespaces: only this test's run here)."""
     counted = Counter(cluster.sandbox.api.requests)
@@ -99,7 +104,7 @@ async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(
         ]
 
     for result in results:
-        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), _why(result)
     assert observers == [kube_observer_workflow_id(task_queue, namespace)]
     # Six RayJobs, each with its own RayCluster (three with a submitter to watch): the watches and lists of
     # the followed kinds are the observer's few, not one per RayJob and wait.
@@ -136,4 +141,4 @@ async def test_a_worker_restart_loses_no_kubernetes_change(sandbox_and_client: t
         results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 150)
 
     for result in results:
-        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), _why(result)
