@@ -18,6 +18,7 @@ $(STAMP): requirements.lock pyproject.toml
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy $(PACKAGES)

@@ -145,7 +145,6 @@ async def fetch_serve_details(client: DashboardClient) -> dict[str, Any]:
         raise client.error(response, f"{what}: not ServeInstanceDetails") from None
 
 
-
 async def post_job(client: DashboardClient, body: dict[str, Any], what: str) -> dict[str, Any] | None:
     """POST /api/jobs/: the dashboard's answer, or None when the submission id exists already. Ray answers a
     duplicate with a 500 (apis-and-peers A.5); raypilot's ids are deterministic, so an existing one is an
@@ -159,6 +158,7 @@ async def post_job(client: DashboardClient, body: dict[str, Any], what: str) -> 
     if not response.is_success:
         raise client.error(response, what)
     return json_object(response)
+
 
 class DashboardActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:

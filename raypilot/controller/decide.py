@@ -99,6 +99,7 @@ def _deletion_action(obj: ObjectView, run: RunView | None) -> Action:
 
 # ---- status write-back -------------------------------------------------------------------------------------
 
+
 def printer_column_values(kind: str, status: dict[str, Any]) -> tuple[Any, ...]:
     """What `kubectl get` shows of the status: the value at each `.status...` printer column of the CRD
     (models.crd.PRINTER_COLUMNS; a RayJob: job status, deployment status, cluster, start and end time; a

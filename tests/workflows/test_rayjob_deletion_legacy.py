@@ -152,7 +152,6 @@ async def test_shutdown_deletes_the_rayjob_itself_when_the_operator_says_so(
     assert_effect(world, P.DELETE_SELF, result["rayClusterName"])
 
 
-
 @pytest.mark.parametrize(
     "strategy",
     [

@@ -302,7 +302,6 @@ async def test_delete_stops_the_ray_job_and_deletes_what_the_workflow_created(
     assert deleted["jobDeploymentStatus"] == result["jobDeploymentStatus"] == "Running"
 
 
-
 async def test_cluster_selector_uses_the_named_cluster_and_never_touches_it(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:

@@ -36,9 +36,7 @@ from workflows.observer.loop import ObserverActivity, keep_observing
 @workflow.defn(name=KUBE_OBSERVER_WORKFLOW)
 class KubernetesObserverWorkflow:
     @workflow.init
-    def __init__(
-        self, namespace: str, book: ObjectWatchBook | None = None, packed_watches: str = ""
-    ) -> None:
+    def __init__(self, namespace: str, book: ObjectWatchBook | None = None, packed_watches: str = "") -> None:
         # A run continued as new gets the watches packed (`book` is what runs before packing passed on).
         if packed_watches:
             book = ObjectWatchBook.of(unpack(packed_watches, dict[str, ObjectWatch]))

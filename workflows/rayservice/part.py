@@ -16,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.state import RayServiceState
     from workflows.rayservice.world import RayServiceWorld
 
+
 class Commit(Protocol):
     """Persists the status, records the events, upserts the phase and shows `upgrade_line` in the Web UI."""
 

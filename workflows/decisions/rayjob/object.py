@@ -136,4 +136,3 @@ def apply_decision(latest: RunState | None, outcome: str | None) -> ApplyDecisio
     if latest == RunState.COMPLETED:
         return ApplyDecision(unchanged=False, reuse_policy=ReusePolicy.ALLOW_DUPLICATE)
     return ApplyDecision(unchanged=False, reuse_policy=ReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY)
-
