@@ -67,13 +67,8 @@ async def ours(stack: Stack, count: int) -> tuple[float, tuple[int, int]]:
 
 
 async def bare(client: Client, count: int, activities: int, local_activities: int) -> float:
-    # Its workflow module passed through the sandbox as raypilot's own are (the same worker settings).
     async with running_worker(
-        client,
-        activities=[noop],
-        workflows=[BareLifecycle],
-        replay_every_task=False,
-        passed_through=["bench"],
+        client, activities=[noop], workflows=[BareLifecycle], replay_every_task=False
     ) as queue:
         starts = [
             client.start_workflow(

@@ -10,8 +10,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 # events replayed in 154 ms, 41 ms passed through), paid again for every task of an evicted workflow. What
 # the sandbox checked at run time in them (no clock, randomness or environment) is held by the replay tests
 # of every workflow type's committed histories, which keep the full sandbox (raypilot/testing/replay.py),
-# and by a static scan (tests/unit/test_workflow_code_determinism.py). The tests' workers run workflows as
-# raypilot/worker.py does (raypilot/testing/worker.py).
+# and by a static scan (tests/unit/test_workflow_code_determinism.py). The tests' workers keep the full
+# sandbox too (raypilot/testing/worker.py).
 OWN_PACKAGES = ("workflows", "models", "wire")
 
 # Workflow tasks run one at a time under the GIL: a worker that takes more than it can finish within the

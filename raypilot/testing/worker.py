@@ -12,6 +12,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from raypilot.workflow_sandbox import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
 
@@ -25,15 +26,14 @@ async def running_worker(
     task_queue: str | None = None,
     replay_every_task: bool = True,
     interceptors: Sequence[Interceptor] = (),
-    passed_through: Sequence[str] = (),
+    passed_through: Sequence[str] | None = None,
 ) -> AsyncIterator[str]:
     """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
 
     `replay_every_task` disables the workflow cache so every workflow task replays the whole history:
     a nondeterministic workflow then fails the test at once instead of in production. The workflows run in
-    the worker's own sandbox (raypilot's packages passed through, as raypilot/worker.py runs them); the
-    replay tests of the committed histories keep the full sandbox (raypilot/testing/replay.py).
-    `passed_through` names more packages of workflow code to pass through (the bench's reference workflows).
+    Temporal's full sandbox, which checks every run at run time. `passed_through` runs them as
+    raypilot/worker.py does instead: raypilot's packages passed through, and these too (the bench's own).
     """
     if workflows is None:
         from workflows.registry import WORKFLOWS
@@ -45,7 +45,9 @@ async def running_worker(
             client,
             task_queue=queue,
             workflows=list(workflows),
-            workflow_runner=workflow_runner(*passed_through),
+            workflow_runner=(
+                SandboxedWorkflowRunner() if passed_through is None else workflow_runner(*passed_through)
+            ),
             max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
             activities=list(activities),
             activity_executor=executor,
