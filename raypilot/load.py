@@ -91,7 +91,10 @@ class SteadyLoad:
         except httpx.HTTPError as error:
             return sample(FAILED, f"{type(error).__name__}: {error}")
         if response.status_code != 200:
-            return sample(FAILED, f"HTTP {response.status_code}")
+            # The start of the body says who answered (a gateway without a route, or Serve without the app).
+            said = response.text[:80]
+            status = f"HTTP {response.status_code}"
+            return sample(FAILED, f"{status} {said!r}" if said else status)
         try:
             version = response.json()["version"]
         except (ValueError, KeyError, TypeError):

@@ -143,7 +143,8 @@ async def eventually(
             if await probe():
                 return
         except RPCError as error:
-            if error.status != RPCStatusCode.DEADLINE_EXCEEDED:
+            # DEADLINE_EXCEEDED: the server's query deadline; CANCELLED "Timeout expired": the client's own.
+            if error.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
                 raise
         await env.sleep(step)
     raise AssertionError(f"condition not reached within {max_steps} steps of {step}")
