@@ -10,8 +10,10 @@ error paths and at import."""
 from __future__ import annotations
 
 import ast
+import builtins
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["serialize_ast_parsing"]
@@ -20,15 +22,26 @@ _LOCK = threading.RLock()
 
 
 def serialize_ast_parsing() -> None:
-    """Makes `ast.parse` take a process-wide lock (once; a no-op from Python 3.13, whose AST constructor keeps
-    that depth per call)."""
+    """Makes `ast.parse`, and `compile` of an AST object, take a process-wide lock (once; a no-op from
+    Python 3.13, whose AST constructor keeps that depth per call)."""
     if sys.version_info >= (3, 13) or getattr(ast.parse, "_raypilot_serialized", False):
         return
     unguarded = ast.parse
+    unguarded_compile: Callable[..., Any] = builtins.compile
 
     def parse(*args: Any, **kwargs: Any) -> Any:
         with _LOCK:
             return unguarded(*args, **kwargs)
 
+    def compile_(source: Any, *args: Any, **kwargs: Any) -> Any:
+        # compile() of an AST object converts it with the same interpreter-wide depth (pytest's assertion
+        # rewriting does, on whatever thread imports a test helper: seen failing a sandboxed workflow's
+        # import in a full run); compiling source text builds no Python AST objects and stays unguarded.
+        if isinstance(source, ast.AST):
+            with _LOCK:
+                return unguarded_compile(source, *args, **kwargs)
+        return unguarded_compile(source, *args, **kwargs)
+
     parse._raypilot_serialized = True  # type: ignore[attr-defined]
     ast.parse = parse
+    builtins.compile = compile_
