@@ -53,7 +53,6 @@ from bench.reference_workflows import KubeRayTickLoop, observe
 from bench.suite import BenchContext
 from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
-from raypilot.testing.binaries import temporal_test_server
 from raypilot.testing.kubernetes_observer_world import FakeKubernetesObserver
 from raypilot.testing.observer_world import FakeObserver
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
@@ -67,6 +66,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
 from raypilot.worker import MAX_HEARTBEAT_THROTTLE
 from sandbox.testing import wait_until
@@ -128,9 +128,7 @@ def cost_of(
 
 
 async def time_skipping() -> WorkflowEnvironment:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=temporal_test_server(), data_converter=pydantic_data_converter
-    )
+    env = await start_time_skipping_env(pydantic_data_converter)
     await ensure_search_attributes(env.client, env.client.namespace)
     return env
 

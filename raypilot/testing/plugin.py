@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -18,22 +17,15 @@ from temporalio.testing import WorkflowEnvironment
 
 from raypilot.converter import raypilot_data_converter
 from raypilot.search_attributes import ensure_search_attributes
-from raypilot.testing.binaries import temporal_cli, temporal_test_server
+from raypilot.testing.binaries import temporal_cli
+from raypilot.testing.time_skipping import SERVER_STARTUP_TIMEOUT, start_time_skipping_env
 from raypilot.testing.worker import running_worker
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
-
-# The SDK waits 5 s for a server to answer; a loaded machine (or several pytest-xdist workers starting at
-# once) needs longer, and a session fixture that failed to start errors every test that uses it.
-SERVER_STARTUP_TIMEOUT = timedelta(seconds=60)
 
 
 @pytest.fixture
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=temporal_test_server(),
-        data_converter=raypilot_data_converter,
-        test_server_startup_timeout=SERVER_STARTUP_TIMEOUT,
-    )
+    env = await start_time_skipping_env()
     try:
         await ensure_search_attributes(env.client, env.client.namespace)
         yield env

@@ -63,6 +63,18 @@ async def test_time_skipping_env_skips_days_and_knows_search_attributes(
     assert await time_skipping_env.get_current_time() - started >= timedelta(days=30)
 
 
+async def test_time_skipping_env_client_sends_no_keepalive_pings(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    """The test server closes a connection that pings more than once per 5 minutes while a slow `env.sleep`
+    holds it silent (raypilot/testing/time_skipping.py): the env's client is connected without pings, and
+    its sleeps still skip time."""
+    assert time_skipping_env.client.service_client.config.keep_alive_config is None
+    before = await time_skipping_env.get_current_time()
+    await time_skipping_env.sleep(timedelta(hours=1))
+    assert await time_skipping_env.get_current_time() - before >= timedelta(hours=1)
+
+
 async def test_replay_helper_accepts_the_same_code_and_rejects_a_change(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker, tmp_path: Path
 ) -> None:

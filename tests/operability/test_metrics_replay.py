@@ -13,7 +13,6 @@ from temporalio.worker import Replayer
 
 from raypilot.converter import raypilot_data_converter
 from raypilot.search_attributes import ensure_search_attributes
-from raypilot.testing.binaries import temporal_test_server
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
 from raypilot.testing.rayservice_scenarios import (
@@ -24,6 +23,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
 from wire import metrics as m
 from workflows.registry import WORKFLOWS
@@ -33,11 +33,7 @@ from workflows.registry import WORKFLOWS
 async def buffered() -> AsyncIterator[tuple[WorkflowEnvironment, MetricBuffer, Runtime]]:
     buffer = MetricBuffer(100_000)
     runtime = Runtime(telemetry=TelemetryConfig(metrics=buffer))
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=temporal_test_server(),
-        data_converter=raypilot_data_converter,
-        runtime=runtime,
-    )
+    env = await start_time_skipping_env(runtime=runtime)
     try:
         await ensure_search_attributes(env.client, env.client.namespace)
         yield env, buffer, runtime

@@ -29,7 +29,6 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
-from raypilot.testing.binaries import temporal_test_server
 from raypilot.testing.kubernetes_observer_world import FakeKubernetesObserver
 from raypilot.testing.observer_world import FakeObserver
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, shared_cluster, start
@@ -45,6 +44,7 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.replay import save_history
+from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
 from sandbox.testing import wait_until
 from tests.workflows.fakes_drain import DrainingWorld
@@ -677,9 +677,7 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 async def record(name: str) -> Path:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=temporal_test_server(), data_converter=pydantic_data_converter
-    )
+    env = await start_time_skipping_env(pydantic_data_converter)
     try:
         await ensure_search_attributes(env.client, env.client.namespace)
         handle = await SCENARIOS[name](env)
