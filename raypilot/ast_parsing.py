@@ -22,8 +22,8 @@ _LOCK = threading.RLock()
 
 
 def serialize_ast_parsing() -> None:
-    """Makes `ast.parse`, and `compile` of an AST object, take a process-wide lock (once; a no-op from
-    Python 3.13, whose AST constructor keeps that depth per call)."""
+    """Makes `ast.parse`, and `compile` of an AST object or to an AST, take a process-wide lock (once; a
+    no-op from Python 3.13, whose AST constructor keeps that depth per call)."""
     if sys.version_info >= (3, 13) or getattr(ast.parse, "_raypilot_serialized", False):
         return
     unguarded = ast.parse
@@ -36,8 +36,11 @@ def serialize_ast_parsing() -> None:
     def compile_(source: Any, *args: Any, **kwargs: Any) -> Any:
         # compile() of an AST object converts it with the same interpreter-wide depth (pytest's assertion
         # rewriting does, on whatever thread imports a test helper: seen failing a sandboxed workflow's
-        # import in a full run); compiling source text builds no Python AST objects and stays unguarded.
-        if isinstance(source, ast.AST):
+        # import in a full run), and so does compile() with PyCF_ONLY_AST, which is ast.parse without its
+        # name (a module copy of `ast` inside the workflow sandbox calls it so: seen failing the same import
+        # after the AST-object guard). Compiling source text to code builds no Python AST objects.
+        flags = args[2] if len(args) > 2 else kwargs.get("flags", 0)
+        if isinstance(source, ast.AST) or flags & ast.PyCF_ONLY_AST:
             with _LOCK:
                 return unguarded_compile(source, *args, **kwargs)
         return unguarded_compile(source, *args, **kwargs)

@@ -7,10 +7,22 @@ server's gRPC layer allows a ping only every 5 minutes while nothing is sent, an
 ~90 s it closes the connection, failing every call on it ("h2 protocol error" / "transport error").
 Measured: a sleep held for 150 s by a time-skipping lock fails after 90 s with the pings and returns after
 150 s without them.
+
+The test server also rejects a workflow task in one race that the real server handles: the task cancels an
+activity that completed while the task ran. The real server accepts the cancellation (it finds the buffered
+completion); the test server fails the task with "ACTIVITY_UNKNOWN for scheduledEventId=N", after which that
+workflow's task never times out and never runs again, and the server's clock only moves at wall-clock speed.
+A test waiting on that workflow then hangs until its timeout. Reproduced in about one run in eight of a
+rollout-plan rollback test (its fake Serve wait completes as the rollback cancels it; the history ends with
+a started workflow task and nothing after it, even after 2,000 s of skipped time). `TestServerDefectWatch`
+reads the worker's warning about that rejection; the pytest plugin then fails such a test fast and runs it
+again (`raypilot.testing.plugin`), since what failed was the test server, not the code under test.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
@@ -18,7 +30,13 @@ from datetime import timedelta
 import temporalio.client
 import temporalio.service
 from temporalio.converter import DataConverter
-from temporalio.runtime import Runtime
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.converter import raypilot_data_converter
@@ -44,6 +62,81 @@ class WithoutKeepAlivePings(temporalio.client.Plugin):
         return await next(replace(config, keep_alive_config=None))
 
 
+# The worker's warning when the test server rejected a workflow task for cancelling a completed activity.
+TEST_SERVER_DEFECT_MARK = "ACTIVITY_UNKNOWN for scheduledEventId"
+# How long a test may go on after that rejection before its server is stopped (so that it fails at once
+# instead of at its timeout); a test that no longer needed the stuck workflow finishes well within it.
+DEFECT_GRACE_S = 20.0
+CORE_LOGGER = logging.getLogger("raypilot.testing.temporal_core")
+log = logging.getLogger(__name__)
+
+
+class TestServerDefectWatch(logging.Handler):
+    """Notices the test server's ACTIVITY_UNKNOWN rejection (above) while an environment is watched, and
+    stops that environment's server if the test has not finished `DEFECT_GRACE_S` later."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self._watched: tuple[WorkflowEnvironment, asyncio.AbstractEventLoop] | None = None
+        self._stopper: asyncio.Future[None] | None = None
+        self.seen = False
+        self.stopped_server = False
+
+    def watch(self, env: WorkflowEnvironment) -> None:
+        self._watched = (env, asyncio.get_running_loop())
+        self._stopper = None
+        self.seen = self.stopped_server = False
+
+    async def unwatch(self) -> None:
+        self._watched = None
+        if self._stopper is not None:
+            self._stopper.cancel()
+            await asyncio.gather(self._stopper, return_exceptions=True)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        watched = self._watched
+        if watched is None or TEST_SERVER_DEFECT_MARK not in record.getMessage():
+            return
+        env, loop = watched
+        loop.call_soon_threadsafe(self._noticed, env)
+
+    def _noticed(self, env: WorkflowEnvironment) -> None:
+        self.seen = True
+        if self._stopper is None and self._watched is not None:
+            self._stopper = asyncio.ensure_future(self._stop_after_grace(env))
+
+    async def _stop_after_grace(self, env: WorkflowEnvironment) -> None:
+        await asyncio.sleep(DEFECT_GRACE_S)
+        log.warning(
+            "the time-skipping test server rejected a valid workflow task (ACTIVITY_UNKNOWN); stopping it"
+        )
+        self.stopped_server = True
+        await env.shutdown()
+
+
+TEST_SERVER_DEFECT_WATCH = TestServerDefectWatch()
+CORE_LOGGER.addHandler(TEST_SERVER_DEFECT_WATCH)
+_runtime: Runtime | None = None
+
+
+def logging_runtime() -> Runtime:
+    """One SDK runtime for the tests' time-skipping servers: the default one, but with the SDK core's
+    warnings forwarded to Python logging (CORE_LOGGER), where `TestServerDefectWatch` reads them."""
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime(
+            telemetry=TelemetryConfig(
+                logging=LoggingConfig(
+                    filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
+                    forwarding=LogForwardingConfig(logger=CORE_LOGGER),
+                )
+            )
+        )
+    return _runtime
+
+
 async def start_time_skipping_env(
     data_converter: DataConverter = raypilot_data_converter, runtime: Runtime | None = None
 ) -> WorkflowEnvironment:
@@ -51,7 +144,7 @@ async def start_time_skipping_env(
     return await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=temporal_test_server(),
         data_converter=data_converter,
-        runtime=runtime,
+        runtime=runtime or logging_runtime(),
         plugins=[WithoutKeepAlivePings()],
         test_server_startup_timeout=SERVER_STARTUP_TIMEOUT,
     )

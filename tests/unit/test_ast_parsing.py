@@ -47,7 +47,7 @@ def test_parsing_from_many_threads_at_once_never_fails() -> None:
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 13), reason="the guard is off where the AST constructor is fixed")
-def test_compiling_an_ast_object_waits_for_the_lock_and_compiling_text_does_not() -> None:
+def test_compiling_an_ast_object_or_to_an_ast_waits_for_the_lock_and_compiling_text_does_not() -> None:
     """The race itself rarely shows in a test (8 threads compiling at once did not fail unguarded), so this
     holds the guard's lock and watches who waits for it."""
     serialize_ast_parsing()
@@ -56,10 +56,16 @@ def test_compiling_an_ast_object_waits_for_the_lock_and_compiling_text_does_not(
     with ast_parsing._LOCK:
         text = threading.Thread(target=lambda: (compile("y = 2", "<text>", "exec"), done.append("text")))
         objects = threading.Thread(target=lambda: (compile(tree, "<ast>", "exec"), done.append("ast")))
+        to_ast = threading.Thread(
+            target=lambda: (compile("z = 3", "<to-ast>", "exec", ast.PyCF_ONLY_AST), done.append("to-ast"))
+        )
         text.start()
         objects.start()
+        to_ast.start()
         text.join(timeout=5)
         objects.join(timeout=0.5)
-        assert done == ["text"]  # the AST object waits while another thread holds the lock
+        to_ast.join(timeout=0.5)
+        assert done == ["text"]  # an AST object, or source text to an AST, waits while the lock is held
     objects.join(timeout=5)
-    assert done == ["text", "ast"]
+    to_ast.join(timeout=5)
+    assert sorted(done) == ["ast", "text", "to-ast"]
