@@ -8,14 +8,16 @@ retry 409 conflicts on a fresh read and write only the spec and the metadata ray
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from kubernetes.client.exceptions import ApiException
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.errors import LEFTOVER_OF_EARLIER_RUN
+from activities.errors import LEFTOVER_OF_EARLIER_RUN, classify_status, retry_after_seconds
 from activities.kubernetes_client import KubeObjects, kubernetes_errors
 from activities.kubernetes_event_body import event_body
 from activities.kubernetes_resources import (
@@ -103,6 +105,22 @@ def with_spec(
     return updated
 
 
+# An act's Event: tries in all for a failure a retry may mend, and the first pause between them (doubling,
+# at most 2 s each, or the Retry-After the API server asked for).
+EVENT_POST_ATTEMPTS = 4
+EVENT_POST_BACKOFF_S = 0.2
+
+
+def _worth_retrying(error: Exception) -> bool:
+    status = error.status if isinstance(error, ApiException) else 0  # 0: no answer
+    return classify_status("kubernetes", status).retryable
+
+
+def _pause_before_retry(error: Exception, attempt: int) -> float:
+    asked = retry_after_seconds(error.headers, error.body) if isinstance(error, ApiException) else None
+    return min(asked if asked is not None else EVENT_POST_BACKOFF_S * 2 ** (attempt - 1), 2.0)
+
+
 class KubernetesActivityBase:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
@@ -158,15 +176,22 @@ class KubernetesActivityBase:
     def _post_act_event(self, event: RecordEvent | None) -> None:
         """Posts the Event the workflow sent with a successful act (CreatedRayCluster with the create), so
         that it costs no activity of its own: best effort, as KubeRay's recorder, so a failure is logged and
-        never fails the act, which is done. Its name is the workflow's deterministic one: a retried act finds
-        the Event its earlier attempt posted instead of adding a second one."""
+        never fails the act, which is done. A failure a retry may mend (5xx, 429, no answer) is tried again
+        a few times within the activity, as the Event's own activity was retried before. Its name is the
+        workflow's deterministic one: a retried act finds the Event its earlier attempt posted instead of
+        adding a second one."""
         if event is None:
             return
-        try:
-            self.kube.create(EVENT, event_body(event, datetime.now(UTC)))
-        except Exception as error:
-            # Whatever the API or the network raised: the act is done, and a missing Event the lesser harm.
-            activity.logger.warning("could not record event %s: %s", event.reason, error)
+        for attempt in range(1, EVENT_POST_ATTEMPTS + 1):
+            try:
+                self.kube.create(EVENT, event_body(event, datetime.now(UTC)))
+                return
+            except Exception as error:
+                # Whatever the API or the network raised: the act is done, a missing Event the lesser harm.
+                if attempt == EVENT_POST_ATTEMPTS or not _worth_retrying(error):
+                    activity.logger.warning("could not record event %s: %s", event.reason, error)
+                    return
+                time.sleep(_pause_before_retry(error, attempt))
 
     def _update_spec(
         self, resource: Resource, request: UpdateSpec, keep_fields: tuple[str, ...] = ()

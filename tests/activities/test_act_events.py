@@ -90,3 +90,28 @@ def test_an_event_that_cannot_be_posted_never_fails_the_act(
     assert "could not record event CreatedService" in caplog.text
     set_faults(cluster, [])
     assert events_of(core_api, namespace) == []
+
+
+def test_an_event_the_api_failed_to_take_for_a_moment_is_posted_after_all(
+    deps: ActivityDependencies,
+    namespace: str,
+    core_api: client.CoreV1Api,
+    cluster: SandboxThread,
+    faults: Any,
+) -> None:
+    """A 500 and a 429 on the Event's POST (the reliability suite's faulty API lost an Event this way) are
+    tried again within the act's activity; the act is not repeated."""
+    set_faults(
+        cluster,
+        [
+            {"verbs": ["create"], "resources": ["events"], "status": 500, "times": 1},
+            {"verbs": ["create"], "resources": ["events"], "status": 429, "retryAfterSeconds": 0, "times": 1},
+        ],
+    )
+    body = {"metadata": {"name": "job-head-svc", "namespace": namespace}, "spec": {"ports": [{"port": 80}]}}
+    event = act_event(namespace, 1, "CreatedService", "Created service job-head-svc")
+    run(ServiceActivities(deps).create_service, CreateObject(body, OWNER, event=event))
+    set_faults(cluster, [])
+    assert events_of(core_api, namespace) == [
+        ("job.run-1-1", "CreatedService", "Created service job-head-svc")
+    ]
