@@ -8,6 +8,7 @@ import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,7 +61,16 @@ def _manifests(namespace: str, copies: int, entrypoint: str) -> list[dict[str, A
 
 def _why(result: dict[str, Any]) -> dict[str, Any]:
     """What says why a RayJob did not succeed (pytest cuts a whole status short)."""
-    return {key: result.get(key) for key in ("rayClusterName", "reason", "message", "rayJobInfo")}
+    return {key: result.get(key) for key in ("rayClusterName", "jobId", "reason", "message", "rayJobInfo")}
+
+
+def _container_logs(cluster: Any, namespace: str, cluster_name: str) -> dict[str, str]:
+    """The end of each container log of the RayCluster's pods (a SidecarMode submitter's says why)."""
+    pods = Path(cluster.sandbox.head_sidecars.pods_dir) / namespace
+    return {
+        str(path.relative_to(pods)): path.read_text(errors="replace")[-1500:]
+        for path in sorted(pods.glob(f"{cluster_name}*/*.log"))
+    }
 
 
 def _followed_requests(cluster: Any, namespace: str) -> Counter[str]:
@@ -104,7 +114,10 @@ async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(
         ]
 
     for result in results:
-        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), _why(result)
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), {
+            **_why(result),
+            "containerLogs": _container_logs(cluster, namespace, result.get("rayClusterName") or "-"),
+        }
     assert observers == [kube_observer_workflow_id(task_queue, namespace)]
     # Six RayJobs, each with its own RayCluster (three with a submitter to watch): the watches and lists of
     # the followed kinds are the observer's few, not one per RayJob and wait.
@@ -141,4 +154,7 @@ async def test_a_worker_restart_loses_no_kubernetes_change(sandbox_and_client: t
         results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 150)
 
     for result in results:
-        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), _why(result)
+        assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), {
+            **_why(result),
+            "containerLogs": _container_logs(cluster, namespace, result.get("rayClusterName") or "-"),
+        }
