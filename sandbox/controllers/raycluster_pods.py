@@ -165,8 +165,10 @@ def worker_pod(cluster: Mapping[str, Any], group: Mapping[str, Any], suffix: str
 
 
 def head_service(cluster: Mapping[str, Any]) -> dict[str, Any]:
-    """The head Service. KubeRay makes it headless by default; the sandbox gives it a clusterIP so that the
-    Service proxy serves it (its serviceIP is then that clusterIP instead of the pod IP)."""
+    """The head Service. KubeRay makes a ClusterIP one headless and publishes the head's address even while
+    the pod is not Ready (a SidecarMode head pod whose submitter exited is not Ready, and its dashboard must
+    still answer). The sandbox gives it a clusterIP so that the Service proxy serves it (its serviceIP is then
+    that clusterIP instead of the pod IP), and publishes not-ready addresses as KubeRay does."""
     meta = cluster["metadata"]
     name = meta["name"]
     head = _head_spec(cluster)
@@ -184,6 +186,7 @@ def head_service(cluster: Mapping[str, Any]) -> dict[str, Any]:
         "app.kubernetes.io/created-by": "kuberay-operator",
     }
     override_meta = override.get("metadata") or {}
+    service_type = head.get("serviceType") or "ClusterIP"
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -195,8 +198,9 @@ def head_service(cluster: Mapping[str, Any]) -> dict[str, Any]:
             "ownerReferences": [owner_reference(cluster)],
         },
         "spec": {
-            "type": head.get("serviceType") or "ClusterIP",
+            "type": service_type,
             "selector": selector,
             "ports": ports,
+            **({"publishNotReadyAddresses": True} if service_type == "ClusterIP" else {}),
         },
     }

@@ -3,6 +3,8 @@ would."""
 
 from __future__ import annotations
 
+import asyncio
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,17 @@ async def test_sidecars_run_against_the_heads_dashboard_and_report_their_exit(si
     log_path = box.workdir / "pods" / "default" / pod["metadata"]["name"] / "failing.log"
     assert log_path.read_text().strip() == "bye"
     assert box.head_sidecars.pids == []
+    # As KubeRay's, the head Service publishes the head while it is not Ready: the dashboard of a SidecarMode
+    # head whose submitter exited still answers through it (a RayJob reads its job's end there).
+    service = box.store.get("v1", "Service", "default", "sidecars-head-svc")
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    url = f"http://{service['spec']['clusterIP']}:8265/api/gcs_healthz"
+
+    def healthz() -> bytes:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return bytes(answer.read())
+
+    assert b"success" in await asyncio.to_thread(healthz)
 
 
 async def test_a_running_sidecar_is_stopped_by_pid_when_its_pod_goes(simulated: Sandbox) -> None:
