@@ -57,11 +57,12 @@ async def _worker(
     world: FakeWorld,
     *,
     wait_runs_closed: Literal["real", "fake", "missing"] = "fake",
+    fake_retry: timedelta = timedelta(minutes=1),
 ) -> AsyncIterator[str]:
     """A worker with the fake RayJob activities and the real admission ones; `wait_runs_closed` "fake" (by
-    default): a wait that fails with a retry a minute later while no holder closed (the real one, running
-    all the while, holds the time-skipping server's time still), "missing": none (a worker from before
-    it)."""
+    default): a wait that fails with a retry `fake_retry` (a minute) later while no holder closed (the real
+    one, running all the while, holds the time-skipping server's time still), "missing": none (a worker from
+    before it)."""
     admission = AdmissionActivities(ActivityDependencies.from_env({}, temporal_client=env.client))
     activities = [
         method
@@ -74,7 +75,7 @@ async def _worker(
         closed = await admission.closed_runs(request)
         if closed:
             return closed
-        raise ApplicationError("no holder closed", type="FakeNoChange", next_retry_delay=timedelta(minutes=1))
+        raise ApplicationError("no holder closed", type="FakeNoChange", next_retry_delay=fake_retry)
 
     if wait_runs_closed == "fake":
         activities.append(fake_wait_runs_closed)
@@ -117,7 +118,9 @@ async def test_at_most_the_limit_run_and_a_freed_slot_goes_to_the_next_in_line(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = _world(2, job_scripts=[RUNS_FOREVER])
-    async with _worker(time_skipping_env, fake_worker, world) as queue:
+    # The fake wait looks again 5 s later (not a minute): the RayJobs' waits in flight hold the test server's
+    # clock, so a minute here is a minute of real time.
+    async with _worker(time_skipping_env, fake_worker, world, fake_retry=timedelta(seconds=5)) as queue:
         handles = await _start_in_order(time_skipping_env.client, ["a", "b", "c", "d"], queue)
         assert await _places(handles) == [0, 0, 1, 2]
         phases = [(await status_of(handle))["jobDeploymentStatus"] for handle in handles]
