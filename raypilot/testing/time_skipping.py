@@ -1,12 +1,12 @@
 """Temporal's time-skipping test server, started with a client that does not send HTTP/2 keepalive pings.
 
-The test server answers `env.sleep` only once its clock has passed the sleep's end, and the clock does not
-move while a workflow task is in flight. On a loaded machine one sleep can therefore take minutes of real
-time, with no byte from the server on the connection meanwhile. The SDK's client pings every 30 s; the test
-server's gRPC layer allows a ping only every 5 minutes while nothing is sent, and after the third ping in
-~90 s it closes the connection, failing every call on it ("h2 protocol error" / "transport error").
-Measured: a sleep held for 150 s by a time-skipping lock fails after 90 s with the pings and returns after
-150 s without them.
+The test server answers `env.sleep` only once its clock has passed the sleep's end, and while a workflow task
+or an activity is in flight the clock moves only at wall-clock speed. On a loaded machine one sleep can
+therefore take minutes of real time, with no byte from the server on the connection meanwhile. The SDK's
+client pings every 30 s; the test server's gRPC layer allows a ping only every 5 minutes while nothing is
+sent, and after the third ping in ~90 s it closes the connection, failing every call on it ("h2 protocol
+error" / "transport error"). Measured: a sleep held for 150 s by a time-skipping lock fails after 90 s with
+the pings and returns after 150 s without them.
 
 The test server also rejects a workflow task in one race that the real server handles: the task cancels an
 activity that completed while the task ran. The real server accepts the cancellation (it finds the buffered
