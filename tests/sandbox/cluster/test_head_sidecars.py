@@ -158,11 +158,15 @@ async def test_a_running_sidecar_is_stopped_by_pid_when_its_pod_goes(simulated: 
         _with_sidecars("sleepy", [{"name": "sleeper", "command": ["sleep", "600"]}]),
     )
 
-    def running() -> bool:
-        return "running" in (_container_state(_head_pod(box, "sleepy"), "sleeper").get("state") or {})
+    def running_and_recorded() -> list[int] | None:
+        # The pod's status and the recorded processes are read together: once, in a full run under load, the
+        # status said running while no process was recorded (not reproduced since; the controller records a
+        # process before it reports it running, so the first process had ended or its pod had gone).
+        state = _container_state(_head_pod(box, "sleepy"), "sleeper").get("state") or {}
+        pids = list(box.head_sidecars.pids)
+        return pids if "running" in state and pids else None
 
-    await wait_until(running, within=30, what="sleeper running")
-    pids = list(box.head_sidecars.pids)
+    pids = await wait_until(running_and_recorded, within=30, what="sleeper running, its process recorded")
     assert len(pids) == 1
     assert pids[0] in box.pids, "recorded with the sandbox's processes (sessions.json)"
     box.store.delete("ray.io/v1", "RayCluster", "default", "sleepy")
