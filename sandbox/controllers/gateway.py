@@ -143,7 +143,17 @@ class GatewayController(ResyncController):
             self._write_route_status(route, parents)
         for key, state in self._gateways.items():
             for port, proxy in state.proxies.items():
-                proxy.set_routes(proxy_routes.get((key, port), []))
+                wanted = proxy_routes.get((key, port), [])
+                if proxy.routes and not wanted:
+                    # A listener losing its last route answers 404 at once; say what this pass read (a
+                    # real-Ray test saw two 404s at one incremental traffic step; cause not found yet).
+                    log.warning(
+                        "gateway %s/%s port %s: no route left; HTTPRoutes read: %s",
+                        *key,
+                        port,
+                        [(key_of(r), r["metadata"].get("resourceVersion")) for r in routes],
+                    )
+                proxy.set_routes(wanted)
             if key in gateways:
                 self._write_gateway_status(gateways[key], state, attached.get(key, {}))
 
