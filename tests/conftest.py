@@ -54,8 +54,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 WHOLE_PACKAGES = ("tests/reliability/",)
 # The files that start real Ray heads (pytest.mark.ray) run one after another on one worker: two workers each
 # with a real head or two on 2 cores starved them (the real-Ray incremental drain check failed in three full
-# runs in a row and passed every time alone: its old cluster's deletion outlasted 60 s, and two kept-alive
-# requests got a 404 at a traffic step, see the session note).
+# runs in a row and passed every time alone: its old cluster's deletion outlasted 60 s). The scheduler sees
+# node ids only, so the files are listed; `pytest_collection_modifyitems` fails a run whose list has drifted.
 REAL_RAY_FILES = frozenset(
     {
         "tests/integration/test_rayjob_real.py",
@@ -70,3 +70,17 @@ REAL_RAY_FILES = frozenset(
         "tests/sandbox/test_acceptance.py",
     }
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test marked `ray` in a file missing from REAL_RAY_FILES would start real heads beside another
+    worker's: stop the run, naming the file."""
+    unlisted = sorted(
+        {
+            item.nodeid.split("::")[0]
+            for item in items
+            if item.get_closest_marker("ray") and item.nodeid.split("::")[0] not in REAL_RAY_FILES
+        }
+    )
+    if unlisted:
+        raise pytest.UsageError(f"tests marked `ray` outside REAL_RAY_FILES (tests/conftest.py): {unlisted}")
