@@ -62,6 +62,13 @@ def ratio(measured: float, reference: float) -> float:
     return measured / reference
 
 
+def cpu_ms_each(cpu_seconds: float, items: int) -> float:
+    """CPU milliseconds per item of a batch of `items` that took `cpu_seconds` in all."""
+    if items <= 0:
+        raise ValueError(f"a batch of {items} items has no per-item cost")
+    return 1000.0 * cpu_seconds / items
+
+
 def kuberay_tick_after(due_s: float, tick_s: float, phase_s: float = 0.0) -> float:
     """When a reconcile loop ticking every `tick_s` from `phase_s` first acts on a deadline due at `due_s`
     (KubeRay keeps deadlines in memory and checks them at its next requeue)."""

@@ -158,7 +158,6 @@ async def worker_process(
     """`python worker.py` against the dev server and the sandbox; stopped by its PID on exit."""
     metrics_port = free_port()
     env = {
-        **os.environ,
         "TEMPORAL_ADDRESS": address,
         "RAYPILOT_TASK_QUEUE": task_queue,
         "RAYPILOT_JOB_OBSERVER": "true",  # the observer is what P3 and P7 measure
@@ -166,11 +165,21 @@ async def worker_process(
         "RAYPILOT_DASHBOARD_ACCESS": "proxy",
         "RAYPILOT_METRICS_PORT": f"127.0.0.1:{metrics_port}",
     }
+    async with started_process([str(REPOSITORY / "worker.py")], env, log_path) as process:
+        yield WorkerProcess(process, f"http://127.0.0.1:{metrics_port}/metrics")
+
+
+@asynccontextmanager
+async def started_process(
+    arguments: Sequence[str], env: dict[str, str], log_path: Path
+) -> AsyncIterator[subprocess.Popen[bytes]]:
+    """`python <arguments>` with `env` added to this environment, once its log says "worker started";
+    stopped by its PID on exit."""
     with log_path.open("ab") as log:
         process = subprocess.Popen(  # noqa: ASYNC220 (starting it does not block)
-            [sys.executable, str(REPOSITORY / "worker.py")],
+            [sys.executable, *arguments],
             cwd=REPOSITORY,
-            env=env,
+            env={**os.environ, **env},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -182,7 +191,7 @@ async def worker_process(
             return "worker started" in log_path.read_text(errors="replace")
 
         await wait_until(started, within=60, interval=0.2, what="the worker process started")
-        yield WorkerProcess(process, f"http://127.0.0.1:{metrics_port}/metrics")
+        yield process
     finally:
         # SIGTERM, then SIGKILL after a few seconds: the worker would hold its 30 s grace period for the
         # cluster observer's activity, which runs until cancelled, and nothing after a measurement needs it.
@@ -192,6 +201,21 @@ async def worker_process(
         except subprocess.TimeoutExpired:
             process.kill()
             await asyncio.to_thread(process.wait)
+
+
+def dev_server_pid(address: str) -> int | None:
+    """The Temporal dev server's process serving `address` (`host:port`), from /proc; None if not found."""
+    port = address.rsplit(":", 1)[-1]
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"start-dev" in arguments and port.encode() in arguments:
+            return int(entry.name)
+    return None
 
 
 def selector_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:

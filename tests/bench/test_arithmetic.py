@@ -15,6 +15,7 @@ from bench.arithmetic import (
     Figure,
     activity_spans,
     count_actions,
+    cpu_ms_each,
     event_kind,
     heartbeat_throttle_s,
     heartbeats_reaching_server,
@@ -54,6 +55,19 @@ def test_percentile_interpolates_between_ranks(values: list[float], q: float, ex
 def test_percentile_rejects_what_has_none(values: list[float], q: float) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 (two distinct messages)
         percentile(values, q)
+
+
+@pytest.mark.parametrize(
+    ("cpu_seconds", "items", "expected_ms"), [(7.5, 100, 75.0), (0.0, 3, 0.0), (2.0, 1, 2000.0)]
+)
+def test_cpu_ms_each_spreads_a_batch_over_items(cpu_seconds: float, items: int, expected_ms: float) -> None:
+    assert cpu_ms_each(cpu_seconds, items) == pytest.approx(expected_ms)
+
+
+@pytest.mark.parametrize("items", [0, -1])
+def test_cpu_ms_each_rejects_an_empty_batch(items: int) -> None:
+    with pytest.raises(ValueError, match="no per-item cost"):
+        cpu_ms_each(1.0, items)
 
 
 @pytest.mark.parametrize(
