@@ -20,6 +20,7 @@ from workflows.decisions.rayjob.object import RunState, holds_object
 FINALIZER: Final = "raypilot.io/finalizer"
 ANNOTATION_APPLIED_GENERATION: Final = "raypilot.io/applied-generation"
 MEMO_OBJECT_UID: Final = "raypilot.io/object-uid"
+CLOSED: Final = "<closed>"  # the phase of a workflow the visibility list no longer shows running
 
 
 class Action(StrEnum):
@@ -120,6 +121,16 @@ def should_write_status(kind: str, written: dict[str, Any] | None, current: dict
     """Whether the workflow's status goes to the object's status subresource: when what `kubectl get` shows
     changed, and on nothing else (a newer message, condition time or observation alone is not written)."""
     return written is None or printer_column_values(kind, written) != printer_column_values(kind, current)
+
+
+def phase_read_at(listed_phase: str, run_closed: bool) -> str | None:
+    """The phase a status just read is remembered at (it is read again only once the listed phase differs):
+    the listed one, unless the list showed the run closed while it still ran. Visibility lags behind a run
+    that has just started; remembering CLOSED then would skip the read of its real end for good, because
+    the list shows CLOSED again once it ends. None: remember nothing, read again on the next tick."""
+    if listed_phase == CLOSED and not run_closed:
+        return None
+    return listed_phase
 
 
 def status_patch(written: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,14 @@ from models.source import ANNOTATION_ADOPTED_CLUSTER, ANNOTATION_ADOPTED_RAYJOB
 from raypilot.adopt.kube import adopt_rayjob_leftovers, adopt_rayservice_leftovers
 from raypilot.cli.common import CommandError
 from raypilot.cli.exits import EXIT_REJECTED
-from raypilot.controller.decide import Action, reconcile_action, should_write_status, status_patch
+from raypilot.controller.decide import (
+    CLOSED,
+    Action,
+    phase_read_at,
+    reconcile_action,
+    should_write_status,
+    status_patch,
+)
 from raypilot.controller.kube import ControllerKube, now_rfc3339
 from raypilot.controller.objects import (
     object_ref,
@@ -35,7 +42,7 @@ from raypilot.controller.objects import (
     validation_message,
     workflow_manifest,
 )
-from raypilot.controller.temporal_io import CLOSED, ControllerTemporal
+from raypilot.controller.temporal_io import ControllerTemporal
 from workflows.decisions.rayjob.object import RunState
 
 log = logging.getLogger("raypilot.controller")
@@ -263,10 +270,15 @@ class Controller:
             phase = phases.get(workflow_id(ref.kind, ref.namespace, ref.name), CLOSED)
             if self.seen_phase.get(view.uid) == phase:
                 continue
-            status = await self.temporal.status(ref, view.uid)
-            if status is None:
+            read = await self.temporal.status(ref, view.uid)
+            if read is None:
                 continue
-            self.seen_phase[view.uid] = phase
+            status, run_closed = read
+            remembered = phase_read_at(phase, run_closed)
+            if remembered is None:
+                self.seen_phase.pop(view.uid, None)
+            else:
+                self.seen_phase[view.uid] = remembered
             written = self.objects.get(key, obj).get("status")
             if should_write_status(ref.kind, written, status):
                 await asyncio.to_thread(self.kube.patch_status, obj, status_patch(written, status))

@@ -15,8 +15,6 @@ from raypilot.controller.decide import MEMO_OBJECT_UID, RunView
 from workflows.decisions.rayjob.object import RunState
 from workflows.search_attributes import MEMO_JOB_STATUS, RAY_PHASE
 
-CLOSED = "<closed>"
-
 
 class ControllerTemporal:
     def __init__(self, client: Client, task_queue: str) -> None:
@@ -60,19 +58,19 @@ class ControllerTemporal:
         controller's role has no delete rights on RayClusters, Jobs or Services."""
         await delete_finished_runs(self.client, self._handle(ref), description.run_id, wait=False)
 
-    async def status(self, ref: ObjectRef, uid: str) -> dict[str, Any] | None:
-        """The KubeRay status of the object's run (a closed RayJob's: its result); None when no run of this
-        object has one."""
+    async def status(self, ref: ObjectRef, uid: str) -> tuple[dict[str, Any], bool] | None:
+        """The KubeRay status of the object's run (a closed RayJob's: its result) and whether that run has
+        closed; None when no run of this object has one."""
         run, description = await self.latest(ref)
         if run is None or description is None or (run.object_uid is not None and run.object_uid != uid):
             return None
         handle = self._handle(ref)
         if description.status == WorkflowExecutionStatus.RUNNING:
             status: dict[str, Any] = await handle.query("status")
-            return status
+            return status, False
         if description.status == WorkflowExecutionStatus.COMPLETED and ref.kind == "RayJob":
             result = await handle.result(follow_runs=False)
-            return result if isinstance(result, dict) else None
+            return (result, True) if isinstance(result, dict) else None
         return None
 
     async def phases(self) -> dict[str, str]:

@@ -7,9 +7,11 @@ from typing import Any
 import pytest
 
 from raypilot.controller.decide import (
+    CLOSED,
     Action,
     ObjectView,
     RunView,
+    phase_read_at,
     reconcile_action,
     should_write_status,
     status_patch,
@@ -120,6 +122,20 @@ def test_should_write_status(
     kind: str, written: dict[str, Any] | None, current: dict[str, Any], expected: bool
 ) -> None:
     assert should_write_status(kind, written, current) == expected
+
+
+@pytest.mark.parametrize(
+    ("listed", "run_closed", "expected"),
+    [
+        ("Running", False, "Running"),
+        ("Complete/SUCCEEDED", False, "Complete/SUCCEEDED"),
+        (CLOSED, True, CLOSED),
+        (CLOSED, False, None),  # the list is behind a run that has just started: read again next tick
+        ("Running", True, "Running"),  # the list is behind a run that has just ended: differs next tick
+    ],
+)
+def test_phase_read_at(listed: str, run_closed: bool, expected: str | None) -> None:
+    assert phase_read_at(listed, run_closed) == expected
 
 
 def test_status_patch_removes_what_is_gone() -> None:

@@ -31,7 +31,7 @@ from raypilot.controller.lease import LeaderLease
 from raypilot.controller.loop import Controller
 from raypilot.controller.temporal_io import ControllerTemporal
 from raypilot.load import SteadyLoad
-from sandbox.testing import wait_until
+from sandbox.testing import ConditionTimeout, wait_until
 from tests.docs.test_rbac import Permission, permission_of, role_permissions
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
@@ -128,13 +128,40 @@ def get_object(env: dict[str, str], namespace: str, name: str) -> dict[str, Any]
 
 
 async def wait_phase(
-    env: dict[str, str], namespace: str, name: str, phase: str, within: float = 60
+    env: dict[str, str],
+    namespace: str,
+    name: str,
+    phase: str,
+    within: float = 60,
+    stack: Stack | None = None,
 ) -> dict[str, Any]:
+    """The object once its status shows `phase`; on a timeout, with `stack`, the failure says what the
+    object's status and its workflow's runs were then (which side of the write-back was behind)."""
+
     def probe() -> dict[str, Any] | None:
         obj = get_object(env, namespace, name)
         return obj if obj and (obj.get("status") or {}).get("jobDeploymentStatus") == phase else None
 
-    return await wait_until(probe, within=within, interval=0.2, what=f"{name} {phase}")
+    try:
+        return await wait_until(probe, within=within, interval=0.2, what=f"{name} {phase}")
+    except ConditionTimeout as timeout:
+        if stack is None:
+            raise
+        raise ConditionTimeout(f"{timeout}; {await phase_evidence(stack, env, namespace, name)}") from None
+
+
+async def phase_evidence(stack: Stack, env: dict[str, str], namespace: str, name: str) -> str:
+    """The object's status and each run of its workflow (status, and the `status` query where it answers)."""
+    obj = get_object(env, namespace, name) or {}
+    runs = []
+    for run in await runs_of(stack, f"rayjob/{namespace}/{name}"):
+        handle = stack.client.get_workflow_handle(run.id, run_id=run.run_id)
+        try:
+            queried: Any = await handle.query("status")
+        except Exception as error:  # a run that cannot answer says why
+            queried = f"query failed: {error}"
+        runs.append(f"run {run.run_id} {run.status}: {queried}")
+    return f"object status {obj.get('status')!r}; runs: {runs}"
 
 
 def rayclusters(env: dict[str, str], namespace: str) -> list[dict[str, Any]]:
@@ -374,7 +401,7 @@ async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued
         assert (running["status"]["rayClusterName"], running["status"]["jobId"]) == (cluster, before["jobId"])
     # The controller is gone mid-lifecycle; a new one takes over the adopted objects.
     async with running_controller(simulated_stack) as controller:
-        done = await wait_phase(kube_env, namespace, "ended", "Complete", within=60)
+        done = await wait_phase(kube_env, namespace, "ended", "Complete", within=60, stack=simulated_stack)
         assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", ended_before["jobId"])
         await wait_until(
             lambda: [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [cluster],
@@ -382,7 +409,7 @@ async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued
             what="the ended RayJob's cluster deleted by its rule",
         )
         assert uid_of(kube_env, namespace, "jobs/ended") == ended_submitter
-        done = await wait_phase(kube_env, namespace, "running", "Complete", within=60)
+        done = await wait_phase(kube_env, namespace, "running", "Complete", within=60, stack=simulated_stack)
         assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", before["jobId"])
         assert all(a != Action.START_OR_APPLY for k, a in controller.actions if k[2] == "running")
         runs = await runs_of(simulated_stack, f"rayjob/{namespace}/running")
