@@ -1,6 +1,6 @@
 """`python -m bench.bare_worker`: P5's reference worker in a process of its own, as `worker.py` runs
-raypilot's: the same workflow runner (the bench's own package passed through, as raypilot's are) and the
-same cap on workflow tasks at once, with only `BenchBareLifecycle` and its no-op activity.
+raypilot's: the same workflow runner (raypilot/workflow_runner.py) and the same cap on workflow tasks at
+once, with only `BenchBareLifecycle` and its no-op activity.
 
 Reads TEMPORAL_ADDRESS and RAYPILOT_TASK_QUEUE; says "worker started" once it polls; runs until stopped.
 """
@@ -27,7 +27,7 @@ async def serve() -> None:
         workflows=[BareLifecycle],
         task_queue=os.environ["RAYPILOT_TASK_QUEUE"],
         replay_every_task=False,
-        passed_through=["bench"],
+        as_worker_py=True,
     ):
         print("worker started", flush=True)
         await stop.wait()

@@ -26,7 +26,7 @@ from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from raypilot.tracing import shutdown_tracing, worker_interceptors
-from raypilot.workflow_sandbox import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
+from raypilot.workflow_runner import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
 from wire.observer import observer_shards_from_env
 from workflows.registry import WORKFLOWS
 

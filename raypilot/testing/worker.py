@@ -14,7 +14,7 @@ from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
-from raypilot.workflow_sandbox import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
+from raypilot.workflow_runner import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
 
 
 @asynccontextmanager
@@ -26,14 +26,14 @@ async def running_worker(
     task_queue: str | None = None,
     replay_every_task: bool = True,
     interceptors: Sequence[Interceptor] = (),
-    passed_through: Sequence[str] | None = None,
+    as_worker_py: bool = False,
 ) -> AsyncIterator[str]:
     """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
 
     `replay_every_task` disables the workflow cache so every workflow task replays the whole history:
     a nondeterministic workflow then fails the test at once instead of in production. The workflows run in
-    Temporal's full sandbox, which checks every run at run time. `passed_through` runs them as
-    raypilot/worker.py does instead: raypilot's packages passed through, and these too (the bench's own).
+    Temporal's full sandbox, which checks every run at run time. `as_worker_py` runs them as
+    raypilot/worker.py does instead (raypilot/workflow_runner.py: no sandbox; the bench's reference worker).
     """
     if workflows is None:
         from workflows.registry import WORKFLOWS
@@ -45,9 +45,7 @@ async def running_worker(
             client,
             task_queue=queue,
             workflows=list(workflows),
-            workflow_runner=(
-                SandboxedWorkflowRunner() if passed_through is None else workflow_runner(*passed_through)
-            ),
+            workflow_runner=workflow_runner() if as_worker_py else SandboxedWorkflowRunner(),
             max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
             activities=list(activities),
             activity_executor=executor,

@@ -1,8 +1,8 @@
 """The workflow code calls nothing that differs between a run and its replay.
 
-Workers pass raypilot's own packages through the sandbox (raypilot/workflow_sandbox.py `OWN_PACKAGES`), so
-the sandbox no longer stops a clock, random or environment read written in them at run time. The replay
-tests keep the full sandbox for the paths their histories took; this scan holds all the code.
+Workers run raypilot's workflow code without Temporal's sandbox (raypilot/workflow_runner.py), so nothing
+stops a clock, random or environment read written in it (`OWN_PACKAGES`) at run time. The replay tests keep
+the full sandbox for the paths their histories took; this scan holds all the code.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from raypilot.workflow_sandbox import OWN_PACKAGES
+from raypilot.workflow_runner import OWN_PACKAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 RANDOM_FUNCTIONS = ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample", "uniform")
