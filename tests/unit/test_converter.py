@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.exceptions import ApplicationError
 
-from raypilot.converter import raypilot_data_converter
+from raypilot.converter import (
+    RaypilotPayloadConverter,
+    _shared_type_adapter,
+    raypilot_data_converter,
+    type_adapter,
+)
 
 
 def json_payload(text: str) -> Payload:
@@ -40,3 +45,29 @@ def test_values_round_trip() -> None:
     manifest = {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": "a"}}
     payloads = raypilot_data_converter.payload_converter.to_payloads([manifest])
     assert raypilot_data_converter.payload_converter.from_payloads(payloads, [dict]) == [manifest]
+
+
+def test_converters_built_for_each_workflow_task_share_their_type_adapters() -> None:
+    """The SDK builds a payload converter per workflow task; the TypeAdapter of a type is built once."""
+
+    class Fresh(BaseModel):  # a type no test decoded before
+        entrypoint: str
+
+    payload = json_payload('{"entrypoint": "python run.py"}')
+    before = _shared_type_adapter.cache_info()
+    first, second = RaypilotPayloadConverter(), RaypilotPayloadConverter()
+    assert (
+        first.from_payload(payload, Fresh)
+        == second.from_payload(payload, Fresh)
+        == Fresh(entrypoint="python run.py")
+    )
+    after = _shared_type_adapter.cache_info()
+    assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+
+
+def test_an_unhashable_type_hint_still_decodes() -> None:
+    unhashable: Any = Annotated[list[int], {"note": "a dict is not hashable"}]
+    with pytest.raises(TypeError):
+        hash(unhashable)
+    assert type_adapter(unhashable).validate_json("[1]") == [1]
+    assert decode("[1]", unhashable) == [1]
