@@ -103,12 +103,25 @@ class Store(StoreWatches):
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> list[dict[str, Any]]:
+        return copy.deepcopy(self.read_list(api_version, kind, namespace, label_selector, field_selector))
+
+    def read_list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> builtins.list[dict[str, Any]]:
+        """As `list`, but the stored objects themselves, not copies: for the sandbox's own controllers,
+        which only read them. A write never changes a stored object in place (it stores a new one), so what
+        a reader holds stays as it was read. Copying every Pod and Service on each resync of the network
+        controllers was most of the sandbox's CPU with a hundred RayClusters."""
         rt = self.resource_type(api_version, kind)
         selects = Watcher.for_selectors(
             rt, namespace if rt.namespaced else None, label_selector, field_selector
         )
-        found = [obj for key, obj in sorted(self._objects[rt].items()) if selects.selects(obj)]
-        return copy.deepcopy(found)
+        return [obj for key, obj in sorted(self._objects[rt].items()) if selects.selects(obj)]
 
     # ---- writes ------------------------------------------------------------------------------------------
     def create(self, api_version: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any
 from sandbox.controllers.service import (
     Key,
     Obj,
+    PodIndex,
     ResyncController,
     key_of,
     pod_is_ready,
@@ -119,16 +120,17 @@ class EndpointSliceController(ResyncController):
 
     async def reconcile(self) -> None:
         # Everything below is synchronous: nothing changes in the store between these reads and the writes.
-        pods = self.store.list("v1", "Pod")
-        managed = self.store.list(
+        pods = PodIndex(self.store.read_list("v1", "Pod"))
+        managed = self.store.read_list(
             SLICE_API_VERSION, "EndpointSlice", label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}"
         )
         existing = {key_of(s): s for s in managed}
         wanted: dict[Key, Obj] = {}
-        for service in self.store.list("v1", "Service"):
+        for service in self.store.read_list("v1", "Service"):
             selector = (service.get("spec") or {}).get("selector")
             if selector and not service["metadata"].get("deletionTimestamp"):
-                wanted.update((key_of(s), s) for s in desired_endpoint_slices(service, pods))
+                candidates = pods.candidates(service)
+                wanted.update((key_of(s), s) for s in desired_endpoint_slices(service, candidates))
         for key, endpoint_slice in wanted.items():
             self._apply(existing.get(key), endpoint_slice)
         for key in existing.keys() - wanted.keys():

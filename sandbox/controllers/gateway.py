@@ -74,7 +74,7 @@ class GatewayController(ResyncController):
     async def reconcile(self) -> None:
         live = {
             key_of(g): g
-            for g in self.store.list(GATEWAY_API_VERSION, "Gateway")
+            for g in self.store.read_list(GATEWAY_API_VERSION, "Gateway")
             if not g["metadata"].get("deletionTimestamp")
         }
         for key in self._gateways.keys() - live.keys():
@@ -113,14 +113,14 @@ class GatewayController(ResyncController):
         return self.pool.allocate()
 
     def _route_and_report(self) -> None:
-        gateways = {key_of(g): g for g in self.store.list(GATEWAY_API_VERSION, "Gateway")}
-        services = {key_of(s): s for s in self.store.list("v1", "Service")}
+        gateways = {key_of(g): g for g in self.store.read_list(GATEWAY_API_VERSION, "Gateway")}
+        services = {key_of(s): s for s in self.store.read_list("v1", "Service")}
         ns_labels = {
             n["metadata"]["name"]: n["metadata"].get("labels") or {}
-            for n in self.store.list("v1", "Namespace")
+            for n in self.store.read_list("v1", "Namespace")
         }
         routes = sorted(
-            self.store.list(GATEWAY_API_VERSION, "HTTPRoute"),
+            self.store.read_list(GATEWAY_API_VERSION, "HTTPRoute"),
             key=lambda r: (r["metadata"].get("creationTimestamp", ""), key_of(r)),
         )
         proxy_routes: dict[tuple[Key, int], list[ProxyRoute]] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -370,3 +371,17 @@ def test_apply_removes_fields_the_manager_stopped_applying_but_keeps_others() ->
         "ray.io/v1", "RayCluster", "default", "r", other, apply, field_manager="someone-else"
     )
     assert result["spec"] == {"x": 1, "z": 3}
+
+
+def test_read_list_shares_the_stored_objects_and_a_write_leaves_them_as_read() -> None:
+    """The controllers read without copies; that is sound only because a write stores a new object."""
+    store = Store()
+    store.create("v1", "ConfigMap", _cm("a", {"app": "x"}))
+    (held,) = store.read_list("v1", "ConfigMap", "default", label_selector="app=x")
+    assert held is store.read_list("v1", "ConfigMap", "default")[0]
+    assert held == store.get("v1", "ConfigMap", "default", "a")
+    before = copy.deepcopy(held)
+    store.patch("v1", "ConfigMap", "default", "a", {"data": {"k": "changed"}}, "application/merge-patch+json")
+    store.delete("v1", "ConfigMap", "default", "a")
+    assert held == before
+    assert store.read_list("v1", "ConfigMap", "default") == []

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from sandbox.controllers.service import ServiceController, service_targets
+from sandbox.controllers.service import PodIndex, ServiceController, selected_pods, service_targets
 from sandbox.store import Store
 
 SERVICE_PORT = 8000
@@ -59,6 +59,30 @@ def test_service_targets(make_pod, pods, target_port, publish_not_ready, expecte
     manifests = [make_pod(n, ip, {"app": "x"}, ports=ports, ready=ready) for n, ip, ready, ports in pods]
     manifests.append(make_pod("other", "10.0.0.9", {"app": "y"}, ports={"serve": 1}))
     assert service_targets(service, manifests, service["spec"]["ports"][0]) == expected
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ({"ray.io/cluster": "a", "ray.io/node-type": "head"}, ["a-head"]),
+        ({"ray.io/cluster": "a"}, ["a-head", "a-worker"]),
+        ({"ray.io/node-type": "head"}, ["a-head", "b-head"]),
+        ({"ray.io/cluster": "c"}, []),
+        ({}, []),
+    ],
+)
+def test_pod_index_candidates_hold_every_selected_pod_of_the_namespace(make_pod, selector, expected) -> None:
+    pods = [
+        make_pod("a-head", "10.0.0.1", {"ray.io/cluster": "a", "ray.io/node-type": "head"}),
+        make_pod("a-worker", "10.0.0.2", {"ray.io/cluster": "a", "ray.io/node-type": "worker"}),
+        make_pod("b-head", "10.0.0.3", {"ray.io/cluster": "b", "ray.io/node-type": "head"}),
+        make_pod("elsewhere", "10.0.0.4", {"ray.io/cluster": "a", "ray.io/node-type": "head"}, namespace="x"),
+    ]
+    service = service_manifest("s", selector, "127.0.1.5")
+    candidates = PodIndex(pods).candidates(service)
+    assert all(pod["metadata"]["namespace"] == "default" for pod in candidates)
+    selected = [pod["metadata"]["name"] for pod in selected_pods(service, candidates)]
+    assert selected == [pod["metadata"]["name"] for pod in selected_pods(service, pods)] == expected
 
 
 @pytest.fixture
