@@ -286,7 +286,9 @@ class WeightedHttpProxy:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         picker = self._table.lookup(request.path, request.headers)
         if picker is None:
-            return web.Response(status=404, text="no route matches this path\n")
+            # The table's size tells "no route at all" (a listener without its routes) from "none matches".
+            routes = len(self._table.routes)
+            return web.Response(status=404, text=f"no route matches this path ({routes} routes)\n")
         backend = picker.pick()
         if backend is None:
             return web.Response(status=503, text="no backend available for this route\n")

@@ -81,10 +81,14 @@ class GatewayController(ResyncController):
             await self._remove(key)
         for key, gateway in live.items():
             await self._bring_up(key, gateway)
-        # From here on nothing awaits: the routes and statuses come from one consistent view of the store.
+        # From here on nothing awaits until the binds: the routes come from one consistent view of the store,
+        # and a listener about to be bound has them before it accepts its first connection.
         self._route_and_report()
+        if await self._bind_listeners():
+            self._route_and_report()  # the statuses show the listeners just bound
 
     async def _bring_up(self, key: Key, gateway: Obj) -> None:
+        """The Gateway's state and a proxy per HTTP listener port (bound later); ports gone are closed."""
         state = self._gateways.get(key)
         if state is None:
             state = self._gateways[key] = _GatewayState(self._claim_address(gateway))
@@ -97,11 +101,22 @@ class GatewayController(ResyncController):
             state.bound.discard(port)
             await state.proxies.pop(port).stop()
         for port in ports - state.bound:
-            proxy = state.proxies.setdefault(port, WeightedHttpProxy(state.address, port))
-            if await start_listener(proxy):
-                state.bound.add(port)
-            else:
-                self.retry_soon = True
+            state.proxies.setdefault(port, WeightedHttpProxy(state.address, port))
+
+    async def _bind_listeners(self) -> bool:
+        """Binds every proxy not bound yet; True if one was."""
+        bound_any = False
+        for key, state in self._gateways.items():
+            for port, proxy in state.proxies.items():
+                if port in state.bound:
+                    continue
+                if await start_listener(proxy):
+                    state.bound.add(port)
+                    bound_any = True
+                    log.info("gateway %s/%s listens on %s:%s", *key, state.address, port)
+                else:
+                    self.retry_soon = True
+        return bound_any
 
     def _claim_address(self, gateway: Obj) -> str:
         """Keep the address the status already shows (a restarted controller), else take a new one."""

@@ -104,5 +104,7 @@ async def test_an_outage_past_the_timeout_fails_as_kuberay_does(
         rf"exceeded timeout of {status_check_timeout}s",
         result["message"],
     ), result["message"]
-    assert status_check_timeout <= failed_after <= status_check_timeout + 10, failed_after
+    # The first failed check's time is kept in whole seconds, as a metav1.Time in KubeRay's status is, so
+    # the deadline may come up to 1 s before `timeout` after that check (CI saw 7.99 s for 8 s).
+    assert status_check_timeout - 1 <= failed_after <= status_check_timeout + 10, failed_after
     recorded.survived = 1

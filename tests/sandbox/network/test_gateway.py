@@ -13,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from sandbox.controllers import gateway as gateway_controller
 from sandbox.controllers.gateway import (
     CONTROLLER_NAME,
     GATEWAY_API_VERSION,
@@ -22,7 +23,7 @@ from sandbox.controllers.gateway import (
 )
 from sandbox.controllers.service import ServiceController
 from sandbox.netalloc import AddressPool
-from sandbox.proxy import ProxyRoute, WeightedBackend
+from sandbox.proxy import ProxyRoute, WeightedBackend, WeightedHttpProxy
 from sandbox.store import Store
 
 MERGE = "application/merge-patch+json"
@@ -396,3 +397,23 @@ async def test_service_selector_switch_behind_the_gateway_moves_traffic_without_
 
     assert failures == []
     assert {name for sent, name in answers if sent > switched_at + 0.1} == {"new"}
+
+
+async def test_a_listener_has_its_routes_before_it_accepts_its_first_connection(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy bound before its routes are set answers 404 to whatever arrives in between."""
+    store.create("v1", "Service", service("a"))
+    store.create(GATEWAY_API_VERSION, "HTTPRoute", route_manifest([("a", None)]))
+    store.create(GATEWAY_API_VERSION, "Gateway", gateway_manifest())
+    routes_when_bound: list[tuple[ProxyRoute, ...]] = []
+
+    async def bind(listener: WeightedHttpProxy) -> bool:
+        routes_when_bound.append(listener.routes)
+        return True
+
+    monkeypatch.setattr(gateway_controller, "start_listener", bind)
+    controller = GatewayController(store, AddressPool(f"127.0.2.{random.randrange(8, 16) * 16}/28"))
+    await controller.reconcile()
+    assert [len(routes) for routes in routes_when_bound] == [1]
+    assert controller.listen_address("default", "gw", 80) is not None
