@@ -59,6 +59,7 @@ class GatewayController(ResyncController):
         self.pool = pool or store.pools.gateways
         self.service_address = service_address
         self._gateways: dict[Key, _GatewayState] = {}
+        self._ever_bound: set[tuple[Key, int]] = set()
 
     def listen_address(self, namespace: str, name: str, port: int) -> Target | None:
         """Where the listener on `port` of the Gateway actually listens, once bound."""
@@ -113,7 +114,17 @@ class GatewayController(ResyncController):
                 if await start_listener(proxy):
                     state.bound.add(port)
                     bound_any = True
-                    log.info("gateway %s/%s listens on %s:%s", *key, state.address, port)
+                    # A listener bound again while its Gateway lives is a gap for its clients: say so.
+                    again = (key, port) in self._ever_bound
+                    self._ever_bound.add((key, port))
+                    log.log(
+                        logging.WARNING if again else logging.INFO,
+                        "gateway %s/%s listens on %s:%s%s",
+                        *key,
+                        state.address,
+                        port,
+                        " again" if again else "",
+                    )
                 else:
                     self.retry_soon = True
         return bound_any
