@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import sys
 import threading
 from collections.abc import Callable
@@ -69,3 +70,36 @@ def test_compiling_an_ast_object_or_to_an_ast_waits_for_the_lock_and_compiling_t
     objects.join(timeout=5)
     to_ast.join(timeout=5)
     assert sorted(done) == ["ast", "text", "to-ast"]
+
+
+class ParsesWhenCollected:
+    """In a reference cycle, so only the cyclic collector frees it; its finalizer parses, as a finalizer that
+    logs an exception with a traceback does (the 3.11 traceback module parses to place its carets)."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        def at_depth(levels: int) -> ast.Module:
+            return at_depth(levels - 1) if levels else ast.parse("a = [1, 2, 3]")
+
+        at_depth(20)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the guard is off where the AST constructor is fixed")
+def test_a_finalizer_that_parses_during_a_parse_on_the_same_thread_fails_nothing() -> None:
+    """The re-entrant lock lets the same thread in; the collector is paused instead (unguarded, 137 of 200
+    parses failed this way)."""
+    serialize_ast_parsing()
+    source = "\n".join(f"def f{i}(x):\n    return [y for y in range(x) if y % 3 == 1]" for i in range(300))
+    threshold = gc.get_threshold()
+    gc.set_threshold(50)
+    try:
+        for _ in range(50):
+            for _ in range(30):
+                ParsesWhenCollected()
+            assert len(ast.parse(source).body) == 300
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert gc.isenabled()
