@@ -85,10 +85,11 @@ class TemporalSettings:
 
 
 # How rustls and hyper report a server that refuses the client's certificate: a TLS alert, or the connection
-# closed, reset or a broken pipe right after the handshake (which one depends on timing).
+# closed, reset or a broken pipe right after the handshake (which one depends on timing; hyper's
+# `Canceled, "connection closed"` on the first call too).
 _TLS_FAILURE_SIGNS = (
     "tls", "certificate", "handshake", "close_notify", "connectionreset", "connection reset", "unexpectedeof",
-    "broken pipe", "brokenpipe",
+    "broken pipe", "brokenpipe", "connection closed",
 )  # fmt: skip
 
 

@@ -216,9 +216,10 @@ class WeightedHttpProxy:
     -> 502. Bodies are streamed both ways. `set_routes` swaps the table atomically for the next request.
     """
 
-    def __init__(self, listen_host: str, listen_port: int) -> None:
+    def __init__(self, listen_host: str, listen_port: int, owner: str = "") -> None:
         self.listen_host = listen_host
         self._requested_port = listen_port
+        self.owner = owner  # who runs this listener (a Gateway's namespace/name, with its controller's id)
         self._table = _RouteTable(())
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.ServerRunner | None = None
@@ -286,9 +287,12 @@ class WeightedHttpProxy:
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
         picker = self._table.lookup(request.path, request.headers)
         if picker is None:
-            # The table's size tells "no route at all" (a listener without its routes) from "none matches".
-            routes = len(self._table.routes)
-            return web.Response(status=404, text=f"no route matches this path ({routes} routes)\n")
+            # The table's size tells "no route at all" (a listener without its routes) from "none matches",
+            # and the owner which listener answered.
+            routes, owner = len(self._table.routes), self.owner or "?"
+            return web.Response(
+                status=404, text=f"no route matches this path ({routes} routes, listener of {owner})\n"
+            )
         backend = picker.pick()
         if backend is None:
             return web.Response(status=503, text="no backend available for this route\n")

@@ -102,7 +102,8 @@ class GatewayController(ResyncController):
             state.bound.discard(port)
             await state.proxies.pop(port).stop()
         for port in ports - state.bound:
-            state.proxies.setdefault(port, WeightedHttpProxy(state.address, port))
+            owner = f"gateway {key[0]}/{key[1]} of controller {id(self):x}"
+            state.proxies.setdefault(port, WeightedHttpProxy(state.address, port, owner))
 
     async def _bind_listeners(self) -> bool:
         """Binds every proxy not bound yet; True if one was."""

@@ -93,6 +93,12 @@ def test_metrics_bind_address_rejects_non_ports(value: str) -> None:
         ({"TEMPORAL_API_KEY": "k"}, "invalid peer certificate: UnknownIssuer", True),
         ({"TEMPORAL_TLS_CA": "ca.pem"}, "transport error: hyper::Error(Io, Kind(ConnectionReset))", True),
         ({"TEMPORAL_TLS_CA": "ca.pem"}, "error sending request: Broken pipe (os error 32)", True),
+        (
+            {"TEMPORAL_TLS_CA": "ca.pem"},
+            'call error after connection: Status { code: Cancelled, message: "operation was canceled", '
+            'source: Some(tonic::transport::Error(Transport, hyper::Error(Canceled, "connection closed"))) }',
+            True,
+        ),
         ({"TEMPORAL_TLS_CA": "ca.pem"}, "Connection refused (os error 111)", False),
         ({}, "peer closed connection without sending TLS close_notify", False),
     ],
@@ -101,6 +107,7 @@ def test_metrics_bind_address_rejects_non_ports(value: str) -> None:
         "api key, unknown issuer",
         "mtls reset",
         "mtls broken pipe",
+        "mtls connection closed",
         "not a tls failure",
         "no tls configured",
     ],
