@@ -2,7 +2,7 @@
 failed on the sandbox Gateway's empty route table is run once more, with a warning that names it.
 
 Why: the sandbox's simulated Gateway has answered 404 from a listener with an empty route table, for an
-instant, in 3 of 8 full runs of the real-Ray incremental drain test, with neither of its controller's
+instant, in 4 of 8 full runs of the real-Ray incremental drain test, with neither of its controller's
 warnings (routes lost, listener bound again) logged. The cause is not found yet (session 9's closing note).
 It is the simulator's defect, not raypilot's: a real Gateway implementation is not this code. Any other
 failure, or the same failure twice, fails the test.
