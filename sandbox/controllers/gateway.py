@@ -84,9 +84,9 @@ class GatewayController(ResyncController):
             await self._bring_up(key, gateway)
         # From here on nothing awaits until the binds: the routes come from one consistent view of the store,
         # and a listener about to be bound has them before it accepts its first connection.
-        self._route_and_report()
-        if await self._bind_listeners():
-            self._route_and_report()  # the statuses show the listeners just bound
+        self._route_and_report(write_statuses=False)
+        await self._bind_listeners()
+        self._route_and_report()  # the statuses show the listeners as bound now
 
     async def _bring_up(self, key: Key, gateway: Obj) -> None:
         """The Gateway's state and a proxy per HTTP listener port (bound later); ports gone are closed."""
@@ -139,7 +139,7 @@ class GatewayController(ResyncController):
                 return str(value)
         return self.pool.allocate()
 
-    def _route_and_report(self) -> None:
+    def _route_and_report(self, write_statuses: bool = True) -> None:
         gateways = {key_of(g): g for g in self.store.read_list(GATEWAY_API_VERSION, "Gateway")}
         services = {key_of(s): s for s in self.store.read_list("v1", "Service")}
         ns_labels = {
@@ -167,7 +167,8 @@ class GatewayController(ResyncController):
                         counts[listener["name"]] = counts.get(listener["name"], 0) + 1
                         port_routes = proxy_routes.setdefault((gateway_key, int(listener["port"])), [])
                         port_routes.extend(r for r in resolved.proxy_routes if r not in port_routes)
-            self._write_route_status(route, parents)
+            if write_statuses:
+                self._write_route_status(route, parents)
         for key, state in self._gateways.items():
             for port, proxy in state.proxies.items():
                 wanted = proxy_routes.get((key, port), [])
@@ -181,7 +182,7 @@ class GatewayController(ResyncController):
                         [(key_of(r), r["metadata"].get("resourceVersion")) for r in routes],
                     )
                 proxy.set_routes(wanted)
-            if key in gateways:
+            if key in gateways and write_statuses:
                 self._write_gateway_status(gateways[key], state, attached.get(key, {}))
 
     def _write_route_status(self, route: Obj, ours: list[Obj]) -> None:
