@@ -57,7 +57,7 @@ class Batch:
 
 
 class CpuMeter:
-    """User+system CPU seconds of a few processes between `start` and `stop`."""
+    """User+system CPU seconds of a few processes from `start` to `per_item_ms`."""
 
     def __init__(self, pids: dict[str, int | None]) -> None:
         self.pids = pids

@@ -105,16 +105,14 @@ class GatewayController(ResyncController):
             owner = f"gateway {key[0]}/{key[1]} of controller {id(self):x}"
             state.proxies.setdefault(port, WeightedHttpProxy(state.address, port, owner))
 
-    async def _bind_listeners(self) -> bool:
-        """Binds every proxy not bound yet; True if one was."""
-        bound_any = False
+    async def _bind_listeners(self) -> None:
+        """Binds every proxy not bound yet."""
         for key, state in self._gateways.items():
             for port, proxy in state.proxies.items():
                 if port in state.bound:
                     continue
                 if await start_listener(proxy):
                     state.bound.add(port)
-                    bound_any = True
                     # A listener bound again while its Gateway lives is a gap for its clients: say so.
                     again = (key, port) in self._ever_bound
                     self._ever_bound.add((key, port))
@@ -128,7 +126,6 @@ class GatewayController(ResyncController):
                     )
                 else:
                     self.retry_soon = True
-        return bound_any
 
     def _claim_address(self, gateway: Obj) -> str:
         """Keep the address the status already shows (a restarted controller), else take a new one."""
