@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from bench.upgrades import Incremental, _service_url, incremental_rayservice
+from bench.upgrades import Incremental, incremental_rayservice, service_url
 from raypilot.converter import raypilot_data_converter
 from raypilot.load import SteadyLoad
 from raypilot.testing.binaries import temporal_cli
@@ -85,7 +85,7 @@ async def one_run(stack: Stack, incremental: bool, max_drain_s: int | None, with
     name = "inc" if incremental else "bg"
     handle = await stack.start(manifest(namespace, name, "v1", incremental, max_drain_s))
     old = active_cluster(await wait_for(stack, handle, is_running, within))
-    url = await _service_url(stack, namespace, name, incremental)
+    url = await service_url(stack, namespace, name, incremental)
     async with (
         SteadyLoad(url, concurrency=4, keep_alive=True, pause_s=0.02, timeout_s=30) as load,
         httpx.AsyncClient(timeout=INCREMENTAL_LONG_REQUEST_S + 30, trust_env=False) as fresh,

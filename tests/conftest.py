@@ -15,8 +15,6 @@ from raypilot.ast_parsing import serialize_ast_parsing
 # The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
 serialize_ast_parsing()
 
-pytest_plugins = ["tests.gateway_defect_rerun"]
-
 
 @pytest.hookimpl(wrapper=True)
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, object, object]:

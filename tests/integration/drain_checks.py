@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from bench.upgrades import Incremental, _service_url, incremental_rayservice
+from bench.upgrades import Incremental, incremental_rayservice, service_url
 from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import (
@@ -161,7 +161,7 @@ async def check_incremental_drained_deletion(stack: Stack, within: float) -> Dra
     namespace, name = stack.namespace(), "drained-inc"
     handle = await stack.start(draining_rayservice(namespace, name, "v1", incremental=True))
     old = active_cluster(await wait_for_status(stack, handle, is_running, within=within, what="v1 Running"))
-    url = await _service_url(stack, namespace, name, True)
+    url = await service_url(stack, namespace, name, True)
     long = {"work_s": INCREMENTAL_PLAN.interval_s + LONG_REQUEST_S}
     fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     busy_kept_alive, busy_per_connection = busy_clients(url)

@@ -23,7 +23,6 @@ async def test_long_requests_finish_on_the_old_real_cluster_before_it_is_deleted
     )
 
 
-@pytest.mark.rerun_on_simulated_gateway_defect
 async def test_incremental_long_requests_finish_on_the_old_real_cluster(real_stack: Stack) -> None:
     run = await check_incremental_drained_deletion(real_stack, within=480)
     print(
