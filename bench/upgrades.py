@@ -9,7 +9,6 @@ apply; delete the RayService.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import copy
 import itertools
@@ -21,19 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes.client.rest import ApiException
 from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import parse_event_time, percentile
-from models.naming import gateway_name, http_route_name
 from raypilot.load import SteadyLoad
-from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
-from tests.integration.route_watch import GATEWAY_API, RouteRecorder, route_weights
+from tests.integration.route_watch import RouteRecorder, route_weights, routed_gateway_url
 from tests.integration.stack import Stack
-from tests.integration.test_rayservice_incremental import gateway_url, serving_alone
+from tests.integration.test_rayservice_incremental import serving_alone
 from wire import names
-from workflows.decisions.upgrade.gateway import is_http_route_ready
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PROMOTION_WITHIN_S = 480.0  # a real head may take minutes to start on a loaded 2-core machine
@@ -112,39 +107,11 @@ async def route_updates(
 
 
 async def service_url(stack: Stack, namespace: str, name: str, incremental: bool) -> str:
-    """Where clients send: the serve Service's clusterIP, or (incremental) the Gateway's listener once the
-    Gateway is programmed and the HTTPRoute accepted by it. "Running" comes one pass before the HTTPRoute
-    exists (its backend is the active cluster's, and the first cluster becomes active in the status that says
-    Running, as in KubeRay), and until then the Gateway answers 404."""
+    """Where clients send: the serve Service's clusterIP, or (incremental) the Gateway once it routes."""
     if not incremental:
         spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
         return f"http://{spec.cluster_ip}:8000/"
-
-    def read(plural: str, object_name: str) -> dict[str, Any] | None:
-        try:
-            found: dict[str, Any] = stack.custom.get_namespaced_custom_object(
-                *GATEWAY_API, namespace, plural, object_name
-            )
-        except ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return found
-
-    def routed_url() -> str | None:
-        gateway = read("gateways", gateway_name(name))
-        url = gateway_url(gateway) if gateway is not None else None
-        if url is None or not is_http_route_ready(
-            gateway_name(name), namespace, read("httproutes", http_route_name(name))
-        ):
-            return None
-        return url
-
-    async def url() -> str | None:
-        return await asyncio.to_thread(routed_url)
-
-    found: str = await wait_until(url, within=60, interval=0.1, what="Gateway programmed, HTTPRoute accepted")
-    return found
+    return await routed_gateway_url(stack.custom, namespace, name)
 
 
 async def upgrade_under_load(

@@ -170,9 +170,9 @@ class GatewayController(ResyncController):
             for port, proxy in state.proxies.items():
                 wanted = proxy_routes.get((key, port), [])
                 if proxy.routes and not wanted:
-                    # A listener losing its last route answers 404 at once: say what this pass read, so that
-                    # a client's 404 can be told from a route not created yet.
-                    log.warning(
+                    # A listener losing its last route answers 404 at once (an HTTPRoute deleted or detached):
+                    # say what this pass read, so that a client's 404 can be told from a route not created yet.
+                    log.info(
                         "gateway %s/%s port %s: no route left; HTTPRoutes read: %s",
                         *key,
                         port,

@@ -14,9 +14,52 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from models.naming import gateway_name, http_route_name
+from raypilot.cli.demo_rayservice import gateway_url
 from raypilot.load import FAILED, SteadyLoad
+from sandbox.testing import wait_until
+from workflows.decisions.upgrade.gateway import is_http_route_ready
 
 GATEWAY_API = ("gateway.networking.k8s.io", "v1")
+
+
+def _read_gateway_api(
+    custom: k8s.CustomObjectsApi, namespace: str, plural: str, name: str
+) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
+            *GATEWAY_API, namespace, plural, name
+        )
+    except k8s.ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    return found
+
+
+async def routed_gateway_url(
+    custom: k8s.CustomObjectsApi, namespace: str, rayservice: str, within: float = 60
+) -> str:
+    """The URL of the RayService's Gateway once the Gateway is programmed and has accepted the HTTPRoute.
+    The status says Running one pass before the HTTPRoute exists (its backend is the active cluster's, and the
+    first cluster becomes active in the status that says Running, as in KubeRay); until then the Gateway
+    answers 404."""
+    gateway, route = gateway_name(rayservice), http_route_name(rayservice)
+
+    def url() -> str | None:
+        found = gateway_url(_read_gateway_api(custom, namespace, "gateways", gateway))
+        accepted = is_http_route_ready(
+            gateway, namespace, _read_gateway_api(custom, namespace, "httproutes", route)
+        )
+        return found if accepted else None
+
+    async def probe() -> str | None:
+        return await asyncio.to_thread(url)
+
+    routed: str = await wait_until(
+        probe, within=within, interval=0.1, what="Gateway programmed, HTTPRoute accepted"
+    )
+    return routed
 
 
 def route_weights(route: dict[str, Any]) -> dict[str, int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -25,7 +24,13 @@ from temporalio.client import WorkflowHandle
 
 from raypilot.load import SteadyLoad
 from sandbox.testing import ConditionTimeout, wait_until
-from tests.integration.route_watch import GATEWAY_API, RouteRecorder, Segment, StatusSampler, segments
+from tests.integration.route_watch import (
+    RouteRecorder,
+    Segment,
+    StatusSampler,
+    routed_gateway_url,
+    segments,
+)
 from tests.integration.stack import Stack
 from tests.workflows.incremental_simulation import expected_upgrade_steps
 from workflows.search_attributes import RAY_PHASE
@@ -147,38 +152,13 @@ async def history_tail(handle: WorkflowHandle[Any, Any], count: int = 60) -> str
     return "\n".join(lines[-count:])
 
 
-def gateway_url(gateway: dict[str, Any]) -> str | None:
-    """http://address:port of the Gateway's port-80 listener: the address from status.addresses, the port
-    from the Programmed message when the sandbox had to bind another one (no privilege for port 80)."""
-    addresses = (gateway.get("status") or {}).get("addresses") or []
-    if not addresses:
-        return None
-    address = addresses[0]["value"]
-    programmed: dict[str, Any] = next(
-        (c for c in gateway["status"].get("conditions") or [] if c.get("type") == "Programmed"), {}
-    )
-    if programmed.get("status") != "True":
-        return None
-    bound = re.search(rf"{re.escape(address)}:(\d+)", programmed.get("message", ""))
-    return f"http://{address}:{bound.group(1) if bound else 80}/"
-
-
 @pytest.fixture(scope="module")
 async def service(real_stack: Stack) -> AsyncIterator[Service]:
     namespace = real_stack.namespace()
     handle = await real_stack.start(manifest(namespace, "v1"))
     await real_stack.wait_status(handle, serving_alone, within=480, what="v1 active")
 
-    def read_gateway() -> dict[str, Any]:
-        gateway: dict[str, Any] = real_stack.custom.get_namespaced_custom_object(  # type: ignore[assignment]
-            *GATEWAY_API, namespace, "gateways", f"{NAME}-gateway"
-        )
-        return gateway
-
-    async def url() -> str | None:
-        return gateway_url(await asyncio.to_thread(read_gateway))
-
-    address = await eventually(url, within=60, what="Gateway programmed")
+    address = await routed_gateway_url(real_stack.custom, namespace, NAME)
     yield Service(real_stack, namespace, handle, address)
     await handle.execute_update("delete", result_type=dict)
 

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from typing import Any
@@ -18,11 +17,10 @@ import pytest
 
 from models.rollout import ANNOTATION_ROLLOUT
 from tests.integration.rollback_checks import check_rollback_and_undo
+from tests.integration.route_watch import routed_gateway_url
 from tests.integration.stack import Stack
 from tests.integration.test_rayservice_incremental import (
-    GATEWAY_API,
     eventually,
-    gateway_url,
     manifest,
     sides,
 )
@@ -80,16 +78,7 @@ async def test_a_request_with_the_header_reaches_v2_while_the_weights_are_zero(
     handle = await stack.start(with_rollout(manifest(namespace, "v1")))
     await stack.wait_status(handle, lambda s: bool(sides(s)[0].get("rayClusterName")), within=120, what="v1")
 
-    def read_gateway() -> dict[str, Any]:
-        found: dict[str, Any] = stack.custom.get_namespaced_custom_object(  # type: ignore[assignment]
-            *GATEWAY_API, namespace, "gateways", "rs-inc-gateway"
-        )
-        return found
-
-    async def url() -> str | None:
-        return gateway_url(await asyncio.to_thread(read_gateway))
-
-    address = await eventually(url, within=60, what="Gateway programmed")
+    address = await routed_gateway_url(stack.custom, namespace, "rs-inc")
     await handle.execute_update("apply", with_rollout(manifest(namespace, "v2")), result_type=dict)
 
     def paused_before_traffic(status: dict[str, Any]) -> bool:

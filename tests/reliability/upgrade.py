@@ -15,12 +15,13 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 
 from bench.upgrades import Incremental, incremental_rayservice
+from raypilot.cli.demo_rayservice import gateway_url
 from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import active_cluster, pending_cluster, wait_for_status
 from tests.integration.route_watch import route_weights
 from tests.integration.stack import Stack
-from tests.integration.test_rayservice_incremental import gateway_url, serving_alone
+from tests.integration.test_rayservice_incremental import serving_alone
 from tests.reliability.objects import kinds_left, names_seen, store_list
 
 # Small steps so that the upgrade lasts long enough to be disturbed several times (simulated Ray is fast).
@@ -118,8 +119,8 @@ async def upgrade_under_load(
     async def routed_to_v1() -> bool:
         return [route_weights(route) for route in http_route(stack, namespace)] == [{f"{old}-serve-svc": 100}]
 
-    # The status says Running before the HTTPRoute exists when the API failed its creation (S3 saw the
-    # Gateway answer 404 meanwhile): the load starts once the route sends everything to v1.
+    # The status says Running one pass before the HTTPRoute exists (as in KubeRay), longer when the API failed
+    # its creation (S3 saw the Gateway answer 404 meanwhile): the load starts once the route sends all to v1.
     await wait_until(routed_to_v1, within=within, interval=0.1, what="the HTTPRoute sending v1 all traffic")
     before = kinds_but_pods(stack, namespace)
     kept = SteadyLoad(url, concurrency=2, keep_alive=True, pause_s=PAUSE_S)
