@@ -38,6 +38,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 SHARED_CLUSTER = "shared-cluster"
 START_CONCURRENCY = 32
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+WORKFLOW_TASK_COUNT = "temporal_workflow_task_execution_latency_count"
 T = TypeVar("T")
 
 
@@ -141,14 +142,25 @@ class WorkerProcess:
     def pid(self) -> int:
         return self.process.pid
 
+    async def _metrics(self) -> list[str]:
+        async with httpx.AsyncClient(timeout=10.0) as http:
+            return (await http.get(self.metrics_url)).text.splitlines()
+
     async def activity_slots_used(self) -> int | None:
         """Activity slots in use, from the SDK's `temporal_worker_task_slots_used` (None if not exported)."""
-        async with httpx.AsyncClient(timeout=10.0) as http:
-            text = (await http.get(self.metrics_url)).text
-        for line in text.splitlines():
+        for line in await self._metrics():
             if line.startswith("temporal_worker_task_slots_used") and 'worker_type="ActivityWorker"' in line:
                 return int(float(line.rsplit(" ", 1)[1]))
         return None
+
+    async def workflow_tasks_run(self) -> int | None:
+        """Workflow tasks the worker has run so far (the count of the SDK's execution latency histogram)."""
+        counts = [
+            float(line.rsplit(" ", 1)[1])
+            for line in await self._metrics()
+            if line.startswith(WORKFLOW_TASK_COUNT) and line[len(WORKFLOW_TASK_COUNT)] in "{ "
+        ]
+        return int(sum(counts)) if counts else None
 
 
 @asynccontextmanager

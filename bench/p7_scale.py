@@ -24,6 +24,7 @@ from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, ratio
 from bench.jobs_support import (
     SHARED_CLUSTER,
     SharedCluster,
+    WorkerProcess,
     sample_process,
     selector_rayjob,
     shared_cluster,
@@ -49,13 +50,15 @@ RSS_TARGET_BYTES = int(1.5 * 2**30)
 PER_CLUSTER_RPS = 1.0
 # The observer lists a cluster's jobs once a second when idle; somewhat less counts as idle.
 IDLE_LISTS_PER_S = 0.8
+# Held jobs that nothing changes need no workflow task; the observer's own (a continue-as-new) may come.
+IDLE_TASKS_PER_S = 1.0
 
 
 @dataclass(frozen=True)
 class ScalePoint:
     jobs: int
     ramp_s: float
-    settle_s: float  # after the ramp, until the observer was back at its idle tick
+    settle_s: float  # after the ramp, until the observer was back at its idle tick and the worker idle
     window_s: float
     rss_bytes: int
     cpu_share: float  # CPU seconds per wall second in the window
@@ -76,18 +79,23 @@ async def observer_watches(context: BenchContext, task_queue: str, namespace: st
     return len(apply_watch_changes({}, book))  # a large book answers packed
 
 
-async def observer_settled(shared: SharedCluster, probe_s: float, within: float) -> float:
-    """Waits until the cluster's observer is back at its idle tick: at least one list of the cluster's jobs
-    a second over `probe_s`. Until then it is still delivering the ramp's changes (10,000 RUNNING views are
-    10,000 signals); a window measured before would show a busy observer, not a held one. Returns the wait."""
+async def settled(shared: SharedCluster, worker: WorkerProcess, probe_s: float, within: float) -> float:
+    """Waits until the ramp's work is done: the cluster's observer is back at its idle tick (at least one
+    list of the cluster's jobs a second over `probe_s`) and the worker runs hardly any workflow task. Until
+    then the observer is still delivering the ramp's changes (10,000 RUNNING views are 10,000 signals) and the
+    worker still running the RayJobs' tasks for them; a window measured before would show the end of the
+    ramp, not jobs held. Returns the wait."""
     began = time.monotonic()
     while True:
-        before = shared.dashboard_requests()
+        lists_before, tasks_before = shared.dashboard_requests(), await worker.workflow_tasks_run()
         await asyncio.sleep(probe_s)
-        if sum(_delta(shared.dashboard_requests(), before).values()) >= probe_s * IDLE_LISTS_PER_S:
+        lists = sum(_delta(shared.dashboard_requests(), lists_before).values())
+        tasks_after = await worker.workflow_tasks_run()
+        tasks = None if tasks_before is None or tasks_after is None else tasks_after - tasks_before
+        if lists >= probe_s * IDLE_LISTS_PER_S and (tasks is None or tasks <= probe_s * IDLE_TASKS_PER_S):
             return time.monotonic() - began
         if time.monotonic() - began > within:
-            raise TimeoutError(f"the observer did not settle within {within:.0f} s")
+            raise TimeoutError(f"the observer and the worker did not settle within {within:.0f} s")
 
 
 def _delta(after: Counter[str], before: Counter[str]) -> Counter[str]:
@@ -117,7 +125,7 @@ async def measure_point(
                 label=f"P7 running N={jobs}",
             )
             ramp = time.monotonic() - started
-            settle = await observer_settled(shared, settle_s, within=120 + jobs * 0.1)
+            settle = await settled(shared, worker, settle_s, within=120 + jobs * 0.1)
             dashboard_before, api_before = shared.dashboard_requests(), shared.api_requests()
             paths_before = shared.dashboard_paths()
             cpu_before, wall_before = sample_process(worker.pid).cpu_seconds, time.monotonic()
@@ -168,7 +176,7 @@ def scale_figures(points: list[ScalePoint]) -> list[Figure]:
                 "all held, RSS <= 1.5 GiB, load independent of N (<= 1 dashboard req/s per cluster)",
                 held and point.rss_bytes <= RSS_TARGET_BYTES and point.dashboard_rps <= PER_CLUSTER_RPS,
                 [
-                    f"N={point.jobs}: ramp to all RUNNING {point.ramp_s:.0f} s, observer settled "
+                    f"N={point.jobs}: ramp to all RUNNING {point.ramp_s:.0f} s, observer and worker settled "
                     f"{point.settle_s:.0f} s later, window {point.window_s:.0f} s"
                 ],
             )
