@@ -23,9 +23,10 @@ from workflows.decisions.upgrade.gateway import is_http_route_ready
 GATEWAY_API = ("gateway.networking.k8s.io", "v1")
 
 
-def _read_gateway_api(
+def read_gateway_api(
     custom: k8s.CustomObjectsApi, namespace: str, plural: str, name: str
 ) -> dict[str, Any] | None:
+    """A Gateway API object (plural `gateways`, `httproutes`), None when it does not exist."""
     try:
         found: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
             *GATEWAY_API, namespace, plural, name
@@ -47,9 +48,9 @@ async def routed_gateway_url(
     gateway, route = gateway_name(rayservice), http_route_name(rayservice)
 
     def url() -> str | None:
-        found = gateway_url(_read_gateway_api(custom, namespace, "gateways", gateway))
+        found = gateway_url(read_gateway_api(custom, namespace, "gateways", gateway))
         accepted = is_http_route_ready(
-            gateway, namespace, _read_gateway_api(custom, namespace, "httproutes", route)
+            gateway, namespace, read_gateway_api(custom, namespace, "httproutes", route)
         )
         return found if accepted else None
 
@@ -94,15 +95,7 @@ class RouteRecorder:
     _task: asyncio.Task[None] | None = None
 
     def _read(self) -> dict[str, Any] | None:
-        try:
-            route: dict[str, Any] = self.custom.get_namespaced_custom_object(  # type: ignore[assignment]
-                *GATEWAY_API, self.namespace, "httproutes", self.name
-            )
-        except k8s.ApiException as error:
-            if error.status == 404:
-                return None
-            raise
-        return route
+        return read_gateway_api(self.custom, self.namespace, "httproutes", self.name)
 
     async def _poll(self) -> None:
         while True:
