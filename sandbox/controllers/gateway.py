@@ -170,8 +170,8 @@ class GatewayController(ResyncController):
             for port, proxy in state.proxies.items():
                 wanted = proxy_routes.get((key, port), [])
                 if proxy.routes and not wanted:
-                    # A listener losing its last route answers 404 at once (an HTTPRoute deleted or detached):
-                    # say what this pass read, so that a client's 404 can be told from a route not created yet.
+                    # A listener losing its last route (its HTTPRoute deleted or detached) answers 404 at
+                    # once: say what this pass read, so that such a 404 can be told from a route not made yet.
                     log.info(
                         "gateway %s/%s port %s: no route left; HTTPRoutes read: %s",
                         *key,
