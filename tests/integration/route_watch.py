@@ -16,26 +16,12 @@ from kubernetes import client as k8s
 
 from models.naming import gateway_name, http_route_name
 from raypilot.cli.demo_rayservice import gateway_url
+from raypilot.cli.demo_support import read_custom
 from raypilot.load import FAILED, SteadyLoad
 from sandbox.testing import wait_until
 from workflows.decisions.upgrade.gateway import is_http_route_ready
 
 GATEWAY_API = ("gateway.networking.k8s.io", "v1")
-
-
-def read_gateway_api(
-    custom: k8s.CustomObjectsApi, namespace: str, plural: str, name: str
-) -> dict[str, Any] | None:
-    """A Gateway API object (plural `gateways`, `httproutes`), None when it does not exist."""
-    try:
-        found: dict[str, Any] = custom.get_namespaced_custom_object(  # type: ignore[assignment]
-            *GATEWAY_API, namespace, plural, name
-        )
-    except k8s.ApiException as error:
-        if error.status == 404:
-            return None
-        raise
-    return found
 
 
 async def routed_gateway_url(
@@ -47,15 +33,10 @@ async def routed_gateway_url(
     answers 404."""
     gateway, route = gateway_name(rayservice), http_route_name(rayservice)
 
-    def url() -> str | None:
-        found = gateway_url(read_gateway_api(custom, namespace, "gateways", gateway))
-        accepted = is_http_route_ready(
-            gateway, namespace, read_gateway_api(custom, namespace, "httproutes", route)
-        )
-        return found if accepted else None
-
     async def probe() -> str | None:
-        return await asyncio.to_thread(url)
+        found = gateway_url(await read_custom(custom, GATEWAY_API[0], "gateways", namespace, gateway))
+        route_object = await read_custom(custom, GATEWAY_API[0], "httproutes", namespace, route)
+        return found if is_http_route_ready(gateway, namespace, route_object) else None
 
     routed: str = await wait_until(
         probe, within=within, interval=0.1, what="Gateway programmed, HTTPRoute accepted"
@@ -94,12 +75,9 @@ class RouteRecorder:
     changes: list[WeightChange] = field(default_factory=list)
     _task: asyncio.Task[None] | None = None
 
-    def _read(self) -> dict[str, Any] | None:
-        return read_gateway_api(self.custom, self.namespace, "httproutes", self.name)
-
     async def _poll(self) -> None:
         while True:
-            route = await asyncio.to_thread(self._read)
+            route = await read_custom(self.custom, GATEWAY_API[0], "httproutes", self.namespace, self.name)
             weights = route_weights(route) if route is not None else {}
             if not self.changes or self.changes[-1].weights != weights:
                 self.changes.append(WeightChange(time.monotonic(), weights))
