@@ -179,9 +179,22 @@ async def test_history_does_not_grow_with_the_job_duration(
     assert job_info["endTime"] > job_info["startTime"]
     # The same activities and timers whatever the duration. How many workflow tasks carry them depends on
     # how completions happen to batch on a loaded machine, so those are only held to the budget.
-    assert await _work_events(long_handle) == short_work
+    assert _same_work(await _work_events(long_handle), short_work)
     assert short_count <= budget
     assert long_count <= budget
+
+
+# In K8sJobMode the fake submitter Job ends at the instant its Ray job does. Both reports usually reach the
+# workflow in one task; when a loaded machine splits them, the workflow waits on the grace-period timer for
+# the submitter (started, then cancelled) and looks at the job once more when it ends (one marker).
+_SPLIT_ENDINGS = Counter(
+    {"EVENT_TYPE_TIMER_STARTED": 1, "EVENT_TYPE_TIMER_CANCELED": 1, "EVENT_TYPE_MARKER_RECORDED": 1}
+)
+
+
+def _same_work(one: Counter[str], other: Counter[str]) -> bool:
+    """Equal, or apart by exactly the split endings of one run (either run)."""
+    return one == other or one == other + _SPLIT_ENDINGS or other == one + _SPLIT_ENDINGS
 
 
 async def _run_counted(

@@ -303,10 +303,16 @@ async def test_deleted_head_pod_is_recreated_and_cluster_deletion_stops_everythi
     used_ips = {p["status"]["podIP"] for p in pods(store, "gone", "head") + pods(store, "gone", "worker")}
 
     store.delete("ray.io/v1", "RayCluster", "default", "gone")
-    await wait_until(lambda: not second.running and controller.head_runtime("default", "gone") is None)
+    # The addresses go back once every pod's processes have stopped, a moment after the head says it stopped.
+    await wait_until(
+        lambda: (
+            not second.running
+            and controller.head_runtime("default", "gone") is None
+            and not used_ips & store.pools.pods.allocated
+        )
+    )
     assert not pods(store, "gone", "head")
     assert store.try_get("v1", "Service", "default", "gone-head-svc") is None
-    assert not used_ips & store.pools.pods.allocated
 
 
 async def test_token_auth_creates_secret_and_passes_token(store: Store) -> None:
