@@ -45,8 +45,9 @@ TTL_WHILE_DOWN = 6
 DOWN_PAST_DUE_SECONDS = 3.0
 # How late a deletion may be observed after its due time (or after the return of a stack that was down).
 # Seconds, not a reconcile loop's requeue lost on restart; the bound leaves room for a loaded 2-core machine
-# (2.8 s seen there with pytest-xdist workers beside it; about 0.3 s idle).
-DELETION_LATENCY_SECONDS = 5.0
+# (2.8 s seen there with pytest-xdist workers beside it, over 5 s once at load 7; about 0.3 s idle). That the
+# timer was armed once, for endTime + TTL, is asserted from the history, not from this bound.
+DELETION_LATENCY_SECONDS = 8.0
 STOP_PATIENCE_SECONDS = 20.0
 
 
