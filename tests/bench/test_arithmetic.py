@@ -30,6 +30,8 @@ from bench.arithmetic import (
     signal_times,
 )
 from bench.p4_history import cost_of, heartbeat_call_period_s, observers_cost
+from bench.p7_own_clusters import OwnClusterPoint
+from bench.p7_scale import own_clusters_met
 from bench.progress import Progress, bar_text
 from bench.suite import record_text
 
@@ -351,3 +353,27 @@ def test_progress_bar_text() -> None:
     with Progress("x", 2, stream=stream) as bar:
         bar.advance(2)
     assert stream.getvalue().endswith("] 2/2 0.0 s\n")
+
+
+@pytest.mark.parametrize(
+    ("jobs", "requests", "slots", "met"),
+    [
+        (1, 2, 2, None),  # the smoke's single job: nothing to judge independence of N from
+        (100, 2, 5, True),
+        (100, 100, 5, False),  # a request per job: the waits grow with N
+        (100, 2, 6, False),  # more slots than one Kubernetes observer and the job observers' shards
+    ],
+)
+def test_own_cluster_verdict_needs_more_jobs_than_fixed_requests(
+    jobs: int, requests: int, slots: int, met: bool | None
+) -> None:
+    point = OwnClusterPoint(
+        jobs,
+        ramp_s=1.0,
+        rss_bytes=0,
+        cpu_share=0.0,
+        ramp_cluster_requests=requests,
+        hold_api_rps=0.0,
+        slots_used=slots,
+    )
+    assert own_clusters_met(point, slots_bound=5) is met
