@@ -13,14 +13,17 @@ import ast
 import builtins
 import contextlib
 import gc
+import logging
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["serialize_ast_parsing"]
 
 _LOCK = threading.RLock()
+_log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -30,7 +33,9 @@ def _converting() -> Iterator[None]:
     collector can do exactly that: a finalizer it runs mid-conversion (an asyncio future's, logging its
     exception with a traceback, whose carets call ast.parse) resets the depth under the outer conversion.
     Reproduced here: 137 of 200 parses failed with such a finalizer and a low collection threshold."""
+    asked = time.monotonic()
     with _LOCK:
+        got = time.monotonic()
         collecting = gc.isenabled()
         gc.disable()
         try:
@@ -38,6 +43,22 @@ def _converting() -> Iterator[None]:
         finally:
             if collecting:
                 gc.enable()
+    _report_if_long(got - asked, time.monotonic() - got)
+
+
+# A conversion that held the lock (or waited for it) longer than this is logged: a workflow activation that
+# stalls for seconds on a loaded machine can then be told apart from one that waited here.
+LONG_HOLD_S = 0.1
+
+
+def _report_if_long(waited_s: float, held_s: float) -> None:
+    if waited_s > LONG_HOLD_S or held_s > LONG_HOLD_S:
+        _log.warning(
+            "AST conversion on thread %s waited %.3f s for the guard's lock and held it %.3f s",
+            threading.current_thread().name,
+            waited_s,
+            held_s,
+        )
 
 
 def serialize_ast_parsing() -> None:

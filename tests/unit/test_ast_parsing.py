@@ -103,3 +103,26 @@ def test_a_finalizer_that_parses_during_a_parse_on_the_same_thread_fails_nothing
         gc.set_threshold(*threshold)
         gc.collect()
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="the guard is off where the AST constructor is fixed")
+def test_a_long_wait_for_the_lock_is_logged_with_the_waiting_thread(caplog: pytest.LogCaptureFixture) -> None:
+    serialize_ast_parsing()
+    release = threading.Event()
+
+    def hold_the_lock() -> None:
+        with ast_parsing._LOCK:
+            release.wait(timeout=5)
+
+    holder = threading.Thread(target=hold_the_lock)
+    holder.start()
+    parser = threading.Thread(target=lambda: ast.parse("x = 1"), name="parser")
+    with caplog.at_level("WARNING", logger="raypilot.ast_parsing"):
+        parser.start()
+        parser.join(timeout=2 * ast_parsing.LONG_HOLD_S)
+        assert parser.is_alive()  # waiting for the lock
+        release.set()
+        parser.join(timeout=5)
+        holder.join(timeout=5)
+    [record] = [r for r in caplog.records if r.name == "raypilot.ast_parsing"]
+    assert record.getMessage().startswith("AST conversion on thread parser waited ")
