@@ -82,11 +82,15 @@ class GatewayController(ResyncController):
             await self._remove(key)
         for key, gateway in live.items():
             await self._bring_up(key, gateway)
-        # From here on nothing awaits until the binds: the routes come from one consistent view of the store,
-        # and a listener about to be bound has them before it accepts its first connection.
-        self._route_and_report(write_statuses=False)
-        await self._bind_listeners()
+        if self._has_unbound_listeners():
+            # From here on nothing awaits until the binds: the routes come from one consistent view of the
+            # store, and a listener about to be bound has them before it accepts its first connection.
+            self._route_and_report(write_statuses=False)
+            await self._bind_listeners()
         self._route_and_report()  # the statuses show the listeners as bound now
+
+    def _has_unbound_listeners(self) -> bool:
+        return any(set(state.proxies) - state.bound for state in self._gateways.values())
 
     async def _bring_up(self, key: Key, gateway: Obj) -> None:
         """The Gateway's state and a proxy per HTTP listener port (bound later); ports gone are closed."""

@@ -181,7 +181,9 @@ async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collec
     namespace = simulated_stack.namespace()
     async with running_controller(simulated_stack) as controller:
         written = record_status_writes(controller)
-        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "job", "sleep 3"))
+        # The job runs long enough for its RUNNING to be seen on a loaded machine (with a 3 s job, a full run
+        # whose workflow tasks took over 5 s went from PENDING to SUCCEEDED).
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "job", "sleep 8"))
         # JOB STATUS changes within the Running phase, and kubectl shows it (the jobStatus memo).
         await wait_until(
             lambda: ("RUNNING", "Running") in rows(kube_env, namespace), within=30, what="RUNNING in Running"
