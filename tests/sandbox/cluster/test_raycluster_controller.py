@@ -288,18 +288,25 @@ async def test_deleted_head_pod_is_recreated_and_cluster_deletion_stops_everythi
     [head] = pods(store, "gone", "head")
     first = controller.head_runtime("default", "gone")
     store.delete("v1", "Pod", "default", head["metadata"]["name"])
-    await wait_until(
-        lambda: (
-            pods(store, "gone", "head")
-            and pods(store, "gone", "head")[0]["metadata"]["name"] != head["metadata"]["name"]
-            and is_ready(store, "gone")
+
+    def recreated() -> bool:
+        # The runtime, not the status alone: the status still says ready from before while the new head
+        # pod's Ray starts (a full run read it then and found no runtime yet).
+        runtime = controller.head_runtime("default", "gone")
+        return (
+            runtime is not None
+            and runtime.running
+            and runtime.pod_name != head["metadata"]["name"]
+            and is_ready(store, "gone") is not None
         )
-    )
+
+    await wait_until(recreated)
     assert first is not None
     assert not first.running
     second = controller.head_runtime("default", "gone")
     assert second is not None
-    assert second.running
+    [new_head] = pods(store, "gone", "head")
+    assert new_head["metadata"]["name"] == second.pod_name
     used_ips = {p["status"]["podIP"] for p in pods(store, "gone", "head") + pods(store, "gone", "worker")}
 
     store.delete("ray.io/v1", "RayCluster", "default", "gone")
