@@ -419,9 +419,11 @@ async def test_a_template_change_does_not_roll_running_pods_as_in_kuberay(store:
 
     def new_head_ready() -> bool:
         heads = pods(store, "tmpl", "head")
+        # Running: the status's HeadPodReady may still be the old head's while the new one starts.
         return (
             bool(heads)
             and heads[0]["metadata"]["uid"] != head["metadata"]["uid"]
+            and (heads[0].get("status") or {}).get("phase") == "Running"
             and head_ready(store, "tmpl")
         )
 
