@@ -21,7 +21,7 @@ from raypilot.load import FAILED, SteadyLoad
 from sandbox.testing import wait_until
 from workflows.decisions.upgrade.gateway import is_http_route_ready
 
-GATEWAY_API = ("gateway.networking.k8s.io", "v1")
+GATEWAY_GROUP = "gateway.networking.k8s.io"
 
 
 async def routed_gateway_url(
@@ -34,8 +34,8 @@ async def routed_gateway_url(
     gateway, route = gateway_name(rayservice), http_route_name(rayservice)
 
     async def probe() -> str | None:
-        found = gateway_url(await read_custom(custom, GATEWAY_API[0], "gateways", namespace, gateway))
-        route_object = await read_custom(custom, GATEWAY_API[0], "httproutes", namespace, route)
+        found = gateway_url(await read_custom(custom, GATEWAY_GROUP, "gateways", namespace, gateway))
+        route_object = await read_custom(custom, GATEWAY_GROUP, "httproutes", namespace, route)
         return found if is_http_route_ready(gateway, namespace, route_object) else None
 
     routed: str = await wait_until(
@@ -77,7 +77,7 @@ class RouteRecorder:
 
     async def _poll(self) -> None:
         while True:
-            route = await read_custom(self.custom, GATEWAY_API[0], "httproutes", self.namespace, self.name)
+            route = await read_custom(self.custom, GATEWAY_GROUP, "httproutes", self.namespace, self.name)
             weights = route_weights(route) if route is not None else {}
             if not self.changes or self.changes[-1].weights != weights:
                 self.changes.append(WeightChange(time.monotonic(), weights))

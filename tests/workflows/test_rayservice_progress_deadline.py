@@ -67,6 +67,15 @@ async def upgrade_to_a_cluster_that_never_serves(
     return old, new
 
 
+async def only_old_left(world: FakeRayWorld, handle: Handle, old: str) -> bool:
+    """The new cluster dropped: gone from the world and from the status. The status too, because the new
+    cluster's name is in it a pass before the cluster exists (a full run found only the old one then)."""
+    status = await status_of(handle)
+    return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
+        "rayClusterName"
+    )
+
+
 async def test_incremental_upgrade_past_the_deadline_rolls_back(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
@@ -79,13 +88,7 @@ async def test_incremental_upgrade_past_the_deadline_rolls_back(
         assert waiting["pendingServiceStatus"]["rayClusterName"] == new  # before the deadline: still waiting
         assert condition_of(waiting, "RolloutProgressing") == ("", "")
 
-        async def only_old() -> bool:
-            status = await status_of(handle)
-            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
-                "rayClusterName"
-            )
-
-        await eventually(env, only_old)
+        await eventually(env, lambda: only_old_left(world, handle, old))
         final = await status_of(handle)
         await advance(env, timedelta(minutes=5))  # the aborted spec is not tried again
         assert world.live_clusters() == [old]
@@ -116,15 +119,7 @@ async def test_new_cluster_upgrade_past_the_deadline_drops_the_new_cluster(
             env, world, handle, manifest("v2", rollout, incremental=False)
         )
 
-        async def only_old() -> bool:
-            # The status too: the new cluster's name is in it a pass before the cluster exists, and a full
-            # run found only the old cluster in that moment.
-            status = await status_of(handle)
-            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
-                "rayClusterName"
-            )
-
-        await eventually(env, only_old)
+        await eventually(env, lambda: only_old_left(world, handle, old))
         final = await status_of(handle)
     assert condition_of(final, "RolloutProgressing") == ("False", "ProgressDeadlineExceeded")
     assert condition_of(final, "Ready")[0] == "True"
