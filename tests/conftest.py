@@ -6,14 +6,43 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from raypilot.ast_parsing import serialize_ast_parsing
+from tests import stalls
 
 # The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
 serialize_ast_parsing()
+
+_STALLS_DIR = os.environ.get("RAYPILOT_TEST_STALLS")
+_STALLS = stalls.install(Path(_STALLS_DIR)) if _STALLS_DIR else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _STALLS is not None:
+        _STALLS.test = item.nodeid
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Everything the test modules imported (Ray, Serve, the Kubernetes client) out of later collections.
+    stalls.settle_heap()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    # A test file's module fixtures are gone once its last test is torn down: collect its garbage then, so
+    # a full collection in the next file scans only the next file's objects (tests/stalls.py).
+    result = yield
+    if nextitem is None or nextitem.path != item.path:
+        stalls.settle_heap()
+    return result
 
 
 @pytest.hookimpl(wrapper=True)
