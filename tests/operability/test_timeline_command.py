@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import io
-import itertools
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -23,6 +24,21 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
+from tests.workflows.timer_dues import acts_with_decision_times, steps_timed_by_timers, timer_dues
+from wire import names
+
+TIMESTAMP_ROUNDING = timedelta(milliseconds=1)
+
+
+def new_cluster_traffic_steps(routes: list[tuple[datetime, Any]], cluster: str) -> list[tuple[datetime, int]]:
+    """(decided at, weight) of each HTTPRoute write that changed `cluster`'s weight."""
+    steps: list[tuple[datetime, int]] = []
+    for at, route in routes:
+        refs = [ref for rule in route["spec"]["rules"] for ref in rule.get("backendRefs") or []]
+        weight = next((int(ref["weight"]) for ref in refs if ref["name"] == f"{cluster}-serve-svc"), 0)
+        if weight and (not steps or steps[-1][1] != weight):
+            steps.append((at, weight))
+    return steps
 
 
 async def _timeline(env: WorkflowEnvironment, task_queue: str, *argv: str) -> tuple[int, str, str]:
@@ -62,15 +78,20 @@ async def test_the_timeline_of_a_running_rayservice_after_an_incremental_upgrade
     assert code == 0, err
     assert f"wrote {picture}" in out
     # The manifest's 25 % steps every 10 s, timed by the durable timers (workflow time, skipped here).
-    moves = [line.split(" s ")[0] for line in out.splitlines() if f"{new} traffic" in line]
     assert [line.split(f"{new} traffic ")[1] for line in out.splitlines() if f"{new} traffic" in line] == [
         "0% -> 25%",
         "25% -> 50%",
         "50% -> 75%",
         "75% -> 100%",
     ]
-    gaps = [float(later) - float(earlier) for earlier, later in itertools.pairwise(moves)]
-    assert all(abs(gap - 10) < 0.5 for gap in gaps), gaps
+    # Each of those steps was decided by a durable timer due 10 s after the step before (workflow time).
+    history = await handle.fetch_history()
+    steps = new_cluster_traffic_steps(acts_with_decision_times(history, names.UPDATE_HTTPROUTE_SPEC), new)
+    assert [weight for _, weight in steps] == [25, 50, 75, 100]
+    decided = [at for at, _ in steps]
+    assert not steps_timed_by_timers(
+        decided, timedelta(seconds=10), timer_dues(history), TIMESTAMP_ROUNDING
+    ), decided
     assert f"{old} traffic 25% -> 0%" in out
     assert "update apply" in out
     assert picture.stat().st_size > 20_000  # a drawn picture, not an empty figure

@@ -71,6 +71,25 @@ def expected_upgrade_steps(max_surge_percent: int, step_size_percent: int) -> li
     return steps
 
 
+@dataclass(frozen=True)
+class TrafficStep:
+    percent: int
+    after_capacity: bool  # a capacity change came between this step and the traffic step before it
+
+
+def traffic_steps(events: list[UpgradeEvent]) -> list[TrafficStep]:
+    """The traffic steps of an upgrade's events, each saying whether it follows a capacity change."""
+    steps: list[TrafficStep] = []
+    capacity_changed = False
+    for event in events:
+        if event.kind == "traffic":
+            steps.append(TrafficStep(event.value, capacity_changed and bool(steps)))
+            capacity_changed = False
+        elif event.kind in ("pending_capacity", "active_capacity"):
+            capacity_changed = True
+    return steps
+
+
 def upgrade_start_status(active_cluster: str, pending_cluster: str, start: datetime) -> RayServiceStatuses:
     """Status just after the upgrade's HTTPRoute first listed the pending cluster: active 100/100, pending
     capacity 0 and traffic 0 (first read back at `start`), UpgradeInProgress True."""

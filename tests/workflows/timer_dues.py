@@ -1,0 +1,74 @@
+"""When a workflow's durable timers were due, read from its history: where step timing is decided.
+
+A wall-clock gap between two steps also holds every delay of the machine that runs the test (a starved
+worker, a slow activity); the instant a timer was set for is the workflow's own decision. Its workflow time is
+the start of the workflow task that set it (`workflow.now()` there), plus its start-to-fire timeout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHistory
+
+
+def timer_dues(history: WorkflowHistory) -> list[datetime]:
+    """Every durable timer's due instant, in the order the timers were started."""
+    task_started: datetime | None = None
+    dues: list[datetime] = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            task_started = event.event_time.ToDatetime(tzinfo=UTC)
+        elif event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
+            assert task_started is not None, "a timer started outside a workflow task"
+            timeout = event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+            dues.append(task_started + timeout)
+    return dues
+
+
+def acts_with_decision_times(history: WorkflowHistory, activity: str) -> list[tuple[datetime, Any]]:
+    """Each scheduling of `activity` with the workflow time of the task that decided it and its first input
+    (raypilot's payloads are JSON)."""
+    task_started: datetime | None = None
+    acts: list[tuple[datetime, Any]] = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            task_started = event.event_time.ToDatetime(tzinfo=UTC)
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attributes = event.activity_task_scheduled_event_attributes
+            if attributes.activity_type.name != activity:
+                continue
+            assert task_started is not None, "an activity scheduled outside a workflow task"
+            payloads = attributes.input.payloads
+            acts.append((task_started, json.loads(payloads[0].data) if payloads else None))
+    return acts
+
+
+def steps_timed_by_timers(
+    steps: list[datetime],
+    interval: timedelta,
+    dues: list[datetime],
+    tolerance: timedelta,
+    untimed: frozenset[int] = frozenset(),
+) -> list[str]:
+    """What is wrong with `steps` (empty: nothing) for steps that are each due `interval` after the one
+    before: no step came earlier than that, and a durable timer was set for that very instant (within
+    `tolerance`, the rounding of a timestamp), except for the steps numbered in `untimed` (from 0), which
+    wait on something else too."""
+    problems = []
+    for number, (earlier, later) in enumerate(itertools.pairwise(steps), start=1):
+        due = earlier + interval
+        if later < due - tolerance:
+            problems.append(
+                f"step {number} at {later:%H:%M:%S.%f} came before its due time {due:%H:%M:%S.%f}"
+            )
+        if number not in untimed and not any(abs(timer - due) <= tolerance for timer in dues):
+            timers = [f"{timer:%H:%M:%S.%f}" for timer in dues]
+            problems.append(
+                f"no timer was set for step {number}'s due time {due:%H:%M:%S.%f} (timers: {timers})"
+            )
+    return problems
