@@ -5,7 +5,8 @@ GET on any path under its route prefix answers JSON
 The version is `user_config["version"]` when the deployment has one, else the env var APP_VERSION of the Ray
 head (Ray workers inherit the environment of `ray start`), else "unknown". Tests use it to tell v1 from v2
 traffic and to read replica ranks; the simulated dashboard answers with the same shape. `?work_s=N` makes
-it answer N seconds later (a long request, for the drained-deletion tests), as the simulated app does.
+it answer N seconds later (a long request, for the drained-deletion tests), and `?hold_until=<path>` once
+that file exists (sandbox/apps/holds.py), as the simulated app does.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 from ray import serve
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+
+from sandbox.apps.holds import HOLD_PARAM, held_until
 
 UNKNOWN_VERSION = "unknown"
 
@@ -41,6 +44,9 @@ class _Versioned:
         work = request.query_params.get("work_s")
         if work:
             await asyncio.sleep(float(work))
+        hold = request.query_params.get(HOLD_PARAM)
+        if hold:
+            await held_until(hold)
         context = serve.get_replica_context()
         return JSONResponse(
             {

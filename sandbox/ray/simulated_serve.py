@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from sandbox.apps.holds import HOLD_PARAM, held_until
 from sandbox.ray.simulated_entrypoint import EntrypointPlan, Step
 from sandbox.ray.simulated_replicas import world_size
 from sandbox.ray.simulated_serve_render import EMPTY_INSTANCE_DETAILS, ServeIdentity, instance_details
@@ -269,6 +270,9 @@ class SimulatedServe:
         work = request.query.get(WORK_SECONDS_PARAM)
         if work:  # on the replica it was assigned to, which finishes it even if it is being stopped meanwhile
             await asyncio.sleep(float(work))
+        hold = request.query.get(HOLD_PARAM)
+        if hold:
+            await held_until(hold)
         ingress = app.ingress
         assert ingress is not None
         return web.json_response(
