@@ -38,6 +38,7 @@ BENCHES: dict[str, str] = {
     "P4": "bench.p4_history",
     "P5": "bench.p5_throughput",
     "P7": "bench.p7_scale",
+    "P9": "bench.p9_activations",
     "P6": "bench.p6_serve_real",  # real Ray: last, on the machine as the others left it
 }
 DEFAULT_SCALE = (100, 1000)
