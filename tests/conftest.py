@@ -27,6 +27,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _STALLS.test = item.nodeid
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _STALLS_DIR and not os.environ.get("PYTEST_XDIST_WORKER"):
+        terminalreporter.write_sep("-", "garbage collections, stalls and load (tests/stalls.py)")
+        terminalreporter.write_line(stalls.summary(Path(_STALLS_DIR)))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     # Everything the test modules imported (Ray, Serve, the Kubernetes client) out of later collections.

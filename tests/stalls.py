@@ -8,6 +8,7 @@ with no CPU to give. With RAYPILOT_TEST_STALLS=<dir>, each pytest process append
 - `gc`: every collection of the oldest generation over GC_REPORT_S, with its duration and object count;
 - `stall`: every time a watchdog thread woke over STALL_REPORT_S late from a short sleep (no GIL or no CPU
   for that long), with the GC time inside the stall;
+- `load`: the machine's 1-minute load average every LOAD_EVERY_S, to see what else ran beside;
 - the test that was running at each.
 
 `python -m tests.stalls <dir>` sums the logs up.
@@ -32,6 +33,7 @@ from typing import Any
 GC_REPORT_S = 0.2
 STALL_REPORT_S = 0.5
 WATCHDOG_TICK_S = 0.05
+LOAD_EVERY_S = 30.0
 
 
 class StallLog:
@@ -63,7 +65,11 @@ class StallLog:
             )
 
     def watch(self) -> None:
+        next_load = time.perf_counter()
         while True:
+            if time.perf_counter() >= next_load:
+                self.write("load", os.getloadavg()[0], "")
+                next_load += LOAD_EVERY_S
             gc_before, before = self._gc_total, time.perf_counter()
             time.sleep(WATCHDOG_TICK_S)
             late = time.perf_counter() - before - WATCHDOG_TICK_S
@@ -88,6 +94,12 @@ def install(directory: Path) -> StallLog:
 def summary(directory: Path) -> str:
     rows = [line.rstrip("\n").split("\t") for path in directory.glob("*.log") for line in path.open()]
     lines = [f"{len(rows)} records in {directory}"]
+    loads = [float(row[2]) for row in rows if row[1] == "load"]
+    if loads:
+        mean = sum(loads) / len(loads)
+        lines.append(
+            f"load average (1 min, sampled every {LOAD_EVERY_S:.0f} s): mean {mean:.1f}, max {max(loads):.1f}"
+        )
     for kind in ("gc", "stall"):
         of_kind = sorted((row for row in rows if row[1] == kind), key=lambda row: -float(row[2]))
         total = sum(float(row[2]) for row in of_kind)
