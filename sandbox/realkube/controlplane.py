@@ -1,0 +1,281 @@
+"""A real Kubernetes control plane as local processes: etcd, kube-apiserver (RBAC, client certificates,
+service-account tokens), kube-controller-manager and KubeRay's operator, from the binaries `make kube`
+builds (kube/build.sh). Everything listens on 127.0.0.1 at free ports; each process logs to
+`<directory>/logs/<name>.log`.
+
+`start_control_plane` installs KubeRay's and the Gateway API's CRDs before KubeRay's operator starts (it
+watches them). There is no kubelet: pods stay Pending until a node agent runs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from sandbox.realkube.certs import ControlPlaneCerts, make_control_plane_certs
+
+BUILD_SCRIPT = Path(__file__).parents[2] / "kube" / "build.sh"
+# Set to a directory `kube/build.sh` printed to skip asking the script (e.g. a cache built elsewhere).
+KUBE_DIR_ENV = "RAYPILOT_KUBE_DIR"
+READY_WITHIN_S = 120.0
+STOP_WITHIN_S = 15.0
+SERVICE_CIDR = "10.0.0.0/24"
+# The controllers a cluster without kubelets needs: node-lifecycle and pod-garbage-collector would act on pods
+# of nodes that never report; the rest (deployments, replica sets, ...) raypilot and KubeRay do not use.
+CONTROLLERS = (
+    "serviceaccount-token-controller",
+    "serviceaccount-controller",
+    "root-ca-certificate-publisher-controller",
+    "namespace-controller",
+    "garbage-collector-controller",
+    "job-controller",
+    "endpoints-controller",
+    "endpointslice-controller",
+    "ttl-after-finished-controller",
+)
+
+
+class ControlPlaneError(RuntimeError):
+    """A component did not start (the message names it and ends with its log's last lines)."""
+
+
+def kube_dir() -> Path:
+    """The cache directory with bin/ and crds/: $RAYPILOT_KUBE_DIR, else what kube/build.sh prints (it returns
+    at once when the cache is complete, and builds it otherwise)."""
+    given = os.environ.get(KUBE_DIR_ENV)
+    if given:
+        return Path(given)
+    done = subprocess.run(["bash", str(BUILD_SCRIPT)], check=False, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ControlPlaneError(f"kube/build.sh failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return Path(done.stdout.strip().splitlines()[-1])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def admin_kubeconfig(server: str, certs: ControlPlaneCerts) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "raypilot", "cluster": {"server": server, "certificate-authority": str(certs.ca_cert)}}
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {"client-certificate": str(certs.admin_cert), "client-key": str(certs.admin_key)},
+            }
+        ],
+        "contexts": [{"name": "raypilot", "context": {"cluster": "raypilot", "user": "admin"}}],
+        "current-context": "raypilot",
+    }
+
+
+@dataclass
+class ControlPlane:
+    directory: Path
+    kube: Path
+    server: str
+    certs: ControlPlaneCerts
+    kubeconfig: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def binary(self, name: str) -> str:
+        return str(self.kube / "bin" / name)
+
+    def log_path(self, name: str) -> Path:
+        return self.directory / "logs" / f"{name}.log"
+
+    def start(self, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        self.log_path(name).parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path(name).open("ab") as log:
+            process = subprocess.Popen(
+                [self.binary(name), *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        self.processes[name] = process
+        return process
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])
+        return "(no log)"
+
+    def kubectl(self, *argv: str, input_text: str | None = None, check: bool = True) -> str:
+        done = subprocess.run(
+            [self.binary("kubectl"), "--kubeconfig", str(self.kubeconfig), *argv],
+            input=input_text,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(argv)}: {done.stderr.strip()}")
+        return done.stdout
+
+    def readyz(self) -> bool:
+        context = ssl.create_default_context(cafile=str(self.certs.ca_cert))
+        context.load_cert_chain(str(self.certs.admin_cert), str(self.certs.admin_key))
+        try:
+            with urllib.request.urlopen(f"{self.server}/readyz", context=context, timeout=5) as answer:
+                return bool(answer.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def wait(self, what: str, name: str, ready: object) -> None:
+        deadline = time.monotonic() + READY_WITHIN_S
+        while time.monotonic() < deadline:
+            process = self.processes[name]
+            if process.poll() is not None:
+                raise ControlPlaneError(f"{name} exited ({process.returncode}):\n{self.log_tail(name)}")
+            if callable(ready) and ready():
+                return
+            time.sleep(0.2)
+        raise ControlPlaneError(f"{what} not within {READY_WITHIN_S:.0f} s:\n{self.log_tail(name)}")
+
+    def stop(self) -> None:
+        """Stops every process, newest first: each gets SIGTERM, then SIGKILL after STOP_WITHIN_S."""
+        for name in reversed(list(self.processes)):
+            process = self.processes.pop(name)
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(STOP_WITHIN_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def _start_etcd(plane: ControlPlane) -> str:
+    client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    plane.start(
+        "etcd",
+        [
+            "--name=raypilot",
+            f"--data-dir={plane.directory / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=raypilot={peer}",
+            f"--listen-metrics-urls=http://127.0.0.1:{free_port()}",
+            "--unsafe-no-fsync",  # a sandbox's data is thrown away with it: no waits on the disk
+            "--log-level=warn",
+        ],
+    )
+    return client
+
+
+def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
+    certs = plane.certs
+    plane.start(
+        "kube-apiserver",
+        [
+            f"--etcd-servers={etcd}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--tls-cert-file={certs.serving_cert}",
+            f"--tls-private-key-file={certs.serving_key}",
+            f"--client-ca-file={certs.ca_cert}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={certs.service_account_pub}",
+            f"--service-account-signing-key-file={certs.service_account_key}",
+            "--allow-privileged=true",
+            # No kubelet serves the `kubernetes` Service's endpoints; the default reconciler would report
+            # 127.0.0.1, which Endpoints validation refuses.
+            "--endpoint-reconciler-type=none",
+        ],
+    )
+    plane.wait("kube-apiserver /readyz", "kube-apiserver", plane.readyz)
+
+
+def _start_controller_manager(plane: ControlPlane) -> None:
+    certs = plane.certs
+    plane.start(
+        "kube-controller-manager",
+        [
+            f"--kubeconfig={plane.kubeconfig}",
+            f"--authentication-kubeconfig={plane.kubeconfig}",
+            f"--authorization-kubeconfig={plane.kubeconfig}",
+            "--authentication-skip-lookup=true",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={free_port()}",
+            "--leader-elect=false",
+            f"--service-account-private-key-file={certs.service_account_key}",
+            f"--root-ca-file={certs.ca_cert}",
+            f"--controllers={','.join(CONTROLLERS)}",
+        ],
+    )
+
+
+def _start_kuberay(plane: ControlPlane, feature_gates: str) -> None:
+    argv = [
+        f"--kubeconfig={plane.kubeconfig}",
+        "--enable-leader-election=false",
+        f"--metrics-addr=127.0.0.1:{free_port()}",
+        f"--health-probe-bind-address=127.0.0.1:{free_port()}",
+        "--log-stdout-encoder=console",
+    ]
+    if feature_gates:
+        argv.append(f"--feature-gates={feature_gates}")
+    plane.start("kuberay-operator", argv)
+
+
+def install_crds(plane: ControlPlane, paths: Sequence[Path]) -> None:
+    """Server-side apply (KubeRay's CRDs pass client-side apply's 256 KiB annotation limit), then waits until
+    each is Established."""
+    documents = [doc for path in paths for doc in yaml.safe_load_all(path.read_text()) if doc]
+    names = [doc["metadata"]["name"] for doc in documents if doc.get("kind") == "CustomResourceDefinition"]
+    for path in paths:
+        plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{name}" for name in names))
+
+
+def yaml_files(directory: Path) -> list[Path]:
+    return sorted(path for path in directory.glob("*.yaml") if path.name != "kustomization.yaml")
+
+
+@contextlib.contextmanager
+def control_plane(
+    directory: Path, *, controllers: bool = True, kuberay: bool = True, kuberay_feature_gates: str = ""
+) -> Iterator[ControlPlane]:
+    """A running control plane in `directory`, stopped when the block ends."""
+    kube = kube_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    certs = make_control_plane_certs(directory / "pki", ())
+    port = free_port()
+    server = f"https://127.0.0.1:{port}"
+    kubeconfig = directory / "admin.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(admin_kubeconfig(server, certs)))
+    kubeconfig.chmod(0o600)
+    plane = ControlPlane(directory, kube, server, certs, kubeconfig)
+    try:
+        etcd = _start_etcd(plane)
+        _start_apiserver(plane, etcd, port)
+        install_crds(
+            plane, [*yaml_files(kube / "crds" / "kuberay"), *yaml_files(kube / "crds" / "gateway-api")]
+        )
+        if controllers:
+            _start_controller_manager(plane)
+        if kuberay:
+            _start_kuberay(plane, kuberay_feature_gates)
+        yield plane
+    finally:
+        plane.stop()
