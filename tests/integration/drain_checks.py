@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
 from bench.upgrades import Incremental, incremental_rayservice, service_url
 from raypilot.load import SteadyLoad
@@ -83,6 +84,13 @@ def draining_rayservice(
     if incremental:
         manifest = incremental_rayservice(namespace, name, version, INCREMENTAL_PLAN)
         manifest["spec"]["rayClusterDeletionDelaySeconds"] = DELETION_DELAY_S
+        # Before the promotion the old cluster's target_capacity reaches 0 and Serve stops its replicas, each
+        # after its requests or graceful_shutdown_timeout_s (20 s by default): held requests need longer.
+        serve_config = yaml.safe_load(manifest["spec"]["serveConfigV2"])
+        for application in serve_config["applications"]:
+            for deployment in application["deployments"]:
+                deployment["graceful_shutdown_timeout_s"] = MAX_DRAIN_S
+        manifest["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config)
     else:
         manifest = rayservice(namespace, name, version)
     if drain:
@@ -118,7 +126,8 @@ async def answered_after_drain_start(
         return any(given["submission_id"] == f"raypilot-close-connections-{old}" for _, given in acts)
 
     await wait_until(drain_started, within=DELETED_WITHIN_S, interval=0.5, what=f"the drain of {old} started")
-    assert not any(task.done() for task in long_requests), "a held request was answered before its release"
+    early = [task.exception() or task.result() for task in long_requests if task.done()]
+    assert not early, f"held requests answered before their release: {early}"
     assert stack.exists("rayclusters", namespace, old), "the old cluster went with requests open on it"
     await asyncio.to_thread(release.touch)
     return await asyncio.gather(*long_requests, return_exceptions=True)

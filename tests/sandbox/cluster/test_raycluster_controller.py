@@ -200,8 +200,13 @@ async def test_worker_scaling_and_group_suspend(store: Store) -> None:
     await wait_until(lambda: len(pods(store, "scale", "worker")) == 2)
     set_group(suspend=True)
     await wait_until(lambda: not pods(store, "scale", "worker"), what="suspended group has no pods")
-    rc = await wait_until(lambda: is_ready(store, "scale"))
-    assert rc["status"]["desiredWorkerReplicas"] == 0
+    # The status is written after the pods go: wait for the one that counts the suspended group out.
+    await wait_until(
+        lambda: (
+            is_ready(store, "scale") and get_cluster(store, "scale")["status"]["desiredWorkerReplicas"] == 0
+        ),
+        what="status without the suspended group's replicas",
+    )
     assert pods(store, "scale", "head")
 
 
