@@ -62,6 +62,7 @@ from raypilot.testing.rayservice_scenarios import (
     incremental_manifest,
     rayservice_manifest,
     running_rayservice,
+    settled,
     status_of,
     until_ready,
 )
@@ -203,6 +204,7 @@ async def _skip_ttl_once_finished(
         return status.get("jobDeploymentStatus") in ("Complete", "Failed")
 
     await wait_until(finished, within=120, interval=0.05, what="the RayJob finished")
+    await settled(handle)
     await env.sleep(ttl)
 
 
@@ -211,9 +213,10 @@ async def idle_rayservice(hours: float) -> Cost:
     try:
         world = FakeRayWorld()
         async with running_rayservice(env, world, rayservice_manifest()) as handle:
-            await until_ready(env, handle)
+            await until_ready(env, handle, settle=True)
             run_id = (await handle.describe()).run_id
             since = await env.get_current_time()
+            await settled(handle)
             await env.sleep(timedelta(hours=hours))
             await status_of(handle)
             until = await env.get_current_time()
@@ -237,12 +240,12 @@ async def incremental_upgrade() -> tuple[Cost, float]:
     try:
         world = FakeRayWorld()
         async with running_rayservice(env, world, four_steps("v1")) as handle:
-            await until_ready(env, handle)
+            await until_ready(env, handle, settle=True)
 
             async def routed() -> bool:
                 return world.route is not None
 
-            await eventually(env, routed)
+            await eventually(env, routed, settle=True)
             since = await env.get_current_time()
             await handle.execute_update("apply", four_steps("v2"))
             new = ""
@@ -254,8 +257,8 @@ async def incremental_upgrade() -> tuple[Cost, float]:
                 new = new or str(pending or "")
                 return bool(new) and status["activeServiceStatus"]["rayClusterName"] == new
 
-            await eventually(env, promoted)
-            await until_ready(env, handle)
+            await eventually(env, promoted, settle=True)
+            await until_ready(env, handle, settle=True)
             until = await env.get_current_time()
             events = (await handle.fetch_history()).to_json_dict()["events"]
             return cost_of(events, since, until), (until - since).total_seconds()

@@ -4,13 +4,17 @@ time-skipping test of a RayService policy needs besides the world (`raypilot.tes
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
@@ -20,6 +24,14 @@ from raypilot.testing.replay import save_history
 from raypilot.testing.worker import running_worker
 from workflows.rayservice.state import RayServiceState
 from workflows.rayservice.workflow import RayServiceWorkflow
+
+# The workflows `running_rayservice` runs, per environment: `eventually` lets them settle before each skip.
+_RUNNING: weakref.WeakKeyDictionary[WorkflowEnvironment, list[Handle]] = weakref.WeakKeyDictionary()
+_TASK_IN_FLIGHT = frozenset(
+    {EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED}
+)
+SETTLE_WITHIN_S = 60.0
+SETTLE_POLL_S = 0.05
 
 # ---- manifests and running -------------------------------------------------------------------------------
 
@@ -119,7 +131,11 @@ async def running_rayservice(
         await env.client.start_workflow("RayServiceWorkflow", args=args, id=workflow_id, task_queue=queue)
         # Without a run id: queries and updates reach the current run after a continue-as-new.
         handle: Handle = env.client.get_workflow_handle(workflow_id, result_type=dict)
-        yield handle
+        _RUNNING.setdefault(env, []).append(handle)
+        try:
+            yield handle
+        finally:
+            _RUNNING[env].remove(handle)
         await record_history(handle)
 
 
@@ -135,9 +151,14 @@ async def eventually(
     probe: Callable[[], Awaitable[bool]],
     step: timedelta = timedelta(seconds=1),
     max_steps: int = 400,
+    settle: bool = False,
 ) -> None:
     """Advance workflow time by `step` until `probe()` holds. A probe whose status query timed out (a worker
-    starved by a loaded machine answers late) has not seen the condition yet: it is asked again."""
+    starved by a loaded machine answers late) has not seen the condition yet: it is asked again.
+
+    With `settle`, each step starts once the workflows of `running_rayservice` have no workflow task in
+    flight (`settled`). Settling takes real time, which the test server's clock counts too: it is for runs
+    without tight bounds in workflow time (the bench)."""
     for _ in range(max_steps):
         try:
             if await probe():
@@ -146,8 +167,31 @@ async def eventually(
             # DEADLINE_EXCEEDED: the server's query deadline; CANCELLED "Timeout expired": the client's own.
             if error.status not in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED):
                 raise
+        for handle in list(_RUNNING.get(env, ())) if settle else ():
+            await settled(handle)
         await env.sleep(step)
     raise AssertionError(f"condition not reached within {max_steps} steps of {step}")
+
+
+async def settled(handle: Handle, within_s: float = SETTLE_WITHIN_S) -> None:
+    """Waits (in real time) until the workflow's history shows no workflow task scheduled or running.
+
+    The time-skipping server refuses a workflow task that cancels a timer which fired while the task was with
+    the worker ("invalid history builder state for action", where the real server accepts it), and then never
+    times that task out or sends it again: the run is stranded and the test hangs. A skip fires the timers in
+    its window, so a skip taken while a task is in flight can fire the very timer that task cancels; on a
+    loaded machine a task can take seconds. A run that does not settle within `within_s` is left to the skip.
+    """
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        kinds = [event.event_type async for event in handle.fetch_history_events()]
+        done = max(
+            (i for i, kind in enumerate(kinds) if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED),
+            default=-1,
+        )
+        if not any(kind in _TASK_IN_FLIGHT for kind in kinds[done + 1 :]):
+            return
+        await asyncio.sleep(SETTLE_POLL_S)
 
 
 async def status_of(handle: Handle) -> dict[str, Any]:
@@ -163,7 +207,7 @@ def condition_of(status: dict[str, Any], condition_type: str) -> tuple[str, str]
 
 
 async def until_ready(
-    env: WorkflowEnvironment, handle: Handle, cluster_changes: bool = False
+    env: WorkflowEnvironment, handle: Handle, cluster_changes: bool = False, settle: bool = False
 ) -> dict[str, Any]:
     """Until Ready is True with an active cluster and no pending one; returns that status."""
     result: dict[str, Any] = {}
@@ -174,7 +218,7 @@ async def until_ready(
         pending = (result.get("pendingServiceStatus") or {}).get("rayClusterName")
         return condition_of(result, "Ready")[0] == "True" and not pending
 
-    await eventually(env, ready)
+    await eventually(env, ready, settle=settle)
     return result
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from models.features import FeatureGates
     from models.meta import is_condition_true
     from models.operator import OperatorConfig
     from models.raycluster import RayCluster
@@ -128,14 +129,22 @@ class RayServiceReconciler(ClusterPhases):
         # Patch `rayservice-drained-deletion`: a due dangling cluster is first drained (drain.py).
         self.drains_before_deletion = False
         self.drains = ClusterDrains(state, world, calls, config, commit)
+        # (manifest, generation, gates, the RayService parsed from them): a spec generation is parsed once.
+        self._goal: tuple[dict[str, Any], int, FeatureGates, RayService] | None = None
 
     @property
     def gate_conditions(self) -> bool:
         return self.config.feature_gates.ray_cluster_status_conditions
 
     def rayservice(self) -> RayService:
-        rayservice = rayservice_at(self.state.manifest, self.state.generation, self.state.status)
-        return with_gated_upgrade_strategy(rayservice, self.config.feature_gates)
+        manifest, generation, gates = self.state.manifest, self.state.generation, self.config.feature_gates
+        goal = self._goal
+        if goal is None or goal[0] is not manifest or goal[1] != generation or goal[2] is not gates:
+            parsed = rayservice_at(manifest, generation, self.state.status)
+            goal = (manifest, generation, gates, with_gated_upgrade_strategy(parsed, gates))
+            self._goal = goal
+        # A copy per call: a RayService taken earlier in the pass keeps the status it was taken with.
+        return goal[3].model_copy(update={"status": self.state.status})
 
     async def reconcile(self) -> PassOutcome:
         """One pass, phase by phase in KubeRay's order; each phase hands what it found to the next."""

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         dashboard_port,
         head_service_of,
         metrics_port_of,
+        parsed_cluster,
     )
     from workflows.decisions.rayservice.replica_ranks import rank_submission_id
     from workflows.decisions.rayservice.services import serve_port
@@ -62,6 +63,8 @@ class RayServiceWorld:
     def __init__(self, calls: RayServiceCalls) -> None:
         self.calls = calls
         self.clusters: dict[str, dict[str, Any] | None] = {}
+        # cluster -> (the observed object, its model): an observation is parsed once, not once per pass.
+        self._models: dict[str, tuple[dict[str, Any], RayCluster]] = {}
         self.serve: dict[str, ServeObservation] = {}
         self.endpoints: dict[str, int] = {}
         # cluster -> (the settled replica set's key, the replica ranks read for it)
@@ -90,9 +93,17 @@ class RayServiceWorld:
     # ---- reading ---------------------------------------------------------------------------------------
 
     def cluster(self, name: str, rayservice: RayService) -> RayCluster | None:
-        if not name:
+        obj = self.clusters.get(name) if name else None
+        if obj is None:
             return None
-        return cluster_from_object(self.clusters.get(name), rayservice)
+        known = self._models.get(name)
+        if known is not None and known[0] is obj:
+            return known[1]
+        model = parsed_cluster(obj)
+        if model is None:  # the fallback depends on the RayService's spec: not remembered
+            return cluster_from_object(obj, rayservice)
+        self._models[name] = (obj, model)
+        return model
 
     async def refresh_clusters(self, names: Iterable[str], owned: Iterable[str]) -> None:
         """Read the clusters that have no current observation. A name the workflow never created is not
@@ -115,6 +126,7 @@ class RayServiceWorld:
     def forget(self, names: Iterable[str]) -> None:
         for name in names:
             self.clusters.pop(name, None)
+            self._models.pop(name, None)
             self.serve.pop(name, None)
             self.ranks.pop(name, None)
             self.pods.pop(name, None)
@@ -123,6 +135,7 @@ class RayServiceWorld:
 
     def forget_everything(self) -> None:
         self.clusters.clear()
+        self._models.clear()
         self.serve.clear()
         self.ranks.clear()
         self.pods.clear()

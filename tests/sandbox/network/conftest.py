@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
@@ -148,13 +149,23 @@ def store() -> Iterator[Store]:
     the_store.close()
 
 
+def _port_free(address: str, port: int = 8000) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((address, port))
+        except OSError:
+            return False
+    return True
+
+
 @pytest.fixture
 def free_cluster_ip() -> Callable[[], str]:
-    """Explicit clusterIPs far from the start of the pool, where concurrently running sandboxes allocate."""
+    """Explicit clusterIPs far from the start of the pool, whose Service port no other sandbox on this machine
+    (another test worker's) holds right now."""
     used: set[str] = set()
 
     def pick() -> str:
-        while (address := f"127.0.1.{random.randrange(120, 250)}") in used:
+        while (address := f"127.0.1.{random.randrange(120, 250)}") in used or not _port_free(address):
             pass
         used.add(address)
         return address

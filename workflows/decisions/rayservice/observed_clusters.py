@@ -55,21 +55,30 @@ def clusters_to_forget(known: Iterable[str], active: str, pending: str, owned: I
     return [name for name in known if name not in keep]
 
 
+def parsed_cluster(obj: Mapping[str, Any]) -> RayCluster | None:
+    """A RayCluster object as read from the cluster, as the model the decisions take; None when its spec has
+    fields the model does not know."""
+    try:
+        return RayCluster.model_validate(
+            {key: obj[key] for key in ("apiVersion", "kind", "metadata", "spec", "status") if key in obj}
+        )
+    except ValidationError:
+        return None
+
+
 def cluster_from_object(obj: Mapping[str, Any] | None, fallback: RayService) -> RayCluster | None:
     """A RayCluster object as read from the cluster, as the model the decisions take. A spec the model does
     not know (fields defaulted by a newer CRD) is replaced by the RayService's cluster spec, which is what
     the workflow wrote; metadata (the hash annotations) and status are kept."""
     if obj is None:
         return None
-    try:
-        return RayCluster.model_validate(
-            {key: obj[key] for key in ("apiVersion", "kind", "metadata", "spec", "status") if key in obj}
-        )
-    except ValidationError:
-        return RayCluster.model_validate(
-            {
-                "metadata": obj.get("metadata") or {},
-                "spec": fallback.spec.ray_cluster_config.model_dump(by_alias=True, exclude_unset=True),
-                "status": obj.get("status") or {},
-            }
-        )
+    parsed = parsed_cluster(obj)
+    if parsed is not None:
+        return parsed
+    return RayCluster.model_validate(
+        {
+            "metadata": obj.get("metadata") or {},
+            "spec": fallback.spec.ray_cluster_config.model_dump(by_alias=True, exclude_unset=True),
+            "status": obj.get("status") or {},
+        }
+    )

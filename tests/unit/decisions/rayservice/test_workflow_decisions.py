@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -46,6 +46,8 @@ from workflows.decisions.rayservice.watches import (
     earliest_deadline,
     view_key,
 )
+from workflows.rayservice.calls import RayServiceCalls
+from workflows.rayservice.world import RayServiceWorld
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 SERVE_CONFIG = "applications:\n  - name: app\n    import_path: sandbox.apps.versioned:app\n"
@@ -312,6 +314,29 @@ def test_cluster_from_object_falls_back_to_the_spec_the_workflow_wrote() -> None
     assert fallback is not None
     assert fallback.status.state == "ready"
     assert fallback.spec.head_group_spec.template.spec.containers[0].name == "ray-head"
+
+
+def test_the_world_parses_an_observation_once_and_never_remembers_a_fallback() -> None:
+    world = RayServiceWorld(cast(RayServiceCalls, None))
+    rayservice = rayservice_at(manifest(), 1, statuses())
+    read = {"metadata": {"name": "svc-a", "uid": "u1"}, "spec": manifest()["spec"]["rayClusterConfig"]}
+    world.clusters["svc-a"] = read
+    first = world.cluster("svc-a", rayservice)
+    assert first is not None
+    assert world.cluster("svc-a", rayservice) is first  # the same observation: the same model
+    world.clusters["svc-a"] = {**read, "status": {"state": "ready"}}
+    newer = world.cluster("svc-a", rayservice)
+    assert newer is not first
+    assert newer is not None
+    assert newer.status.state == "ready"
+    unknown = copy.deepcopy(read)
+    unknown["spec"]["headGroupSpec"]["template"] = "not a pod template"
+    world.clusters["svc-a"] = unknown
+    fallback = world.cluster("svc-a", rayservice)
+    assert fallback is not None
+    assert world.cluster("svc-a", rayservice) is not fallback
+    world.forget(["svc-a"])
+    assert world.cluster("svc-a", rayservice) is None
 
 
 def test_manifest_errors() -> None:
