@@ -108,8 +108,10 @@ async def test_selector_switch_moves_new_connections_and_keeps_in_flight_ones(
     ip = free_cluster_ip()
     store.create("v1", "Service", service_manifest("serve-svc", {"color": "blue"}, ip))
     await eventually(
-        lambda: services.listen_address("default", "serve-svc", SERVICE_PORT) is not None
-        and services.targets("default", "serve-svc", SERVICE_PORT) == [(blue.host, blue.port)]
+        lambda: (
+            services.listen_address("default", "serve-svc", SERVICE_PORT) is not None
+            and services.targets("default", "serve-svc", SERVICE_PORT) == [(blue.host, blue.port)]
+        )
     )
     url = f"http://{ip}:{SERVICE_PORT}"
     assert await get_text(f"{url}/a") == "blue /a"
@@ -142,8 +144,10 @@ async def test_proxy_follows_pod_readiness_and_round_robins_between_ready_pods(
     store.create("v1", "Service", service_manifest("a", {"app": "a"}, ip))
     url = f"http://{ip}:{SERVICE_PORT}/"
     await eventually(
-        lambda: services.listen_address("default", "a", SERVICE_PORT) is not None
-        and len(services.targets("default", "a", SERVICE_PORT)) == 1
+        lambda: (
+            services.listen_address("default", "a", SERVICE_PORT) is not None
+            and len(services.targets("default", "a", SERVICE_PORT)) == 1
+        )
     )
     assert {await get_text(url) for _ in range(4)} == {"one /"}
 
