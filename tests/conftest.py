@@ -98,6 +98,7 @@ REAL_RAY_FILES = frozenset(
         "tests/integration/test_rayservice_drain_real.py",
         "tests/integration/test_rayservice_incremental.py",
         "tests/integration/test_rayservice_rollout_simulated.py",
+        "tests/realkube/test_node_agent.py",
         "tests/sandbox/cluster/test_real_ray.py",
         "tests/sandbox/ray/test_dashboard_contract.py",
         "tests/sandbox/ray/test_head_lifecycle.py",

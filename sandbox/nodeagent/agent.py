@@ -1,0 +1,319 @@
+"""The node agent: raypilot's stand-in for a kubelet, for a control plane whose pods are local processes.
+
+It registers a Node, binds every pending pod that names no node to itself (one node: nothing to choose),
+runs the pods bound to it (`PodRunner`), keeps each pod's /etc/hosts in step with the cluster's Services,
+and finishes deletions: once a pod has a deletionTimestamp its containers get SIGTERM (SIGKILL after the
+grace period), its network is removed, and the pod is deleted for good (grace period 0, on its uid).
+
+The API server is read through two list-then-watch loops (pods, EndpointSlices) on threads, which hand the
+events to the agent's event loop; a watch that ends or expires (410 Gone) is listed again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import watch
+from kubernetes.client.exceptions import ApiException
+
+from sandbox.nodeagent.containers import PodFiles
+from sandbox.nodeagent.network import NodeNetwork, hosts_file
+from sandbox.nodeagent.pods import PodRunner, rfc3339_now
+
+__all__ = ["ApiReader", "NodeAgent", "endpoint_addresses"]
+
+log = logging.getLogger(__name__)
+WATCH_TIMEOUT_S = 60
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+Obj = dict[str, Any]
+
+
+class ApiReader:
+    """Secrets and ConfigMaps for containers' environments, read from the API server."""
+
+    def __init__(self, api: k8s.ApiClient) -> None:
+        self.api, self.core = api, k8s.CoreV1Api(api)
+
+    def try_get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        read = {"Secret": self.core.read_namespaced_secret, "ConfigMap": self.core.read_namespaced_config_map}
+        try:
+            found = read[kind](name, namespace or "default")
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+        obj: Obj = self.api.sanitize_for_serialization(found)
+        return obj
+
+
+def endpoint_addresses(slices: Mapping[str, Obj]) -> dict[tuple[str, str], str]:
+    """(namespace, Service) -> the address its name resolves to in pods: with no Service proxy on the node,
+    the first ready endpoint's address (any endpoint's when none is ready), by address order."""
+    ready: dict[tuple[str, str], list[str]] = {}
+    other: dict[tuple[str, str], list[str]] = {}
+    for item in slices.values():
+        metadata = item.get("metadata") or {}
+        service = (metadata.get("labels") or {}).get(SERVICE_NAME_LABEL)
+        if not service or item.get("addressType") != "IPv4":
+            continue
+        key = (str(metadata.get("namespace")), str(service))
+        for endpoint in item.get("endpoints") or []:
+            is_ready = (endpoint.get("conditions") or {}).get("ready") is not False
+            (ready if is_ready else other).setdefault(key, []).extend(endpoint.get("addresses") or [])
+    return {
+        key: sorted(ready.get(key) or other[key])[0]
+        for key in {*ready, *other}
+        if ready.get(key) or other.get(key)
+    }
+
+
+class NodeAgent:
+    def __init__(self, api: k8s.ApiClient, node: str, directory: Path, network: NodeNetwork) -> None:
+        self.api, self.node, self.directory, self.network = api, node, directory, network
+        self.core = k8s.CoreV1Api(api)
+        self.reader = ApiReader(api)
+        self.runners: dict[str, PodRunner] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.slices: dict[str, Obj] = {}
+        self.services: dict[tuple[str, str], str] = {}
+        self._events: asyncio.Queue[tuple[str, str, Obj]] = asyncio.Queue()
+        self._stop = threading.Event()
+        self._binding: set[str] = set()
+        self._deleting: set[str] = set()
+        self._background: set[asyncio.Future[None]] = set()
+
+    # ---- the Node --------------------------------------------------------------------------------------
+
+    def register(self) -> None:
+        """Creates the Node (or takes over one of that name) and reports it Ready with its address."""
+        node = k8s.V1Node(
+            metadata=k8s.V1ObjectMeta(name=self.node, labels={"kubernetes.io/hostname": self.node})
+        )
+        with contextlib.suppress(ApiException):
+            self.core.create_node(node)
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        capacity = {"cpu": str(os.cpu_count() or 1), "memory": f"{pages // 1024}Ki", "pods": "110"}
+        now = rfc3339_now()
+        status = {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "addresses": [
+                {"type": "InternalIP", "address": self.network.node_ip},
+                {"type": "Hostname", "address": self.node},
+            ],
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "message": "raypilot node agent is posting ready status",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+            "nodeInfo": {
+                "kubeletVersion": "raypilot-node-agent",
+                "containerRuntimeVersion": "local-process://1",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+                "osImage": "",
+                "kernelVersion": os.uname().release,
+                "kubeProxyVersion": "",
+                "machineID": "",
+                "systemUUID": "",
+                "bootID": "",
+            },
+        }
+        self.core.patch_node_status(
+            self.node, {"status": status}, _content_type="application/merge-patch+json"
+        )
+
+    # ---- watching --------------------------------------------------------------------------------------
+
+    def _watch(self, kind: str, list_call: Callable[..., Any]) -> None:
+        loop = self._loop
+        while not self._stop.is_set():
+            try:
+                listing = json.loads(list_call(_preload_content=False).data)
+                version = listing["metadata"]["resourceVersion"]
+                loop.call_soon_threadsafe(self._events.put_nowait, (kind, "SYNC", listing))
+                for event in watch.Watch().stream(
+                    list_call,
+                    resource_version=version,
+                    timeout_seconds=WATCH_TIMEOUT_S,
+                    allow_watch_bookmarks=True,
+                ):
+                    if self._stop.is_set():
+                        return
+                    if event["type"] == "ERROR":
+                        break  # 410 Gone among them: list again
+                    if event["type"] != "BOOKMARK":
+                        loop.call_soon_threadsafe(
+                            self._events.put_nowait, (kind, event["type"], event["raw_object"])
+                        )
+            except Exception as error:  # a watch that fails for any reason is listed again after a pause
+                log.warning("%s watch failed (%s); listing again", kind, error)
+                self._stop.wait(1.0)
+
+    # ---- the loop --------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self.register)
+        discovery = k8s.DiscoveryV1Api(self.api)
+        for kind, call in (
+            ("Pod", self.core.list_pod_for_all_namespaces),
+            ("EndpointSlice", discovery.list_endpoint_slice_for_all_namespaces),
+        ):
+            threading.Thread(target=self._watch, args=(kind, call), name=f"watch-{kind}", daemon=True).start()
+        while True:
+            kind, event, obj = await self._events.get()
+            if kind == "EndpointSlice":
+                self._on_slices(event, obj)
+            elif event == "SYNC":
+                for pod in obj.get("items") or []:
+                    self._on_pod("ADDED", pod)
+            else:
+                self._on_pod(event, obj)
+
+    async def shutdown(self) -> None:
+        self._stop.set()
+        await asyncio.gather(*(runner.stop(0) for runner in self.runners.values()))
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        for runner in self.runners.values():
+            runner.files.remove_tmp()
+        self.network.close()
+
+    def _on_slices(self, event: str, obj: Obj) -> None:
+        if event == "SYNC":
+            self.slices = {item["metadata"]["uid"]: item for item in obj.get("items") or []}
+        elif event == "DELETED":
+            self.slices.pop(obj["metadata"]["uid"], None)
+        else:
+            self.slices[obj["metadata"]["uid"]] = obj
+        services = endpoint_addresses(self.slices)
+        if services != self.services:
+            self.services = services
+            for runner in self.runners.values():
+                self._write_hosts(runner)
+
+    def _write_hosts(self, runner: PodRunner) -> None:
+        metadata, spec = runner.pod["metadata"], runner.pod.get("spec") or {}
+        names = [str(spec.get("hostname") or metadata["name"])]
+        if spec.get("subdomain"):
+            names.insert(0, f"{names[0]}.{spec['subdomain']}.{metadata['namespace']}.svc.cluster.local")
+        runner.network.write_hosts(hosts_file(runner.network.ip, names, metadata["namespace"], self.services))
+
+    def _on_pod(self, event: str, pod: Obj) -> None:
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        uid = str(metadata["uid"])
+        if event == "DELETED":
+            if uid in self.runners:
+                self._spawn(self._finish(uid, pod, delete=False))
+            return
+        node = spec.get("nodeName")
+        if not node:
+            if not metadata.get("deletionTimestamp") and uid not in self._binding:
+                self._binding.add(uid)
+                self._spawn(self._bind(pod))
+            return
+        if node != self.node:
+            return
+        if metadata.get("deletionTimestamp"):
+            if uid not in self._deleting:
+                self._deleting.add(uid)
+                self._spawn(self._finish(uid, pod, delete=True))
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if uid not in self.runners and uid not in self.tasks and phase not in ("Succeeded", "Failed"):
+            self._start(uid, pod)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _bind(self, pod: Obj) -> None:
+        metadata = pod["metadata"]
+        binding = k8s.V1Binding(
+            metadata=k8s.V1ObjectMeta(name=metadata["name"], uid=metadata["uid"]),
+            target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=self.node),
+        )
+        try:
+            await asyncio.to_thread(
+                self.core.create_namespaced_pod_binding,
+                metadata["name"],
+                metadata["namespace"],
+                binding,
+                _preload_content=False,
+            )
+        except ApiException as error:
+            if error.status not in (404, 409):  # gone, or bound meanwhile
+                log.warning("binding %s/%s failed: %s", metadata["namespace"], metadata["name"], error)
+                self._binding.discard(metadata["uid"])
+
+    def _start(self, uid: str, pod: Obj) -> None:
+        metadata = pod["metadata"]
+        network = self.network.attach(uid)
+        files = PodFiles(
+            self.directory / "pods" / f"{metadata['namespace']}_{metadata['name']}_{uid[:8]}",
+            Path("/tmp") / network.netns,
+        )
+        namespace, name = metadata["namespace"], metadata["name"]
+
+        async def write_status(status: dict[str, Any]) -> None:
+            try:
+                await asyncio.to_thread(
+                    self.core.patch_namespaced_pod_status,
+                    name,
+                    namespace,
+                    {"metadata": {"uid": uid}, "status": status},
+                    _content_type="application/strategic-merge-patch+json",
+                )
+            except ApiException as error:
+                if error.status not in (404, 409):
+                    raise
+
+        runner = PodRunner(pod, network, files, self.network.node_ip, self.reader, write_status)
+        self.runners[uid] = runner
+        self._write_hosts(runner)
+        self.tasks[uid] = asyncio.ensure_future(self._run(uid, runner))
+
+    async def _run(self, uid: str, runner: PodRunner) -> None:
+        try:
+            await runner.run()
+        except Exception:
+            log.exception("pod %s failed in the node agent", runner.name)
+        if runner.finished and not runner.stopping.is_set():
+            # Done for good (a Job's pod): its processes are gone; its network is no longer needed.
+            self.runners.pop(uid, None)
+            self.network.detach(uid)
+            runner.files.remove_tmp()
+
+    async def _finish(self, uid: str, pod: Obj, *, delete: bool) -> None:
+        runner = self.runners.pop(uid, None)
+        if runner is not None:
+            await runner.stop(pod["metadata"].get("deletionGracePeriodSeconds"))
+        task = self.tasks.pop(uid, None)
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+        self.network.detach(uid)
+        if runner is not None:
+            runner.files.remove_tmp()
+        if delete:
+            metadata = pod["metadata"]
+            options = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=uid))
+            with contextlib.suppress(ApiException):
+                await asyncio.to_thread(
+                    self.core.delete_namespaced_pod, metadata["name"], metadata["namespace"], body=options
+                )
+        self._deleting.discard(uid)

@@ -1,0 +1,132 @@
+"""Starting and stopping one container of a pod as a local process in the pod's network namespace.
+
+There are no images: a container runs its `command + args` (KubeRay always gives Ray containers a command),
+with this virtualenv standing in for a Ray image (its `ray` and `python` first on PATH, also for login
+shells, which reset PATH from /etc/profile: the pod's HOME has a profile that puts them back), and
+`sandbox.images` standing in for programs of other images. Each pod has its own short temporary directory
+(Ray's session sockets must fit the 107-byte limit of a socket path), so Ray heads of different pods never
+share /tmp/ray. Output goes to `<pod dir>/<container>.log`. A process runs in its own session and is stopped
+by its process group: SIGTERM, then SIGKILL after the grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sandbox.controllers.raycluster_env import ObjectReader, container_argv, container_environment
+from sandbox.images import stand_in_argv
+from sandbox.nodeagent.network import PodNetwork
+
+__all__ = ["ContainerProcess", "PodFiles", "container_env", "start_container"]
+
+VENV_BIN = Path(sys.executable).parent
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+class ContainerConfigError(RuntimeError):
+    """The container cannot be started as specified (CreateContainerConfigError / CreateContainerError)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PodFiles:
+    """Where a pod's files live: logs and HOME under the agent's directory, temporary files under /tmp."""
+
+    directory: Path
+    tmp: Path
+
+    @property
+    def home(self) -> Path:
+        return self.directory / "home"
+
+    def log(self, container: str) -> Path:
+        return self.directory / f"{container}.log"
+
+    def prepare(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.remove_tmp()  # an earlier pod's, on the same network slot
+        self.tmp.mkdir(parents=True)
+        profile = f'export PATH="{VENV_BIN}:$PATH"\n'
+        for name in (".bash_profile", ".profile"):
+            (self.home / name).write_text(profile)
+
+    def remove_tmp(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def container_env(
+    reader: ObjectReader, pod: Mapping[str, Any], container: Mapping[str, Any], files: PodFiles
+) -> dict[str, str]:
+    """What the container's processes see: a Ray image's basics, then the container's own variables."""
+    base = {
+        "PATH": f"{VENV_BIN}:{SYSTEM_PATH}",
+        "HOME": str(files.home),
+        "HOSTNAME": str((pod.get("metadata") or {}).get("name", "")),
+        "TMPDIR": str(files.tmp),
+        "RAY_TMPDIR": str(files.tmp),
+        "LANG": "C.UTF-8",
+    }
+    return {**base, **container_environment(reader, pod, container)}
+
+
+@dataclass
+class ContainerProcess:
+    name: str
+    process: asyncio.subprocess.Process
+
+    async def wait(self) -> int:
+        """The exit code as a container runtime reports it (128 + signal for a killed process)."""
+        code = await self.process.wait()
+        return 128 - code if code < 0 else code
+
+    async def stop(self, grace_s: float) -> None:
+        if self.process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.process.wait(), grace_s)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            await self.process.wait()
+
+
+async def start_container(
+    container: Mapping[str, Any], env: Mapping[str, str], network: PodNetwork, files: PodFiles
+) -> ContainerProcess:
+    argv = stand_in_argv(container, container_argv(container, env))
+    if not argv:
+        raise ContainerConfigError(
+            "CreateContainerError", "the node agent runs a container's command: this container has none"
+        )
+    # An image's working directory does not exist here: the pod's HOME stands in for it.
+    workdir = files.home
+    name = str(container.get("name", ""))
+    with files.log(name).open("ab") as log:
+        process = await asyncio.create_subprocess_exec(
+            "ip",
+            "netns",
+            "exec",
+            network.netns,
+            *argv,
+            env=dict(env),
+            cwd=workdir,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return ContainerProcess(name, process)

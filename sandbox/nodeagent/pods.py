@@ -1,0 +1,264 @@
+"""One pod on the node, from its start to its end: init containers in order, then every container kept running
+as its restartPolicy says, its probes, and its status written whenever it changes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sandbox.controllers.raycluster_env import EnvResolutionError, ObjectReader
+from sandbox.nodeagent.containers import (
+    ContainerConfigError,
+    ContainerProcess,
+    PodFiles,
+    container_env,
+    start_container,
+)
+from sandbox.nodeagent.network import PodNetwork
+from sandbox.nodeagent.podstatus import (
+    ContainerRun,
+    PodReport,
+    RunState,
+    Termination,
+    pod_status,
+    restart_delay,
+    should_restart,
+)
+from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, run_probe
+
+__all__ = ["PodRunner", "rfc3339_now"]
+
+CONFIG_RETRY_S = 2.0  # a missing Secret or ConfigMap is looked for again after this
+DEFAULT_GRACE_S = 30.0
+LIVENESS_KILL_GRACE_S = 5.0
+
+
+def rfc3339_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class PodRunner:
+    """Runs the pod `pod` in `network`; `write_status` sends a status to the API server."""
+
+    def __init__(
+        self,
+        pod: Mapping[str, Any],
+        network: PodNetwork,
+        files: PodFiles,
+        host_ip: str,
+        reader: ObjectReader,
+        write_status: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
+        self.pod = dict(pod)
+        self.network, self.files, self.reader = network, files, reader
+        self._write_status = write_status
+        spec = pod.get("spec") or {}
+        self.restart_policy = str(spec.get("restartPolicy") or "Always")
+        self.init_specs: list[dict[str, Any]] = list(spec.get("initContainers") or [])
+        self.main_specs: list[dict[str, Any]] = list(spec.get("containers") or [])
+        self.init = [
+            ContainerRun(c["name"], str(c.get("image", "")), reason="PodInitializing")
+            for c in self.init_specs
+        ]
+        self.main = [
+            ContainerRun(c["name"], str(c.get("image", "")), reason="PodInitializing")
+            for c in self.main_specs
+        ]
+        self.report = PodReport(network.ip, host_ip, rfc3339_now())
+        self.processes: dict[str, ContainerProcess] = {}
+        self.stopping = asyncio.Event()
+        self._published: dict[str, Any] | None = None
+        self._publish_lock = asyncio.Lock()
+
+    @property
+    def name(self) -> str:
+        return str(self.pod["metadata"]["name"])
+
+    # ---- status ----------------------------------------------------------------------------------------
+
+    async def publish(self) -> None:
+        async with self._publish_lock:
+            status = pod_status(self.restart_policy, self.init, self.main, self.report, rfc3339_now())
+            if status != self._published:
+                await self._write_status(status)
+                self._published = status
+
+    def _set(self, init: bool, index: int, **changes: Any) -> None:
+        runs = self.init if init else self.main
+        runs[index] = dataclasses.replace(runs[index], **changes)
+
+    @property
+    def finished(self) -> bool:
+        return pod_status(self.restart_policy, self.init, self.main, self.report, "")["phase"] in (
+            "Succeeded",
+            "Failed",
+        )
+
+    # ---- the lifecycle ---------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Until every container is done for good, or `stop` was called."""
+        self.files.prepare()
+        await self.publish()
+        for index, spec in enumerate(self.init_specs):
+            if not await self._run_to_completion(index, spec):
+                return
+        self.main = [dataclasses.replace(run, reason="ContainerCreating") for run in self.main]
+        await asyncio.gather(*(self._keep_running(i, spec) for i, spec in enumerate(self.main_specs)))
+
+    async def stop(self, grace_s: float | None) -> None:
+        """Stops every container (SIGTERM, SIGKILL after the grace period)."""
+        self.stopping.set()
+        grace = DEFAULT_GRACE_S if grace_s is None else max(grace_s, 0.0)
+        await asyncio.gather(*(process.stop(grace) for process in list(self.processes.values())))
+
+    async def _start(
+        self, init: bool, index: int, spec: Mapping[str, Any]
+    ) -> tuple[ContainerProcess, dict[str, str]] | None:
+        """Starts the container, or reports why it cannot start and waits (None once stopping)."""
+        while not self.stopping.is_set():
+            try:
+                env = await asyncio.to_thread(container_env, self.reader, self.pod, spec, self.files)
+                process = await start_container(spec, env, self.network, self.files)
+            except (EnvResolutionError, ContainerConfigError) as error:
+                reason = (
+                    error.reason if isinstance(error, ContainerConfigError) else "CreateContainerConfigError"
+                )
+                self._set(init, index, state=RunState.WAITING, reason=reason, message=str(error))
+                await self.publish()
+                await self._sleep(CONFIG_RETRY_S)
+                continue
+            self.processes[process.name] = process
+            return process, env
+        return None
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), seconds)
+
+    async def _run_to_completion(self, index: int, spec: Mapping[str, Any]) -> bool:
+        """An init container, restarted after failures unless restartPolicy is Never; whether it completed."""
+        while True:
+            started_process = await self._start(True, index, spec)
+            if started_process is None:
+                return False
+            process = started_process[0]
+            started = rfc3339_now()
+            self._set(True, index, state=RunState.RUNNING, started_at=started, started=True, message="")
+            await self.publish()
+            code = await process.wait()
+            ended = Termination(code, "Completed" if code == 0 else "Error", started, rfc3339_now())
+            self._set(True, index, state=RunState.TERMINATED, terminated=ended)
+            await self.publish()
+            if code == 0:
+                return True
+            if self.stopping.is_set() or self.restart_policy == "Never":
+                return False
+            restarts = self.init[index].restart_count
+            await self._sleep(restart_delay(restarts))
+            self._set(True, index, restart_count=restarts + 1, last_terminated=ended)
+
+    async def _keep_running(self, index: int, spec: Mapping[str, Any]) -> None:
+        while True:
+            started_process = await self._start(False, index, spec)
+            if started_process is None:
+                return
+            process, env = started_process
+            started = rfc3339_now()
+            has_startup = ProbeSpec.of(spec, "startupProbe") is not None
+            has_readiness = ProbeSpec.of(spec, "readinessProbe") is not None
+            self._set(
+                False,
+                index,
+                state=RunState.RUNNING,
+                started_at=started,
+                started=not has_startup,
+                ready=not has_startup and not has_readiness,
+                message="",
+            )
+            await self.publish()
+            probes = asyncio.create_task(self._probe(index, spec, process, env))
+            code = await process.wait()
+            probes.cancel()
+            await asyncio.gather(probes, return_exceptions=True)
+            ended = Termination(code, "Completed" if code == 0 else "Error", started, rfc3339_now())
+            restarts = self.main[index].restart_count
+            if self.stopping.is_set() or not should_restart(self.restart_policy, code):
+                self._set(False, index, state=RunState.TERMINATED, terminated=ended, ready=False)
+                await self.publish()
+                return
+            self._set(
+                False,
+                index,
+                state=RunState.WAITING,
+                reason="CrashLoopBackOff",
+                message=f"back-off restarting failed container {spec['name']}",
+                ready=False,
+                last_terminated=ended,
+            )
+            await self.publish()
+            await self._sleep(restart_delay(restarts))
+            self._set(False, index, restart_count=restarts + 1)
+
+    # ---- probes ----------------------------------------------------------------------------------------
+
+    async def _probe(
+        self, index: int, spec: Mapping[str, Any], process: ContainerProcess, env: dict[str, str]
+    ) -> None:
+        async def check(probe: ProbeSpec) -> bool:
+            return await run_probe(probe, spec, self.network.netns, self.network.ip, env)
+
+        startup = ProbeSpec.of(spec, "startupProbe")
+        if startup is not None:
+            tracker = ProbeTracker(startup, passing=False)
+            await asyncio.sleep(startup.initial_delay_s)
+            failures = 0
+            while not tracker.passing:
+                ok = await check(startup)
+                tracker.record(ok)
+                failures = 0 if ok else failures + 1
+                if failures >= startup.failure_threshold:
+                    await process.stop(LIVENESS_KILL_GRACE_S)
+                    return
+                if not tracker.passing:
+                    await asyncio.sleep(startup.period_s)
+            self._set(False, index, started=True)
+            if ProbeSpec.of(spec, "readinessProbe") is None:
+                self._set(False, index, ready=True)
+            await self.publish()
+        await asyncio.gather(self._readiness(index, spec, check), self._liveness(spec, process, check))
+
+    async def _readiness(
+        self, index: int, spec: Mapping[str, Any], check: Callable[[ProbeSpec], Awaitable[bool]]
+    ) -> None:
+        probe = ProbeSpec.of(spec, "readinessProbe")
+        if probe is None:
+            return
+        tracker = ProbeTracker(probe, passing=False)
+        await asyncio.sleep(probe.initial_delay_s)
+        while True:
+            if tracker.record(await check(probe)):
+                self._set(False, index, ready=tracker.passing)
+                await self.publish()
+            await asyncio.sleep(probe.period_s)
+
+    async def _liveness(
+        self,
+        spec: Mapping[str, Any],
+        process: ContainerProcess,
+        check: Callable[[ProbeSpec], Awaitable[bool]],
+    ) -> None:
+        probe = ProbeSpec.of(spec, "livenessProbe")
+        if probe is None:
+            return
+        tracker = ProbeTracker(probe, passing=True)
+        await asyncio.sleep(probe.initial_delay_s)
+        while True:
+            if tracker.record(await check(probe)) and not tracker.passing:
+                await process.stop(LIVENESS_KILL_GRACE_S)
+                return
+            await asyncio.sleep(probe.period_s)

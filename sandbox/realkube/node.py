@@ -1,0 +1,59 @@
+"""raypilot's node agent (sandbox/nodeagent) as a process beside a control plane: started with the plane's
+admin kubeconfig, ready once its Node reports Ready, stopped with SIGTERM (it stops its pods and removes their
+network), SIGKILL after a grace period."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from sandbox.realkube.controlplane import READY_WITHIN_S, ControlPlane, ControlPlaneError
+
+__all__ = ["NODE_NAME", "node_agent"]
+
+NODE_NAME = "raypilot-node"
+STOP_WITHIN_S = 60.0
+
+
+def _node_ready(plane: ControlPlane) -> bool:
+    found = plane.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
+    if not found:
+        return False
+    conditions = json.loads(found).get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+@contextlib.contextmanager
+def node_agent(plane: ControlPlane, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
+    directory.mkdir(parents=True, exist_ok=True)
+    log_path = plane.log_path("node-agent")
+    argv = [
+        sys.executable,
+        "-m",
+        "sandbox.nodeagent",
+        "--kubeconfig",
+        str(plane.kubeconfig),
+        "--dir",
+        str(directory),
+    ]
+    with log_path.open("ab") as log:
+        process = subprocess.Popen([*argv, "--node", NODE_NAME], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + READY_WITHIN_S
+        while not _node_ready(plane):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise ControlPlaneError(f"the node agent did not get ready:\n{plane.log_tail('node-agent')}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(STOP_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

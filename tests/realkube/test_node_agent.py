@@ -1,0 +1,216 @@
+"""raypilot's node agent beside the real control plane: pods bound to its Node run as local processes, each in
+a network namespace of its own, with the status a kubelet reports; the real controllers act on that status.
+
+- a pod runs, turns Ready when its readiness probe passes, and the API server proxies to its address;
+- a container that exits is reported terminated with its exit code (restartPolicy Never: the pod Failed);
+- the real job controller completes a Job whose pod's command succeeds;
+- a deleted pod's processes are stopped and the pod is gone; a pod reaches a Service by its DNS name;
+- KubeRay's operator v1.5.0 runs a RayCluster as it builds it (its own head command, probes, init container
+  and Services) with real Ray on the node and reports it ready: the worker found the head by the head
+  Service's DNS name after KubeRay's init container waited for the GCS, and the dashboard answers through the
+  API server's Service proxy (what `--use-kubernetes-proxy` and RAYPILOT_DASHBOARD_ACCESS=proxy use).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sandbox.realkube.controlplane import ControlPlane, control_plane
+from sandbox.realkube.node import NODE_NAME, node_agent
+
+pytestmark = [
+    pytest.mark.realkube,
+    pytest.mark.ray,  # real Ray heads (tests/conftest.py runs such files one after another)
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the node agent makes network namespaces: it needs root"),
+]
+
+WITHIN_S = 90.0
+RAY_WITHIN_S = 240.0  # two real Ray nodes starting on a loaded 2-core machine
+PYTHON_SERVER = ["python", "-m", "http.server", "8080"]
+RAY_IMAGE = "rayproject/ray:2.52.0"
+RESOURCES = {"limits": {"cpu": "1", "memory": "2Gi"}, "requests": {"cpu": "1", "memory": "2Gi"}}
+CLUSTER = {
+    "apiVersion": "ray.io/v1",
+    "kind": "RayCluster",
+    "metadata": {"name": "real", "namespace": "default"},
+    "spec": {
+        "rayVersion": "2.52.0",
+        "headGroupSpec": {
+            "rayStartParams": {},
+            "template": {
+                "spec": {"containers": [{"name": "ray-head", "image": RAY_IMAGE, "resources": RESOURCES}]}
+            },
+        },
+        "workerGroupSpecs": [
+            {
+                "groupName": "workers",
+                "replicas": 1,
+                "minReplicas": 1,
+                "maxReplicas": 1,
+                "rayStartParams": {},
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "ray-worker", "image": RAY_IMAGE, "resources": RESOURCES}]
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    directory = tmp_path_factory.mktemp("nodeagent")
+    with control_plane(directory) as started, node_agent(started, directory / "agent"):
+        yield started
+
+
+def eventually(probe: Callable[[], Any], what: str, within: float = WITHIN_S) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        found = probe()
+        if found:
+            return found
+        time.sleep(0.3)
+    raise AssertionError(f"{what}: not within {within:.0f} s")
+
+
+def apply(plane: ControlPlane, *objects: dict[str, Any]) -> None:
+    plane.kubectl("apply", "-f", "-", input_text=yaml.safe_dump_all(objects))
+
+
+def get(plane: ControlPlane, kind: str, name: str, namespace: str = "default") -> dict[str, Any] | None:
+    found = plane.kubectl("get", kind, name, "-n", namespace, "-o", "json", check=False)
+    return json.loads(found) if found else None
+
+
+def pod(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+        "spec": {"containers": [{"name": "main", "image": "python:3.11", "command": command}], **spec},
+    }
+
+
+def condition(obj: dict[str, Any] | None, kind: str) -> str:
+    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if found["type"] == kind:
+            return str(found["status"])
+    return ""
+
+
+def test_a_pod_turns_ready_with_its_probe_and_the_api_server_proxies_to_it(plane: ControlPlane) -> None:
+    server = pod("web", PYTHON_SERVER)
+    server["spec"]["containers"][0]["readinessProbe"] = {
+        "httpGet": {"path": "/", "port": 8080},
+        "periodSeconds": 1,
+    }
+    apply(plane, server)
+    ready = eventually(
+        lambda: (found := get(plane, "pod", "web")) and condition(found, "Ready") == "True" and found,
+        "web Ready",
+    )
+    status = ready["status"]
+    assert ready["spec"]["nodeName"] == NODE_NAME
+    assert status["phase"] == "Running"
+    assert ipaddress.IPv4Address(status["podIP"]).is_private
+    assert not ipaddress.IPv4Address(status["podIP"]).is_loopback
+    (main,) = status["containerStatuses"]
+    assert main["ready"] is True
+    assert "running" in main["state"]
+    assert main["restartCount"] == 0
+    # pods/proxy refuses loopback addresses: this answer came over the pod network.
+    listing = plane.kubectl("get", "--raw", "/api/v1/namespaces/default/pods/web:8080/proxy/")
+    assert "Directory listing" in listing
+
+
+def test_a_container_that_exits_is_reported_with_its_exit_code(plane: ControlPlane) -> None:
+    apply(plane, pod("exits", ["python", "-c", "raise SystemExit(3)"], restartPolicy="Never"))
+    failed = eventually(
+        lambda: (found := get(plane, "pod", "exits")) and found["status"].get("phase") == "Failed" and found,
+        "exits Failed",
+    )
+    (main,) = failed["status"]["containerStatuses"]
+    assert main["state"]["terminated"]["exitCode"] == 3
+    assert main["state"]["terminated"]["reason"] == "Error"
+
+
+def test_the_job_controller_completes_a_job_whose_pod_succeeds(plane: ControlPlane) -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "once", "namespace": "default"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {"name": "main", "image": "python:3.11", "command": ["python", "-c", "print('done')"]}
+                    ],
+                }
+            },
+        },
+    }
+    apply(plane, job)
+    eventually(lambda: condition(get(plane, "job", "once"), "Complete") == "True", "the Job Complete")
+
+
+def test_a_pod_reaches_a_service_by_name_and_a_deleted_pod_stops(plane: ControlPlane, tmp_path: Path) -> None:
+    backend = pod("backend", PYTHON_SERVER)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "backend", "namespace": "default"},
+        "spec": {"selector": {"app": "backend"}, "ports": [{"port": 8080}]},
+    }
+    fetch = "import urllib.request; print(urllib.request.urlopen('http://backend.default.svc.cluster.local:8080/').status)"
+    client = pod("client", ["python", "-c", fetch], restartPolicy="OnFailure")
+    apply(plane, backend, service)
+    eventually(lambda: condition(get(plane, "pod", "backend"), "Ready") == "True", "backend Ready")
+    apply(plane, client)
+    eventually(
+        lambda: (get(plane, "pod", "client") or {}).get("status", {}).get("phase") == "Succeeded",
+        "client Succeeded",
+    )
+
+    plane.kubectl("delete", "pod", "backend", "--wait=false")
+    eventually(lambda: get(plane, "pod", "backend") is None, "backend deleted")
+
+
+def test_kuberay_reports_a_real_ray_cluster_on_the_node_ready(plane: ControlPlane) -> None:
+    plane.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(CLUSTER))
+
+    def cluster_state() -> dict[str, Any] | None:
+        found = json.loads(plane.kubectl("get", "raycluster", "real", "-o", "json"))
+        status = found.get("status") or {}
+        return status if status.get("state") == "ready" and status.get("readyWorkerReplicas") == 1 else None
+
+    status = eventually(cluster_state, "the RayCluster ready with its worker", within=RAY_WITHIN_S)
+    conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    assert conditions.get("HeadPodReady") == "True"
+    assert conditions.get("RayClusterProvisioned") == "True"
+
+    proxy = "/api/v1/namespaces/default/services/real-head-svc:dashboard/proxy"
+    version = json.loads(plane.kubectl("get", "--raw", f"{proxy}/api/version"))
+    assert version["ray_version"] == metadata.version("ray")  # this virtualenv's Ray stands in for the image
+
+    def alive_nodes() -> int:
+        nodes = json.loads(plane.kubectl("get", "--raw", f"{proxy}/nodes?view=summary", check=False) or "{}")
+        summary = (nodes.get("data") or {}).get("summary") or []
+        return sum(1 for node in summary if (node.get("raylet") or {}).get("state") == "ALIVE")
+
+    eventually(lambda: alive_nodes() == 2, "two Ray nodes alive", within=RAY_WITHIN_S)
