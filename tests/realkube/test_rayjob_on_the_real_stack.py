@@ -1,0 +1,95 @@
+"""raypilot's RayJob workflow on the real stack: etcd, kube-apiserver (RBAC), kube-controller-manager,
+KubeRay's operator v1.5.0 reconciling the RayClusters raypilot creates, and raypilot's node agent running
+their pods with real Ray. The worker is installed as users install it (deploy/'s CRDs and ClusterRoles, a
+ServiceAccount token), so every request it makes is one that deploy/'s RBAC allows on a real API server.
+
+HTTPMode and K8sJobMode (the submitter is a real Job, completed by the real job controller from the status
+the node agent reports) both succeed, and with shutdownAfterJobFinishes the RayCluster is deleted and the
+garbage collector removes its pods and Services.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from sandbox.realkube.controlplane import ControlPlane, control_plane
+from sandbox.realkube.install import install_raypilot
+from sandbox.realkube.node import node_agent
+from sandbox.testing import wait_until
+from tests.integration.rayjob_support import example
+from tests.integration.stack import kubeconfig_worker
+
+pytestmark = [
+    pytest.mark.realkube,
+    pytest.mark.devserver,
+    pytest.mark.ray,  # real Ray heads (tests/conftest.py runs such files one after another)
+    pytest.mark.timeout(900),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the node agent makes network namespaces: it needs root"),
+]
+
+WITHIN_S = 420.0  # a cluster of two real Ray nodes, the job and the deletion on a loaded 2-core machine
+SMALL = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    directory = tmp_path_factory.mktemp("raypilot-realkube")
+    with control_plane(directory) as started, node_agent(started, directory / "agent"):
+        yield started
+
+
+@pytest.fixture(scope="module")
+async def task_queue(plane: ControlPlane, dev_server_env: WorkflowEnvironment) -> AsyncIterator[str]:
+    kubeconfig: Path = await asyncio.to_thread(install_raypilot, plane)
+    async with kubeconfig_worker(dev_server_env.client, kubeconfig) as queue:
+        yield queue
+
+
+def objects(plane: ControlPlane, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
+    listing = plane.kubectl("get", kind, "-n", namespace, "-l", selector, "-o", "json")
+    items: list[dict[str, Any]] = json.loads(listing)["items"]
+    return items
+
+
+def small(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The example's cluster with 1 GiB per Ray node: two real nodes per job on a shared machine."""
+    cluster = manifest["spec"]["rayClusterSpec"]
+    for group in [cluster["headGroupSpec"], *(cluster.get("workerGroupSpecs") or [])]:
+        group["template"]["spec"]["containers"][0]["resources"] = SMALL
+    return manifest
+
+
+@pytest.mark.parametrize("mode", ["HTTPMode", "K8sJobMode"])
+async def test_a_rayjob_completes_and_its_cluster_goes(
+    plane: ControlPlane, task_queue: str, dev_server_env: WorkflowEnvironment, mode: str
+) -> None:
+    namespace = f"real-{mode.lower()}"
+    plane.kubectl("create", "namespace", namespace)
+    manifest = small(example("rayjob-k8sjobmode", namespace, rename="job", submissionMode=mode))
+    manifest["spec"]["shutdownAfterJobFinishes"] = True
+    handle = await dev_server_env.client.start_workflow(
+        "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=task_queue
+    )
+    result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    selector = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=job"
+    if mode == "K8sJobMode":
+        (submitter,) = objects(plane, "jobs", namespace, selector)
+        assert any(
+            c["type"] == "Complete" and c["status"] == "True" for c in submitter["status"]["conditions"]
+        )
+
+    async def cluster_and_pods_gone() -> bool:
+        clusters = await asyncio.to_thread(objects, plane, "rayclusters", namespace, selector)
+        pods = await asyncio.to_thread(objects, plane, "pods", namespace, "ray.io/is-ray-node=yes")
+        return not clusters and not pods
+
+    await wait_until(cluster_and_pods_gone, within=120, interval=1.0, what="the RayCluster and its pods gone")
