@@ -99,7 +99,7 @@ REAL_RAY_FILES = frozenset(
         "tests/integration/test_rayservice_incremental.py",
         "tests/integration/test_rayservice_rollout_simulated.py",
         "tests/realkube/test_node_agent.py",
-        "tests/realkube/test_rayjob_on_the_real_stack.py",
+        "tests/realkube/test_raypilot_on_the_real_stack.py",
         "tests/sandbox/cluster/test_real_ray.py",
         "tests/sandbox/ray/test_dashboard_contract.py",
         "tests/sandbox/ray/test_head_lifecycle.py",

@@ -1,11 +1,13 @@
-"""raypilot's RayJob workflow on the real stack: etcd, kube-apiserver (RBAC), kube-controller-manager,
-KubeRay's operator v1.5.0 reconciling the RayClusters raypilot creates, and raypilot's node agent running
-their pods with real Ray. The worker is installed as users install it (deploy/'s CRDs and ClusterRoles, a
-ServiceAccount token), so every request it makes is one that deploy/'s RBAC allows on a real API server.
+"""raypilot's workflows on the real stack: etcd, kube-apiserver (RBAC), kube-controller-manager, KubeRay's
+operator v1.5.0 reconciling the RayClusters raypilot creates, and raypilot's node agent running their pods
+with real Ray. The worker is installed as users install it (deploy/'s CRDs and ClusterRoles, a ServiceAccount
+token), so every request it makes is one that deploy/'s RBAC allows on a real API server.
 
-HTTPMode and K8sJobMode (the submitter is a real Job, completed by the real job controller from the status
-the node agent reports) both succeed, and with shutdownAfterJobFinishes the RayCluster is deleted and the
-garbage collector removes its pods and Services.
+- RayJobs in HTTPMode and K8sJobMode (the submitter is a real Job, completed by the real job controller from
+  the status the node agent reports) succeed; with shutdownAfterJobFinishes the RayCluster is deleted and the
+  garbage collector removes its pods;
+- a RayService serves its Serve app through the API server's Service proxy, upgrades to a new cluster
+  (NewCluster), serves the new version from it, and the old cluster is deleted.
 """
 
 from __future__ import annotations
@@ -93,3 +95,49 @@ async def test_a_rayjob_completes_and_its_cluster_goes(
         return not clusters and not pods
 
     await wait_until(cluster_and_pods_gone, within=120, interval=1.0, what="the RayCluster and its pods gone")
+
+
+def rayservice(namespace: str, version: str) -> dict[str, Any]:
+    manifest = example("rayservice-newcluster", namespace, rename="svc")
+    cluster = manifest["spec"]["rayClusterConfig"]
+    cluster["workerGroupSpecs"] = []  # Serve's one replica fits the head: one real Ray node per cluster
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = SMALL
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return manifest
+
+
+async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
+    plane: ControlPlane, task_queue: str, dev_server_env: WorkflowEnvironment
+) -> None:
+    namespace = "real-rayservice"
+    plane.kubectl("create", "namespace", namespace)
+    handle = await dev_server_env.client.start_workflow(
+        "RayServiceWorkflow",
+        rayservice(namespace, "v1"),
+        id=f"rayservice/{namespace}/svc",
+        task_queue=task_queue,
+    )
+    proxy = f"/api/v1/namespaces/{namespace}/services/svc-serve-svc:serve/proxy/"
+
+    async def serving(version: str) -> dict[str, Any] | None:
+        status: dict[str, Any] = await handle.query("status")
+        if status.get("serviceStatus") != "Running" or (status.get("pendingServiceStatus") or {}).get(
+            "rayClusterName"
+        ):
+            return None
+        answer = await asyncio.to_thread(plane.kubectl, "get", "--raw", proxy, check=False)
+        return status if answer and json.loads(answer).get("version") == version else None
+
+    first = await wait_until(lambda: serving("v1"), within=WITHIN_S, interval=2.0, what="v1 serving")
+    old = first["activeServiceStatus"]["rayClusterName"]
+
+    await handle.execute_update("apply", rayservice(namespace, "v2"))
+    second = await wait_until(lambda: serving("v2"), within=WITHIN_S, interval=2.0, what="v2 serving")
+    assert second["activeServiceStatus"]["rayClusterName"] != old
+
+    async def old_cluster_gone() -> bool:
+        listing = await asyncio.to_thread(plane.kubectl, "get", "rayclusters", "-n", namespace, "-o", "json")
+        return old not in [item["metadata"]["name"] for item in json.loads(listing)["items"]]
+
+    await wait_until(old_cluster_gone, within=120, interval=1.0, what="the old cluster deleted")
