@@ -273,7 +273,13 @@ async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) ->
         await wait_until(lambda: pending_weight() >= STEP_PERCENT, within=480, interval=0.1, what="step 1")
         await service.handle.execute_update("pause", result_type=dict)
         paused_at, frozen = time.monotonic(), pending_weight()
-        paused_status = await service.status()
+
+        async def status_of_the_frozen_route() -> dict[str, Any] | None:
+            # The status commits a step after the route took it: the pause can land in between.
+            status = await service.status()
+            return status if sides(status)[1].get("trafficRoutedPercent") == frozen else None
+
+        paused_status = await wait_until(status_of_the_frozen_route, within=30, what="the paused status")
         await asyncio.sleep(2.5 * INTERVAL_S)
         changed = [c for c in route.changes if c.at > paused_at + 0.5]
         assert not changed, changed
