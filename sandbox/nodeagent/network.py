@@ -9,13 +9,16 @@ instead of waiting on a resolver the pod cannot reach.
 
 Every interface and namespace name starts with `rp<index>`: the bridge `rp<index>br`, pod namespaces
 `rp<index>p<n>`, veths `rp<index>v<n>`. The index is claimed by creating the bridge (the kernel refuses a
-second interface of the same name), so several agents on one machine never share a range.
+second interface of the same name), so several agents on one machine never share a range. The claiming
+process writes its PID to `OWNERS/rp<index>`; an index whose owner is gone (an agent killed with SIGKILL) is
+cleaned up (its namespaces, veths and bridge removed) and claimed again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +30,7 @@ __all__ = ["NetworkError", "NodeNetwork", "PodNetwork", "hosts_file", "service_n
 # 10.200.0.0/16: one /24 per node agent; the service range of the control plane (10.0.0.0/24) stays apart.
 BASE = ipaddress.IPv4Network("10.200.0.0/16")
 NETNS_ETC = Path("/etc/netns")
+OWNERS = Path("/run/raypilot-nodeagent")
 RESOLV_CONF = (
     "# raypilot node agent: names outside the cluster do not resolve in pods\noptions timeout:1 attempts:1\n"
 )
@@ -101,8 +105,11 @@ class NodeNetwork:
     @classmethod
     def claim(cls, indexes: Iterable[int] = range(256)) -> NodeNetwork:
         """Creates the bridge of the first free index, with the node's address on it."""
+        OWNERS.mkdir(parents=True, exist_ok=True)
         for index in indexes:
+            _reclaim_if_abandoned(index)
             if _ip("link", "add", f"rp{index}br", "type", "bridge", check=False):
+                (OWNERS / f"rp{index}").write_text(str(os.getpid()))
                 network = list(BASE.subnets(new_prefix=24))[index]
                 node = cls(index, network)
                 _ip("addr", "add", f"{node.node_ip}/24", "dev", node.bridge)
@@ -150,3 +157,32 @@ class NodeNetwork:
             self.detach(key)
         with contextlib.suppress(NetworkError):
             _ip("link", "del", self.bridge)
+        (OWNERS / f"rp{self.index}").unlink(missing_ok=True)
+
+
+def _owner_alive(index: int) -> bool:
+    try:
+        pid = int((OWNERS / f"rp{index}").read_text())
+    except (OSError, ValueError):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reclaim_if_abandoned(index: int) -> None:
+    """Removes what an agent that died without cleaning up left under `index`."""
+    bridge = f"rp{index}br"
+    if not Path(f"/sys/class/net/{bridge}").exists() or _owner_alive(index):
+        return
+    prefix = f"rp{index}p"
+    for netns in Path("/run/netns").glob(f"{prefix}*") if Path("/run/netns").is_dir() else ():
+        _ip("netns", "del", netns.name, check=False)
+        shutil.rmtree(NETNS_ETC / netns.name, ignore_errors=True)
+    for veth in Path("/sys/class/net").glob(f"rp{index}v*"):
+        _ip("link", "del", veth.name, check=False)
+    _ip("link", "del", bridge, check=False)

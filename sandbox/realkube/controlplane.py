@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -137,13 +137,13 @@ class ControlPlane:
         except (urllib.error.URLError, OSError):
             return False
 
-    def wait(self, what: str, name: str, ready: object) -> None:
+    def wait(self, what: str, name: str, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + READY_WITHIN_S
         while time.monotonic() < deadline:
             process = self.processes[name]
             if process.poll() is not None:
                 raise ControlPlaneError(f"{name} exited ({process.returncode}):\n{self.log_tail(name)}")
-            if callable(ready) and ready():
+            if ready():
                 return
             time.sleep(0.2)
         raise ControlPlaneError(f"{what} not within {READY_WITHIN_S:.0f} s:\n{self.log_tail(name)}")
