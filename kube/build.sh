@@ -5,6 +5,7 @@
 #   <cache>/bin/{etcd,kube-apiserver,kube-controller-manager,kubectl,kuberay-operator}
 #   <cache>/crds/kuberay/*.yaml       KubeRay's CRDs (ray.io), from the ray-operator module
 #   <cache>/crds/gateway-api/*.yaml   Gateway API standard CRDs, the version KubeRay requires
+#   <cache>/rbac/kuberay-operator.yaml  KubeRay's operator ClusterRole (config/rbac/role.yaml of its module)
 #   <cache>/versions.json
 #
 # <cache> = ${RAYPILOT_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/raypilot/kube}/<key>, where <key> hashes the
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 # Bump when a build flag below changes, so caches built the old way are not reused.
-RECIPE=2
+RECIPE=3
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 modules=(etcd kubernetes kuberay)
@@ -121,7 +122,7 @@ kube_v="$(modversion kubernetes k8s.io/kubernetes)" || fail "reading the kuberne
 kuberay_v="$(modversion kuberay github.com/ray-project/kuberay/ray-operator)" || fail "reading the kuberay version"
 gateway_v="$(modversion kuberay sigs.k8s.io/gateway-api)" || fail "reading the gateway-api version"
 
-rm -rf "$dir/bin.tmp" "$dir/crds.tmp" "$dir/.complete"
+rm -rf "$dir/bin.tmp" "$dir/crds.tmp" "$dir/rbac.tmp" "$dir/.complete"
 mkdir -p "$dir/bin.tmp"
 
 build() { # <module dir> <binary> <version> <package> [ldflags]
@@ -162,15 +163,19 @@ shopt -u nullglob
 ((${#gateway_crds[@]} > 0)) || fail "no CRDs in $gateway_dir/config/crd/standard"
 install -m 0644 "${kuberay_crds[@]}" "$dir/crds.tmp/kuberay/" || fail "copying KubeRay's CRDs"
 install -m 0644 "${gateway_crds[@]}" "$dir/crds.tmp/gateway-api/" || fail "copying the Gateway API CRDs"
+mkdir -p "$dir/rbac.tmp"
+install -m 0644 "$kuberay_dir/config/rbac/role.yaml" "$dir/rbac.tmp/kuberay-operator.yaml" \
+  || fail "copying KubeRay's operator ClusterRole"
 
 cat >"$dir/versions.json.tmp" <<EOF
 {"etcd": "$etcd_v", "kubernetes": "$kube_v", "kuberay": "$kuberay_v", "gateway_api": "$gateway_v", "go": "$(go env GOVERSION)"}
 EOF
 
 stop_heartbeat
-rm -rf "$dir/bin" "$dir/crds"
+rm -rf "$dir/bin" "$dir/crds" "$dir/rbac"
 mv "$dir/bin.tmp" "$dir/bin"
 mv "$dir/crds.tmp" "$dir/crds"
+mv "$dir/rbac.tmp" "$dir/rbac"
 mv "$dir/versions.json.tmp" "$dir/versions.json"
 touch "$dir/.complete"
 echo "kube: done in $((SECONDS - start)) s: $dir" >&2

@@ -3,8 +3,9 @@ service-account tokens), kube-controller-manager and KubeRay's operator, from th
 builds (kube/build.sh). Everything listens on 127.0.0.1 at free ports; each process logs to
 `<directory>/logs/<name>.log`.
 
-`start_control_plane` installs KubeRay's and the Gateway API's CRDs before KubeRay's operator starts (it
-watches them). There is no kubelet: pods stay Pending until a node agent runs them.
+`control_plane` installs KubeRay's and the Gateway API's CRDs before KubeRay's operator starts (it watches
+them); the operator runs as its own ServiceAccount with the ClusterRole of its module. There is no kubelet:
+pods stay Pending until a node agent runs them (sandbox/realkube/node.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ KUBE_DIR_ENV = "RAYPILOT_KUBE_DIR"
 READY_WITHIN_S = 120.0
 STOP_WITHIN_S = 15.0
 SERVICE_CIDR = "10.0.0.0/24"
+KUBERAY_ACCOUNT = "kuberay-operator"
 # The controllers a cluster without kubelets needs: node-lifecycle and pod-garbage-collector would act on pods
 # of nodes that never report; the rest (deployments, replica sets, ...) raypilot and KubeRay do not use.
 CONTROLLERS = (
@@ -225,9 +227,50 @@ def _start_controller_manager(plane: ControlPlane) -> None:
     )
 
 
+def _kuberay_kubeconfig(plane: ControlPlane) -> Path:
+    """A kubeconfig for KubeRay's operator as its own ServiceAccount, bound to the ClusterRole its module
+    ships (config/rbac/role.yaml): the real API server holds it to what a KubeRay install may do."""
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": KUBERAY_ACCOUNT, "namespace": "default"},
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": KUBERAY_ACCOUNT},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "kuberay-operator",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": KUBERAY_ACCOUNT, "namespace": "default"}],
+    }
+    plane.kubectl("apply", "--server-side", "-f", str(plane.kube / "rbac" / "kuberay-operator.yaml"))
+    plane.kubectl("apply", "--server-side", "-f", "-", input_text=yaml.safe_dump_all([account, binding]))
+    token = plane.kubectl("create", "token", KUBERAY_ACCOUNT, "-n", "default", "--duration=24h").strip()
+    path = plane.directory / "kuberay.kubeconfig"
+    path.write_text(yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, KUBERAY_ACCOUNT, token)))
+    path.chmod(0o600)
+    return path
+
+
+def token_kubeconfig(server: str, certs: ControlPlaneCerts, user: str, token: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "raypilot", "cluster": {"server": server, "certificate-authority": str(certs.ca_cert)}}
+        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "raypilot", "user": user}}],
+        "current-context": user,
+    }
+
+
 def _start_kuberay(plane: ControlPlane, feature_gates: str) -> None:
     argv = [
-        f"--kubeconfig={plane.kubeconfig}",
+        f"--kubeconfig={_kuberay_kubeconfig(plane)}",
         "--enable-leader-election=false",
         f"--metrics-addr=127.0.0.1:{free_port()}",
         f"--health-probe-bind-address=127.0.0.1:{free_port()}",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from sandbox.realkube.controlplane import ControlPlane
+from sandbox.realkube.controlplane import ControlPlane, token_kubeconfig
 
 __all__ = ["WORKER_ACCOUNT", "install_raypilot"]
 
@@ -50,24 +50,7 @@ def install_raypilot(plane: ControlPlane) -> Path:
     token = plane.kubectl("create", "token", WORKER_ACCOUNT, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}")
     kubeconfig = plane.directory / "worker.kubeconfig"
     kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "raypilot",
-                        "cluster": {
-                            "server": plane.server,
-                            "certificate-authority": str(plane.certs.ca_cert),
-                        },
-                    }
-                ],
-                "users": [{"name": WORKER_ACCOUNT, "user": {"token": token.strip()}}],
-                "contexts": [{"name": "worker", "context": {"cluster": "raypilot", "user": WORKER_ACCOUNT}}],
-                "current-context": "worker",
-            }
-        )
+        yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, WORKER_ACCOUNT, token.strip()))
     )
     kubeconfig.chmod(0o600)
     return kubeconfig
