@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.controllers.raycluster_head import process_alive
+
 __all__ = ["NetworkError", "NodeNetwork", "PodNetwork", "hosts_file", "service_names"]
 
 # 10.200.0.0/16: one /24 per node agent; the service range of the control plane (10.0.0.0/24) stays apart.
@@ -165,13 +167,7 @@ def _owner_alive(index: int) -> bool:
         pid = int((OWNERS / f"rp{index}").read_text())
     except (OSError, ValueError):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(pid)
 
 
 def _reclaim_if_abandoned(index: int) -> None:

@@ -153,14 +153,18 @@ class ControlPlane:
     def stop(self) -> None:
         """Stops every process, newest first: each gets SIGTERM, then SIGKILL after STOP_WITHIN_S."""
         for name in reversed(list(self.processes)):
-            process = self.processes.pop(name)
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(STOP_WITHIN_S)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_process(self.processes.pop(name), STOP_WITHIN_S)
+
+
+def stop_process(process: subprocess.Popen[bytes], within_s: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `within_s`."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(within_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _start_etcd(plane: ControlPlane) -> str:

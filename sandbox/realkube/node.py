@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from sandbox.realkube.controlplane import READY_WITHIN_S, ControlPlane, ControlPlaneError
+from sandbox.realkube.controlplane import READY_WITHIN_S, ControlPlane, ControlPlaneError, stop_process
 
 __all__ = ["NODE_NAME", "node_agent"]
 
@@ -51,9 +51,4 @@ def node_agent(plane: ControlPlane, directory: Path) -> Iterator[subprocess.Pope
             time.sleep(0.2)
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(STOP_WITHIN_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, STOP_WITHIN_S)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import pytest
 import yaml
 
 from sandbox.realkube.controlplane import ControlPlane, ControlPlaneError, control_plane
+from tests.realkube.waiting import eventually
 
 pytestmark = [pytest.mark.realkube, pytest.mark.timeout(600)]
 
@@ -31,23 +31,12 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 MANIFESTS = sorted([*(REPO / "tests" / "corpus").glob("*.yaml"), *(REPO / "examples").glob("*.yaml")])
 WORKER = "system:serviceaccount:default:raypilot-worker"
-WITHIN_S = 60.0
 
 
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     with control_plane(tmp_path_factory.mktemp("realkube")) as started:
         yield started
-
-
-def eventually(probe: Callable[[], Any], what: str, within: float = WITHIN_S) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"{what}: not within {within:.0f} s")
 
 
 def ray_objects(kind: str) -> list[tuple[str, dict[str, Any]]]:

@@ -16,8 +16,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import yaml
 
 from sandbox.realkube.controlplane import ControlPlane, control_plane
 from sandbox.realkube.node import NODE_NAME, node_agent
+from tests.realkube.waiting import eventually
 
 pytestmark = [
     pytest.mark.realkube,
@@ -35,7 +35,6 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the node agent makes network namespaces: it needs root"),
 ]
 
-WITHIN_S = 90.0
 RAY_WITHIN_S = 240.0  # two real Ray nodes starting on a loaded 2-core machine
 PYTHON_SERVER = ["python", "-m", "http.server", "8080"]
 RAY_IMAGE = "rayproject/ray:2.52.0"
@@ -75,16 +74,6 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     directory = tmp_path_factory.mktemp("nodeagent")
     with control_plane(directory) as started, node_agent(started, directory / "agent"):
         yield started
-
-
-def eventually(probe: Callable[[], Any], what: str, within: float = WITHIN_S) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
-        time.sleep(0.3)
-    raise AssertionError(f"{what}: not within {within:.0f} s")
 
 
 def apply(plane: ControlPlane, *objects: dict[str, Any]) -> None:
