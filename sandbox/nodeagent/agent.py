@@ -217,7 +217,8 @@ class NodeAgent:
         metadata, spec = pod["metadata"], pod.get("spec") or {}
         uid = str(metadata["uid"])
         if event == "DELETED":
-            if uid in self.runners:
+            self._binding.discard(uid)
+            if uid in self.runners or uid in self.tasks:  # a finished pod's task is forgotten here too
                 self._spawn(self._finish(uid, pod, delete=False))
             return
         node = spec.get("nodeName")

@@ -216,12 +216,9 @@ class PodRunner:
         if startup is not None:
             tracker = ProbeTracker(startup, passing=False)
             await asyncio.sleep(startup.initial_delay_s)
-            failures = 0
             while not tracker.passing:
-                ok = await check(startup)
-                tracker.record(ok)
-                failures = 0 if ok else failures + 1
-                if failures >= startup.failure_threshold:
+                tracker.record(await check(startup))
+                if tracker.failures >= startup.failure_threshold:
                     await process.stop(LIVENESS_KILL_GRACE_S)
                     return
                 if not tracker.passing:
