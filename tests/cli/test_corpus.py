@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
 
-from sandbox.testing import wait_until
+from sandbox.testing import ConditionTimeout, wait_until
 from tests.cli.conftest import CliResult, CliStack
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
@@ -24,6 +26,8 @@ FEATURES = sorted(path.stem for path in CORPUS.glob("*.yaml"))
 SANDBOX_CANNOT_RUN: dict[str, str] = {}
 # What "progresses" means for each kind of object, read from the status query.
 PROGRESSED_RAYJOB = frozenset({"Running", "Complete"})
+# A RayJob in one of these never gets to Running or Complete again: the test fails at once, with its status.
+ENDED_RAYJOB = frozenset({"Failed", "ValidationFailed"})
 WAITING_FOR_THE_USER = "Waiting"
 STARTED_LINE = re.compile(r"^(ray(?:job|service))/(corpus-[a-z0-9-]+)/(\S+) started", re.MULTILINE)
 
@@ -87,8 +91,26 @@ async def test_each_feature_progresses_on_the_sandbox(
 
     async def advanced() -> dict[str, Any] | None:
         status: dict[str, Any] = await handle.query("status")
+        if kind == "rayjob" and status.get("jobDeploymentStatus") in ENDED_RAYJOB:
+            pytest.fail(f"{feature} ended without progressing: {status}\n{await history_outline(handle)}")
         return status if progressed(kind, status, feature) else None
 
     # Forty-odd manifests start at once on a shared 2-core machine (beside other test files under xdist):
-    # this checks that each progresses, not how fast.
-    await wait_until(advanced, within=240, interval=0.5, what=f"{feature} progressing")
+    # this checks that each progresses, not how fast. The wait ends before the test's timeout, so that a
+    # feature that does not progress is reported with its last status and its workflow's history.
+    try:
+        await wait_until(advanced, within=200, interval=0.5, what=f"{feature} progressing")
+    except ConditionTimeout as timeout:
+        pytest.fail(f"{timeout}\n{await history_outline(handle)}")
+
+
+async def history_outline(handle: WorkflowHandle[Any, Any]) -> str:
+    """One line per event of the workflow's history: its id, time, type and the signal or marker it names."""
+    lines = []
+    for event in (await handle.fetch_history()).events:
+        kind = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+        attributes = event.WhichOneof("attributes")
+        detail = getattr(event, attributes) if attributes else None
+        named = getattr(detail, "signal_name", "") or getattr(detail, "marker_name", "")
+        lines.append(f"{event.event_id} {event.event_time.ToJsonString()} {kind} {named}".rstrip())
+    return "\n".join(lines)
