@@ -1,12 +1,19 @@
 """`raypilot sandbox up|down`: run the local cluster in the background (or in the foreground) per directory.
 
-    raypilot sandbox up [--ray real|simulated] [--dir DIR] [--foreground]
+    raypilot sandbox up [--kube simulated|real] [--ray real|simulated] [--dir DIR] [--foreground]
     raypilot sandbox down [--dir DIR]
 
-DIR (default ~/.raypilot/sandbox) holds what `up` leaves behind: `kubeconfig`, `sandbox.log`, `state.json`
-(pid, API URL, ...) once ready, `control.json` (the fault-hook control URL), `sessions.json` (the sessions of
-its Ray heads and Job processes, so `down` can stop them by PID even after a crash) and `sandbox.lock`, held
-for as long as the sandbox process lives: that lock, not a PID file, says whether DIR is in use.
+`--kube simulated` (the default) serves the sandbox's own Kubernetes API and controllers from one process;
+`--kube real` runs the real stack instead (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager,
+KubeRay's operator, raypilot's node agent running pods as local processes with real Ray), built by `make kube`
+(a cold build is done first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
+
+DIR (default ~/.raypilot/sandbox) holds what `up` leaves behind: `kubeconfig` (on the real stack an admin's;
+`worker.kubeconfig` there is the worker's ServiceAccount, bound to deploy/'s ClusterRoles), `sandbox.log`,
+`state.json` (pid, API URL, ...) once ready, `control.json` (the fault-hook control URL), `sessions.json`
+(the sessions of its Ray heads and Job processes, so `down` can stop them by PID even after a crash) and
+`sandbox.lock`, held for as long as the sandbox process lives: that lock, not a PID file, says whether DIR is
+in use.
 
 Exit status: 0 success, 2 bad input, 1 failure. `up` prints `KUBECONFIG=<path>` as a line of its own.
 """
@@ -16,27 +23,42 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sandbox.cluster import KUBECONFIG_FILE, RAY_MODES, SESSIONS_FILE, RayMode, Sandbox
 from sandbox.ray.processes import session_members, stop_session
+from sandbox.realkube.controlplane import KUBE_DIR_ENV, ControlPlaneError, kube_dir
+from sandbox.realkube.stack import real_stack, real_stack_unavailable
+from sandbox.statedir import (
+    LOCK_FILE,
+    STATE_FILE,
+    held_lock,
+    in_use,
+    kubeconfig_line,
+    read_state,
+    wait_released,
+    write_json,
+)
 
 DEFAULT_DIR = Path("~/.raypilot/sandbox")
-LOCK_FILE = "sandbox.lock"
-STATE_FILE = "state.json"
 LOG_FILE = "sandbox.log"
 UP_TIMEOUT_S = 120.0
 DOWN_TIMEOUT_S = 60.0
+# The real stack starts five servers and installs deploy/, and its node agent stops every pod on the way out.
+REAL_UP_TIMEOUT_S = 300.0
+REAL_DOWN_TIMEOUT_S = 180.0
+KUBE_MODES = ("simulated", "real")
+WORKER_KUBECONFIG_FILE = "worker.kubeconfig"
 _LOG_TAIL_CHARS = 3000
 
 
@@ -56,14 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     up = commands.add_parser("up", help="start the sandbox (in the background unless --foreground)")
-    up.add_argument("--ray", choices=RAY_MODES, default="real", help="real Ray heads or simulated dashboards")
+    up.add_argument("--kube", choices=KUBE_MODES, default="simulated", help="the Kubernetes it serves")
+    up.add_argument("--ray", choices=RAY_MODES, help="real Ray heads (default) or simulated dashboards")
     up.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
     up.add_argument("--foreground", action="store_true", help="stay attached until Ctrl-C or SIGTERM")
-    up.add_argument("--timeout", type=float, default=UP_TIMEOUT_S, help=argparse.SUPPRESS)
+    up.add_argument("--timeout", type=float, help=argparse.SUPPRESS)
     down = commands.add_parser("down", help="stop everything `up` started in DIR")
     down.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
-    down.add_argument("--timeout", type=float, default=DOWN_TIMEOUT_S, help=argparse.SUPPRESS)
+    down.add_argument("--timeout", type=float, help=argparse.SUPPRESS)
     serve = commands.add_parser("_serve", help=argparse.SUPPRESS)  # the detached process `up` starts
+    serve.add_argument("--kube", choices=KUBE_MODES, required=True)
     serve.add_argument("--ray", choices=RAY_MODES, required=True)
     serve.add_argument("--dir", type=Path, required=True)
     return parser
@@ -81,84 +105,75 @@ def sandbox_command(argv: list[str]) -> int:
     workdir = Path(args.dir).expanduser().resolve()
     try:
         if args.command == "up":
-            if args.timeout <= 0:
-                print("raypilot sandbox up: --timeout must be positive", file=sys.stderr)
-                return 2
-            if args.foreground:
-                return _run_foreground(workdir, args.ray)
-            return _up(workdir, args.ray, args.timeout)
+            return _up_command(workdir, args)
         if args.command == "down":
             return _down(workdir, args.timeout)
+        if args.kube == "real":
+            return _serve_real(workdir)
         return _serve(workdir, args.ray)
     except OSError as exc:
         print(f"raypilot sandbox {args.command}: {exc}", file=sys.stderr)
         return 1
 
 
-# ---- the lock that says "a sandbox lives in DIR" -----------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _held_lock(workdir: Path) -> Iterator[IO[str] | None]:
-    """Take DIR's lock without waiting; yields None when another process holds it."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    handle = (workdir / LOCK_FILE).open("a+")
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield None
-            return
-        yield handle
-    finally:
-        handle.close()
-
-
-def _in_use(workdir: Path) -> bool:
-    if not (workdir / LOCK_FILE).exists():
-        return False
-    with _held_lock(workdir) as lock:
-        return lock is None
-
-
-def _read_state(workdir: Path) -> dict[str, Any] | None:
-    try:
-        state = json.loads((workdir / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    return state if isinstance(state, dict) else None
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    partial = path.with_name(path.name + ".tmp")
-    partial.write_text(json.dumps(data, indent=2))
-    partial.replace(path)
-
-
-def _kubeconfig_line(workdir: Path) -> str:
-    return f"KUBECONFIG={workdir / KUBECONFIG_FILE}"
-
-
 # ---- up ----------------------------------------------------------------------------------------------------
 
 
-def _up(workdir: Path, ray_mode: RayMode, timeout_s: float) -> int:
-    workdir.mkdir(parents=True, exist_ok=True)
-    if _in_use(workdir):
-        running = _read_state(workdir) or {}
+def _up_command(workdir: Path, args: argparse.Namespace) -> int:
+    real = args.kube == "real"
+    timeout_s = args.timeout if args.timeout is not None else REAL_UP_TIMEOUT_S if real else UP_TIMEOUT_S
+    if timeout_s <= 0:
+        print("raypilot sandbox up: --timeout must be positive", file=sys.stderr)
+        return 2
+    if not real:
+        ray_mode: RayMode = args.ray or "real"
+        return _run_foreground(workdir, ray_mode) if args.foreground else _up(workdir, ray_mode, timeout_s)
+    if args.ray == "simulated":
         print(
-            f"a sandbox is already running in {workdir} (pid {running.get('pid', '?')}, "
-            f"{running.get('rayMode', '?')} Ray)",
+            "raypilot sandbox up: the real stack runs real Ray (--ray simulated needs --kube simulated)",
             file=sys.stderr,
         )
-        print(_kubeconfig_line(workdir), flush=True)
-        return 0
+        return 2
+    unavailable = real_stack_unavailable()
+    if unavailable is not None:
+        print(f"raypilot sandbox up: {unavailable}", file=sys.stderr)
+        return 1
+    if not in_use(workdir):
+        try:  # built here, before the sandbox process starts, so that a cold build shows its progress
+            os.environ[KUBE_DIR_ENV] = str(kube_dir(show_progress=True))
+        except ControlPlaneError as exc:
+            print(f"raypilot sandbox up: {exc}", file=sys.stderr)
+            return 1
+    if args.foreground:
+        with held_lock(workdir) as lock:
+            if lock is None:
+                return _report_running(workdir)
+            return _serve_real(workdir, announce=True)
+    return _up(workdir, "real", timeout_s, kube="real")
+
+
+def _report_running(workdir: Path) -> int:
+    running = read_state(workdir) or {}
+    print(
+        f"a sandbox is already running in {workdir} (pid {running.get('pid', '?')}, "
+        f"{running.get('kube', 'simulated')} Kubernetes, {running.get('rayMode', '?')} Ray)",
+        file=sys.stderr,
+    )
+    print(kubeconfig_line(workdir), flush=True)
+    return 0
+
+
+def _up(workdir: Path, ray_mode: RayMode, timeout_s: float, kube: str = "simulated") -> int:
+    workdir.mkdir(parents=True, exist_ok=True)
+    if in_use(workdir):
+        return _report_running(workdir)
     asyncio.run(_stop_leftover_sessions(workdir))
     (workdir / STATE_FILE).unlink(missing_ok=True)
     log_path = workdir / LOG_FILE
+    serve = ["_serve", "--kube", kube, "--ray", ray_mode, "--dir", str(workdir)]
     with log_path.open("ab") as log_file:
         child = subprocess.Popen(
-            [sys.executable, "-m", "sandbox.main", "_serve", "--ray", ray_mode, "--dir", str(workdir)],
+            [sys.executable, "-m", "sandbox.main", *serve],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
@@ -167,13 +182,18 @@ def _up(workdir: Path, ray_mode: RayMode, timeout_s: float) -> int:
         )
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        state = _read_state(workdir)
+        state = read_state(workdir)
         if state is not None and state.get("pid") == child.pid:
             print(
-                f"sandbox running in {workdir} (pid {child.pid}, {ray_mode} Ray, API {state.get('apiUrl')})",
+                f"sandbox running in {workdir} (pid {child.pid}, {kube} Kubernetes, {ray_mode} Ray, "
+                f"API {state.get('apiUrl')})",
                 file=sys.stderr,
             )
-            print(_kubeconfig_line(workdir), flush=True)
+            if "workerKubeconfig" in state:
+                print(
+                    f"the worker's kubeconfig (deploy/'s RBAC): {state['workerKubeconfig']}", file=sys.stderr
+                )
+            print(kubeconfig_line(workdir), flush=True)
             return 0
         if child.poll() is not None:
             print(
@@ -200,7 +220,7 @@ def _log_tail(path: Path) -> str:
 def _serve(workdir: Path, ray_mode: RayMode) -> int:
     """The detached sandbox process: holds DIR's lock for its whole life."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with _held_lock(workdir) as lock:
+    with held_lock(workdir) as lock:
         if lock is None:
             print(f"a sandbox is already running in {workdir}", file=sys.stderr)
             return 1
@@ -208,17 +228,51 @@ def _serve(workdir: Path, ray_mode: RayMode) -> int:
 
 
 def _run_foreground(workdir: Path, ray_mode: RayMode) -> int:
-    with _held_lock(workdir) as lock:
+    with held_lock(workdir) as lock:
         if lock is None:
             print(
                 f"a sandbox is already running in {workdir}; "
                 f"`raypilot sandbox down --dir {workdir}` stops it",
                 file=sys.stderr,
             )
-            print(_kubeconfig_line(workdir), flush=True)
+            print(kubeconfig_line(workdir), flush=True)
             return 0
         asyncio.run(_stop_leftover_sessions(workdir))
         return asyncio.run(_serve_until_signalled(workdir, ray_mode, announce=True))
+
+
+def _serve_real(workdir: Path, *, announce: bool = False) -> int:
+    """The real stack until SIGINT or SIGTERM (the caller holds DIR's lock, or takes it here)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    with contextlib.ExitStack() as held:
+        if not announce and held.enter_context(held_lock(workdir)) is None:
+            print(f"a sandbox is already running in {workdir}", file=sys.stderr)
+            return 1
+        try:
+            stack = held.enter_context(real_stack(workdir))
+        except ControlPlaneError as exc:
+            print(f"the real stack failed to start: {exc}", file=sys.stderr)
+            return 1
+        for source, name in (
+            (stack.plane.kubeconfig, KUBECONFIG_FILE),
+            (stack.worker_kubeconfig, WORKER_KUBECONFIG_FILE),
+        ):
+            shutil.copyfile(source, workdir / name)
+            (workdir / name).chmod(0o600)
+        info = stack.info(os.getpid())
+        info["workerKubeconfig"] = str(workdir / WORKER_KUBECONFIG_FILE)
+        write_json(workdir / STATE_FILE, info)
+        if announce:
+            print(f"real stack running (API {stack.plane.server}); Ctrl-C stops it", file=sys.stderr)
+            print(kubeconfig_line(workdir), flush=True)
+        try:
+            stop.wait()
+        finally:
+            (workdir / STATE_FILE).unlink(missing_ok=True)
+    return 0
 
 
 async def _serve_until_signalled(workdir: Path, ray_mode: RayMode, *, announce: bool) -> int:
@@ -233,10 +287,10 @@ async def _serve_until_signalled(workdir: Path, ray_mode: RayMode, *, announce: 
         logging.getLogger(__name__).exception("the sandbox failed to start")
         print(f"the sandbox failed to start: {exc}", file=sys.stderr)
         return 1
-    _write_json(workdir / STATE_FILE, sandbox.info())
+    write_json(workdir / STATE_FILE, sandbox.info())
     if announce:
         print(f"sandbox running ({ray_mode} Ray, API {sandbox.api_url}); Ctrl-C stops it", file=sys.stderr)
-        print(_kubeconfig_line(workdir), flush=True)
+        print(kubeconfig_line(workdir), flush=True)
     recorder = asyncio.create_task(sandbox.record_sessions_periodically())
     try:
         await stop.wait()
@@ -251,20 +305,22 @@ async def _serve_until_signalled(workdir: Path, ray_mode: RayMode, *, announce: 
 # ---- down --------------------------------------------------------------------------------------------------
 
 
-def _down(workdir: Path, timeout_s: float) -> int:
+def _down(workdir: Path, timeout_s: float | None) -> int:
     if not workdir.is_dir():
         print(f"no sandbox in {workdir}", file=sys.stderr)
         return 0
-    if _in_use(workdir):
-        state = _read_state(workdir)
+    if in_use(workdir):
+        state = read_state(workdir)
         pid = state.get("pid") if state else None
+        if timeout_s is None:
+            timeout_s = REAL_DOWN_TIMEOUT_S if state and state.get("kube") == "real" else DOWN_TIMEOUT_S
         if not isinstance(pid, int):
             print(
                 f"a sandbox holds {workdir / LOCK_FILE} but its state file is missing; is it still starting?",
                 file=sys.stderr,
             )
             return 1
-        if not _terminate(pid, timeout_s) or not _wait_released(workdir, 5.0):
+        if not _terminate(pid, timeout_s) or not wait_released(workdir, 5.0):
             print(f"the sandbox process {pid} did not stop", file=sys.stderr)
             return 1
         print(f"sandbox in {workdir} stopped (pid {pid})", file=sys.stderr)
@@ -299,15 +355,6 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
     except OSError:
         return False
-
-
-def _wait_released(workdir: Path, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while _in_use(workdir):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 async def _stop_leftover_sessions(workdir: Path) -> None:

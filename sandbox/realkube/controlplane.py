@@ -52,15 +52,22 @@ class ControlPlaneError(RuntimeError):
     """A component did not start (the message names it and ends with its log's last lines)."""
 
 
-def kube_dir() -> Path:
+def kube_dir(*, show_progress: bool = False) -> Path:
     """The cache directory with bin/ and crds/: $RAYPILOT_KUBE_DIR, else what kube/build.sh prints (it returns
-    at once when the cache is complete, and builds it otherwise)."""
+    at once when the cache is complete, and builds it otherwise, its progress on our stderr if asked)."""
     given = os.environ.get(KUBE_DIR_ENV)
     if given:
         return Path(given)
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], check=False, capture_output=True, text=True)
+    done = subprocess.run(
+        ["bash", str(BUILD_SCRIPT)],
+        check=False,
+        stdout=subprocess.PIPE,
+        stderr=None if show_progress else subprocess.PIPE,
+        text=True,
+    )
     if done.returncode != 0:
-        raise ControlPlaneError(f"kube/build.sh failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+        detail = "its progress is above" if show_progress else done.stderr.strip()[-2000:]
+        raise ControlPlaneError(f"kube/build.sh failed ({done.returncode}): {detail}")
     return Path(done.stdout.strip().splitlines()[-1])
 
 

@@ -36,7 +36,15 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.parametrize(
     "args",
-    [["up", "--ray", "imaginary"], ["sideways"], ["up", "--unknown-flag"], [], ["down", "extra"]],
+    [
+        ["up", "--ray", "imaginary"],
+        ["up", "--kube", "imaginary"],
+        ["up", "--kube", "real", "--ray", "simulated"],
+        ["sideways"],
+        ["up", "--unknown-flag"],
+        [],
+        ["down", "extra"],
+    ],
 )
 def test_bad_input_exits_2(args: list[str], tmp_path: Path) -> None:
     result = sandbox_cli(*args, "--dir", str(tmp_path)) if args[:1] == ["up"] else sandbox_cli(*args)

@@ -1,0 +1,56 @@
+"""The whole real stack in one block: the control plane (etcd, kube-apiserver, kube-controller-manager,
+KubeRay's operator), raypilot's node agent, and raypilot installed as a user installs it. `raypilot sandbox up
+--kube real` serves this until it is told to stop; leaving the block stops everything in reverse order (the
+node agent first stops its pods and removes their network namespaces and interfaces)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.realkube.controlplane import ControlPlane, control_plane
+from sandbox.realkube.install import install_raypilot
+from sandbox.realkube.node import NODE_NAME, node_agent
+
+__all__ = ["RealStack", "real_stack", "real_stack_unavailable"]
+
+
+@dataclass(frozen=True)
+class RealStack:
+    plane: ControlPlane
+    worker_kubeconfig: Path
+
+    def info(self, pid: int) -> dict[str, object]:
+        """What `raypilot sandbox up` records in state.json for this stack."""
+        return {
+            "pid": pid,
+            "kube": "real",
+            "rayMode": "real",
+            "apiUrl": self.plane.server,
+            "node": NODE_NAME,
+            "kubeconfig": str(self.plane.kubeconfig),
+            "workerKubeconfig": str(self.worker_kubeconfig),
+            "logs": str(self.plane.log_path("kube-apiserver").parent),
+        }
+
+
+def real_stack_unavailable() -> str | None:
+    """Why the real stack cannot start on this machine (None when it can): its node agent makes network
+    namespaces, which takes root and the `ip` command. (The binaries `make kube` builds are looked for
+    apart: a cold build takes many minutes.)"""
+    if os.geteuid() != 0:
+        return "the real stack's node agent makes network namespaces and needs root"
+    if shutil.which("ip") is None:
+        return "the real stack's node agent needs the `ip` command (iproute2)"
+    return None
+
+
+@contextlib.contextmanager
+def real_stack(directory: Path) -> Iterator[RealStack]:
+    """A running real stack with its state under `directory`, stopped when the block ends."""
+    with control_plane(directory / "kube") as plane, node_agent(plane, directory / "node"):
+        yield RealStack(plane, install_raypilot(plane))
