@@ -1,4 +1,4 @@
-"""`python worker.py`: the raypilot worker with every workflow and activity (CONTRACT section 2).
+"""`python worker.py`: the raypilot worker with every workflow and activity (docs/contract.md §2).
 
 The worker itself is `raypilot.worker`, so that the CLI (`raypilot worker`) reaches it without importing this
 top-level script.

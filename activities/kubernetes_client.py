@@ -1,6 +1,6 @@
 """The Kubernetes API as plain JSON, through the official client's configuration, auth and connection pool.
 
-`load_kube_configuration` resolves where the API is (CONTRACT section 2: KUBECONFIG, then the standard
+`load_kube_configuration` resolves where the API is (docs/contract.md §2: KUBECONFIG, then the standard
 ~/.kube/config, then the in-cluster service account). `KubeObjects` does the REST verbs on objects as dicts:
 the typed client models would drop fields they do not know (custom resources, newer API fields), and the
 workflows decide on JSON anyway. Its calls block; activities using it are synchronous and run on the worker's

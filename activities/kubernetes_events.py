@@ -76,7 +76,7 @@ class OwnershipActivities(KubernetesActivityBase):
 
     @activity.defn(name=names.LIST_OWNED_OBJECTS)
     def list_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
-        """kind/namespace/name/uid of every object with the owner's labels (CONTRACT section 5)."""
+        """kind/namespace/name/uid of every object with the owner's labels (docs/contract.md §5)."""
         return [object_ref(obj) for obj in self._owned(request)]
 
     @activity.defn(name=names.DELETE_OWNED_OBJECTS)

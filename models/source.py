@@ -1,6 +1,6 @@
 """Which API a RayJob/RayService manifest came from: KubeRay's `ray.io/v1` or raypilot's own `raypilot.io/v1`.
 
-The workflows take every manifest as `ray.io/v1` (CONTRACT section 3). `raypilot controller` hands over a
+The workflows take every manifest as `ray.io/v1` (docs/contract.md §3). `raypilot controller` hands over a
 `raypilot.io/v1` object as such a manifest, keeping its uid and naming its API in an annotation, so that
 Events and ownerReferences point at the object that really exists: an ownerReference whose apiVersion/kind
 does not match the owner's uid makes Kubernetes' garbage collector treat the owner as absent.

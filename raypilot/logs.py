@@ -5,7 +5,7 @@ or an activity, and no secrets.
 Context comes from the SDK's loggers (`workflow.logger` and `activity.logger` put the workflow's or the
 activity's info on each record) and, for any other logger used inside an activity (the Kubernetes and
 dashboard clients, raypilot's own modules), from the running activity. The RayJob/RayService comes from the
-workflow id (`rayjob/<namespace>/<name>`, CONTRACT section 3).
+workflow id (`rayjob/<namespace>/<name>`, docs/contract.md §3).
 
 Secrets: every line is masked before it is written: Bearer/Basic credentials, `key=value` or `"key": "value"`
 pairs whose key names a token, password, secret or API key, and the values of the secret settings

@@ -1,4 +1,4 @@
-"""Connection settings from the environment (CONTRACT section 2) and the Temporal client they make.
+"""Connection settings from the environment (docs/contract.md §2) and the Temporal client they make.
 
 Secrets (the API key, TLS key) are read here and handed to the SDK only; they are never logged and never
 enter workflow history.

@@ -1,6 +1,6 @@
-"""The raypilot worker: every workflow and activity, on the task queue of CONTRACT section 2.
+"""The raypilot worker: every workflow and activity, on the task queue of docs/contract.md §2.
 
-Run it as `python worker.py` or `raypilot worker`. It registers the search attributes of CONTRACT section 4
+Run it as `python worker.py` or `raypilot worker`. It registers the search attributes of docs/contract.md §4
 when they are missing, serves SDK metrics on RAYPILOT_METRICS_PORT when set, and shuts down cleanly on
 SIGINT/SIGTERM (running activities get a grace period to finish or heartbeat their progress).
 """

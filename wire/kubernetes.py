@@ -36,7 +36,7 @@ class ObjectKey:
 
 @dataclass(frozen=True)
 class Ownership:
-    """Whose object this is (CONTRACT section 5): the RayJob/RayService kind and name, and the workflow id.
+    """Whose object this is (docs/contract.md §5): the RayJob/RayService kind and name, and the workflow id.
 
     `rayjob_uid` (a RayJob run's first execution run id) names the object instance: an existing object of
     the same name with another (or no) uid is an earlier run's leftover, never adopted by a create."""

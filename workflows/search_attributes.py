@@ -1,4 +1,4 @@
-"""The search attributes of CONTRACT section 4, for Web UI filtering and `temporal workflow list --query`.
+"""The search attributes of docs/contract.md §4, for Web UI filtering and `temporal workflow list --query`.
 
 Workflows set RayKind/RayNamespace/RayName at start (free) and upsert RayPhase only when the phase changes
 (each upsert is a billable action).

@@ -1,5 +1,5 @@
 """What every Temporal-facing `raypilot` command shares: where it writes, its environment, exit codes, the
-client, and turning Temporal errors into the contract's exit statuses (CONTRACT section 6)."""
+client, and turning Temporal errors into the contract's exit statuses (docs/contract.md §6)."""
 
 from __future__ import annotations
 

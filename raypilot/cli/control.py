@@ -3,7 +3,7 @@ the workflows' updates.
 
 A RayJob whose workflow has already completed (or a RayService whose workflow is gone) can still have
 objects left, e.g. the submitter Job that DeleteCluster keeps for its logs: `delete` then removes them by the
-ownership labels of CONTRACT section 5, through the Kubernetes API of KUBECONFIG. A RayJob's completed run
+ownership labels of docs/contract.md §5, through the Kubernetes API of KUBECONFIG. A RayJob's completed run
 that still holds its finished object (workflows.decisions.rayjob.object) is removed from Temporal too, as
 `kubectl delete` removes a finished RayJob, so that the next `apply` runs it anew."""
 

@@ -1,4 +1,4 @@
-"""Exit statuses of `raypilot` (CONTRACT section 6)."""
+"""Exit statuses of `raypilot` (docs/contract.md §6)."""
 
 from __future__ import annotations
 

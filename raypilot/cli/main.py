@@ -1,4 +1,4 @@
-"""`raypilot`: the command line of CONTRACT section 6.
+"""`raypilot`: the command line of docs/contract.md §6.
 
 Exit status: 0 success, 2 rejected input (message on stderr), 1 other failure.
 """

@@ -1,4 +1,4 @@
-"""`raypilot rollout history|undo rayservice/NAMESPACE/NAME` (issue #18, CONTRACT section 8).
+"""`raypilot rollout history|undo rayservice/NAMESPACE/NAME` (issue #18, docs/contract.md §8).
 
 `history` prints the RayService's revisions (the `revisions` query: number, outcome, times, the cluster that
 served it, spec hash), as a table or, with `-o json`, as JSON with each revision's manifest. `undo` sends the

@@ -1,5 +1,5 @@
 """deploy/: the kustomization renders, the worker Deployment is wired to its ServiceAccount and ClusterRole
-and carries the connection settings of CONTRACT section 2, and the image's dependency set (the project's
+and carries the connection settings of docs/contract.md §2, and the image's dependency set (the project's
 runtime dependencies only, no Ray) is enough for everything the worker imports."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every committed history still replays with the current workflow code (CONTRACT: replay test over committed
+"""Every committed history still replays with the current workflow code (the replay tests over committed
 histories).
 
 The histories (histories/*.json) are typical runs of both workflows on their fake activities, recorded by

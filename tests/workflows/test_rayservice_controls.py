@@ -1,6 +1,7 @@
-"""The upgrade controls (CONTRACT section 3) and rollback: pause freezes traffic and capacity, resume goes on,
-promote finishes at once, abort and a reverted spec roll back; every control is rejected with a clear message
-when no upgrade is in progress; with the incremental gate off the strategy falls back to NewCluster."""
+"""The upgrade controls (docs/contract.md §3) and rollback: pause freezes traffic and capacity, resume goes
+on, promote finishes at once, abort and a reverted spec roll back; every control is rejected with a clear
+message when no upgrade is in progress; with the incremental gate off the strategy falls back to
+NewCluster."""
 
 from __future__ import annotations
 

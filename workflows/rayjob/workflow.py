@@ -1,4 +1,4 @@
-"""RayJobWorkflow: one KubeRay RayJob, from its manifest to its last deletion action (CONTRACT section 3).
+"""RayJobWorkflow: one KubeRay RayJob, from its manifest to its last deletion action (docs/contract.md §3).
 
 The workflow is KubeRay's RayJob controller for one object: it validates the manifest itself (an invalid one
 fails the workflow at once with a non-retryable `ValidationFailed` error, creating nothing), then walks the

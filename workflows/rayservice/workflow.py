@@ -7,7 +7,7 @@ cluster (head Pod ready, then Serve and the head Pod), and one durable timer for
 idle RayService therefore adds no history. The workflow continues as new when the server suggests it (or at
 the test knob), after every handler finished, carrying its whole state (state.py).
 
-Handlers (CONTRACT section 3): query `status`; updates `apply` (validated by its validator: an invalid or
+Handlers (docs/contract.md §3): query `status`; updates `apply` (validated by its validator: an invalid or
 mismatched manifest is rejected with ValidationFailed and changes nothing; the newest accepted manifest wins)
 and `delete` (delete every owned object, then complete); and the upgrade controls
 (decisions/upgrade/controls.py).
@@ -276,7 +276,7 @@ class RayServiceWorkflow:
         if error is not None:
             raise _rejected(error)
 
-    # ---- upgrade controls (CONTRACT section 3) ---------------------------------------------------------
+    # ---- upgrade controls (docs/contract.md §3) ---------------------------------------------------------
 
     def _decide_control(self, control: str) -> tuple[UpgradeControls, RayServiceStatuses]:
         """The control's effect on the controls and the status (UpgradeControlRejected when it does not
