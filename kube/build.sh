@@ -56,6 +56,11 @@ if complete; then
   echo "$dir"
   exit 0
 fi
+# `build.sh --check`: only say whether the cache is complete (exit 3 when it is not), never build.
+if [[ "${1:-}" == "--check" ]]; then
+  echo "kube: not built yet ($dir); make kube builds it" >&2
+  exit 3
+fi
 
 mkdir -p "$dir"
 # One build at a time per cache dir (two test workers may ask at once); the loser then finds it complete.

@@ -3,10 +3,12 @@
     raypilot sandbox up [--kube simulated|real] [--ray real|simulated] [--dir DIR] [--foreground]
     raypilot sandbox down [--dir DIR]
 
-`--kube simulated` (the default) serves the sandbox's own Kubernetes API and controllers from one process;
-`--kube real` runs the real stack instead (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager,
-KubeRay's operator, raypilot's node agent running pods as local processes with real Ray), built by `make kube`
-(a cold build is done first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
+`--kube real` runs the real stack (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager, KubeRay's
+operator, raypilot's node agent running pods as local processes with real Ray), built by `make kube` (a cold
+build is done first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
+`--kube simulated` serves the sandbox's own Kubernetes API and controllers from one process. Without
+`--kube`: the real stack when this machine can run it and `make kube` has built it, else the simulated one
+(saying why on stderr); `--ray simulated` implies the simulated one.
 
 DIR (default ~/.raypilot/sandbox) holds what `up` leaves behind: `kubeconfig` (on the real stack an admin's;
 `worker.kubeconfig` there is the worker's ServiceAccount, bound to deploy/'s ClusterRoles), `sandbox.log`,
@@ -78,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     up = commands.add_parser("up", help="start the sandbox (in the background unless --foreground)")
-    up.add_argument("--kube", choices=KUBE_MODES, default="simulated", help="the Kubernetes it serves")
+    up.add_argument("--kube", choices=KUBE_MODES, help="the Kubernetes it serves (default: real once built)")
     up.add_argument("--ray", choices=RAY_MODES, help="real Ray heads (default) or simulated dashboards")
     up.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
     up.add_argument("--foreground", action="store_true", help="stay attached until Ctrl-C or SIGTERM")
@@ -119,8 +121,24 @@ def sandbox_command(argv: list[str]) -> int:
 # ---- up ----------------------------------------------------------------------------------------------------
 
 
+def default_kube_mode(ray: str | None) -> str:
+    """`--kube` when not given: real when this machine can run it and its binaries are built (never a cold
+    build unasked), else simulated, saying why."""
+    if ray == "simulated":
+        return "simulated"
+    reason = real_stack_unavailable()
+    if reason is None:
+        try:
+            os.environ[KUBE_DIR_ENV] = str(kube_dir(build=False))
+            return "real"
+        except ControlPlaneError as exc:
+            reason = str(exc)
+    print(f"the simulated Kubernetes: {reason}", file=sys.stderr)
+    return "simulated"
+
+
 def _up_command(workdir: Path, args: argparse.Namespace) -> int:
-    real = args.kube == "real"
+    real = (args.kube or default_kube_mode(args.ray)) == "real"
     timeout_s = args.timeout if args.timeout is not None else REAL_UP_TIMEOUT_S if real else UP_TIMEOUT_S
     if timeout_s <= 0:
         print("raypilot sandbox up: --timeout must be positive", file=sys.stderr)

@@ -103,10 +103,12 @@ class LocalStack:
         wait_for_port("127.0.0.1", self.temporal_port, 60, "the Temporal dev server", log)
 
     def start_sandbox(self) -> Path:
+        # The demo's incremental upgrade needs the sandbox's Gateway controller, which serves the simulated
+        # Kubernetes API only so far: the demo stays on it even where the real stack is built.
         sandbox_dir = self.workdir / "sandbox"
         result = subprocess.run(
-            [sys.executable, "-m", "raypilot.cli.main", "sandbox", "up", "--ray", self.ray_mode,
-             "--dir", str(sandbox_dir)],
+            [sys.executable, "-m", "raypilot.cli.main", "sandbox", "up", "--kube", "simulated",
+             "--ray", self.ray_mode, "--dir", str(sandbox_dir)],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if result.returncode != 0:

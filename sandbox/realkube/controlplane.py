@@ -52,19 +52,22 @@ class ControlPlaneError(RuntimeError):
     """A component did not start (the message names it and ends with its log's last lines)."""
 
 
-def kube_dir(*, show_progress: bool = False) -> Path:
+def kube_dir(*, show_progress: bool = False, build: bool = True) -> Path:
     """The cache directory with bin/ and crds/: $RAYPILOT_KUBE_DIR, else what kube/build.sh prints (it returns
-    at once when the cache is complete, and builds it otherwise, its progress on our stderr if asked)."""
+    at once when the cache is complete, and builds it otherwise, its progress on our stderr if asked; with
+    `build=False` an incomplete cache raises instead)."""
     given = os.environ.get(KUBE_DIR_ENV)
     if given:
         return Path(given)
     done = subprocess.run(
-        ["bash", str(BUILD_SCRIPT)],
+        ["bash", str(BUILD_SCRIPT), *(() if build else ("--check",))],
         check=False,
         stdout=subprocess.PIPE,
         stderr=None if show_progress else subprocess.PIPE,
         text=True,
     )
+    if not build and done.returncode == 3:
+        raise ControlPlaneError(done.stderr.strip())
     if done.returncode != 0:
         detail = "its progress is above" if show_progress else done.stderr.strip()[-2000:]
         raise ControlPlaneError(f"kube/build.sh failed ({done.returncode}): {detail}")

@@ -1,7 +1,8 @@
-"""`raypilot sandbox up --kube real` and `down`, as a user runs them: `up` returns once the real stack serves
-(its Node Ready, deploy/'s CRDs and RBAC installed) and prints the admin's KUBECONFIG; the worker's kubeconfig
-holds exactly deploy/'s RBAC; a second `up` finds it running; a pod runs on the node; `down` stops every
-process the stack started and removes the pod's network namespace."""
+"""`raypilot sandbox up` and `down` on the real stack (the default where `make kube` has built it), as a user
+runs them: `up` returns once the real stack serves (its Node Ready, deploy/'s CRDs and RBAC installed) and
+prints the admin's KUBECONFIG; the worker's kubeconfig holds exactly deploy/'s RBAC; a second `up` finds it
+running; a pod runs on the node; `down` stops every process the stack started and removes the pod's network
+namespace."""
 
 from __future__ import annotations
 
@@ -90,7 +91,8 @@ def node_ready(kubeconfig: Path) -> bool:
 def test_up_serves_the_real_stack_and_down_removes_it(tmp_path: Path) -> None:
     workdir = tmp_path / "real"
     namespaces_before = network_namespaces()
-    up = sandbox_cli("up", "--kube", "real", "--dir", str(workdir))
+    kube_dir()  # built (the default is the real stack only where `make kube` has run)
+    up = sandbox_cli("up", "--dir", str(workdir))
     assert up.returncode == 0, up.stderr
     admin = workdir / "kubeconfig"
     assert f"KUBECONFIG={admin}" in up.stdout.splitlines()

@@ -13,6 +13,7 @@ from pathlib import Path
 import kubernetes
 import pytest
 
+from sandbox.main import default_kube_mode
 from sandbox.testing import poll_until, raycluster_manifest, ready_raycluster
 
 
@@ -137,3 +138,19 @@ def test_foreground_stays_until_sigint_and_cleans_up(tmp_path: Path) -> None:
             process.kill()
     assert not (workdir / "state.json").exists()
     assert sandbox_cli("down", "--dir", str(workdir)).stderr.startswith("no sandbox running")
+
+
+def test_without_kube_an_unbuilt_real_stack_means_the_simulated_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`up` never starts a cold build unasked: with no built cache it serves the simulated Kubernetes and
+    says why (and `--ray simulated` always means the simulated one)."""
+    monkeypatch.delenv("RAYPILOT_KUBE_DIR", raising=False)
+    monkeypatch.setenv("RAYPILOT_KUBE_CACHE", str(tmp_path / "empty-cache"))
+    assert default_kube_mode(None) == "simulated"
+    reason = capsys.readouterr().err
+    assert reason.startswith("the simulated Kubernetes: ")
+    assert "not built yet" in reason or "needs root" in reason
+    assert default_kube_mode("simulated") == "simulated"
+    assert capsys.readouterr().err == ""
+    assert not (tmp_path / "empty-cache").exists() or not any((tmp_path / "empty-cache").rglob("bin"))
