@@ -174,7 +174,8 @@ def _report_running(workdir: Path) -> int:
     running = read_state(workdir) or {}
     print(
         f"a sandbox is already running in {workdir} (pid {running.get('pid', '?')}, "
-        f"{running.get('kube', 'simulated')} Kubernetes, {running.get('rayMode', '?')} Ray)",
+        f"{running.get('kube', 'simulated')} Kubernetes, {running.get('rayMode', '?')} Ray); "
+        f"`raypilot sandbox down --dir {workdir}` stops it",
         file=sys.stderr,
     )
     print(kubeconfig_line(workdir), flush=True)
@@ -248,13 +249,7 @@ def _serve(workdir: Path, ray_mode: RayMode) -> int:
 def _run_foreground(workdir: Path, ray_mode: RayMode) -> int:
     with held_lock(workdir) as lock:
         if lock is None:
-            print(
-                f"a sandbox is already running in {workdir}; "
-                f"`raypilot sandbox down --dir {workdir}` stops it",
-                file=sys.stderr,
-            )
-            print(kubeconfig_line(workdir), flush=True)
-            return 0
+            return _report_running(workdir)
         asyncio.run(_stop_leftover_sessions(workdir))
         return asyncio.run(_serve_until_signalled(workdir, ray_mode, announce=True))
 
