@@ -276,7 +276,9 @@ def _serve_real(workdir: Path, *, announce: bool = False) -> int:
             shutil.copyfile(source, workdir / name)
             (workdir / name).chmod(0o600)
         info = stack.info(os.getpid())
-        info["workerKubeconfig"] = str(workdir / WORKER_KUBECONFIG_FILE)
+        info.update(
+            kubeconfig=str(workdir / KUBECONFIG_FILE), workerKubeconfig=str(workdir / WORKER_KUBECONFIG_FILE)
+        )
         write_json(workdir / STATE_FILE, info)
         if announce:
             print(f"real stack running (API {stack.plane.server}); Ctrl-C stops it", file=sys.stderr)

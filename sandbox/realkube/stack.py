@@ -25,7 +25,8 @@ class RealStack:
     worker_kubeconfig: Path
 
     def info(self, pid: int) -> dict[str, object]:
-        """What `raypilot sandbox up` records in state.json for this stack."""
+        """What `raypilot sandbox up` records in state.json for this stack (it copies the kubeconfigs into
+        its DIR and names the copies instead)."""
         return {
             "pid": pid,
             "kube": "real",
