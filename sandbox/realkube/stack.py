@@ -25,16 +25,14 @@ class RealStack:
     worker_kubeconfig: Path
 
     def info(self, pid: int) -> dict[str, object]:
-        """What `raypilot sandbox up` records in state.json for this stack (it copies the kubeconfigs into
-        its DIR and names the copies instead)."""
+        """What `raypilot sandbox up` records in state.json for this stack (beside the kubeconfigs it copies
+        into its DIR)."""
         return {
             "pid": pid,
             "kube": "real",
             "rayMode": "real",
             "apiUrl": self.plane.server,
             "node": NODE_NAME,
-            "kubeconfig": str(self.plane.kubeconfig),
-            "workerKubeconfig": str(self.worker_kubeconfig),
             "logs": str(self.plane.log_path("kube-apiserver").parent),
         }
 
