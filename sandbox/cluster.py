@@ -80,7 +80,9 @@ class Sandbox:
         self._simulated_options = dict(simulated_options or {})
         self.services = ServiceController(self.store)
         self.endpoints = EndpointSliceController(self.store)
-        self.gateways = GatewayController(self.store, service_address=self.services.listen_address)
+        self.gateways = GatewayController(
+            self.store, self.store.pools.gateways, service_address=self.services.listen_address
+        )
         self.rayclusters = RayClusterController(
             self.store,
             head_factory or self._default_head_factory(),

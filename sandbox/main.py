@@ -4,7 +4,8 @@
     raypilot sandbox down [--dir DIR]
 
 `--kube real` runs the real stack (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager, KubeRay's
-operator, raypilot's node agent running pods as local processes with real Ray), built by `make kube` (a cold
+operator, raypilot's node agent running pods as local processes with real Ray, the sandbox's Gateway controller
+reading Gateways and HTTPRoutes from the API server), built by `make kube` (a cold
 build is done first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
 `--kube simulated` serves the sandbox's own Kubernetes API and controllers from one process. Without
 `--kube`: the real stack when this machine can run it and `make kube` has built it, else the simulated one
@@ -56,7 +57,7 @@ DEFAULT_DIR = Path("~/.raypilot/sandbox")
 LOG_FILE = "sandbox.log"
 UP_TIMEOUT_S = 120.0
 DOWN_TIMEOUT_S = 60.0
-# The real stack starts five servers and installs deploy/, and its node agent stops every pod on the way out.
+# The real stack starts six servers and installs deploy/, and its node agent stops every pod on the way out.
 REAL_UP_TIMEOUT_S = 300.0
 REAL_DOWN_TIMEOUT_S = 180.0
 KUBE_MODES = ("simulated", "real")

@@ -112,7 +112,7 @@ def _slice(service: Obj, ports: _Ports, endpoints: list[Obj]) -> Obj:
     }
 
 
-class EndpointSliceController(ResyncController):
+class EndpointSliceController(ResyncController[Store]):
     watched = (("v1", "Service"), ("v1", "Pod"), (SLICE_API_VERSION, "EndpointSlice"))
 
     def __init__(self, store: Store) -> None:

@@ -24,10 +24,16 @@ from sandbox.controllers.gateway_api import (
     resolve_route,
     route_parent_status,
 )
-from sandbox.controllers.service import Key, Obj, ResyncController, key_of, start_listener
+from sandbox.controllers.service import (
+    Key,
+    Obj,
+    ObjectSource,
+    ResyncController,
+    key_of,
+    start_listener,
+)
 from sandbox.netalloc import AddressPool
 from sandbox.proxy import ProxyRoute, Target, WeightedHttpProxy
-from sandbox.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +47,12 @@ class _GatewayState:
     bound: set[int] = field(default_factory=set)
 
 
-class GatewayController(ResyncController):
-    """`pool` defaults to the store's gateway pool. `service_address` tells where a Service port really
-    listens, for when the Service controller had to bind another port (no privilege for ports < 1024)."""
+class GatewayController(ResyncController[ObjectSource]):
+    """Gateways get their addresses from `pool`. `service_address` tells where a Service port really
+    listens: in the sandbox, when the Service controller had to bind another port (no privilege for ports
+    < 1024); beside a real API server, at one of the Service's endpoints (there is no Service proxy)."""
 
-    watched = (
+    watched: tuple[tuple[str, str], ...] = (
         (GATEWAY_API_VERSION, "Gateway"),
         (GATEWAY_API_VERSION, "HTTPRoute"),
         ("v1", "Service"),
@@ -53,10 +60,10 @@ class GatewayController(ResyncController):
     )
 
     def __init__(
-        self, store: Store, pool: AddressPool | None = None, service_address: ServiceAddress | None = None
+        self, store: ObjectSource, pool: AddressPool, service_address: ServiceAddress | None = None
     ) -> None:
         super().__init__(store)
-        self.pool = pool or store.pools.gateways
+        self.pool = pool
         self.service_address = service_address
         self._gateways: dict[Key, _GatewayState] = {}
         self._ever_bound: set[tuple[Key, int]] = set()

@@ -10,9 +10,9 @@ import asyncio
 import contextlib
 import errno
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from sandbox.proxy import Target, TcpForwarder, WeightedHttpProxy
 from sandbox.store import ApiError, Store
@@ -24,13 +24,27 @@ Key = tuple[str, str]  # (namespace, name)
 _RETRY_INTERVAL_S = 1.0
 
 
-class ResyncController:
+class ObjectSource(Protocol):
+    """What a resync controller reads and writes: the sandbox's Store, or a real API server's objects as
+    sandbox/realkube/apiobjects.py serves them."""
+
+    def read_list(self, api_version: str, kind: str) -> list[Obj]: ...
+
+    def watch(self, api_version: str, kind: str) -> AsyncIterator[Any]: ...
+
+    def update(self, api_version: str, kind: str, obj: Obj, *, status: bool = False) -> Obj: ...
+
+
+SourceT = TypeVar("SourceT", bound=ObjectSource)
+
+
+class ResyncController(Generic[SourceT]):
     """Level-triggered controller: any event of a watched kind marks the world dirty, and one loop
-    reconciles everything from the Store. Bursts of events coalesce into a single pass."""
+    reconciles everything from the source. Bursts of events coalesce into a single pass."""
 
     watched: tuple[tuple[str, str], ...] = ()  # (apiVersion, kind)
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: SourceT) -> None:
         self.store = store
         self._dirty = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -230,7 +244,7 @@ class _ServiceProxy:
     ports: dict[int, _ServicePortState] = field(default_factory=dict)
 
 
-class ServiceController(ResyncController):
+class ServiceController(ResyncController[Store]):
     watched = (("v1", "Service"), ("v1", "Pod"))
 
     def __init__(self, store: Store) -> None:

@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
-from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
+from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.nodeagent.containers import PodFiles
 from sandbox.nodeagent.network import NodeNetwork, hosts_file
 from sandbox.nodeagent.pods import PodRunner, rfc3339_now
@@ -32,7 +31,6 @@ from sandbox.nodeagent.pods import PodRunner, rfc3339_now
 __all__ = ["ApiReader", "NodeAgent", "endpoint_addresses"]
 
 log = logging.getLogger(__name__)
-WATCH_TIMEOUT_S = 60
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 Obj = dict[str, Any]
 
@@ -137,34 +135,10 @@ class NodeAgent:
             self.node, {"status": status}, _content_type="application/merge-patch+json"
         )
 
-    # ---- watching --------------------------------------------------------------------------------------
-
-    def _watch(self, kind: str, list_call: Callable[..., Any]) -> None:
-        loop = self._loop
-        while not self._stop.is_set():
-            try:
-                listing = json.loads(list_call(_preload_content=False).data)
-                version = listing["metadata"]["resourceVersion"]
-                loop.call_soon_threadsafe(self._events.put_nowait, (kind, "SYNC", listing))
-                for event in watch.Watch().stream(
-                    list_call,
-                    resource_version=version,
-                    timeout_seconds=WATCH_TIMEOUT_S,
-                    allow_watch_bookmarks=True,
-                ):
-                    if self._stop.is_set():
-                        return
-                    if event["type"] == "ERROR":
-                        break  # 410 Gone among them: list again
-                    if event["type"] != "BOOKMARK":
-                        loop.call_soon_threadsafe(
-                            self._events.put_nowait, (kind, event["type"], event["raw_object"])
-                        )
-            except Exception as error:  # a watch that fails for any reason is listed again after a pause
-                log.warning("%s watch failed (%s); listing again", kind, error)
-                self._stop.wait(1.0)
-
     # ---- the loop --------------------------------------------------------------------------------------
+
+    def _deliver(self, kind: str, event: str, obj: Obj) -> None:
+        self._loop.call_soon_threadsafe(self._events.put_nowait, (kind, event, obj))
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -174,12 +148,17 @@ class NodeAgent:
             ("Pod", self.core.list_pod_for_all_namespaces),
             ("EndpointSlice", discovery.list_endpoint_slice_for_all_namespaces),
         ):
-            threading.Thread(target=self._watch, args=(kind, call), name=f"watch-{kind}", daemon=True).start()
+            threading.Thread(
+                target=list_then_watch,
+                args=(kind, call, self._deliver, self._stop),
+                name=f"watch-{kind}",
+                daemon=True,
+            ).start()
         while True:
             kind, event, obj = await self._events.get()
             if kind == "EndpointSlice":
                 self._on_slices(event, obj)
-            elif event == "SYNC":
+            elif event == SYNC:
                 for pod in obj.get("items") or []:
                     self._on_pod("ADDED", pod)
             else:
@@ -194,7 +173,7 @@ class NodeAgent:
         self.network.close()
 
     def _on_slices(self, event: str, obj: Obj) -> None:
-        if event == "SYNC":
+        if event == SYNC:
             self.slices = {item["metadata"]["uid"]: item for item in obj.get("items") or []}
         elif event == "DELETED":
             self.slices.pop(obj["metadata"]["uid"], None)

@@ -1,5 +1,6 @@
 """The whole real stack in one block: the control plane (etcd, kube-apiserver, kube-controller-manager,
-KubeRay's operator), raypilot's node agent, and raypilot installed as a user installs it. `raypilot sandbox up
+KubeRay's operator), raypilot's node agent, the sandbox's Gateway controller, and raypilot installed as a user
+installs it. `raypilot sandbox up
 --kube real` serves this until it is told to stop; leaving the block stops everything in reverse order (the
 node agent first stops its pods and removes their network namespaces and interfaces)."""
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.realkube.controlplane import ControlPlane, control_plane
+from sandbox.realkube.gateway import gateway_controller
 from sandbox.realkube.install import install_raypilot
 from sandbox.realkube.node import NODE_NAME, node_agent
 
@@ -51,5 +53,9 @@ def real_stack_unavailable() -> str | None:
 @contextlib.contextmanager
 def real_stack(directory: Path) -> Iterator[RealStack]:
     """A running real stack with its state under `directory`, stopped when the block ends."""
-    with control_plane(directory / "kube") as plane, node_agent(plane, directory / "node"):
+    with (
+        control_plane(directory / "kube") as plane,
+        node_agent(plane, directory / "node"),
+        gateway_controller(plane),
+    ):
         yield RealStack(plane, install_raypilot(plane))

@@ -127,7 +127,8 @@ def test_up_serves_the_real_stack_and_down_removes_it(tmp_path: Path) -> None:
         pod_namespaces = network_namespaces() - namespaces_before
         assert pod_namespaces, "the pod got no network namespace of its own"
         processes = descendants(pid)
-        assert len(processes) >= 6  # etcd, kube-apiserver, kube-controller-manager, KubeRay, node agent, pod
+        # etcd, kube-apiserver, kube-controller-manager, KubeRay, node agent, Gateway controller, the pod
+        assert len(processes) >= 7
     finally:
         down = sandbox_cli("down", "--dir", str(workdir))
     assert down.returncode == 0, down.stderr
