@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -228,18 +228,34 @@ class NodeAgent:
             metadata=k8s.V1ObjectMeta(name=metadata["name"], uid=metadata["uid"]),
             target=k8s.V1ObjectReference(api_version="v1", kind="Node", name=self.node),
         )
-        try:
-            await asyncio.to_thread(
-                self.core.create_namespaced_pod_binding,
-                metadata["name"],
-                metadata["namespace"],
-                binding,
-                _preload_content=False,
-            )
-        except ApiException as error:
-            if error.status not in (404, 409):  # gone, or bound meanwhile
-                log.warning("binding %s/%s failed: %s", metadata["namespace"], metadata["name"], error)
-                self._binding.discard(metadata["uid"])
+        bound = await self._until_answered(
+            f"binding {metadata['namespace']}/{metadata['name']}",
+            lambda: self.core.create_namespaced_pod_binding(
+                metadata["name"], metadata["namespace"], binding, _preload_content=False
+            ),
+        )
+        if not bound:
+            self._binding.discard(metadata["uid"])
+
+    async def _until_answered(self, what: str, call: Callable[[], object]) -> bool:
+        """Makes the call until the API server answers it, as a kubelet does: a refused connection (the API
+        server restarting), 429 and 5xx are tried again a second later. 404 and 409 count as answers (gone,
+        or done meanwhile); False for any other refusal, which is logged."""
+        while not self._stop.is_set():
+            try:
+                await asyncio.to_thread(call)
+                return True
+            except ApiException as error:
+                if error.status in (404, 409):
+                    return True
+                if error.status != 429 and error.status < 500:
+                    log.warning("%s refused: %s", what, error)
+                    return False
+                log.warning("%s: HTTP %s; again soon", what, error.status)
+            except Exception as error:
+                log.warning("%s failed (%s); again soon", what, error)
+            await asyncio.sleep(1.0)
+        return False
 
     def _start(self, uid: str, pod: Obj) -> None:
         metadata = pod["metadata"]
@@ -292,8 +308,10 @@ class NodeAgent:
         if delete:
             metadata = pod["metadata"]
             options = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=uid))
-            with contextlib.suppress(ApiException):
-                await asyncio.to_thread(
-                    self.core.delete_namespaced_pod, metadata["name"], metadata["namespace"], body=options
-                )
+            await self._until_answered(
+                f"deleting {metadata['namespace']}/{metadata['name']}",
+                lambda: self.core.delete_namespaced_pod(
+                    metadata["name"], metadata["namespace"], body=options
+                ),
+            )
         self._deleting.discard(uid)

@@ -1,11 +1,16 @@
 """One pod on the node, from its start to its end: init containers in order, then every container kept running
-as its restartPolicy says, its probes, and its status written whenever it changes."""
+as its restartPolicy says, its probes, and its status written whenever it changes.
+
+Statuses are written as a kubelet's status manager writes them: the latest one, by one writer, again after a
+failure until the API server takes it, so a pod's change made while the API server restarts is not lost and
+the pod's run never waits on the API server."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -32,7 +37,9 @@ from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, run_probe
 
 __all__ = ["PodRunner", "rfc3339_now"]
 
+log = logging.getLogger(__name__)
 CONFIG_RETRY_S = 2.0  # a missing Secret or ConfigMap is looked for again after this
+STATUS_RETRY_S = 1.0
 DEFAULT_GRACE_S = 30.0
 LIVENESS_KILL_GRACE_S = 5.0
 
@@ -71,8 +78,9 @@ class PodRunner:
         self.report = PodReport(network.ip, host_ip, rfc3339_now())
         self.processes: dict[str, ContainerProcess] = {}
         self.stopping = asyncio.Event()
+        self._wanted: dict[str, Any] | None = None
         self._published: dict[str, Any] | None = None
-        self._publish_lock = asyncio.Lock()
+        self._writer: asyncio.Task[None] | None = None
 
     @property
     def name(self) -> str:
@@ -81,11 +89,33 @@ class PodRunner:
     # ---- status ----------------------------------------------------------------------------------------
 
     async def publish(self) -> None:
-        async with self._publish_lock:
-            status = pod_status(self.restart_policy, self.init, self.main, self.report, rfc3339_now())
-            if status != self._published:
+        """Hands the pod's status, if it changed, to the writer."""
+        status = pod_status(self.restart_policy, self.init, self.main, self.report, rfc3339_now())
+        if status == self._wanted:
+            return
+        self._wanted = status
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.ensure_future(self._write_wanted())
+
+    async def written(self) -> None:
+        """Returns once the latest status is written (or the pod is stopping and it could not be)."""
+        while self._writer is not None and not self._writer.done():
+            await asyncio.shield(self._writer)
+
+    async def _write_wanted(self) -> None:
+        while self._wanted is not None and self._wanted != self._published:
+            status = self._wanted
+            try:
                 await self._write_status(status)
-                self._published = status
+            except Exception as error:
+                if self.stopping.is_set():
+                    return  # the pod is being deleted: its status no longer matters
+                log.warning(
+                    "status of pod %s not written (%s); again in %s s", self.name, error, STATUS_RETRY_S
+                )
+                await asyncio.sleep(STATUS_RETRY_S)
+                continue
+            self._published = status
 
     def _set(self, init: bool, index: int, **changes: Any) -> None:
         runs = self.init if init else self.main
@@ -101,7 +131,12 @@ class PodRunner:
     # ---- the lifecycle ---------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Until every container is done for good, or `stop` was called."""
+        """Until every container is done for good, or `stop` was called; then until the last status is
+        written (a pod done for good is forgotten by the agent)."""
+        await self._run_containers()
+        await self.written()
+
+    async def _run_containers(self) -> None:
         self.files.prepare()
         await self.publish()
         for index, spec in enumerate(self.init_specs):
@@ -122,7 +157,7 @@ class PodRunner:
         """Starts the container, or reports why it cannot start and waits (None once stopping)."""
         while not self.stopping.is_set():
             try:
-                env = await asyncio.to_thread(container_env, self.reader, self.pod, spec, self.files)
+                env = await self._environment(spec)
                 process = await start_container(spec, env, self.network, self.files)
             except (EnvResolutionError, ContainerConfigError) as error:
                 reason = (
@@ -135,6 +170,14 @@ class PodRunner:
             self.processes[process.name] = process
             return process, env
         return None
+
+    async def _environment(self, spec: Mapping[str, Any]) -> dict[str, str]:
+        try:
+            return await asyncio.to_thread(container_env, self.reader, self.pod, spec, self.files)
+        except EnvResolutionError:
+            raise
+        except Exception as error:  # the API server did not answer: a kubelet reports the same, and retries
+            raise EnvResolutionError(f"reading the container's Secrets and ConfigMaps: {error}") from error
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -107,6 +107,7 @@ class ControlPlane:
     certs: ControlPlaneCerts
     kubeconfig: Path
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    argvs: dict[str, list[str]] = field(default_factory=dict)
 
     def binary(self, name: str) -> str:
         return str(self.kube / "bin" / name)
@@ -121,7 +122,15 @@ class ControlPlane:
                 [self.binary(name), *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         self.processes[name] = process
+        self.argvs[name] = list(argv)
         return process
+
+    def restart(self, name: str) -> None:
+        """Stops one component (SIGTERM, as a rolling update of a control plane does) and starts it again
+        with the same flags, then waits until the API server is ready again (it reaches etcd for /readyz)."""
+        stop_process(self.processes[name], STOP_WITHIN_S)
+        self.start(name, self.argvs[name])
+        self.wait(f"kube-apiserver /readyz after restarting {name}", name, self.readyz)
 
     def log_tail(self, name: str, lines: int = 15) -> str:
         with contextlib.suppress(OSError):

@@ -7,7 +7,8 @@ token), so every request it makes is one that deploy/'s RBAC allows on a real AP
   the status the node agent reports) succeed; with shutdownAfterJobFinishes the RayCluster is deleted and the
   garbage collector removes its pods;
 - a RayService serves its Serve app through the API server's Service proxy, upgrades to a new cluster
-  (NewCluster), serves the new version from it, and the old cluster is deleted.
+  (NewCluster), serves the new version from it, and the old cluster is deleted;
+- a RayJob loses nothing and creates nothing twice when kube-apiserver and then etcd restart under it.
 """
 
 from __future__ import annotations
@@ -141,3 +142,38 @@ async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
         return old not in [item["metadata"]["name"] for item in json.loads(listing)["items"]]
 
     await wait_until(old_cluster_gone, within=120, interval=1.0, what="the old cluster deleted")
+
+
+async def test_a_rayjob_loses_nothing_and_creates_nothing_twice_across_api_server_and_etcd_restarts(
+    plane: ControlPlane, task_queue: str, dev_server_env: WorkflowEnvironment
+) -> None:
+    """kube-apiserver restarts while raypilot waits for the new cluster (its watches break, its requests are
+    refused), etcd while the job runs; the RayJob completes with the RayCluster and the submitter Job it
+    created before the restarts, one of each."""
+    namespace = "real-restarts"
+    plane.kubectl("create", "namespace", namespace)
+    manifest = small(example("rayjob-k8sjobmode", namespace, rename="job"))
+    # Long enough that etcd restarts while the job runs.
+    manifest["spec"]["entrypoint"] = (
+        "python -c \"import time, ray; ray.init(); time.sleep(20); print('done')\""
+    )
+    handle = await dev_server_env.client.start_workflow(
+        "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=task_queue
+    )
+    selector = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=job"
+
+    def uids(kind: str) -> list[str]:
+        return [item["metadata"]["uid"] for item in objects(plane, kind, namespace, selector)]
+
+    async def created(kind: str) -> list[str] | None:
+        return await asyncio.to_thread(uids, kind) or None
+
+    cluster = await wait_until(lambda: created("rayclusters"), within=60, interval=0.5, what="the RayCluster")
+    await asyncio.to_thread(plane.restart, "kube-apiserver")
+    submitter = await wait_until(lambda: created("jobs"), within=WITHIN_S, interval=0.5, what="the submitter")
+    await asyncio.to_thread(plane.restart, "etcd")
+
+    result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert await asyncio.to_thread(uids, "rayclusters") == cluster
+    assert await asyncio.to_thread(uids, "jobs") == submitter
