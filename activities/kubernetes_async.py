@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import ssl
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -21,8 +23,26 @@ from temporalio.exceptions import ApplicationError
 
 from activities.errors import http_error, retry_after_seconds, status_body
 
+log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
 WATCH_READ_MARGIN_SECONDS: Final = 5.0
+# A watch cut after streaming this long is resumed at once; one cut sooner goes through the caller's back-off
+# (a server that accepts watches only to drop them must not be asked again in a tight loop).
+RESUMABLE_AFTER_SECONDS: Final = 1.0
+
+
+class WatchCut(ApplicationError):
+    """A watch whose stream broke after the server had accepted it (a proxy's or load balancer's timeout,
+    an API server going away). The caller watches again from the last resourceVersion it saw, as client-go's
+    reflector does: the server replays every change after it, or answers 410 Gone and the caller lists."""
+
+    def __init__(self, error: ApplicationError, streamed_seconds: float) -> None:
+        super().__init__(error.message, type=error.type, non_retryable=error.non_retryable)
+        self.streamed_seconds = streamed_seconds
+
+    @property
+    def resumable(self) -> bool:
+        return self.streamed_seconds >= RESUMABLE_AFTER_SECONDS
 
 
 def _ssl_context(configuration: client.Configuration) -> ssl.SSLContext | bool:
@@ -109,7 +129,8 @@ class AsyncApiServer:
     ) -> AsyncIterator[dict[str, Any]]:
         """The events of one watch request (`{"type": ..., "object": ...}`) until the server ends it after
         `timeout_seconds`. A 410 Gone (an ERROR event or status) raises an ApplicationError of type
-        KubernetesGone: the caller lists again and watches from the new resourceVersion."""
+        KubernetesGone: the caller lists again and watches from the new resourceVersion. A stream that breaks
+        once accepted raises WatchCut."""
         query = {
             **params,
             "watch": "true",
@@ -117,6 +138,7 @@ class AsyncApiServer:
             "allowWatchBookmarks": "true",
         }
         timeout = httpx.Timeout(DEFAULT_TIMEOUT_SECONDS, read=timeout_seconds + WATCH_READ_MARGIN_SECONDS)
+        accepted_at: float | None = None
         try:
             async with self.http.stream(
                 "GET", self.base_url + path, params=query, headers=self.auth_headers(), timeout=timeout
@@ -124,6 +146,7 @@ class AsyncApiServer:
                 if not response.is_success:
                     await response.aread()
                     raise self.error(response, what)
+                accepted_at = time.monotonic()
                 async for line in response.aiter_lines():
                     if not line.strip():
                         continue
@@ -138,7 +161,38 @@ class AsyncApiServer:
                         )
                     yield event
         except httpx.HTTPError as exc:
-            raise http_error("kubernetes", 0, what, f"{type(exc).__name__}: {exc}") from None
+            error = http_error("kubernetes", 0, what, f"{type(exc).__name__}: {exc}")
+            if accepted_at is not None:
+                raise WatchCut(error, time.monotonic() - accepted_at) from None
+            raise error from None
+
+    async def watch_from(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        version: str,
+        timeout_seconds: int,
+        what: str,
+        on_request: Callable[[], None] | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every event after resourceVersion `version`, across as many watch requests as it takes: one the
+        server ends is made again from the last resourceVersion seen, and so is one cut once accepted (after
+        streaming for RESUMABLE_AFTER_SECONDS at least), as client-go's reflector does. Raises what `watch`
+        raises otherwise (KubernetesGone: the caller lists again). `on_request` is told of each request."""
+        while True:
+            if on_request is not None:
+                on_request()
+            try:
+                async for event in self.watch(
+                    path, {**params, "resourceVersion": version}, timeout_seconds, what
+                ):
+                    obj = event.get("object") or {}
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    yield event
+            except WatchCut as cut:
+                if not cut.resumable:
+                    raise
+                log.info("%s: watch cut (%s); watching again from %s", what, cut.message, version)
 
     async def read_secret_value(self, namespace: str, name: str, key: str) -> str | None:
         """One decoded value of a Secret; None when the Secret or the key does not exist. The value stays

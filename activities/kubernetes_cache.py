@@ -128,6 +128,9 @@ class NamespaceCache:
         self.dirty.add(key)
         self.changed.set()
 
+    def _count_watch(self) -> None:
+        self.watches += 1
+
     async def _follow(self, followed: Followed) -> None:
         path = followed.resource.path(self.namespace)
         params = {"labelSelector": followed.selector} if followed.selector else {}
@@ -137,21 +140,18 @@ class NamespaceCache:
             try:
                 version = await self._list(followed, path, params, what)
                 pause = 1.0
-                while True:
-                    self.watches += 1
-                    async for event in self.api.watch(
-                        path, {**params, "resourceVersion": version}, WATCH_SECONDS, what
-                    ):
-                        obj = event.get("object") or {}
-                        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                        if event.get("type") == "BOOKMARK":
-                            continue
-                        obj.setdefault("apiVersion", followed.resource.api_version)
-                        obj.setdefault("kind", followed.resource.kind)
-                        if event.get("type") == "DELETED":
-                            self._drop(followed.kind, obj)
-                        else:
-                            self._store(followed.kind, obj)
+                async for event in self.api.watch_from(
+                    path, params, version, WATCH_SECONDS, what, on_request=self._count_watch
+                ):
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    obj = event.get("object") or {}
+                    obj.setdefault("apiVersion", followed.resource.api_version)
+                    obj.setdefault("kind", followed.resource.kind)
+                    if event.get("type") == "DELETED":
+                        self._drop(followed.kind, obj)
+                    else:
+                        self._store(followed.kind, obj)
             except ApplicationError as error:
                 if error.type == KUBERNETES_GONE:
                     log.info("%s: watch expired (%s); listing again", what, error.message)
