@@ -4,9 +4,9 @@
     raypilot sandbox down [--dir DIR]
 
 `--kube real` runs the real stack (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager, KubeRay's
-operator, raypilot's node agent running pods as local processes with real Ray, the sandbox's Gateway controller
-reading Gateways and HTTPRoutes from the API server), built by `make kube` (a cold
-build is done first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
+operator, raypilot's node agent running pods as local processes with real Ray, the sandbox's Gateway
+controller reading Gateways and HTTPRoutes from the API server), built by `make kube` (a cold build is done
+first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
 `--kube simulated` serves the sandbox's own Kubernetes API and controllers from one process. Without
 `--kube`: the real stack when this machine can run it and `make kube` has built it, else the simulated one
 (saying why on stderr); `--ray simulated` implies the simulated one.

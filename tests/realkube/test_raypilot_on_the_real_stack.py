@@ -8,22 +8,32 @@ token), so every request it makes is one that deploy/'s RBAC allows on a real AP
   garbage collector removes its pods;
 - a RayService serves its Serve app through the API server's Service proxy, upgrades to a new cluster
   (NewCluster), serves the new version from it, and the old cluster is deleted;
-- a RayJob loses nothing and creates nothing twice when kube-apiserver and then etcd restart under it.
+- a RayJob loses nothing and creates nothing twice when kube-apiserver and then etcd restart under it, nor
+  through a fault proxy in front of the API server (5xx, 409, 429 with Retry-After, latency, watches cut
+  every few seconds).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import threading
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
+from sandbox.faults import FaultRule
+from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.realkube.controlplane import ControlPlane, control_plane
+from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
 from sandbox.realkube.install import install_raypilot
 from sandbox.realkube.node import node_agent
 from sandbox.testing import wait_until
@@ -39,6 +49,8 @@ pytestmark = [
 ]
 
 WITHIN_S = 420.0  # a cluster of two real Ray nodes, the job and the deletion on a loaded 2-core machine
+WATCH_CUT_S = 5.0
+FAULT_SEED = 31
 SMALL = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
 
 
@@ -50,10 +62,26 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="module")
-async def task_queue(plane: ControlPlane, dev_server_env: WorkflowEnvironment) -> AsyncIterator[str]:
-    kubeconfig: Path = await asyncio.to_thread(install_raypilot, plane)
-    async with kubeconfig_worker(dev_server_env.client, kubeconfig) as queue:
+def worker_kubeconfig(plane: ControlPlane) -> Path:
+    return install_raypilot(plane)
+
+
+@pytest.fixture(scope="module")
+async def task_queue(worker_kubeconfig: Path, dev_server_env: WorkflowEnvironment) -> AsyncIterator[str]:
+    async with kubeconfig_worker(dev_server_env.client, worker_kubeconfig) as queue:
         yield queue
+
+
+@pytest.fixture(scope="module")
+async def faulty(
+    plane: ControlPlane, worker_kubeconfig: Path, dev_server_env: WorkflowEnvironment
+) -> AsyncIterator[tuple[FaultProxy, str]]:
+    """A second worker, reaching the API server through a fault proxy that cuts every watch after 5 s; the
+    test sets the faults once the worker is up."""
+    with fault_proxy(plane, drop_watches_after_s=WATCH_CUT_S) as proxy:
+        kubeconfig = proxied_kubeconfig(worker_kubeconfig, proxy, plane.directory / "faulty.kubeconfig")
+        async with kubeconfig_worker(dev_server_env.client, kubeconfig) as queue:
+            yield proxy, queue
 
 
 def objects(plane: ControlPlane, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -177,3 +205,77 @@ async def test_a_rayjob_loses_nothing_and_creates_nothing_twice_across_api_serve
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert await asyncio.to_thread(uids, "rayclusters") == cluster
     assert await asyncio.to_thread(uids, "jobs") == submitter
+
+
+FAULTS = [
+    FaultRule(error_rate=0.10, status=500),
+    FaultRule(verbs=frozenset({"create", "update", "patch"}), error_rate=0.10, status=409),
+    FaultRule(error_rate=0.05, status=429, retry_after_seconds=1),
+    FaultRule(latency_seconds=0.05),
+]
+
+
+@contextlib.contextmanager
+def uids_seen(plane: ControlPlane, namespace: str) -> Iterator[dict[str, set[str]]]:
+    """Every RayCluster and Job that exists in `namespace` at any moment of the block, by kind (admin
+    credentials, no faults): an object created twice shows as two uids even if one was deleted at once."""
+    seen: dict[str, set[str]] = {"RayCluster": set(), "Job": set()}
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig))
+    custom, batch = k8s.CustomObjectsApi(api), k8s.BatchV1Api(api)
+
+    def clusters(**options: Any) -> Any:
+        return custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", **options)
+
+    def jobs(**options: Any) -> Any:
+        return batch.list_namespaced_job(namespace, **options)
+
+    def record(kind: str, event: str, obj: dict[str, Any]) -> None:
+        for item in obj.get("items") or [] if event == SYNC else [obj]:
+            seen[kind].add(item["metadata"]["uid"])
+
+    stop = threading.Event()
+    readers = [
+        threading.Thread(target=list_then_watch, args=(kind, call, record, stop), daemon=True)
+        for kind, call in (("RayCluster", clusters), ("Job", jobs))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        api.close()
+
+
+async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once(
+    plane: ControlPlane, faulty: tuple[FaultProxy, str], dev_server_env: WorkflowEnvironment
+) -> None:
+    proxy, queue = faulty
+    namespace = "real-faults"
+    plane.kubectl("create", "namespace", namespace)
+    manifest = small(example("rayjob-k8sjobmode", namespace, rename="job"))
+    manifest["spec"]["shutdownAfterJobFinishes"] = True
+    with uids_seen(plane, namespace) as seen:
+        proxy.faults.set_rules(FAULTS, seed=FAULT_SEED)
+        try:
+            handle = await dev_server_env.client.start_workflow(
+                "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=queue
+            )
+            result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
+            selector = "ray.io/is-ray-node=yes"
+
+            async def pods_gone() -> bool:
+                return not await asyncio.to_thread(objects, plane, "pods", namespace, selector)
+
+            await wait_until(pods_gone, within=120, interval=1.0, what="the cluster's pods gone")
+        finally:
+            injected = Counter[int]()
+            for rule in proxy.faults.to_json()["rules"]:
+                injected[rule["status"]] += rule["injected"]
+            proxy.faults.clear()
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert all(injected[code] for code in (500, 409, 429)), injected  # the run was disturbed
+    assert (len(seen["RayCluster"]), len(seen["Job"])) == (1, 1), seen
+    assert not await asyncio.to_thread(
+        objects, plane, "rayclusters", namespace, "ray.io/originated-from-crd=RayJob"
+    )
