@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
@@ -27,6 +28,8 @@ from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.nodeagent.containers import PodFiles
 from sandbox.nodeagent.network import NodeNetwork, hosts_file
 from sandbox.nodeagent.pods import PodRunner, rfc3339_now
+from sandbox.nodeagent.serviceaccount import API_PORT, TOKEN_SECONDS, TokenIssuer
+from sandbox.proxy import TcpForwarder
 
 __all__ = ["ApiReader", "NodeAgent", "endpoint_addresses"]
 
@@ -82,7 +85,10 @@ class NodeAgent:
         self.runners: dict[str, PodRunner] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.slices: dict[str, Obj] = {}
-        self.services: dict[tuple[str, str], str] = {}
+        self.services: dict[tuple[str, str], str] = self._with_api_service({})
+        self.api_forwarder = TcpForwarder(network.node_ip, API_PORT, self._api_server_address)
+        ca_file = api.configuration.ssl_ca_cert
+        self.issuer = TokenIssuer(self._issue_token, Path(ca_file).read_bytes() if ca_file else b"")
         self._events: asyncio.Queue[tuple[str, str, Obj]] = asyncio.Queue()
         self._stop = threading.Event()
         self._binding: set[str] = set()
@@ -143,6 +149,7 @@ class NodeAgent:
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
         await asyncio.to_thread(self.register)
+        await self.api_forwarder.start()
         discovery = k8s.DiscoveryV1Api(self.api)
         for kind, call in (
             ("Pod", self.core.list_pod_for_all_namespaces),
@@ -170,6 +177,7 @@ class NodeAgent:
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         for runner in self.runners.values():
             runner.files.remove_tmp()
+        await self.api_forwarder.stop()
         self.network.close()
 
     def _on_slices(self, event: str, obj: Obj) -> None:
@@ -179,11 +187,42 @@ class NodeAgent:
             self.slices.pop(obj["metadata"]["uid"], None)
         else:
             self.slices[obj["metadata"]["uid"]] = obj
-        services = endpoint_addresses(self.slices)
+        services = self._with_api_service(endpoint_addresses(self.slices))
         if services != self.services:
             self.services = services
             for runner in self.runners.values():
                 self._write_hosts(runner)
+
+    # ---- the way from pods to the API server ----------------------------------------------------------
+
+    def _with_api_service(self, services: dict[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+        """The `kubernetes` Service answers on the node's address, where `api_forwarder` listens."""
+        return {**services, ("default", "kubernetes"): self.network.node_ip}
+
+    def _api_server_address(self) -> tuple[str, int]:
+        address = urlsplit(str(self.api.configuration.host))
+        return str(address.hostname), int(address.port or 443)
+
+    async def _issue_token(self, pod: Mapping[str, Any]) -> str:
+        metadata, spec = pod["metadata"], pod.get("spec") or {}
+        request = k8s.AuthenticationV1TokenRequest(
+            spec=k8s.V1TokenRequestSpec(
+                audiences=[],
+                expiration_seconds=TOKEN_SECONDS,
+                bound_object_ref=k8s.V1BoundObjectReference(
+                    api_version="v1", kind="Pod", name=metadata["name"], uid=metadata["uid"]
+                ),
+            )
+        )
+        answer = await asyncio.to_thread(
+            self.core.create_namespaced_service_account_token,
+            str(spec.get("serviceAccountName") or "default"),
+            metadata["namespace"],
+            request,
+        )
+        if answer.status is None or not answer.status.token:
+            raise RuntimeError("the API server answered the TokenRequest without a token")
+        return str(answer.status.token)
 
     def _write_hosts(self, runner: PodRunner) -> None:
         metadata, spec = runner.pod["metadata"], runner.pod.get("spec") or {}
@@ -279,7 +318,7 @@ class NodeAgent:
                 if error.status not in (404, 409):
                     raise
 
-        runner = PodRunner(pod, network, files, self.network.node_ip, self.reader, write_status)
+        runner = PodRunner(pod, network, files, self.network.node_ip, self.reader, write_status, self.issuer)
         self.runners[uid] = runner
         self._write_hosts(runner)
         self.tasks[uid] = asyncio.ensure_future(self._run(uid, runner))

@@ -25,6 +25,7 @@ from typing import Any
 from sandbox.controllers.raycluster_env import ObjectReader, container_argv, container_environment
 from sandbox.images import stand_in_argv
 from sandbox.nodeagent.network import PodNetwork
+from sandbox.nodeagent.serviceaccount import API_ENV, bind_service_account, mounts_service_account
 
 __all__ = ["ContainerProcess", "PodFiles", "container_env", "start_container"]
 
@@ -51,6 +52,10 @@ class PodFiles:
     def home(self) -> Path:
         return self.directory / "home"
 
+    @property
+    def service_account(self) -> Path:
+        return self.directory / "serviceaccount"
+
     def log(self, container: str) -> Path:
         return self.directory / f"{container}.log"
 
@@ -69,8 +74,10 @@ class PodFiles:
 def container_env(
     reader: ObjectReader, pod: Mapping[str, Any], container: Mapping[str, Any], files: PodFiles
 ) -> dict[str, str]:
-    """What the container's processes see: a Ray image's basics, then the container's own variables."""
+    """What the container's processes see: a Ray image's basics and the `kubernetes` Service's address, then
+    the container's own variables."""
     base = {
+        **API_ENV,
         "PATH": f"{VENV_BIN}:{SYSTEM_PATH}",
         "HOME": str(files.home),
         "HOSTNAME": str((pod.get("metadata") or {}).get("name", "")),
@@ -112,6 +119,8 @@ async def start_container(
         raise ContainerConfigError(
             "CreateContainerError", "the node agent runs a container's command: this container has none"
         )
+    if mounts_service_account(container):
+        argv = bind_service_account(files.service_account, argv)
     # An image's working directory does not exist here: the pod's HOME stands in for it.
     workdir = files.home
     name = str(container.get("name", ""))

@@ -34,12 +34,19 @@ from sandbox.nodeagent.podstatus import (
     should_restart,
 )
 from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, run_probe
+from sandbox.nodeagent.serviceaccount import (
+    TOKEN_SECONDS,
+    TokenIssuer,
+    mounts_service_account,
+    write_credentials,
+)
 
 __all__ = ["PodRunner", "rfc3339_now"]
 
 log = logging.getLogger(__name__)
 CONFIG_RETRY_S = 2.0  # a missing Secret or ConfigMap is looked for again after this
 STATUS_RETRY_S = 1.0
+TOKEN_RENEW_AFTER_S = 0.8 * TOKEN_SECONDS
 DEFAULT_GRACE_S = 30.0
 LIVENESS_KILL_GRACE_S = 5.0
 
@@ -59,8 +66,11 @@ class PodRunner:
         host_ip: str,
         reader: ObjectReader,
         write_status: Callable[[dict[str, Any]], Awaitable[None]],
+        issuer: TokenIssuer | None = None,
     ) -> None:
         self.pod = dict(pod)
+        self.issuer = issuer
+        self._renewal: asyncio.Task[None] | None = None
         self.network, self.files, self.reader = network, files, reader
         self._write_status = write_status
         spec = pod.get("spec") or {}
@@ -133,12 +143,21 @@ class PodRunner:
     async def run(self) -> None:
         """Until every container is done for good, or `stop` was called; then until the last status is
         written (a pod done for good is forgotten by the agent)."""
-        await self._run_containers()
+        try:
+            await self._run_containers()
+        finally:
+            if self._renewal is not None:
+                self._renewal.cancel()
         await self.written()
 
     async def _run_containers(self) -> None:
         self.files.prepare()
         await self.publish()
+        specs = [*self.init_specs, *self.main_specs]
+        if self.issuer is not None and any(mounts_service_account(spec) for spec in specs):
+            if not await self._project_credentials(self.issuer):
+                return
+            self._renewal = asyncio.ensure_future(self._renew_credentials(self.issuer))
         for index, spec in enumerate(self.init_specs):
             if not await self._run_to_completion(index, spec):
                 return
@@ -178,6 +197,26 @@ class PodRunner:
             raise
         except Exception as error:  # the API server did not answer: a kubelet reports the same, and retries
             raise EnvResolutionError(f"reading the container's Secrets and ConfigMaps: {error}") from error
+
+    async def _project_credentials(self, issuer: TokenIssuer) -> bool:
+        """Writes the pod's ServiceAccount credentials, trying again until the API server gives a token (False
+        once the pod is stopping)."""
+        while not self.stopping.is_set():
+            try:
+                token = await issuer.issue(self.pod)
+            except Exception as error:
+                log.warning("no ServiceAccount token for pod %s yet (%s); asking again", self.name, error)
+                await self._sleep(CONFIG_RETRY_S)
+                continue
+            namespace = str(self.pod["metadata"]["namespace"])
+            write_credentials(self.files.service_account, token, issuer.ca_pem, namespace)
+            return True
+        return False
+
+    async def _renew_credentials(self, issuer: TokenIssuer) -> None:
+        while not self.stopping.is_set():
+            await self._sleep(TOKEN_RENEW_AFTER_S)
+            await self._project_credentials(issuer)
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -108,7 +108,13 @@ def make_control_plane_certs(directory: Path, serving_addresses: tuple[str, ...]
         ca_key,
         usage=ExtendedKeyUsageOID.SERVER_AUTH,
         addresses=("127.0.0.1", *serving_addresses),
-        names=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"),
+        names=(
+            "localhost",
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+        ),
     )
     admin_key = ec.generate_private_key(ec.SECP256R1())
     admin = _certificate(

@@ -5,8 +5,11 @@ a network namespace of its own, with the status a kubelet reports; the real cont
 - a container that exits is reported terminated with its exit code (restartPolicy Never: the pod Failed);
 - the real job controller completes a Job whose pod's command succeeds;
 - a deleted pod's processes are stopped and the pod is gone; a pod reaches a Service by its DNS name;
+- a pod calls the API server in-cluster (KUBERNETES_SERVICE_HOST, the projected ServiceAccount token and CA)
+  and is authenticated as its ServiceAccount;
 - KubeRay's operator v1.5.0 runs a RayCluster as it builds it (its own head command, probes, init container
-  and Services) with real Ray on the node and reports it ready: the worker found the head by the head
+  and Services, and Ray's autoscaler beside the head, which reads the cluster's pods with the ServiceAccount
+  KubeRay made for it) with real Ray on the node and reports it ready: the worker found the head by the head
   Service's DNS name after KubeRay's init container waited for the GCS, and the dashboard answers through the
   API server's Service proxy (what `--use-kubernetes-proxy` and RAYPILOT_DASHBOARD_ACCESS=proxy use).
 """
@@ -45,6 +48,7 @@ CLUSTER = {
     "metadata": {"name": "real", "namespace": "default"},
     "spec": {
         "rayVersion": "2.52.0",
+        "enableInTreeAutoscaling": True,
         "headGroupSpec": {
             "rayStartParams": {},
             "template": {
@@ -180,6 +184,26 @@ def test_a_pod_reaches_a_service_by_name_and_a_deleted_pod_stops(plane: ControlP
     eventually(lambda: get(plane, "pod", "backend") is None, "backend deleted")
 
 
+# The in-cluster way to the API server: KUBERNETES_SERVICE_HOST/PORT and the projected ServiceAccount files.
+WHO_AM_I = """
+from kubernetes import client, config
+config.load_incluster_config()
+review = client.AuthenticationV1Api().create_self_subject_review({"apiVersion": "authentication.k8s.io/v1"})
+print(review.status.user_info.username)
+assert review.status.user_info.username == "system:serviceaccount:default:default"
+"""
+
+
+def test_a_pod_calls_the_api_server_as_its_service_account(plane: ControlPlane) -> None:
+    apply(plane, pod("whoami", ["python", "-c", WHO_AM_I], restartPolicy="Never"))
+
+    def phase() -> str | None:
+        found = ((get(plane, "pod", "whoami") or {}).get("status") or {}).get("phase")
+        return found if found in ("Succeeded", "Failed") else None
+
+    assert eventually(phase, "whoami finished") == "Succeeded"
+
+
 def test_kuberay_reports_a_real_ray_cluster_on_the_node_ready(plane: ControlPlane) -> None:
     plane.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(CLUSTER))
 
@@ -203,3 +227,10 @@ def test_kuberay_reports_a_real_ray_cluster_on_the_node_ready(plane: ControlPlan
         return sum(1 for node in summary if (node.get("raylet") or {}).get("state") == "ALIVE")
 
     eventually(lambda: alive_nodes() == 2, "two Ray nodes alive", within=RAY_WITHIN_S)
+
+    # Ray's autoscaler lists the cluster's pods through the API server from its first seconds: without the
+    # in-cluster credentials it fails and its container restarts.
+    (head,) = json.loads(plane.kubectl("get", "pods", "-l", "ray.io/node-type=head", "-o", "json"))["items"]
+    (autoscaler,) = [c for c in head["status"]["containerStatuses"] if c["name"] == "autoscaler"]
+    assert "running" in autoscaler["state"]
+    assert autoscaler["restartCount"] == 0
