@@ -8,6 +8,9 @@ token), so every request it makes is one that deploy/'s RBAC allows on a real AP
   garbage collector removes its pods;
 - a RayService serves its Serve app through the API server's Service proxy, upgrades to a new cluster
   (NewCluster), serves the new version from it, and the old cluster is deleted;
+- a RayService upgrades incrementally (NewClusterWithIncrementalUpgrade, Ray's autoscaler beside each head)
+  through the sandbox's Gateway controller reading the real API server, under keep-alive load, losing no
+  request;
 - a RayJob loses nothing and creates nothing twice when kube-apiserver and then etcd restart under it, nor
   through a fault proxy in front of the API server (5xx, 409, 429 with Retry-After, latency, watches cut
   every few seconds).
@@ -20,6 +23,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -30,14 +34,17 @@ from kubernetes import client as k8s
 from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
+from raypilot.load import SteadyLoad
 from sandbox.faults import FaultRule
 from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.realkube.controlplane import ControlPlane, control_plane
 from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
+from sandbox.realkube.gateway import gateway_controller
 from sandbox.realkube.install import install_raypilot
 from sandbox.realkube.node import node_agent
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
+from tests.integration.route_watch import routed_gateway_url
 from tests.integration.stack import kubeconfig_worker
 
 pytestmark = [
@@ -57,7 +64,11 @@ SMALL = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "m
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     directory = tmp_path_factory.mktemp("raypilot-realkube")
-    with control_plane(directory) as started, node_agent(started, directory / "agent"):
+    with (
+        control_plane(directory) as started,
+        node_agent(started, directory / "agent"),
+        gateway_controller(started),
+    ):
         yield started
 
 
@@ -279,3 +290,63 @@ async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once
     assert not await asyncio.to_thread(
         objects, plane, "rayclusters", namespace, "ray.io/originated-from-crd=RayJob"
     )
+
+
+def incremental(namespace: str, version: str) -> dict[str, Any]:
+    """The example with one real Ray node per cluster and quick steps: half the capacity, then all."""
+    manifest = example("rayservice-incremental", namespace, rename="inc")
+    manifest["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(
+        maxSurgePercent=100, stepSizePercent=50, intervalSeconds=2
+    )
+    cluster = manifest["spec"]["rayClusterConfig"]
+    for group in cluster["workerGroupSpecs"]:
+        group.update(replicas=0, minReplicas=0)
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = SMALL
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return manifest
+
+
+async def test_a_rayservice_upgrades_incrementally_through_the_gateway_losing_no_request(
+    plane: ControlPlane, task_queue: str, dev_server_env: WorkflowEnvironment
+) -> None:
+    namespace = "real-incremental"
+    plane.kubectl("create", "namespace", namespace)
+    handle = await dev_server_env.client.start_workflow(
+        "RayServiceWorkflow",
+        incremental(namespace, "v1"),
+        id=f"rayservice/{namespace}/inc",
+        task_queue=task_queue,
+    )
+
+    async def serving_alone() -> dict[str, Any] | None:
+        status: dict[str, Any] = await handle.query("status")
+        active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+        pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+        return status if status.get("serviceStatus") == "Running" and active and not pending else None
+
+    first = await wait_until(serving_alone, within=WITHIN_S, interval=1.0, what="v1 serving alone")
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig))
+    try:
+        url = await routed_gateway_url(k8s.CustomObjectsApi(api), namespace, "inc", within=120)
+    finally:
+        api.close()
+    async with SteadyLoad(url, concurrency=2, pause_s=0.05) as load:
+        await load.wait_for_requests(20)
+        await handle.execute_update("apply", incremental(namespace, "v2"))
+
+        async def upgraded() -> dict[str, Any] | None:
+            status = await serving_alone()
+            old = first["activeServiceStatus"]["rayClusterName"]
+            return status if status and status["activeServiceStatus"]["rayClusterName"] != old else None
+
+        await wait_until(upgraded, within=WITHIN_S, interval=1.0, what="v2 serving alone")
+        upgraded_at = time.monotonic()
+        await wait_until(
+            lambda: load.counts(since=upgraded_at)["v2"] >= 20, within=60, interval=0.5, what="v2 answering"
+        )
+    counts = load.counts()
+    assert not load.failures, (counts, load.failures[:5])
+    assert counts["v1"] > 0
+    assert load.counts(since=upgraded_at) == Counter({"v2": sum(load.counts(since=upgraded_at).values())})
+    await handle.execute_update("delete", result_type=dict)
