@@ -12,7 +12,8 @@ first, with its progress shown), with deploy/'s CRDs and RBAC installed; it need
 (saying why on stderr); `--ray simulated` implies the simulated one.
 
 DIR (default ~/.raypilot/sandbox) holds what `up` leaves behind: `kubeconfig` (on the real stack an admin's;
-`worker.kubeconfig` there is the worker's ServiceAccount, bound to deploy/'s ClusterRoles), `sandbox.log`,
+`worker.kubeconfig` and `controller.kubeconfig` there are the worker's and `raypilot controller`'s
+ServiceAccounts, bound to deploy/'s and deploy/controller's ClusterRoles), `sandbox.log`,
 `state.json` (pid, API URL, ...) once ready, `control.json` (the fault-hook control URL), `sessions.json`
 (the sessions of its Ray heads and Job processes, so `down` can stop them by PID even after a crash) and
 `sandbox.lock`, held for as long as the sandbox process lives: that lock, not a PID file, says whether DIR is
@@ -62,6 +63,7 @@ REAL_UP_TIMEOUT_S = 300.0
 REAL_DOWN_TIMEOUT_S = 180.0
 KUBE_MODES = ("simulated", "real")
 WORKER_KUBECONFIG_FILE = "worker.kubeconfig"
+CONTROLLER_KUBECONFIG_FILE = "controller.kubeconfig"
 _LOG_TAIL_CHARS = 3000
 
 
@@ -211,7 +213,9 @@ def _up(workdir: Path, ray_mode: RayMode, timeout_s: float, kube: str = "simulat
             )
             if "workerKubeconfig" in state:
                 print(
-                    f"the worker's kubeconfig (deploy/'s RBAC): {state['workerKubeconfig']}", file=sys.stderr
+                    f"the worker's kubeconfig (deploy/'s RBAC): {state['workerKubeconfig']}; "
+                    f"`raypilot controller`'s (deploy/controller's): {state['controllerKubeconfig']}",
+                    file=sys.stderr,
                 )
             print(kubeconfig_line(workdir), flush=True)
             return 0
@@ -272,13 +276,16 @@ def _serve_real(workdir: Path, *, announce: bool = False) -> int:
             return 1
         for source, name in (
             (stack.plane.kubeconfig, KUBECONFIG_FILE),
-            (stack.worker_kubeconfig, WORKER_KUBECONFIG_FILE),
+            (stack.installed.worker, WORKER_KUBECONFIG_FILE),
+            (stack.installed.controller, CONTROLLER_KUBECONFIG_FILE),
         ):
             shutil.copyfile(source, workdir / name)
             (workdir / name).chmod(0o600)
         info = stack.info(os.getpid())
         info.update(
-            kubeconfig=str(workdir / KUBECONFIG_FILE), workerKubeconfig=str(workdir / WORKER_KUBECONFIG_FILE)
+            kubeconfig=str(workdir / KUBECONFIG_FILE),
+            workerKubeconfig=str(workdir / WORKER_KUBECONFIG_FILE),
+            controllerKubeconfig=str(workdir / CONTROLLER_KUBECONFIG_FILE),
         )
         write_json(workdir / STATE_FILE, info)
         if announce:

@@ -1,20 +1,23 @@
 """raypilot installed on a control plane as a user installs it: deploy/'s CRDs by server-side apply, the
 worker's ServiceAccount with deploy/'s ClusterRole (plus the dashboard-proxy ClusterRole a worker outside the
-cluster needs), and a kubeconfig that authenticates as that ServiceAccount, so the API server enforces
-exactly the RBAC that deploy/ ships."""
+cluster needs), `raypilot controller`'s ServiceAccount with deploy/controller's ClusterRole and Lease Role,
+and a kubeconfig per account that authenticates as it, so the API server enforces exactly the RBAC that
+deploy/ ships."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from sandbox.realkube.controlplane import ControlPlane, token_kubeconfig
 
-__all__ = ["WORKER_ACCOUNT", "install_raypilot"]
+__all__ = ["CONTROLLER_ACCOUNT", "WORKER_ACCOUNT", "Installed", "install_raypilot"]
 
 DEPLOY = Path(__file__).parents[2] / "deploy"
 WORKER_ACCOUNT = "raypilot-worker"
+CONTROLLER_ACCOUNT = "raypilot-controller"
 NAMESPACE = "default"
 TOKEN_DURATION = "24h"
 
@@ -33,8 +36,16 @@ def _proxy_binding() -> dict[str, object]:
     }
 
 
-def install_raypilot(plane: ControlPlane) -> Path:
-    """Installs the CRDs and the worker's RBAC; returns the worker's kubeconfig (a ServiceAccount token)."""
+@dataclass(frozen=True)
+class Installed:
+    """The kubeconfigs of raypilot's two accounts (ServiceAccount tokens)."""
+
+    worker: Path
+    controller: Path
+
+
+def install_raypilot(plane: ControlPlane) -> Installed:
+    """Installs the CRDs, the worker's and the controller's RBAC; returns their kubeconfigs."""
     plane.kubectl("apply", "--server-side", "-k", str(DEPLOY / "crds"))
     plane.kubectl(
         "wait",
@@ -45,12 +56,19 @@ def install_raypilot(plane: ControlPlane) -> Path:
     )
     for name in ("serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml"):
         plane.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(DEPLOY / "base" / name))
+        plane.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(DEPLOY / "controller" / name))
+    controller_role = DEPLOY / "controller" / "role-leader-election.yaml"
+    plane.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(controller_role))
     plane.kubectl("apply", "--server-side", "-f", str(DEPLOY / "clusterrole-dashboard-proxy.yaml"))
     plane.kubectl("apply", "--server-side", "-f", "-", input_text=yaml.safe_dump(_proxy_binding()))
-    token = plane.kubectl("create", "token", WORKER_ACCOUNT, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}")
-    kubeconfig = plane.directory / "worker.kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, WORKER_ACCOUNT, token.strip()))
+    return Installed(
+        _account_kubeconfig(plane, WORKER_ACCOUNT, plane.directory / "worker.kubeconfig"),
+        _account_kubeconfig(plane, CONTROLLER_ACCOUNT, plane.directory / "controller.kubeconfig"),
     )
-    kubeconfig.chmod(0o600)
-    return kubeconfig
+
+
+def _account_kubeconfig(plane: ControlPlane, account: str, path: Path) -> Path:
+    token = plane.kubectl("create", "token", account, "-n", NAMESPACE, f"--duration={TOKEN_DURATION}")
+    path.write_text(yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, account, token.strip())))
+    path.chmod(0o600)
+    return path

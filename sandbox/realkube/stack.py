@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sandbox.realkube.controlplane import ControlPlane, control_plane
 from sandbox.realkube.gateway import gateway_controller
-from sandbox.realkube.install import install_raypilot
+from sandbox.realkube.install import Installed, install_raypilot
 from sandbox.realkube.node import NODE_NAME, node_agent
 
 __all__ = ["RealStack", "real_stack", "real_stack_unavailable"]
@@ -24,7 +24,7 @@ __all__ = ["RealStack", "real_stack", "real_stack_unavailable"]
 @dataclass(frozen=True)
 class RealStack:
     plane: ControlPlane
-    worker_kubeconfig: Path
+    installed: Installed
 
     def info(self, pid: int) -> dict[str, object]:
         """What `raypilot sandbox up` records in state.json for this stack (beside the kubeconfigs it copies

@@ -1,19 +1,19 @@
-"""raypilot's workflows on the real stack: etcd, kube-apiserver (RBAC), kube-controller-manager, KubeRay's
-operator v1.5.0 reconciling the RayClusters raypilot creates, and raypilot's node agent running their pods
-with real Ray. The worker is installed as users install it (deploy/'s CRDs and ClusterRoles, a ServiceAccount
-token), so every request it makes is one that deploy/'s RBAC allows on a real API server.
+"""raypilot on the real stack: etcd, kube-apiserver (RBAC), kube-controller-manager, KubeRay's operator v1.5.0
+reconciling the RayClusters raypilot creates, raypilot's node agent running their pods with real Ray, and the
+sandbox's Gateway controller reading the API server. The worker and `raypilot controller` are installed as
+users install them (deploy/'s CRDs and ClusterRoles, ServiceAccount tokens), so every request they make is one
+that deploy/'s RBAC allows on a real API server.
 
-- RayJobs in HTTPMode and K8sJobMode (the submitter is a real Job, completed by the real job controller from
-  the status the node agent reports) succeed; with shutdownAfterJobFinishes the RayCluster is deleted and the
-  garbage collector removes its pods;
+- `raypilot controller` drives a raypilot.io/v1 RayJob (HTTPMode) to Complete, writing its status back; with
+  shutdownAfterJobFinishes the RayCluster goes and the garbage collector removes its pods; `kubectl delete`
+  of the object ends with its finalizer removed;
 - a RayService serves its Serve app through the API server's Service proxy, upgrades to a new cluster
   (NewCluster), serves the new version from it, and the old cluster is deleted;
 - a RayService upgrades incrementally (NewClusterWithIncrementalUpgrade, Ray's autoscaler beside each head)
-  through the sandbox's Gateway controller reading the real API server, under keep-alive load, losing no
-  request;
-- a RayJob loses nothing and creates nothing twice when kube-apiserver and then etcd restart under it, nor
-  through a fault proxy in front of the API server (5xx, 409, 429 with Retry-After, latency, watches cut
-  every few seconds).
+  through the Gateway under keep-alive load, losing no request;
+- a K8sJobMode RayJob (its submitter a real Job, completed by the real job controller) loses nothing and
+  creates nothing twice when kube-apiserver and then etcd restart under it, nor through a fault proxy in
+  front of the API server (5xx, 409, 429 with Retry-After, latency, watches cut every few seconds).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import json
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -34,18 +33,30 @@ from kubernetes import client as k8s
 from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
+from models.features import FeatureGates
+from raypilot.controller.kube import ControllerKube
+from raypilot.controller.loop import Controller
+from raypilot.controller.temporal_io import ControllerTemporal
 from raypilot.load import SteadyLoad
-from sandbox.faults import FaultRule
-from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.realkube.controlplane import ControlPlane, control_plane
 from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
 from sandbox.realkube.gateway import gateway_controller
-from sandbox.realkube.install import install_raypilot
+from sandbox.realkube.install import Installed, install_raypilot
 from sandbox.realkube.node import node_agent
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.route_watch import routed_gateway_url
 from tests.integration.stack import kubeconfig_worker
+from tests.realkube.raypilot_support import (
+    FAULTS,
+    RAY_PODS,
+    SUBMITTED_BY_JOB,
+    incremental,
+    objects,
+    rayservice,
+    small,
+    uids_seen,
+)
 
 pytestmark = [
     pytest.mark.realkube,
@@ -58,7 +69,6 @@ pytestmark = [
 WITHIN_S = 420.0  # a cluster of two real Ray nodes, the job and the deletion on a loaded 2-core machine
 WATCH_CUT_S = 5.0
 FAULT_SEED = 31
-SMALL = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +83,13 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="module")
-def worker_kubeconfig(plane: ControlPlane) -> Path:
+def installed(plane: ControlPlane) -> Installed:
     return install_raypilot(plane)
+
+
+@pytest.fixture(scope="module")
+def worker_kubeconfig(installed: Installed) -> Path:
+    return installed.worker
 
 
 @pytest.fixture(scope="module")
@@ -95,56 +110,61 @@ async def faulty(
             yield proxy, queue
 
 
-def objects(plane: ControlPlane, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
-    listing = plane.kubectl("get", kind, "-n", namespace, "-l", selector, "-o", "json")
-    items: list[dict[str, Any]] = json.loads(listing)["items"]
-    return items
-
-
-def small(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The example's cluster with 1 GiB per Ray node: two real nodes per job on a shared machine."""
-    cluster = manifest["spec"]["rayClusterSpec"]
-    for group in [cluster["headGroupSpec"], *(cluster.get("workerGroupSpecs") or [])]:
-        group["template"]["spec"]["containers"][0]["resources"] = SMALL
-    return manifest
-
-
-@pytest.mark.parametrize("mode", ["HTTPMode", "K8sJobMode"])
-async def test_a_rayjob_completes_and_its_cluster_goes(
-    plane: ControlPlane, task_queue: str, dev_server_env: WorkflowEnvironment, mode: str
-) -> None:
-    namespace = f"real-{mode.lower()}"
-    plane.kubectl("create", "namespace", namespace)
-    manifest = small(example("rayjob-k8sjobmode", namespace, rename="job", submissionMode=mode))
-    manifest["spec"]["shutdownAfterJobFinishes"] = True
-    handle = await dev_server_env.client.start_workflow(
-        "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=task_queue
+@contextlib.asynccontextmanager
+async def running_controller(
+    kubeconfig: Path, env: WorkflowEnvironment, task_queue: str
+) -> AsyncIterator[None]:
+    """`raypilot controller`'s loop with its ServiceAccount's credentials (deploy/controller's RBAC)."""
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    controller = Controller(
+        ControllerKube(api_client), ControllerTemporal(env.client, task_queue), FeatureGates(), 0.5
     )
-    result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
-    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
-    selector = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=job"
-    if mode == "K8sJobMode":
-        (submitter,) = objects(plane, "jobs", namespace, selector)
-        assert any(
-            c["type"] == "Complete" and c["status"] == "True" for c in submitter["status"]["conditions"]
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+        api_client.close()
+
+
+async def test_the_controller_drives_a_raypilot_rayjob_to_complete_and_its_deletion(
+    plane: ControlPlane, installed: Installed, task_queue: str, dev_server_env: WorkflowEnvironment
+) -> None:
+    namespace = "real-controller"
+    plane.kubectl("create", "namespace", namespace)
+    manifest = small(example("rayjob-httpmode", namespace, rename="job", shutdownAfterJobFinishes=True))
+    manifest["apiVersion"] = "raypilot.io/v1"  # the only change a KubeRay manifest needs
+
+    def status() -> dict[str, Any] | None:
+        found = plane.kubectl("get", "rayjobs.raypilot.io", "job", "-n", namespace, "-o", "json", check=False)
+        return (json.loads(found).get("status") or {}) if found else None
+
+    async def complete() -> dict[str, Any] | None:
+        now = await asyncio.to_thread(status)
+        return now if now and now.get("jobDeploymentStatus") == "Complete" else None
+
+    async def gone(kind: str, selector: str) -> bool:
+        return not await asyncio.to_thread(objects, plane, kind, namespace, selector)
+
+    async with running_controller(installed.controller, dev_server_env, task_queue):
+        plane.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
+        written = await wait_until(
+            complete, within=WITHIN_S, interval=1.0, what="Complete in the object's status"
         )
-
-    async def cluster_and_pods_gone() -> bool:
-        clusters = await asyncio.to_thread(objects, plane, "rayclusters", namespace, selector)
-        pods = await asyncio.to_thread(objects, plane, "pods", namespace, "ray.io/is-ray-node=yes")
-        return not clusters and not pods
-
-    await wait_until(cluster_and_pods_gone, within=120, interval=1.0, what="the RayCluster and its pods gone")
-
-
-def rayservice(namespace: str, version: str) -> dict[str, Any]:
-    manifest = example("rayservice-newcluster", namespace, rename="svc")
-    cluster = manifest["spec"]["rayClusterConfig"]
-    cluster["workerGroupSpecs"] = []  # Serve's one replica fits the head: one real Ray node per cluster
-    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
-    head["resources"] = SMALL
-    head["env"] = [{"name": "APP_VERSION", "value": version}]
-    return manifest
+        assert written["jobStatus"] == "SUCCEEDED", written
+        await wait_until(
+            lambda: gone("pods", RAY_PODS), within=120, interval=1.0, what="the cluster's pods gone"
+        )
+        assert await gone("rayclusters", SUBMITTED_BY_JOB)
+        plane.kubectl("delete", "rayjobs.raypilot.io", "job", "-n", namespace, "--wait=false")
+        await wait_until(
+            lambda: asyncio.to_thread(lambda: status() is None),
+            within=60,
+            interval=0.5,
+            what="the object gone",
+        )
 
 
 async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
@@ -187,75 +207,37 @@ async def test_a_rayjob_loses_nothing_and_creates_nothing_twice_across_api_serve
     plane: ControlPlane, task_queue: str, dev_server_env: WorkflowEnvironment
 ) -> None:
     """kube-apiserver restarts while raypilot waits for the new cluster (its watches break, its requests are
-    refused), etcd while the job runs; the RayJob completes with the RayCluster and the submitter Job it
-    created before the restarts, one of each."""
+    refused), etcd while the job runs; the RayJob completes with one RayCluster and one submitter Job, which
+    the real job controller completed, and the cluster goes."""
     namespace = "real-restarts"
     plane.kubectl("create", "namespace", namespace)
-    manifest = small(example("rayjob-k8sjobmode", namespace, rename="job"))
+    manifest = small(example("rayjob-k8sjobmode", namespace, rename="job", shutdownAfterJobFinishes=True))
     # Long enough that etcd restarts while the job runs.
     manifest["spec"]["entrypoint"] = (
         "python -c \"import time, ray; ray.init(); time.sleep(20); print('done')\""
     )
-    handle = await dev_server_env.client.start_workflow(
-        "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=task_queue
-    )
-    selector = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=job"
 
-    def uids(kind: str) -> list[str]:
-        return [item["metadata"]["uid"] for item in objects(plane, kind, namespace, selector)]
+    async def exists(kind: str) -> bool:
+        return bool(await asyncio.to_thread(objects, plane, kind, namespace, SUBMITTED_BY_JOB))
 
-    async def created(kind: str) -> list[str] | None:
-        return await asyncio.to_thread(uids, kind) or None
+    with uids_seen(plane, namespace) as seen:
+        handle = await dev_server_env.client.start_workflow(
+            "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=task_queue
+        )
+        await wait_until(lambda: exists("rayclusters"), within=60, interval=0.5, what="the RayCluster")
+        await asyncio.to_thread(plane.restart, "kube-apiserver")
+        await wait_until(lambda: exists("jobs"), within=WITHIN_S, interval=0.5, what="the submitter Job")
+        await asyncio.to_thread(plane.restart, "etcd")
+        result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
+        (submitter,) = await asyncio.to_thread(objects, plane, "jobs", namespace, SUBMITTED_BY_JOB)
 
-    cluster = await wait_until(lambda: created("rayclusters"), within=60, interval=0.5, what="the RayCluster")
-    await asyncio.to_thread(plane.restart, "kube-apiserver")
-    submitter = await wait_until(lambda: created("jobs"), within=WITHIN_S, interval=0.5, what="the submitter")
-    await asyncio.to_thread(plane.restart, "etcd")
+        async def cluster_gone() -> bool:
+            return not await exists("rayclusters")
 
-    result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
+        await wait_until(cluster_gone, within=120, interval=1.0, what="the RayCluster gone")
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
-    assert await asyncio.to_thread(uids, "rayclusters") == cluster
-    assert await asyncio.to_thread(uids, "jobs") == submitter
-
-
-FAULTS = [
-    FaultRule(error_rate=0.10, status=500),
-    FaultRule(verbs=frozenset({"create", "update", "patch"}), error_rate=0.10, status=409),
-    FaultRule(error_rate=0.05, status=429, retry_after_seconds=1),
-    FaultRule(latency_seconds=0.05),
-]
-
-
-@contextlib.contextmanager
-def uids_seen(plane: ControlPlane, namespace: str) -> Iterator[dict[str, set[str]]]:
-    """Every RayCluster and Job that exists in `namespace` at any moment of the block, by kind (admin
-    credentials, no faults): an object created twice shows as two uids even if one was deleted at once."""
-    seen: dict[str, set[str]] = {"RayCluster": set(), "Job": set()}
-    api = config.new_client_from_config(config_file=str(plane.kubeconfig))
-    custom, batch = k8s.CustomObjectsApi(api), k8s.BatchV1Api(api)
-
-    def clusters(**options: Any) -> Any:
-        return custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", **options)
-
-    def jobs(**options: Any) -> Any:
-        return batch.list_namespaced_job(namespace, **options)
-
-    def record(kind: str, event: str, obj: dict[str, Any]) -> None:
-        for item in obj.get("items") or [] if event == SYNC else [obj]:
-            seen[kind].add(item["metadata"]["uid"])
-
-    stop = threading.Event()
-    readers = [
-        threading.Thread(target=list_then_watch, args=(kind, call, record, stop), daemon=True)
-        for kind, call in (("RayCluster", clusters), ("Job", jobs))
-    ]
-    for reader in readers:
-        reader.start()
-    try:
-        yield seen
-    finally:
-        stop.set()
-        api.close()
+    assert any(c["type"] == "Complete" and c["status"] == "True" for c in submitter["status"]["conditions"])
+    assert (len(seen["RayCluster"]), len(seen["Job"])) == (1, 1), seen
 
 
 async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once(
@@ -273,10 +255,9 @@ async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once
                 "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=queue
             )
             result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
-            selector = "ray.io/is-ray-node=yes"
 
             async def pods_gone() -> bool:
-                return not await asyncio.to_thread(objects, plane, "pods", namespace, selector)
+                return not await asyncio.to_thread(objects, plane, "pods", namespace, RAY_PODS)
 
             await wait_until(pods_gone, within=120, interval=1.0, what="the cluster's pods gone")
         finally:
@@ -287,24 +268,7 @@ async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert all(injected[code] for code in (500, 409, 429)), injected  # the run was disturbed
     assert (len(seen["RayCluster"]), len(seen["Job"])) == (1, 1), seen
-    assert not await asyncio.to_thread(
-        objects, plane, "rayclusters", namespace, "ray.io/originated-from-crd=RayJob"
-    )
-
-
-def incremental(namespace: str, version: str) -> dict[str, Any]:
-    """The example with one real Ray node per cluster and quick steps: half the capacity, then all."""
-    manifest = example("rayservice-incremental", namespace, rename="inc")
-    manifest["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(
-        maxSurgePercent=100, stepSizePercent=50, intervalSeconds=2
-    )
-    cluster = manifest["spec"]["rayClusterConfig"]
-    for group in cluster["workerGroupSpecs"]:
-        group.update(replicas=0, minReplicas=0)
-    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
-    head["resources"] = SMALL
-    head["env"] = [{"name": "APP_VERSION", "value": version}]
-    return manifest
+    assert not await asyncio.to_thread(objects, plane, "rayclusters", namespace, SUBMITTED_BY_JOB)
 
 
 async def test_a_rayservice_upgrades_incrementally_through_the_gateway_losing_no_request(

@@ -124,7 +124,12 @@ def test_up_serves_the_real_stack_and_down_removes_it(tmp_path: Path) -> None:
             return bool(pod.get("status", {}).get("phase") == "Running")
 
         eventually(running, "the pod running on the node")
-        pod_namespaces = network_namespaces() - namespaces_before
+        # Only this stack's node's namespaces (rp<index>p<n>, index from its address 10.200.<index>.1): other
+        # node agents on this machine (another test's) make theirs meanwhile.
+        node = json.loads(kubectl(admin, "get", "node", NODE_NAME, "-o", "json").stdout)
+        internal = next(a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP")
+        prefix = f"rp{internal.split('.')[2]}p"
+        pod_namespaces = {ns for ns in network_namespaces() - namespaces_before if ns.startswith(prefix)}
         assert pod_namespaces, "the pod got no network namespace of its own"
         processes = descendants(pid)
         # etcd, kube-apiserver, kube-controller-manager, KubeRay, node agent, Gateway controller, the pod

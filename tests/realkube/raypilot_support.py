@@ -1,0 +1,109 @@
+"""What tests/realkube/test_raypilot_on_the_real_stack.py builds its cases from: the examples sized for two
+real Ray nodes on a shared machine, reading objects with kubectl, the fault mix for the fault proxy, and a
+record of every object that existed (to tell an object created twice)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config
+
+from sandbox.faults import FaultRule
+from sandbox.listwatch import SYNC, list_then_watch
+from sandbox.realkube.controlplane import ControlPlane
+from tests.integration.rayjob_support import example
+
+SMALL = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
+SUBMITTED_BY_JOB = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=job"
+RAY_PODS = "ray.io/is-ray-node=yes"
+
+
+def objects(plane: ControlPlane, kind: str, namespace: str, selector: str) -> list[dict[str, Any]]:
+    listing = plane.kubectl("get", kind, "-n", namespace, "-l", selector, "-o", "json")
+    items: list[dict[str, Any]] = json.loads(listing)["items"]
+    return items
+
+
+def small(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The example's cluster with 1 GiB per Ray node: two real nodes per job on a shared machine."""
+    cluster = manifest["spec"]["rayClusterSpec"]
+    for group in [cluster["headGroupSpec"], *(cluster.get("workerGroupSpecs") or [])]:
+        group["template"]["spec"]["containers"][0]["resources"] = SMALL
+    return manifest
+
+
+def rayservice(namespace: str, version: str) -> dict[str, Any]:
+    manifest = example("rayservice-newcluster", namespace, rename="svc")
+    cluster = manifest["spec"]["rayClusterConfig"]
+    cluster["workerGroupSpecs"] = []  # Serve's one replica fits the head: one real Ray node per cluster
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = SMALL
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return manifest
+
+
+def incremental(namespace: str, version: str) -> dict[str, Any]:
+    """The example with one real Ray node per cluster and quick steps: half the capacity, then all."""
+    manifest = example("rayservice-incremental", namespace, rename="inc")
+    manifest["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(
+        maxSurgePercent=100, stepSizePercent=50, intervalSeconds=2
+    )
+    cluster = manifest["spec"]["rayClusterConfig"]
+    for group in cluster["workerGroupSpecs"]:
+        group.update(replicas=0, minReplicas=0)
+    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["resources"] = SMALL
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return manifest
+
+
+# The first RayCluster create and the first Job create fail for sure (409, then 429 with Retry-After), so
+# every kind of fault is met whatever the order of requests; the rest are drawn at random.
+WRITES = frozenset({"create", "update", "patch"})
+FAULTS = [
+    FaultRule(frozenset({"create"}), frozenset({"rayclusters"}), error_rate=1.0, status=409, times=1),
+    FaultRule(
+        frozenset({"create"}), frozenset({"jobs"}), error_rate=1.0, status=429, retry_after_seconds=1, times=1
+    ),
+    FaultRule(error_rate=0.10, status=500),
+    FaultRule(verbs=WRITES, error_rate=0.10, status=409),
+    FaultRule(error_rate=0.05, status=429, retry_after_seconds=1),
+    FaultRule(latency_seconds=0.05),
+]
+
+
+@contextlib.contextmanager
+def uids_seen(plane: ControlPlane, namespace: str) -> Iterator[dict[str, set[str]]]:
+    """Every RayCluster and Job that exists in `namespace` at any moment of the block, by kind (admin
+    credentials, no faults): an object created twice shows as two uids even if one was deleted at once."""
+    seen: dict[str, set[str]] = {"RayCluster": set(), "Job": set()}
+    api = config.new_client_from_config(config_file=str(plane.kubeconfig))
+    custom, batch = k8s.CustomObjectsApi(api), k8s.BatchV1Api(api)
+
+    def clusters(**options: Any) -> Any:
+        return custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", **options)
+
+    def jobs(**options: Any) -> Any:
+        return batch.list_namespaced_job(namespace, **options)
+
+    def record(kind: str, event: str, obj: dict[str, Any]) -> None:
+        for item in obj.get("items") or [] if event == SYNC else [obj]:
+            seen[kind].add(item["metadata"]["uid"])
+
+    stop = threading.Event()
+    readers = [
+        threading.Thread(target=list_then_watch, args=(kind, call, record, stop), daemon=True)
+        for kind, call in (("RayCluster", clusters), ("Job", jobs))
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        api.close()
