@@ -55,7 +55,7 @@ dev: $(STAMP)
 	  --search-attribute RayCronJob=Keyword & \
 	$(BIN)/python worker.py
 
-demo: $(STAMP)
+demo: $(STAMP) kube
 	$(BIN)/raypilot demo
 
 # Refresh requirements.lock from pyproject.toml (needs the package registry).

@@ -5,6 +5,7 @@ Used by `raypilot demo`; each process logs to a file in the demo directory and i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -58,6 +59,11 @@ class LocalStack:
     ui_port: int = UI_PORT
     processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     kubeconfig: Path | None = None
+    kube: str = ""  # "real" or "simulated", as `raypilot sandbox up` chose
+    # On the real stack the worker and the controller run as their ServiceAccounts (deploy/'s RBAC); on the
+    # simulated one with the sandbox's kubeconfig.
+    worker_kubeconfig: Path | None = None
+    controller_kubeconfig: Path | None = None
     logs: list[IO[bytes]] = field(default_factory=list)
 
     @property
@@ -103,28 +109,41 @@ class LocalStack:
         wait_for_port("127.0.0.1", self.temporal_port, 60, "the Temporal dev server", log)
 
     def start_sandbox(self) -> Path:
-        # The demo's incremental upgrade needs the sandbox's Gateway controller, which serves the simulated
-        # Kubernetes API only so far: the demo stays on it even where the real stack is built.
+        """`raypilot sandbox up` with its default Kubernetes: the real stack where this machine runs it and
+        `make kube` has built it, else the simulated one (it says why)."""
         sandbox_dir = self.workdir / "sandbox"
         result = subprocess.run(
-            [sys.executable, "-m", "raypilot.cli.main", "sandbox", "up", "--kube", "simulated",
-             "--ray", self.ray_mode, "--dir", str(sandbox_dir)],
+            [sys.executable, "-m", "raypilot.cli.main", "sandbox", "up", "--ray", self.ray_mode,
+             "--dir", str(sandbox_dir)],
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if result.returncode != 0:
             raise StackError(f"raypilot sandbox up failed:\n{result.stderr or result.stdout}")
+        for line in result.stderr.splitlines():
+            if line.startswith("the simulated Kubernetes:"):
+                print(f"   {line}", flush=True)
+        state = json.loads((sandbox_dir / "state.json").read_text())
+        self.kube = str(state.get("kube") or "simulated")
         for line in result.stdout.splitlines():
             if line.startswith("KUBECONFIG="):
                 self.kubeconfig = Path(line.removeprefix("KUBECONFIG="))
+                self.worker_kubeconfig = Path(state.get("workerKubeconfig") or self.kubeconfig)
+                self.controller_kubeconfig = Path(state.get("controllerKubeconfig") or self.kubeconfig)
                 return self.kubeconfig
         raise StackError(f"raypilot sandbox up printed no KUBECONFIG line:\n{result.stdout}")
 
     def start_worker(self) -> None:
-        if self.kubeconfig is None:
+        if self.worker_kubeconfig is None:
             raise StackError("start the sandbox before the worker")
         # The local dev server wants none of the credentials a shell may hold for another Temporal.
         inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
-        env = {**inherited, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
+        env = {
+            **inherited,
+            "TEMPORAL_ADDRESS": self.temporal_address,
+            "KUBECONFIG": str(self.worker_kubeconfig),
+        }
+        if self.kube == "real":
+            env["RAYPILOT_DASHBOARD_ACCESS"] = "proxy"  # pods' names do not resolve on this machine
         repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
         argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
         log = self._spawn("worker", argv, env)
@@ -139,10 +158,14 @@ class LocalStack:
     def start_controller(self) -> None:
         """`raypilot controller` beside the worker (the raypilot.io CRDs installed first); ready once it leads
         and reached Temporal."""
-        if self.kubeconfig is None:
+        if self.controller_kubeconfig is None:
             raise StackError("start the sandbox before the controller")
         inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
-        env = {**inherited, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(self.kubeconfig)}
+        env = {
+            **inherited,
+            "TEMPORAL_ADDRESS": self.temporal_address,
+            "KUBECONFIG": str(self.controller_kubeconfig),
+        }
         argv = [sys.executable, "-m", "raypilot.cli.main", "controller", "--status-interval", "0.5"]
         log = self._spawn("controller", argv, env)
         process = self.processes[-1][1]
@@ -168,7 +191,7 @@ class LocalStack:
             subprocess.run(
                 [sys.executable, "-m", "raypilot.cli.main", *down], capture_output=True, check=False
             )
-            self.kubeconfig = None
+            self.kubeconfig = self.worker_kubeconfig = self.controller_kubeconfig = None
         for log in self.logs:
             log.close()
         self.logs.clear()
