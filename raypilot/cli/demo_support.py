@@ -45,7 +45,7 @@ class DemoPace:
 
 
 def example_manifest(file_name: str, name: str, namespace: str) -> dict[str, Any]:
-    """An examples/ manifest under another name (the examples are what the README documents)."""
+    """An examples/ manifest under another name (the examples are what docs/kuberay.md documents)."""
     manifest = load_manifest_text((EXAMPLES / file_name).read_text(encoding="utf-8"))
     manifest = copy.deepcopy(manifest)
     manifest["metadata"] = {"name": name, "namespace": namespace}

@@ -1,5 +1,6 @@
-"""The README's "Testing your own policies" example is a test a platform team could write: run it as they
-would, as a test file of its own with the installed pytest plugin, outside this repository's tests."""
+"""The manual's "Testing your own policies" example (docs/testing-policies.md) is a test a platform team could
+write: run it as they would, as a test file of its own with the installed pytest plugin, outside this
+repository's tests."""
 
 from __future__ import annotations
 
@@ -9,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "testing-policies.md"
 EXAMPLE = re.compile(r"<!-- tested by tests/docs/test_policy_example.py -->\n```python\n(.*?)```", re.S)
 
 
-def test_the_policy_example_of_the_readme_passes(tmp_path: Path) -> None:
-    [example] = EXAMPLE.findall(README.read_text())
+def test_the_policy_example_of_the_manual_passes(tmp_path: Path) -> None:
+    [example] = EXAMPLE.findall(PAGE.read_text())
     (tmp_path / "test_our_policy.py").write_text(example)
-    # Their own project: no configuration of ours, only pytest-asyncio's auto mode the README names.
+    # Their own project: no configuration of ours, only pytest-asyncio's auto mode the page names.
     (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\n")
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     done = subprocess.run(

@@ -1,5 +1,5 @@
-"""README.md stays true: every command block marked runnable runs and succeeds, and every example manifest has
-its line.
+"""README.md and the manual in docs/ stay true: every command block marked runnable runs and succeeds, and
+every example manifest has its line in one of those pages.
 
 A fenced block whose previous non-blank line is `<!-- runnable -->` runs with bash (-e -o pipefail) in a fresh
 directory holding a link to examples/, with the virtualenv's commands on PATH, the repository on PYTHONPATH
@@ -29,6 +29,8 @@ from sandbox.testing import SandboxThread, private_pools
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
+# The README first: the stack blocks of all pages run in this order, as one session.
+PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
 BLOCK_TIMEOUT_SECONDS = 120
 MARKER = re.compile(r"^<!--\s*runnable(?::\s*(?P<kind>[\w-]+))?\s*-->$")
 FENCE = re.compile(r"^```(?P<lang>[\w-]*)\s*$")
@@ -41,15 +43,16 @@ class Block:
     kind: str  # "plain" or "stack"
     line: int  # 1-based line of the opening fence
     code: str
+    page: str = "README.md"
 
     @property
     def name(self) -> str:
         first = self.code.strip().splitlines()[0]
-        return f"line {self.line}: {first[:60]}"
+        return f"{self.page} line {self.line}: {first[:60]}"
 
 
-def runnable_blocks(text: str) -> list[Block]:
-    """The fenced blocks marked runnable, in README order; a marker not followed by a fence is an error."""
+def runnable_blocks(text: str, page: str = "README.md") -> list[Block]:
+    """The fenced blocks marked runnable, in page order; a marker not followed by a fence is an error."""
     lines = text.splitlines()
     blocks = []
     pending: tuple[str, int] | None = None
@@ -62,11 +65,12 @@ def runnable_blocks(text: str) -> list[Block]:
         elif FENCE.match(stripped):
             end = next(i for i in range(index + 1, len(lines)) if lines[i].strip() == "```")
             if pending is not None:
-                blocks.append(Block(pending[0], index + 1, "\n".join(lines[index + 1 : end]) + "\n"))
+                code = "\n".join(lines[index + 1 : end]) + "\n"
+                blocks.append(Block(pending[0], index + 1, code, page))
                 pending = None
             index = end
         elif stripped and pending is not None:
-            raise AssertionError(f"README line {pending[1]}: a runnable marker must precede a fenced block")
+            raise AssertionError(f"{page} line {pending[1]}: a runnable marker must precede a fenced block")
         index += 1
     return blocks
 
@@ -90,7 +94,7 @@ def test_markers_are_found_in_a_sample() -> None:
     assert runnable_blocks("\n".join(sample)) == [Block("plain", 3, "echo a\n"), Block("stack", 11, "c\n")]
 
 
-BLOCKS = runnable_blocks(README.read_text())
+BLOCKS = [block for page in PAGES for block in runnable_blocks(page.read_text(), str(page.relative_to(REPO)))]
 PLAIN = [block for block in BLOCKS if block.kind == "plain"]
 STACK = [block for block in BLOCKS if block.kind == "stack"]
 
@@ -124,12 +128,10 @@ def block_directory(tmp_path: Path) -> Path:
 
 
 def outcome(block: Block, returncode: int | None, stdout: str, stderr: str) -> str:
-    return (
-        f"README {block.name} exited {returncode}\n--- stdout\n{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}"
-    )
+    return f"{block.name} exited {returncode}\n--- stdout\n{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}"
 
 
-@pytest.mark.parametrize("block", PLAIN, ids=lambda block: f"line{block.line}")
+@pytest.mark.parametrize("block", PLAIN, ids=lambda block: f"{block.page}:line{block.line}")
 def test_runnable_block(block: Block, tmp_path: Path) -> None:
     workdir = block_directory(tmp_path)
     result = subprocess.run(
@@ -144,12 +146,12 @@ def test_runnable_block(block: Block, tmp_path: Path) -> None:
     assert result.returncode == 0, outcome(block, result.returncode, result.stdout, result.stderr)
 
 
-def test_every_example_has_its_line_in_the_readme() -> None:
-    text = README.read_text()
+def test_every_example_has_its_line_in_the_readme_or_the_manual() -> None:
+    text = "\n".join(page.read_text() for page in PAGES)
     examples = sorted(path.name for path in (REPO / "examples").iterdir() if path.is_file())
     assert examples
     missing = [name for name in examples if f"`examples/{name}`" not in text]
-    assert not missing, f"examples without a line in README.md: {missing}"
+    assert not missing, f"examples without a line in README.md or docs/: {missing}"
 
 
 @dataclass(frozen=True)
@@ -219,3 +221,28 @@ async def test_runnable_stack_blocks_drive_a_workflow(readme_stack: ReadmeStack,
         async with asyncio.timeout(90):
             await handle.result()
         assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_between_the_pages_leads_somewhere() -> None:
+    """A relative link names a file of the repository and, with #anchor, a heading of that page."""
+    headings = {
+        page.resolve(): {
+            github_anchor(m.group(1)) for m in re.finditer(r"^#{1,4} (.*)$", page.read_text(), re.M)
+        }
+        for page in PAGES
+    }
+    broken = []
+    for page in PAGES:
+        for link in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if link.startswith(("http://", "https://", "mailto:")):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (page.parent / path).resolve() if path else page.resolve()
+            if not target.exists() or (anchor and target in headings and anchor not in headings[target]):
+                broken.append(f"{page.relative_to(REPO)}: {link}")
+    assert not broken
