@@ -18,7 +18,7 @@ from sandbox.realkube.gateway import gateway_controller
 from sandbox.realkube.install import Installed, install_raypilot
 from sandbox.realkube.node import NODE_NAME, node_agent
 
-__all__ = ["RealStack", "real_stack", "real_stack_unavailable"]
+__all__ = ["RealStack", "real_cluster", "real_stack", "real_stack_unavailable"]
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,18 @@ def real_stack_unavailable() -> str | None:
 
 
 @contextlib.contextmanager
-def real_stack(directory: Path) -> Iterator[RealStack]:
-    """A running real stack with its state under `directory`, stopped when the block ends."""
+def real_cluster(plane_directory: Path, node_directory: Path) -> Iterator[ControlPlane]:
+    """The control plane with its node (the node agent) and the Gateway controller, nothing installed."""
     with (
-        control_plane(directory / "kube") as plane,
-        node_agent(plane, directory / "node"),
+        control_plane(plane_directory) as plane,
+        node_agent(plane, node_directory),
         gateway_controller(plane),
     ):
+        yield plane
+
+
+@contextlib.contextmanager
+def real_stack(directory: Path) -> Iterator[RealStack]:
+    """A running real stack with its state under `directory`, stopped when the block ends."""
+    with real_cluster(directory / "kube", directory / "node") as plane:
         yield RealStack(plane, install_raypilot(plane))

@@ -16,9 +16,8 @@ import httpx
 import pytest
 import yaml
 
-from sandbox.realkube.controlplane import ControlPlane, control_plane
-from sandbox.realkube.gateway import gateway_controller
-from sandbox.realkube.node import node_agent
+from sandbox.realkube.controlplane import ControlPlane
+from sandbox.realkube.stack import real_cluster
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -47,11 +46,7 @@ http.server.ThreadingHTTPServer(("", 8080), Answer).serve_forever()
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     directory = tmp_path_factory.mktemp("gateway")
-    with (
-        control_plane(directory) as started,
-        node_agent(started, directory / "agent"),
-        gateway_controller(started),
-    ):
+    with real_cluster(directory, directory / "agent") as started:
         yield started
 
 

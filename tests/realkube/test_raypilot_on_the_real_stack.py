@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from models.features import FeatureGates
@@ -38,11 +39,10 @@ from raypilot.controller.kube import ControllerKube
 from raypilot.controller.loop import Controller
 from raypilot.controller.temporal_io import ControllerTemporal
 from raypilot.load import SteadyLoad
-from sandbox.realkube.controlplane import ControlPlane, control_plane
+from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
-from sandbox.realkube.gateway import gateway_controller
 from sandbox.realkube.install import Installed, install_raypilot
-from sandbox.realkube.node import node_agent
+from sandbox.realkube.stack import real_cluster
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.route_watch import routed_gateway_url
@@ -74,11 +74,7 @@ FAULT_SEED = 31
 @pytest.fixture(scope="module")
 def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     directory = tmp_path_factory.mktemp("raypilot-realkube")
-    with (
-        control_plane(directory) as started,
-        node_agent(started, directory / "agent"),
-        gateway_controller(started),
-    ):
+    with real_cluster(directory, directory / "agent") as started:
         yield started
 
 
@@ -108,6 +104,19 @@ async def faulty(
         kubeconfig = proxied_kubeconfig(worker_kubeconfig, proxy, plane.directory / "faulty.kubeconfig")
         async with kubeconfig_worker(dev_server_env.client, kubeconfig) as queue:
             yield proxy, queue
+
+
+async def start(
+    env: WorkflowEnvironment, manifest: dict[str, Any], task_queue: str
+) -> WorkflowHandle[Any, Any]:
+    """The manifest's workflow, with the id docs/contract.md gives it."""
+    kind, metadata = str(manifest["kind"]), manifest["metadata"]
+    return await env.client.start_workflow(
+        f"{kind}Workflow",
+        manifest,
+        id=f"{kind.lower()}/{metadata['namespace']}/{metadata['name']}",
+        task_queue=task_queue,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -172,12 +181,7 @@ async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
 ) -> None:
     namespace = "real-rayservice"
     plane.kubectl("create", "namespace", namespace)
-    handle = await dev_server_env.client.start_workflow(
-        "RayServiceWorkflow",
-        rayservice(namespace, "v1"),
-        id=f"rayservice/{namespace}/svc",
-        task_queue=task_queue,
-    )
+    handle = await start(dev_server_env, rayservice(namespace, "v1"), task_queue)
     proxy = f"/api/v1/namespaces/{namespace}/services/svc-serve-svc:serve/proxy/"
 
     async def serving(version: str) -> dict[str, Any] | None:
@@ -221,9 +225,7 @@ async def test_a_rayjob_loses_nothing_and_creates_nothing_twice_across_api_serve
         return bool(await asyncio.to_thread(objects, plane, kind, namespace, SUBMITTED_BY_JOB))
 
     with uids_seen(plane, namespace) as seen:
-        handle = await dev_server_env.client.start_workflow(
-            "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=task_queue
-        )
+        handle = await start(dev_server_env, manifest, task_queue)
         await wait_until(lambda: exists("rayclusters"), within=60, interval=0.5, what="the RayCluster")
         await asyncio.to_thread(plane.restart, "kube-apiserver")
         await wait_until(lambda: exists("jobs"), within=WITHIN_S, interval=0.5, what="the submitter Job")
@@ -251,9 +253,7 @@ async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once
     with uids_seen(plane, namespace) as seen:
         proxy.faults.set_rules(FAULTS, seed=FAULT_SEED)
         try:
-            handle = await dev_server_env.client.start_workflow(
-                "RayJobWorkflow", manifest, id=f"rayjob/{namespace}/job", task_queue=queue
-            )
+            handle = await start(dev_server_env, manifest, queue)
             result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
 
             async def pods_gone() -> bool:
@@ -276,12 +276,7 @@ async def test_a_rayservice_upgrades_incrementally_through_the_gateway_losing_no
 ) -> None:
     namespace = "real-incremental"
     plane.kubectl("create", "namespace", namespace)
-    handle = await dev_server_env.client.start_workflow(
-        "RayServiceWorkflow",
-        incremental(namespace, "v1"),
-        id=f"rayservice/{namespace}/inc",
-        task_queue=task_queue,
-    )
+    handle = await start(dev_server_env, incremental(namespace, "v1"), task_queue)
 
     async def serving_alone() -> dict[str, Any] | None:
         status: dict[str, Any] = await handle.query("status")

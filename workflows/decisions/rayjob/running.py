@@ -8,7 +8,9 @@ checks (suspend, activeDeadlineSeconds, transition grace period, status-check ti
 
 Where raypilot differs: in HTTPMode KubeRay counts a resubmission answered "submission ID already used" as a
 failed status check; raypilot's activity reports that answer as submitted (the job exists), and
-`status_after_http_submission` is told only whether the job now exists.
+`status_after_http_submission` is told only whether the job now exists. And a job seen terminal and then not
+found keeps its terminal status (KubeRay fails a RayJob whose submitter finished and whose job is not found,
+even one it saw SUCCEEDED: that loses the job's outcome).
 """
 
 from __future__ import annotations
@@ -143,6 +145,14 @@ def next_running_status(
         transition = _submitter_transition(job, submitter, now, job_info)
         if transition is not None:
             return RunningDecision(apply_transition(status, transition))
+    if (
+        isinstance(job_info, JobNotFound)
+        and status.job_status is not None
+        and is_job_terminal(status.job_status)
+    ):
+        # A Ray job never leaves a terminal state: "not found" after one was seen finished is a stale look or
+        # a lost record, not a job that never ran; it finished as it was seen.
+        job_info = JobInfo(status.job_status, status.message or "")
     if isinstance(job_info, JobNotFound):
         if job.spec.submission_mode == JobSubmissionMode.HTTP_MODE:
             return RunningDecision(status, submit_job=True)

@@ -351,6 +351,31 @@ def test_job_not_found(
         assert decision.status.reason == JobFailedReason.APP_FAILED
 
 
+@pytest.mark.parametrize(
+    ("mode", "seen", "deployment", "reason"),
+    [
+        ("K8sJobMode", "SUCCEEDED", "Complete", None),
+        ("SidecarMode", "SUCCEEDED", "Complete", None),
+        ("K8sJobMode", "FAILED", "Failed", JobFailedReason.APP_FAILED),
+        ("HTTPMode", "SUCCEEDED", "Complete", None),  # not submitted again
+    ],
+)
+def test_a_job_seen_terminal_then_not_found_keeps_its_outcome(
+    mode: str, seen: str, deployment: str, reason: JobFailedReason | None
+) -> None:
+    """A stale or lost "not found" after a terminal status was seen: the job ended as it was seen."""
+    job = running_job(mode, jobStatus=seen, message="Job finished.")
+    submitter = None if mode == "HTTPMode" else FINISHED
+    decision = next_running_status(
+        job, NOW, cluster_status=READY, submitter=submitter, job_info=JobNotFound()
+    )
+    assert not decision.submit_job
+    assert decision.status.job_deployment_status == JobDeploymentStatus(deployment)
+    assert decision.status.job_status == JobStatus(seen)
+    assert decision.status.reason == reason
+    assert decision.status.message == "Job finished."
+
+
 def test_failing_status_checks_start_the_clock_once() -> None:
     job = running_job("HTTPMode")
     first = next_running_status(
