@@ -74,11 +74,42 @@ def kube_dir(*, show_progress: bool = False, build: bool = True) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+_HANDED_OUT: set[int] = set()
+BIND_ATTEMPTS = 5
+
+
 def free_port() -> int:
+    """A port free on 127.0.0.1 now, never one this process handed out before (two servers started one after
+    the other would otherwise be offered the same port). Another process may still take it before it is bound:
+    `_start_until_listening` then tries again."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
+
+
+def _listening(port: int) -> bool:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start_until_listening(
+    plane: ControlPlane, name: str, what: str, argv_for: Callable[[], list[str]], ready: Callable[[], bool]
+) -> None:
+    """Starts `name` with the flags `argv_for()` gives (fresh ports each call) until `ready()`: a port another
+    process took between its choice and the bind costs one more try, not the control plane."""
+    for attempt in range(1, BIND_ATTEMPTS + 1):
+        plane.start(name, argv_for())
+        try:
+            plane.wait(what, name, ready)
+            return
+        except ControlPlaneError as error:
+            if attempt == BIND_ATTEMPTS or "address already in use" not in str(error):
+                raise
+            stop_process(plane.processes[name], STOP_WITHIN_S)
 
 
 def admin_kubeconfig(server: str, certs: ControlPlaneCerts) -> dict[str, object]:
@@ -187,30 +218,37 @@ def stop_process(process: subprocess.Popen[bytes], within_s: float) -> None:
 
 
 def _start_etcd(plane: ControlPlane) -> str:
-    client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
-    plane.start(
-        "etcd",
-        [
+    client: list[str] = []
+
+    def argv() -> list[str]:
+        port = free_port()
+        client[:] = [f"http://127.0.0.1:{port}", str(port)]
+        peer = f"http://127.0.0.1:{free_port()}"
+        return [
             "--name=raypilot",
             f"--data-dir={plane.directory / 'etcd'}",
-            f"--listen-client-urls={client}",
-            f"--advertise-client-urls={client}",
+            f"--listen-client-urls={client[0]}",
+            f"--advertise-client-urls={client[0]}",
             f"--listen-peer-urls={peer}",
             f"--initial-advertise-peer-urls={peer}",
             f"--initial-cluster=raypilot={peer}",
             f"--listen-metrics-urls=http://127.0.0.1:{free_port()}",
             "--unsafe-no-fsync",  # a sandbox's data is thrown away with it: no waits on the disk
             "--log-level=warn",
-        ],
-    )
-    return client
+        ]
+
+    _start_until_listening(plane, "etcd", "etcd listening", argv, lambda: _listening(int(client[1])))
+    return client[0]
 
 
-def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
+def _start_apiserver(plane: ControlPlane, etcd: str) -> None:
     certs = plane.certs
-    plane.start(
-        "kube-apiserver",
-        [
+
+    def argv() -> list[str]:
+        port = free_port()
+        plane.server = f"https://127.0.0.1:{port}"
+        plane.kubeconfig.write_text(yaml.safe_dump(admin_kubeconfig(plane.server, certs)))
+        return [
             f"--etcd-servers={etcd}",
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
@@ -226,9 +264,9 @@ def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
             # No kubelet serves the `kubernetes` Service's endpoints; the default reconciler would report
             # 127.0.0.1, which Endpoints validation refuses.
             "--endpoint-reconciler-type=none",
-        ],
-    )
-    plane.wait("kube-apiserver /readyz", "kube-apiserver", plane.readyz)
+        ]
+
+    _start_until_listening(plane, "kube-apiserver", "kube-apiserver /readyz", argv, plane.readyz)
 
 
 def _start_controller_manager(plane: ControlPlane) -> None:
@@ -326,15 +364,12 @@ def control_plane(
     kube = kube_dir()
     directory.mkdir(parents=True, exist_ok=True)
     certs = make_control_plane_certs(directory / "pki", ())
-    port = free_port()
-    server = f"https://127.0.0.1:{port}"
     kubeconfig = directory / "admin.kubeconfig"
-    kubeconfig.write_text(yaml.safe_dump(admin_kubeconfig(server, certs)))
-    kubeconfig.chmod(0o600)
-    plane = ControlPlane(directory, kube, server, certs, kubeconfig)
+    kubeconfig.touch(mode=0o600)
+    plane = ControlPlane(directory, kube, "", certs, kubeconfig)  # the server's URL once it listens
     try:
         etcd = _start_etcd(plane)
-        _start_apiserver(plane, etcd, port)
+        _start_apiserver(plane, etcd)
         install_crds(
             plane, [*yaml_files(kube / "crds" / "kuberay"), *yaml_files(kube / "crds" / "gateway-api")]
         )
