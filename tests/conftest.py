@@ -24,7 +24,7 @@ _STALLS = stalls.install(Path(_STALLS_DIR)) if _STALLS_DIR else None
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if _STALLS is not None:
-        _STALLS.test = item.nodeid
+        _STALLS.test_starts(item.nodeid)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -47,6 +47,8 @@ def pytest_runtest_teardown(
     # a full collection in the next file scans only the next file's objects (tests/stalls.py).
     result = yield
     if nextitem is None or nextitem.path != item.path:
+        if _STALLS is not None:
+            _STALLS.file_ends()
         stalls.settle_heap()
     return result
 
@@ -79,14 +81,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
                 if nodeid.startswith(package):
                     return package
             if nodeid.split("::")[0] in REAL_RAY_FILES:
-                return "real Ray heads"
+                return REAL_RAY_SCOPE
             return str(super()._split_scope(nodeid))
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # The real-Ray files, one after another, are the run's longest unit: begun first (the longest job
+            # first), the other worker fills the same time with the rest; begun when collection order reaches
+            # them (after cli, controller, corpus...), they end minutes after every other file.
+            if REAL_RAY_SCOPE in self.workqueue:
+                self.workqueue.move_to_end(REAL_RAY_SCOPE, last=False)
+            super()._assign_work_unit(node)
 
     return FilesAndWholePackages(config, log)
 
 
 # Packages whose tests share package-scoped fixtures or state: one worker runs all of their files.
 WHOLE_PACKAGES = ("tests/reliability/",)
+REAL_RAY_SCOPE = "real Ray heads"
 # The files that start real Ray heads (pytest.mark.ray) run one after another on one worker: two workers each
 # with a real head or two on 2 cores starved them (the real-Ray incremental drain check failed in three full
 # runs in a row and passed every time alone: its old cluster's deletion outlasted 60 s). The scheduler sees

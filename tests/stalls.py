@@ -9,6 +9,8 @@ with no CPU to give. With RAYPILOT_TEST_STALLS=<dir>, each pytest process append
 - `stall`: every time a watchdog thread woke over STALL_REPORT_S late from a short sleep (no GIL or no CPU
   for that long), with the GC time inside the stall;
 - `load`: the machine's 1-minute load average every LOAD_EVERY_S, to see what else ran beside;
+- `file`: each test file's wall time on its worker, from its first test's setup to its last test's teardown
+  (module fixtures included), to see which files make the run as long as it is;
 - the test that was running at each.
 
 `python -m tests.stalls <dir>` sums the logs up.
@@ -34,6 +36,8 @@ GC_REPORT_S = 0.2
 STALL_REPORT_S = 0.5
 WATCHDOG_TICK_S = 0.05
 LOAD_EVERY_S = 30.0
+# Set in a process once it runs a test: a process that finds it set was started by a test.
+_RUNS_TESTS = "RAYPILOT_TEST_STALLS_RUNS_TESTS"
 
 
 class StallLog:
@@ -44,11 +48,29 @@ class StallLog:
         self.test = "(collection)"
         self._gc_started = 0.0
         self._gc_total = 0.0  # seconds of collection of any generation so far
+        self._file: str | None = None
+        self._file_started = 0.0
+        # A pytest a test starts (the docs' RBAC exercises run test files under a ServiceAccount) logs here
+        # too; its files run inside its parent's test, so they are set apart from the workers' own.
+        nested = _RUNS_TESTS in os.environ
+        self._worker = "nested" if nested else os.environ.get("PYTEST_XDIST_WORKER", "main")
 
     def write(self, kind: str, seconds: float, detail: str) -> None:
         line = f"{time.time():.3f}\t{kind}\t{seconds:.3f}\t{self.test}\t{detail}\n"
         with self._lock, self._path.open("a") as file:
             file.write(line)
+
+    def test_starts(self, nodeid: str) -> None:
+        os.environ[_RUNS_TESTS] = "1"
+        self.test = nodeid
+        path = nodeid.split("::")[0]
+        if path != self._file:
+            self._file, self._file_started = path, time.perf_counter()
+
+    def file_ends(self) -> None:
+        took = time.perf_counter() - self._file_started
+        self.write("file", took, f"{self._file}\tworker={self._worker}")
+        self._file = None
 
     def on_gc(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -107,7 +129,26 @@ def summary(directory: Path) -> str:
         lines += [f"  {row[2]} s  {row[3]}  {row[4]}" for row in of_kind[:15]]
         by_test = Counter(row[3].split("::")[0] for row in of_kind)
         lines.append(f"  by file: {by_test.most_common(8)}")
-    return "\n".join(lines)
+    return "\n".join(lines + _files_summary(rows))
+
+
+def _files_summary(rows: list[list[str]]) -> list[str]:
+    """Each worker's share of the run (its files' wall time, and when its last file ended) and the longest
+    files: what a shorter run would have to move or shorten."""
+    files = [row for row in rows if row[1] == "file" and row[5] != "worker=nested"]
+    if not files:
+        return []
+    started = min(float(row[0]) for row in rows)
+    lines = ["test files, by worker (seconds from the first record):"]
+    for worker in sorted({row[5] for row in files}):
+        mine = [row for row in files if row[5] == worker]
+        busy = sum(float(row[2]) for row in mine)
+        end = max(float(row[0]) for row in mine) - started
+        lines.append(f"  {worker}: {len(mine)} files, {busy:.0f} s in files, the last ended at {end:.0f} s")
+    lines.append("longest files:")
+    longest = sorted(files, key=lambda row: -float(row[2]))[:20]
+    lines += [f"  {float(row[2]):7.1f} s  {row[4]}  {row[5]}" for row in longest]
+    return lines
 
 
 if __name__ == "__main__":
