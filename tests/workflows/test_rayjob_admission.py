@@ -31,6 +31,7 @@ from raypilot.testing.rayjob_scenarios import (
 from raypilot.testing.rayjob_world import RUNS_FOREVER, SUCCEEDS, FakeWorld
 from wire import names
 from wire.admission import QUEUE_QUERY, AdmissionTicket, OpenRuns, admission_workflow_id
+from workflows.admission.workflow import LIVENESS_CHECK_INTERVAL
 from workflows.decisions.admission import MAX_CONCURRENT_JOBS_ANNOTATION
 from workflows.kit.calls import activity_name
 
@@ -186,20 +187,22 @@ async def test_a_rayjob_deleted_while_waiting_leaves_the_queue(
         await third.terminate("done")
 
 
-async def test_a_terminated_rayjob_gives_its_slot_back_within_the_liveness_check(
+async def test_a_terminated_rayjob_gives_its_slot_back_as_its_run_closes(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = _world(1, job_scripts=[RUNS_FOREVER])
-    # The real wait on the holders' runs: Temporal's long poll of the terminated run's close returns.
+    # The real wait on the holders' runs: Temporal's long poll of the terminated run's close returns. No time
+    # is skipped here (the clock runs at wall speed), so the admission cannot come from the minute's check.
     async with _worker(time_skipping_env, fake_worker, world, wait_runs_closed="real") as queue:
         first, second = await _start_in_order(time_skipping_env.client, ["a", "b"], queue)
+        terminated_at = await time_skipping_env.get_current_time()
         await first.terminate("crashed")
-        await time_skipping_env.sleep(timedelta(minutes=2))
 
         async def admitted() -> bool:
             return _queued_at(await status_of(second)) == 0
 
         await eventually(admitted)
+        assert await time_skipping_env.get_current_time() - terminated_at < LIVENESS_CHECK_INTERVAL
         await second.terminate("done")
 
 
