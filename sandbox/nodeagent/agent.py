@@ -3,7 +3,8 @@
 It registers a Node, binds every pending pod that names no node to itself (one node: nothing to choose),
 runs the pods bound to it (`PodRunner`), keeps each pod's /etc/hosts in step with the cluster's Services,
 and finishes deletions: once a pod has a deletionTimestamp its containers get SIGTERM (SIGKILL after the
-grace period), its network is removed, and the pod is deleted for good (grace period 0, on its uid).
+grace period), its network is removed, and the pod is deleted for good (grace period 0, on its uid). The
+API server reads containers' logs from the agent's HTTPS API (kubelet_api.py), as from a kubelet's.
 
 The API server is read through two list-then-watch loops (pods, EndpointSlices) on threads, which hand the
 events to the agent's event loop; a watch that ends or expires (410 Gone) is listed again.
@@ -26,8 +27,10 @@ from kubernetes.client.exceptions import ApiException
 
 from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.nodeagent.containers import PodFiles
+from sandbox.nodeagent.kubelet_api import KUBELET_PORT, ContainerLog, NodeApi, request_serving_certificate
 from sandbox.nodeagent.network import NodeNetwork, hosts_file
 from sandbox.nodeagent.pods import PodRunner, rfc3339_now
+from sandbox.nodeagent.podstatus import RunState
 from sandbox.nodeagent.serviceaccount import API_PORT, TOKEN_SECONDS, TokenIssuer
 from sandbox.proxy import TcpForwarder
 
@@ -84,11 +87,15 @@ class NodeAgent:
         self.reader = ApiReader(api)
         self.runners: dict[str, PodRunner] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        # (namespace, pod) -> (uid, files) of the pods started here, until deleted: their logs stay readable
+        # after their containers end (a finished Job's pod).
+        self.pod_files: dict[tuple[str, str], tuple[str, PodFiles]] = {}
         self.slices: dict[str, Obj] = {}
         self.services: dict[tuple[str, str], str] = self._with_api_service({})
         self.api_forwarder = TcpForwarder(network.node_ip, API_PORT, self._api_server_address)
         ca_file = api.configuration.ssl_ca_cert
         self.issuer = TokenIssuer(self._issue_token, Path(ca_file).read_bytes() if ca_file else b"")
+        self.node_api = NodeApi(network.node_ip, KUBELET_PORT, str(ca_file or ""), self)
         self._events: asyncio.Queue[tuple[str, str, Obj]] = asyncio.Queue()
         self._stop = threading.Event()
         self._binding: set[str] = set()
@@ -114,6 +121,7 @@ class NodeAgent:
                 {"type": "InternalIP", "address": self.network.node_ip},
                 {"type": "Hostname", "address": self.node},
             ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.node_api.port}},
             "conditions": [
                 {
                     "type": "Ready",
@@ -148,6 +156,10 @@ class NodeAgent:
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
+        cert, key = await asyncio.to_thread(
+            request_serving_certificate, self.api, self.node, self.network.node_ip, self.directory / "pki"
+        )
+        await self.node_api.start(cert, key)
         await asyncio.to_thread(self.register)
         await self.api_forwarder.start()
         discovery = k8s.DiscoveryV1Api(self.api)
@@ -178,6 +190,7 @@ class NodeAgent:
         for runner in self.runners.values():
             runner.files.remove_tmp()
         await self.api_forwarder.stop()
+        await self.node_api.stop()
         self.network.close()
 
     def _on_slices(self, event: str, obj: Obj) -> None:
@@ -320,6 +333,7 @@ class NodeAgent:
 
         runner = PodRunner(pod, network, files, self.network.node_ip, self.reader, write_status, self.issuer)
         self.runners[uid] = runner
+        self.pod_files[(namespace, name)] = (uid, files)
         self._write_hosts(runner)
         self.tasks[uid] = asyncio.ensure_future(self._run(uid, runner))
 
@@ -344,6 +358,9 @@ class NodeAgent:
         self.network.detach(uid)
         if runner is not None:
             runner.files.remove_tmp()
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if self.pod_files.get(key, ("",))[0] == uid:
+            del self.pod_files[key]
         if delete:
             metadata = pod["metadata"]
             options = k8s.V1DeleteOptions(grace_period_seconds=0, preconditions=k8s.V1Preconditions(uid=uid))
@@ -354,3 +371,26 @@ class NodeAgent:
                 ),
             )
         self._deleting.discard(uid)
+
+    # ---- logs (kubelet_api.py) -------------------------------------------------------------------------
+
+    def container_log(self, namespace: str, pod: str, container: str, previous: bool) -> ContainerLog | str:
+        known = self.pod_files.get((namespace, pod))
+        if known is None:
+            return f'pod "{pod}" in namespace "{namespace}" has not run on node "{self.node}"'
+        uid, files = known
+        if previous:
+            path = files.previous_log(container)
+            if not path.exists():
+                return f'previous terminated container "{container}" in pod "{pod}" not found'
+            return ContainerLog(path, lambda: False)
+        path = files.log(container)
+        if not path.exists():
+            return f'container "{container}" in pod "{pod}" is waiting to start'
+
+        def running() -> bool:
+            runner = self.runners.get(uid)
+            runs = (*runner.init, *runner.main) if runner is not None else ()
+            return any(run.name == container and run.state is RunState.RUNNING for run in runs)
+
+        return ContainerLog(path, running)

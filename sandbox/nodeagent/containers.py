@@ -5,7 +5,8 @@ with this virtualenv standing in for a Ray image (its `ray` and `python` first o
 shells, which reset PATH from /etc/profile: the pod's HOME has a profile that puts them back), and
 `sandbox.images` standing in for programs of other images. Each pod has its own short temporary directory
 (Ray's session sockets must fit the 107-byte limit of a socket path), so Ray heads of different pods never
-share /tmp/ray. Output goes to `<pod dir>/<container>.log`. A process runs in its own session and is stopped
+share /tmp/ray. Output goes to `<pod dir>/<container>.log` (the run before a restart's to
+`<container>.previous.log`). A process runs in its own session and is stopped
 by its process group: SIGTERM, then SIGKILL after the grace period.
 """
 
@@ -58,6 +59,10 @@ class PodFiles:
 
     def log(self, container: str) -> Path:
         return self.directory / f"{container}.log"
+
+    def previous_log(self, container: str) -> Path:
+        """The log of the container's run before its last restart."""
+        return self.directory / f"{container}.previous.log"
 
     def prepare(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -124,6 +129,8 @@ async def start_container(
     # An image's working directory does not exist here: the pod's HOME stands in for it.
     workdir = files.home
     name = str(container.get("name", ""))
+    if files.log(name).exists():  # a restart: the last run's output is the previous log
+        files.log(name).replace(files.previous_log(name))
     with files.log(name).open("ab") as log:
         process = await asyncio.create_subprocess_exec(
             "ip",

@@ -3,6 +3,7 @@
 - a CA that signs everything below and that the API server trusts for client certificates;
 - the API server's serving certificate, for 127.0.0.1 and localhost;
 - an admin client certificate in the `system:masters` group (the kubeconfig the sandbox and tests use);
+- the API server's client certificate for kubelets (node agents), with which it fetches container logs;
 - the service-account key pair the API server signs tokens with and the controller manager issues them with.
 """
 
@@ -29,6 +30,8 @@ class ControlPlaneCerts:
     serving_key: Path
     admin_cert: Path
     admin_key: Path
+    kubelet_client_cert: Path
+    kubelet_client_key: Path
     service_account_key: Path  # private (RSA): signs tokens
     service_account_pub: Path
 
@@ -94,6 +97,8 @@ def make_control_plane_certs(directory: Path, serving_addresses: tuple[str, ...]
         serving_key=directory / "serving.key",
         admin_cert=directory / "admin.crt",
         admin_key=directory / "admin.key",
+        kubelet_client_cert=directory / "kubelet-client.crt",
+        kubelet_client_key=directory / "kubelet-client.key",
         service_account_key=directory / "sa.key",
         service_account_pub=directory / "sa.pub",
     )
@@ -124,11 +129,25 @@ def make_control_plane_certs(directory: Path, serving_addresses: tuple[str, ...]
         ca_key,
         usage=ExtendedKeyUsageOID.CLIENT_AUTH,
     )
-    for path, cert in ((paths.ca_cert, ca), (paths.serving_cert, serving), (paths.admin_cert, admin)):
+    kubelet_client_key = ec.generate_private_key(ec.SECP256R1())
+    kubelet_client = _certificate(
+        _name("kube-apiserver-kubelet-client"),
+        kubelet_client_key.public_key(),
+        ca_name,
+        ca_key,
+        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+    )
+    for path, cert in (
+        (paths.ca_cert, ca),
+        (paths.serving_cert, serving),
+        (paths.admin_cert, admin),
+        (paths.kubelet_client_cert, kubelet_client),
+    ):
         path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     _write_key(paths.ca_key, ca_key)
     _write_key(paths.serving_key, serving_key)
     _write_key(paths.admin_key, admin_key)
+    _write_key(paths.kubelet_client_key, kubelet_client_key)
     service_account = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(paths.service_account_key, service_account)
     paths.service_account_pub.write_bytes(

@@ -45,6 +45,7 @@ CONTROLLERS = (
     "endpoints-controller",
     "endpointslice-controller",
     "ttl-after-finished-controller",
+    "certificatesigningrequest-signing-controller",  # node agents' serving certificates (kubelet-serving)
 )
 
 
@@ -264,6 +265,12 @@ def _start_apiserver(plane: ControlPlane, etcd: str) -> None:
             # No kubelet serves the `kubernetes` Service's endpoints; the default reconciler would report
             # 127.0.0.1, which Endpoints validation refuses.
             "--endpoint-reconciler-type=none",
+            # Container logs come from the node agent's HTTPS API, at the Node's InternalIP, its certificate
+            # signed by this CA (the kubelet-serving signer below).
+            f"--kubelet-client-certificate={certs.kubelet_client_cert}",
+            f"--kubelet-client-key={certs.kubelet_client_key}",
+            f"--kubelet-certificate-authority={certs.ca_cert}",
+            "--kubelet-preferred-address-types=InternalIP",
         ]
 
     _start_until_listening(plane, "kube-apiserver", "kube-apiserver /readyz", argv, plane.readyz)
@@ -283,6 +290,8 @@ def _start_controller_manager(plane: ControlPlane) -> None:
             "--leader-elect=false",
             f"--service-account-private-key-file={certs.service_account_key}",
             f"--root-ca-file={certs.ca_cert}",
+            f"--cluster-signing-cert-file={certs.ca_cert}",
+            f"--cluster-signing-key-file={certs.ca_key}",
             f"--controllers={','.join(CONTROLLERS)}",
         ],
     )

@@ -3,7 +3,10 @@ a network namespace of its own, with the status a kubelet reports; the real cont
 
 - a pod runs, turns Ready when its readiness probe passes, and the API server proxies to its address;
 - a container that exits is reported terminated with its exit code (restartPolicy Never: the pod Failed);
-- the real job controller completes a Job whose pod's command succeeds;
+- the real job controller completes a Job whose pod's command succeeds, and `kubectl logs` shows what it
+  printed (the API server reads it from the node agent, as from a kubelet);
+- `kubectl logs` of a running container: its last lines, a byte limit, the run before a restart
+  (`--previous`), a follow that ends when the container does; timestamps (not kept by the agent) are refused;
 - a deleted pod's processes are stopped and the pod is gone; a pod reaches a Service by its DNS name;
 - a pod calls the API server in-cluster (KUBERNETES_SERVICE_HOST, the projected ServiceAccount token and CA)
   and is authenticated as its ServiceAccount;
@@ -19,6 +22,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
@@ -160,6 +164,63 @@ def test_the_job_controller_completes_a_job_whose_pod_succeeds(plane: ControlPla
     }
     apply(plane, job)
     eventually(lambda: condition(get(plane, "job", "once"), "Complete") == "True", "the Job Complete")
+    assert plane.kubectl("logs", "job/once") == "done\n"
+
+
+# Run 0 prints two lines and fails; run 1 (the restart) prints three and stays up until a file says stop, then
+# prints a last line and succeeds.
+RESTARTING = """
+import os, sys, time
+runs = int(open("runs").read()) if os.path.exists("runs") else 0
+open("runs", "w").write(str(runs + 1))
+for line in range(2 if runs == 0 else 3):
+    print(f"run {runs} line {line}", flush=True)
+if runs == 0:
+    sys.exit(1)
+while not os.path.exists("stop"):
+    time.sleep(0.1)
+print("stopping", flush=True)
+"""
+
+
+def test_kubectl_logs_reads_the_node_agents_container_logs(plane: ControlPlane) -> None:
+    apply(plane, pod("talks", ["python", "-c", RESTARTING], restartPolicy="OnFailure"))
+    eventually(
+        lambda: "run 1 line 2" in plane.kubectl("logs", "talks", check=False), "the restarted run's lines"
+    )
+    assert plane.kubectl("logs", "talks") == "run 1 line 0\nrun 1 line 1\nrun 1 line 2\n"
+    assert plane.kubectl("logs", "talks", "--previous") == "run 0 line 0\nrun 0 line 1\n"
+    assert plane.kubectl("logs", "talks", "--tail=1") == "run 1 line 2\n"
+    assert plane.kubectl("logs", "talks", "--limit-bytes=5") == "run 1"
+    refused = subprocess.run(
+        [plane.binary("kubectl"), "--kubeconfig", str(plane.kubeconfig), "logs", "talks", "--timestamps"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "keeps no time per log line" in refused.stderr
+    follow = subprocess.Popen(
+        [plane.binary("kubectl"), "--kubeconfig", str(plane.kubeconfig), "logs", "-f", "talks"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert follow.stdout is not None
+        assert follow.stdout.readline() == "run 1 line 0\n"  # the follow is open: now the container ends
+        home = eventually(lambda: _pod_home(plane, "talks"), "the pod's HOME")
+        (home / "stop").touch()
+        assert follow.wait(timeout=60) == 0
+        assert follow.stdout.read() == "run 1 line 1\nrun 1 line 2\nstopping\n"
+    finally:
+        follow.kill()
+
+
+def _pod_home(plane: ControlPlane, name: str) -> Path | None:
+    """The pod's working directory (its HOME under the node agent's directory: containers.py)."""
+    uid = (get(plane, "pod", name) or {}).get("metadata", {}).get("uid", "")
+    homes = list((plane.directory / "agent" / "pods").glob(f"default_{name}_{uid[:8]}/home"))
+    return homes[0] if homes else None
 
 
 def test_a_pod_reaches_a_service_by_name_and_a_deleted_pod_stops(plane: ControlPlane, tmp_path: Path) -> None:
