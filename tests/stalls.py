@@ -9,6 +9,8 @@ with no CPU to give. With RAYPILOT_TEST_STALLS=<dir>, each pytest process append
 - `stall`: every time a watchdog thread woke over STALL_REPORT_S late from a short sleep (no GIL or no CPU
   for that long), with the GC time inside the stall;
 - `load`: the machine's 1-minute load average every LOAD_EVERY_S, to see what else ran beside;
+- `cpu`: from the process leading the run, every LOAD_EVERY_S, the CPU seconds each program on the machine
+  used since the last sample (tests/machine_cpu.py), to see what the load is made of;
 - `file`: each test file's wall time on its worker, from its first test's setup to its last test's teardown
   (module fixtures included), to see which files make the run as long as it is;
 - the test that was running at each.
@@ -32,6 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.machine_cpu import ProgramCpu
+
 GC_REPORT_S = 0.2
 STALL_REPORT_S = 0.5
 WATCHDOG_TICK_S = 0.05
@@ -54,6 +58,8 @@ class StallLog:
         # too; its files run inside its parent's test, so they are set apart from the workers' own.
         nested = _RUNS_TESTS in os.environ
         self._worker = "nested" if nested else os.environ.get("PYTEST_XDIST_WORKER", "main")
+        leads = not nested and "PYTEST_XDIST_WORKER" not in os.environ
+        self._cpu = ProgramCpu() if leads else None
 
     def write(self, kind: str, seconds: float, detail: str) -> None:
         line = f"{time.time():.3f}\t{kind}\t{seconds:.3f}\t{self.test}\t{detail}\n"
@@ -91,6 +97,8 @@ class StallLog:
         while True:
             if time.perf_counter() >= next_load:
                 self.write("load", os.getloadavg()[0], "")
+                for program, seconds in (self._cpu.sample() if self._cpu else {}).items():
+                    self.write("cpu", seconds, program)
                 next_load += LOAD_EVERY_S
             gc_before, before = self._gc_total, time.perf_counter()
             time.sleep(WATCHDOG_TICK_S)
@@ -129,7 +137,24 @@ def summary(directory: Path) -> str:
         lines += [f"  {row[2]} s  {row[3]}  {row[4]}" for row in of_kind[:15]]
         by_test = Counter(row[3].split("::")[0] for row in of_kind)
         lines.append(f"  by file: {by_test.most_common(8)}")
-    return "\n".join(lines + _files_summary(rows))
+    return "\n".join(lines + _cpu_summary(rows) + _files_summary(rows))
+
+
+def _cpu_summary(rows: list[list[str]]) -> list[str]:
+    """The CPU the run used, against what the machine has, and the programs that used the most."""
+    cpu = [row for row in rows if row[1] == "cpu"]
+    if not cpu:
+        return []
+    by_program: Counter[str] = Counter()
+    for row in cpu:
+        by_program[row[4]] += float(row[2])
+    times = [float(row[0]) for row in rows]
+    available = (max(times) - min(times)) * (os.cpu_count() or 1)
+    used = sum(by_program.values())
+    share = used / available if available else 0.0
+    lines = [f"CPU: {used:.0f} s used of the {available:.0f} s the machine had ({share:.0%}); by program:"]
+    lines += [f"  {seconds:7.0f} s  {program}" for program, seconds in by_program.most_common(15)]
+    return lines
 
 
 def _files_summary(rows: list[list[str]]) -> list[str]:
