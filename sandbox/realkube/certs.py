@@ -105,12 +105,28 @@ def make_control_plane_certs(directory: Path, serving_addresses: tuple[str, ...]
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = _name("raypilot-sandbox-ca")
     ca = _certificate(ca_name, ca_key.public_key(), ca_name, ca_key, ca=True)
-    serving_key = ec.generate_private_key(ec.SECP256R1())
-    serving = _certificate(
+    paths.ca_cert.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    _write_key(paths.ca_key, ca_key)
+
+    def issue(
+        subject: x509.Name,
+        cert_file: Path,
+        key_file: Path,
+        usage: x509.ObjectIdentifier,
+        addresses: tuple[str, ...] = (),
+        names: tuple[str, ...] = (),
+    ) -> None:
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = _certificate(
+            subject, key.public_key(), ca_name, ca_key, usage=usage, addresses=addresses, names=names
+        )
+        cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        _write_key(key_file, key)
+
+    issue(
         _name("kube-apiserver"),
-        serving_key.public_key(),
-        ca_name,
-        ca_key,
+        paths.serving_cert,
+        paths.serving_key,
         usage=ExtendedKeyUsageOID.SERVER_AUTH,
         addresses=("127.0.0.1", *serving_addresses),
         names=(
@@ -121,33 +137,14 @@ def make_control_plane_certs(directory: Path, serving_addresses: tuple[str, ...]
             "kubernetes.default.svc.cluster.local",
         ),
     )
-    admin_key = ec.generate_private_key(ec.SECP256R1())
-    admin = _certificate(
-        _name("raypilot-sandbox-admin", "system:masters"),
-        admin_key.public_key(),
-        ca_name,
-        ca_key,
-        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
-    )
-    kubelet_client_key = ec.generate_private_key(ec.SECP256R1())
-    kubelet_client = _certificate(
+    client = ExtendedKeyUsageOID.CLIENT_AUTH
+    issue(_name("raypilot-sandbox-admin", "system:masters"), paths.admin_cert, paths.admin_key, usage=client)
+    issue(
         _name("kube-apiserver-kubelet-client"),
-        kubelet_client_key.public_key(),
-        ca_name,
-        ca_key,
-        usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+        paths.kubelet_client_cert,
+        paths.kubelet_client_key,
+        usage=client,
     )
-    for path, cert in (
-        (paths.ca_cert, ca),
-        (paths.serving_cert, serving),
-        (paths.admin_cert, admin),
-        (paths.kubelet_client_cert, kubelet_client),
-    ):
-        path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(paths.ca_key, ca_key)
-    _write_key(paths.serving_key, serving_key)
-    _write_key(paths.admin_key, admin_key)
-    _write_key(paths.kubelet_client_key, kubelet_client_key)
     service_account = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     _write_key(paths.service_account_key, service_account)
     paths.service_account_pub.write_bytes(
