@@ -1,8 +1,8 @@
 """pytest fixtures: Temporal servers from the installed binaries and workers with fake activities.
 
 - `time_skipping_env`: a fresh time-skipping test server per test (its clock is global to the server). A
-  test that fails after that server showed its ACTIVITY_UNKNOWN defect (raypilot/testing/time_skipping.py)
-  is run again, at most `ATTEMPTS_WITH_TEST_SERVER_DEFECT` times in all, with a warning saying so.
+  test stuck after that server showed its ACTIVITY_UNKNOWN defect (raypilot/testing/time_skipping.py)
+  fails within seconds, and its report says why; it is not run again.
 - `dev_server_env`: one dev server per session with raypilot's search attributes registered.
 - `fake_worker`: `async with fake_worker(env.client, activities=[...]) as task_queue:` runs the real
   workflows with the given (fake) activities, registered under the real activity names.
@@ -10,12 +10,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import pytest
-from _pytest.runner import runtestprotocol
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.converter import raypilot_data_converter
@@ -43,31 +42,24 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
             await env.shutdown()
 
 
-ATTEMPTS_WITH_TEST_SERVER_DEFECT = 3
+DEFECT_SECTION = "time-skipping test server"
+DEFECT_EXPLAINED = (
+    "The time-skipping test server rejected a valid workflow task during this test (ACTIVITY_UNKNOWN: "
+    "the task cancelled an activity that completed while the task ran; Temporal's server accepts it), and "
+    "that workflow never ran again; its server was stopped so the test fails now rather than at its "
+    "timeout. See raypilot/testing/time_skipping.py."
+)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
-    """Runs a test on the time-skipping server again when it failed after the server's defect showed; the
-    reports of the runs before the last are dropped (a warning names the test)."""
-    if "time_skipping_env" not in getattr(item, "fixturenames", ()):
-        return None
-    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
-    for attempt in range(1, ATTEMPTS_WITH_TEST_SERVER_DEFECT + 1):
-        reports = runtestprotocol(item, nextitem=nextitem, log=False)
-        failed = any(report.failed for report in reports)
-        if not (failed and TEST_SERVER_DEFECT_WATCH.seen) or attempt == ATTEMPTS_WITH_TEST_SERVER_DEFECT:
-            break
-        item.warn(
-            pytest.PytestWarning(
-                f"run {attempt} failed after the time-skipping test server rejected a valid workflow task "
-                "(ACTIVITY_UNKNOWN, a defect of the test server); running the test again"
-            )
-        )
-    for report in reports:
-        item.ihook.pytest_runtest_logreport(report=report)
-    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
-    return True
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test that failed after the test server's defect says so in its report."""
+    outcome = yield
+    report = outcome.get_result()
+    uses_the_test_server = "time_skipping_env" in getattr(item, "fixturenames", ())
+    said = any(name == DEFECT_SECTION for name, _ in report.sections)
+    if report.failed and uses_the_test_server and TEST_SERVER_DEFECT_WATCH.seen and not said:
+        report.sections.append((DEFECT_SECTION, DEFECT_EXPLAINED))
 
 
 @pytest.fixture(scope="session")

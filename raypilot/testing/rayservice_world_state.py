@@ -3,6 +3,7 @@ Services, Gateway and HTTPRoute, the acts it logged, how tests drive it, and wha
 
 from __future__ import annotations
 
+import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -18,7 +19,25 @@ from wire.views import serve_view
 
 
 class Unchanged(ApplicationError):
-    """A wait saw nothing new: retried after the world's `unchanged_retry`."""
+    """A wait saw nothing new: retried after the world's `unchanged_retry` (plus `off_the_grid`)."""
+
+
+# Milliseconds that are no divisor of a whole second (primes above 5), one per wait by its activity id.
+_OFFSETS_MS = tuple(n for n in range(7, 1000) if all(n % d for d in range(2, int(n**0.5) + 1)))
+
+
+def off_the_grid(activity_id: str) -> timedelta:
+    """A few milliseconds added to a wait's retry, distinct per wait and never a whole second after any
+    number of retries below a thousand.
+
+    A real watch answers when the world changes, at no particular instant; retries on a round grid would
+    answer exactly when a timer the workflow started beside them fires (a 1 min pause, a 30 s retry),
+    and in the task that timer wakes the workflow may cancel the wait whose answer arrived meanwhile. The
+    time-skipping test server rejects that task (ACTIVITY_UNKNOWN, raypilot/testing/time_skipping.py), which
+    the real server accepts; off the grid, two such events never share an instant."""
+    # The SDK numbers a run's activities 1, 2, ...: consecutive waits get distinct offsets.
+    key = int(activity_id) if activity_id.isdigit() else zlib.crc32(activity_id.encode())
+    return timedelta(milliseconds=_OFFSETS_MS[key % len(_OFFSETS_MS)])
 
 
 class FakeRayWorldState:
@@ -75,10 +94,11 @@ class FakeRayWorldState:
         return f"uid-{self._uid}"
 
     def _unchanged(self) -> Unchanged:
+        retry = self.unchanged_retry
         return Unchanged(
             "nothing changed yet",
             type="Unchanged",
-            next_retry_delay=self.unchanged_retry if self.unchanged_retry else None,
+            next_retry_delay=retry + off_the_grid(activity.info().activity_id) if retry else None,
             category=ApplicationErrorCategory.BENIGN,
         )
 

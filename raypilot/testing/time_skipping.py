@@ -12,11 +12,13 @@ The test server also rejects a workflow task in one race that the real server ha
 activity that completed while the task ran. The real server accepts the cancellation (it finds the buffered
 completion); the test server fails the task with "ACTIVITY_UNKNOWN for scheduledEventId=N", after which that
 workflow's task never times out and never runs again, and the server's clock only moves at wall-clock speed.
-A test waiting on that workflow then hangs until its timeout. Reproduced in about one run in eight of a
-rollout-plan rollback test (its fake Serve wait completes as the rollback cancels it; the history ends with
-a started workflow task and nothing after it, even after 2,000 s of skipped time). `TestServerDefectWatch`
-reads the worker's warning about that rejection; the pytest plugin then fails such a test fast and runs it
-again (`raypilot.testing.plugin`), since what failed was the test server, not the code under test.
+A test waiting on that workflow then hangs until its timeout. It was seen in about one run in eight of a
+rollout-plan rollback test, whose fake Serve wait retried on a 30 s grid and so answered at the very instant
+the 1 min pause before the gate ended; the fake world's waits now retry off any whole-second grid
+(`raypilot.testing.rayservice_world_state.off_the_grid`), as a real watch answers at no set instant.
+`TestServerDefectWatch` reads the worker's warning about that rejection; the pytest plugin then stops that
+server after a grace, so the test fails at once, and adds the reason to its report
+(`raypilot.testing.plugin`). It is not run again: a test whose fakes make the race likely is to be changed.
 """
 
 from __future__ import annotations
