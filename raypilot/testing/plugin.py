@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -51,15 +51,17 @@ DEFECT_EXPLAINED = (
 )
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A test that failed after the test server's defect says so in its report."""
-    outcome = yield
-    report = outcome.get_result()
+    report = yield
     uses_the_test_server = "time_skipping_env" in getattr(item, "fixturenames", ())
     said = any(name == DEFECT_SECTION for name, _ in report.sections)
     if report.failed and uses_the_test_server and TEST_SERVER_DEFECT_WATCH.seen and not said:
         report.sections.append((DEFECT_SECTION, DEFECT_EXPLAINED))
+    return report
 
 
 @pytest.fixture(scope="session")
