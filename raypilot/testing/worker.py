@@ -33,7 +33,10 @@ async def running_worker(
     `replay_every_task` disables the workflow cache so every workflow task replays the whole history:
     a nondeterministic workflow then fails the test at once instead of in production. The workflows run in
     Temporal's full sandbox, which checks every run at run time. `as_worker_py` runs them as
-    raypilot/worker.py does instead (raypilot/workflow_runner.py: no sandbox; the bench's reference worker).
+    raypilot/worker.py does instead (raypilot/workflow_runner.py: no sandbox; the bench's reference worker):
+    the stacks that test raypilot as it is installed (CLI, integration, reliability) use it, since the
+    sandbox builds a fresh copy of the workflow modules for every run, and a suite's worth of those starved
+    workflow tasks past their 10 s timeout on a busy machine.
     """
     if workflows is None:
         from workflows.registry import WORKFLOWS

@@ -96,7 +96,7 @@ async def cli_stack(
     api_client = cluster.api_client()
     try:
         async with running_worker(
-            client, activities=build_activities(dependencies), replay_every_task=False
+            client, activities=build_activities(dependencies), replay_every_task=False, as_worker_py=True
         ) as task_queue:
             env = {
                 **kube_env,

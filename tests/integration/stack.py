@@ -148,7 +148,11 @@ async def kubeconfig_worker(
     )
     try:
         async with running_worker(
-            client, activities=build_activities(dependencies), task_queue=task_queue, replay_every_task=False
+            client,
+            activities=build_activities(dependencies),
+            task_queue=task_queue,
+            replay_every_task=False,
+            as_worker_py=True,
         ) as queue:
             yield queue
     finally:

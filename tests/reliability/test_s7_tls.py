@@ -84,7 +84,11 @@ async def test_worker_and_cli_work_over_mutual_tls(
     )
     try:
         async with running_worker(
-            client, activities=build_activities(dependencies), task_queue=task_queue, replay_every_task=False
+            client,
+            activities=build_activities(dependencies),
+            task_queue=task_queue,
+            replay_every_task=False,
+            as_worker_py=True,
         ):
             code, out, err = await raypilot(env, "apply", "-f", str(manifest))
             assert code == 0, err
@@ -147,6 +151,7 @@ async def test_worker_and_cli_work_with_an_api_key(
                 activities=build_activities(dependencies),
                 task_queue=task_queue,
                 replay_every_task=False,
+                as_worker_py=True,
             ):
                 code, out, err = await raypilot(env, "apply", "-f", str(manifest))
                 assert code == 0, err
