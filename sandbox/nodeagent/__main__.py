@@ -1,5 +1,9 @@
-"""`python -m sandbox.nodeagent --kubeconfig K --dir D [--node NAME]`: the node agent until SIGTERM or SIGINT,
-then every pod's processes stopped and the node's network removed. It needs root (network namespaces)."""
+"""The node agent until SIGTERM or SIGINT, then every pod's processes stopped and the node's network removed:
+
+    python -m sandbox.nodeagent --kubeconfig K --dir D [--node NAME] [--ray real|simulated] [--timings fast]
+
+It needs root (network namespaces). `--ray simulated` runs Ray containers as simulated Ray
+(sandbox/images/simulated_ray.py), with the sandbox's fast timings if `--timings fast`."""
 
 from __future__ import annotations
 
@@ -14,13 +18,14 @@ from pathlib import Path
 from kubernetes import config
 
 from sandbox.nodeagent.agent import NodeAgent
+from sandbox.nodeagent.containers import RayImage, simulated_ray_image
 from sandbox.nodeagent.network import NodeNetwork
 
 
-async def serve(kubeconfig: Path, directory: Path, node: str) -> None:
+async def serve(kubeconfig: Path, directory: Path, node: str, image: RayImage) -> None:
     api = config.new_client_from_config(config_file=str(kubeconfig))
     network = NodeNetwork.claim()
-    agent = NodeAgent(api, node, directory, network)
+    agent = NodeAgent(api, node, directory, network, image)
     stopped = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -43,13 +48,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubeconfig", type=Path, required=True)
     parser.add_argument("--dir", type=Path, required=True, help="the agent's files: pods' logs and homes")
     parser.add_argument("--node", default="raypilot-node", help="the Node's name")
+    parser.add_argument(
+        "--ray", choices=("real", "simulated"), default="real", help="what Ray containers run"
+    )
+    parser.add_argument("--timings", choices=("default", "fast"), default="default", help="of simulated Ray")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         print("the node agent needs root: it makes a network namespace per pod", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args.dir.mkdir(parents=True, exist_ok=True)
-    asyncio.run(serve(args.kubeconfig, args.dir, args.node))
+    image = (
+        simulated_ray_image(args.dir / "simulated-ray", args.timings)
+        if args.ray == "simulated"
+        else RayImage()
+    )
+    asyncio.run(serve(args.kubeconfig, args.dir, args.node, image))
     return 0
 
 

@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from sandbox.listwatch import SYNC, list_then_watch
-from sandbox.nodeagent.containers import PodFiles
+from sandbox.nodeagent.containers import PodFiles, RayImage
 from sandbox.nodeagent.kubelet_api import KUBELET_PORT, ContainerLog, NodeApi, request_serving_certificate
 from sandbox.nodeagent.network import NodeNetwork, hosts_file
 from sandbox.nodeagent.pods import PodRunner, rfc3339_now
@@ -81,8 +81,16 @@ def endpoint_addresses(slices: Mapping[str, Obj]) -> dict[tuple[str, str], str]:
 
 
 class NodeAgent:
-    def __init__(self, api: k8s.ApiClient, node: str, directory: Path, network: NodeNetwork) -> None:
+    def __init__(
+        self,
+        api: k8s.ApiClient,
+        node: str,
+        directory: Path,
+        network: NodeNetwork,
+        image: RayImage | None = None,
+    ) -> None:
         self.api, self.node, self.directory, self.network = api, node, directory, network
+        self.image = image or RayImage()
         self.core = k8s.CoreV1Api(api)
         self.reader = ApiReader(api)
         self.runners: dict[str, PodRunner] = {}
@@ -315,6 +323,7 @@ class NodeAgent:
         files = PodFiles(
             self.directory / "pods" / f"{metadata['namespace']}_{metadata['name']}_{uid[:8]}",
             Path("/tmp") / network.netns,
+            self.image,
         )
         namespace, name = metadata["namespace"], metadata["name"]
 

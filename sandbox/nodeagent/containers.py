@@ -19,7 +19,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,16 @@ from sandbox.controllers.raycluster_env import ObjectReader, container_argv, con
 from sandbox.images import stand_in_argv
 from sandbox.nodeagent.network import PodNetwork
 from sandbox.nodeagent.serviceaccount import API_ENV, bind_service_account, mounts_service_account
+from sandbox.ray.simulated_timings import TIMINGS_ENV
 
-__all__ = ["ContainerProcess", "PodFiles", "container_env", "start_container"]
+__all__ = [
+    "ContainerProcess",
+    "PodFiles",
+    "RayImage",
+    "container_env",
+    "simulated_ray_image",
+    "start_container",
+]
 
 VENV_BIN = Path(sys.executable).parent
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -43,11 +51,36 @@ class ContainerConfigError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class RayImage:
+    """What stands in for a Ray image: the directories of its programs, first on PATH, and variables its
+    containers see. The default is this virtualenv (real Ray); `simulated_ray_image` puts a `ray` of
+    simulated Ray (sandbox.images.simulated_ray) before it."""
+
+    bin_dirs: tuple[Path, ...] = (VENV_BIN,)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        return ":".join(str(directory) for directory in self.bin_dirs)
+
+
+def simulated_ray_image(directory: Path, timings: str) -> RayImage:
+    """A `ray` program in `directory` that runs simulated Ray (`timings`: "fast" or "default")."""
+    directory.mkdir(parents=True, exist_ok=True)
+    program = directory / "ray"
+    program.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m sandbox.images.simulated_ray "$@"\n')
+    program.chmod(0o755)
+    return RayImage((directory, VENV_BIN), {TIMINGS_ENV: timings})
+
+
+@dataclass(frozen=True)
 class PodFiles:
-    """Where a pod's files live: logs and HOME under the agent's directory, temporary files under /tmp."""
+    """Where a pod's files live: logs and HOME under the agent's directory, temporary files under /tmp; and
+    the image its containers run."""
 
     directory: Path
     tmp: Path
+    image: RayImage = RayImage()
 
     @property
     def home(self) -> Path:
@@ -68,7 +101,7 @@ class PodFiles:
         self.home.mkdir(parents=True, exist_ok=True)
         self.remove_tmp()  # an earlier pod's, on the same network slot
         self.tmp.mkdir(parents=True)
-        profile = f'export PATH="{VENV_BIN}:$PATH"\n'
+        profile = f'export PATH="{self.image.path}:$PATH"\n'
         for name in (".bash_profile", ".profile"):
             (self.home / name).write_text(profile)
 
@@ -83,12 +116,13 @@ def container_env(
     the container's own variables."""
     base = {
         **API_ENV,
-        "PATH": f"{VENV_BIN}:{SYSTEM_PATH}",
+        "PATH": f"{files.image.path}:{SYSTEM_PATH}",
         "HOME": str(files.home),
         "HOSTNAME": str((pod.get("metadata") or {}).get("name", "")),
         "TMPDIR": str(files.tmp),
         "RAY_TMPDIR": str(files.tmp),
         "LANG": "C.UTF-8",
+        **files.image.env,
     }
     return {**base, **container_environment(reader, pod, container)}
 

@@ -83,15 +83,23 @@ class SimulatedDashboard:
         *,
         host: str = "127.0.0.1",
         timings: SimulationTimings | None = None,
+        listen: str | None = None,
+        ports: Mapping[str, int] | None = None,
     ) -> None:
+        """`host` is the head's address (in its URLs and Serve's details); it listens there unless `listen`
+        says otherwise (a pod's head: every address, as probes ask localhost). `ports` fixes the dashboard,
+        serve and metrics ports (a pod's own network has Ray's defaults free) instead of reserving some."""
         self.name = name
         self.host = host
+        self._listen = listen or host
         self._env = dict(env)
         self.ray_start_params = dict(ray_start_params)
         self._token = auth_token(self._env)
         self.timings = timings or SimulationTimings()
-        dashboard_port, serve_port, metrics_port = reserve_ports(3)
-        self._ports = {"dashboard": dashboard_port, "serve": serve_port, "metrics": metrics_port}
+        if ports is None:
+            dashboard_port, serve_port, metrics_port = reserve_ports(3)
+            ports = {"dashboard": dashboard_port, "serve": serve_port, "metrics": metrics_port}
+        self._ports = {name: ports[name] for name in ("dashboard", "serve", "metrics")}
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
         self.jobs: SimulatedJobs | None = None
@@ -129,7 +137,12 @@ class SimulatedDashboard:
             self.timings, agent_address=self.dashboard_url, node_id=node_id, drivers=self._driver_plan
         )
         self.serve = SimulatedServe(
-            self.timings, host=self.host, port=self._ports["serve"], head_env=self._env, node_id=node_id
+            self.timings,
+            host=self.host,
+            port=self._ports["serve"],
+            head_env=self._env,
+            node_id=node_id,
+            listen=self._listen,
         )
         app = web.Application(
             middlewares=[self._count_middleware, self._auth_middleware, self._browser_middleware]
@@ -142,13 +155,15 @@ class SimulatedDashboard:
         self.serve.add_routes(app)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        await web.TCPSite(self._runner, self.host, self._ports["dashboard"], reuse_address=True).start()
+        await web.TCPSite(self._runner, self._listen, self._ports["dashboard"], reuse_address=True).start()
         # The metrics export port (--metrics-export-port) with the Serve proxy's in-flight gauge.
         metrics = web.Application()
         metrics.router.add_get("/metrics", self._metrics)
         self._metrics_runner = web.AppRunner(metrics, access_log=None, handle_signals=False)
         await self._metrics_runner.setup()
-        await web.TCPSite(self._metrics_runner, self.host, self._ports["metrics"], reuse_address=True).start()
+        await web.TCPSite(
+            self._metrics_runner, self._listen, self._ports["metrics"], reuse_address=True
+        ).start()
 
     async def _metrics(self, request: web.Request) -> web.Response:
         serve = self.serve

@@ -66,10 +66,18 @@ def load_serve_schema() -> Any:
 
 class SimulatedServe:
     def __init__(
-        self, timings: SimulationTimings, *, host: str, port: int, head_env: dict[str, str], node_id: str
+        self,
+        timings: SimulationTimings,
+        *,
+        host: str,
+        port: int,
+        head_env: dict[str, str],
+        node_id: str,
+        listen: str | None = None,
     ) -> None:
         self._timings = timings
         self._host = host
+        self._listen = listen or host
         self._port = port
         self._head_env = head_env
         self._identity = ServeIdentity(
@@ -154,7 +162,7 @@ class SimulatedServe:
         proxy.router.add_route("*", "/{tail:.*}", self._proxy_request)
         self._proxy = web.AppRunner(proxy, access_log=None, handle_signals=False)
         await self._proxy.setup()
-        await web.TCPSite(self._proxy, self._host, self._port, reuse_address=True).start()
+        await web.TCPSite(self._proxy, self._listen, self._port, reuse_address=True).start()
         self._loop_task = asyncio.create_task(self._control_loop())
 
     async def delete_applications(self, request: web.Request) -> web.Response:

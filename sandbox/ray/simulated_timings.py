@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A process of simulated Ray (sandbox/images/simulated_ray.py) takes `SimulationTimings.fast()` when this is
+# "fast" in its environment.
+TIMINGS_ENV = "RAYPILOT_SIMULATED_RAY"
+
 
 @dataclass(frozen=True)
 class SimulationTimings:

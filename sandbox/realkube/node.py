@@ -29,7 +29,8 @@ def _node_ready(plane: ControlPlane) -> bool:
 
 
 @contextlib.contextmanager
-def node_agent(plane: ControlPlane, directory: Path) -> Iterator[subprocess.Popen[bytes]]:
+def node_agent(plane: ControlPlane, directory: Path, ray: str = "real") -> Iterator[subprocess.Popen[bytes]]:
+    """`ray`: "real", or "simulated" (with the sandbox's fast timings) for pods of simulated Ray."""
     directory.mkdir(parents=True, exist_ok=True)
     log_path = plane.log_path("node-agent")
     argv = [
@@ -42,6 +43,8 @@ def node_agent(plane: ControlPlane, directory: Path) -> Iterator[subprocess.Pope
         str(directory),
     ]
     with log_path.open("ab") as log:
+        if ray == "simulated":
+            argv += ["--ray", "simulated", "--timings", "fast"]
         process = subprocess.Popen([*argv, "--node", NODE_NAME], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + READY_WITHIN_S

@@ -51,11 +51,12 @@ def real_stack_unavailable() -> str | None:
 
 
 @contextlib.contextmanager
-def real_cluster(plane_directory: Path, node_directory: Path) -> Iterator[ControlPlane]:
-    """The control plane with its node (the node agent) and the Gateway controller, nothing installed."""
+def real_cluster(plane_directory: Path, node_directory: Path, ray: str = "real") -> Iterator[ControlPlane]:
+    """The control plane with its node (the node agent, running real or simulated Ray) and the Gateway
+    controller, nothing installed."""
     with (
         control_plane(plane_directory) as plane,
-        node_agent(plane, node_directory),
+        node_agent(plane, node_directory, ray),
         gateway_controller(plane),
     ):
         yield plane

@@ -1,13 +1,27 @@
-"""Integration fixtures: one sandbox + worker per module, on the session's Temporal dev server."""
+"""Integration fixtures, on the session's Temporal dev server:
+
+- `simulated_stack` / `real_stack`: one sandbox (simulated or real Ray) and worker per module;
+- `kube_stack`: the same test on both Kubernetes: the sandbox's own API and controllers, and the real stack
+  (etcd, kube-apiserver with RBAC, kube-controller-manager, KubeRay's operator, the node agent running pods
+  of simulated Ray; raypilot installed as users install it, its worker authenticating as its ServiceAccount).
+  The real stack starts once per test process, when a test first asks for it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
+from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
-from tests.integration.stack import Stack, running_stack
+from sandbox.realkube.install import Installed, install_raypilot
+from sandbox.realkube.stack import real_cluster, real_stack_unavailable
+from tests.integration.stack import Stack, kubeconfig_worker, running_stack
+
+KUBES = ("sandbox", "real")
 
 
 @pytest.fixture(scope="module")
@@ -24,3 +38,36 @@ async def real_stack(
 ) -> AsyncIterator[Stack]:
     async with running_stack(tmp_path_factory.mktemp("real"), dev_server_env.client, "real") as stack:
         yield stack
+
+
+@pytest.fixture(scope="session")
+def real_kube_of_simulated_ray(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, Installed]]:
+    """The real stack with pods of simulated Ray: the admin's kubeconfig and raypilot's accounts."""
+    unavailable = real_stack_unavailable()
+    if unavailable:
+        pytest.skip(unavailable)
+    directory = tmp_path_factory.mktemp("real-kube-simulated-ray")
+    with real_cluster(directory / "kube", directory / "node", ray="simulated") as plane:
+        yield plane.kubeconfig, install_raypilot(plane)
+
+
+@pytest.fixture(scope="module", params=KUBES)
+async def kube_stack(
+    request: pytest.FixtureRequest,
+    dev_server_env: WorkflowEnvironment,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[Stack]:
+    """The test's module once on the sandbox's Kubernetes and once on the real one (both with simulated
+    Ray): what raypilot does must not depend on which it talks to."""
+    client = dev_server_env.client
+    if request.param == "sandbox":
+        async with running_stack(tmp_path_factory.mktemp("sim"), client, "simulated") as stack:
+            yield stack
+        return
+    admin, installed = request.getfixturevalue("real_kube_of_simulated_ray")
+    api_client = config.new_client_from_config(config_file=str(admin))
+    with contextlib.closing(api_client):
+        async with kubeconfig_worker(client, installed.worker) as task_queue:
+            yield Stack(None, client, task_queue, api_client)

@@ -4,6 +4,7 @@ dashboard (through the API server's service proxy, as `kubectl proxy` users reac
 from __future__ import annotations
 
 import copy
+import ssl
 import time
 from datetime import datetime
 from pathlib import Path
@@ -63,9 +64,20 @@ def dashboard_base(stack: Stack, namespace: str, service: str) -> str:
 async def dashboard(
     stack: Stack, namespace: str, service: str, method: str, path: str, body: Any = None
 ) -> httpx.Response:
-    """One request to a RayCluster's dashboard as a user outside the cluster makes it."""
-    async with httpx.AsyncClient(timeout=10.0) as http:
+    """One request to a RayCluster's dashboard as a user outside the cluster makes it (with the
+    credentials of the test's kubeconfig, which a real API server asks for)."""
+    async with httpx.AsyncClient(timeout=10.0, verify=_tls(stack.api_client.configuration)) as http:
         return await http.request(method, dashboard_base(stack, namespace, service) + path, json=body)
+
+
+def _tls(settings: Any) -> ssl.SSLContext | bool:
+    """The kubeconfig's CA and client certificate (none on the sandbox's plain-HTTP API)."""
+    if not settings.ssl_ca_cert:
+        return True
+    context = ssl.create_default_context(cafile=settings.ssl_ca_cert)
+    if settings.cert_file:
+        context.load_cert_chain(settings.cert_file, settings.key_file)
+    return context
 
 
 async def submit_ray_job(

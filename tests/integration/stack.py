@@ -34,9 +34,10 @@ WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"
 
 @dataclass
 class Stack:
-    """What an integration test talks to: Temporal (client, task queue) and the sandbox's Kubernetes API."""
+    """What an integration test talks to: Temporal (client, task queue) and a Kubernetes API: the sandbox's
+    (`cluster`, with its fault hooks) or the real stack's (`cluster` None; tests/integration/conftest.py)."""
 
-    cluster: SandboxThread
+    cluster: SandboxThread | None
     client: Client
     task_queue: str
     api_client: k8s.ApiClient

@@ -1,4 +1,5 @@
-"""Each RayJob submission mode end to end: the real worker and activities against the simulated sandbox.
+"""Each RayJob submission mode end to end: the real worker and activities against the sandbox's Kubernetes and
+the real one (`kube_stack`), both with simulated Ray.
 
 What is checked is what a user sees: the workflow's result and status, the Kubernetes objects (RayCluster,
 submitter Job, head Service) and the Events on the RayJob, and the Ray job in the dashboard.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from typing import Any
 
 import pytest
@@ -35,13 +37,21 @@ MAX_HTTP_MODE_EVENTS = 60
 MAX_K8S_JOB_MODE_EVENTS = 80
 
 
+# A RayJob leaves Initializing once its RayCluster is Ready: every container of every Pod ready (KubeRay's
+# CheckAllPodsRunning). A SidecarMode submitter that has ended is a container that is not ready, and KubeRay's
+# readiness probe of the head passes 10 s after it starts at the earliest; so on a real kubelet (the real
+# stack's node agent) a SidecarMode job shorter than that never leaves Initializing, in KubeRay as here.
+# (The sidecar's shell reads the entrypoint, as KubeRay writes it: `;` would end the submit command.)
+OUTLASTS_THE_HEADS_READINESS_DELAY = 'python -c "import sys, time; time.sleep(15); sys.exit({code})"'
+
+
 def _running(status: dict[str, Any]) -> bool:
     return status.get("jobDeploymentStatus") == "Running" and status.get("jobStatus") == "RUNNING"
 
 
-async def test_http_mode_completes_with_kuberay_events(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(example("rayjob-httpmode", namespace, entrypoint="echo hello"))
+async def test_http_mode_completes_with_kuberay_events(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    handle = await kube_stack.start(example("rayjob-httpmode", namespace, entrypoint="echo hello"))
     result = await handle.result()
 
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
@@ -50,8 +60,8 @@ async def test_http_mode_completes_with_kuberay_events(simulated_stack: Stack) -
     assert parse_time(result["rayJobInfo"]["startTime"]) <= parse_time(result["rayJobInfo"]["endTime"])
     cluster = result["rayClusterName"]
     assert cluster.startswith("rayjob-httpmode-")
-    assert not simulated_stack.exists("jobs", namespace, "rayjob-httpmode"), "HTTPMode has no submitter"
-    events = rayjob_events(simulated_stack, namespace, "rayjob-httpmode")
+    assert not kube_stack.exists("jobs", namespace, "rayjob-httpmode"), "HTTPMode has no submitter"
+    events = rayjob_events(kube_stack, namespace, "rayjob-httpmode")
     assert {
         "reason": "CreatedRayCluster",
         "message": f"Created RayCluster {namespace}/{cluster}",
@@ -61,13 +71,13 @@ async def test_http_mode_completes_with_kuberay_events(simulated_stack: Stack) -
     assert await history_length(handle) <= MAX_HTTP_MODE_EVENTS
 
 
-async def test_k8s_job_mode_runs_kuberays_submitter(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(example("rayjob-k8sjobmode", namespace))
-    status = await simulated_stack.wait_status(
-        handle, lambda s: simulated_stack.exists("jobs", namespace, "rayjob-k8sjobmode"), what="submitter Job"
+async def test_k8s_job_mode_runs_kuberays_submitter(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    handle = await kube_stack.start(example("rayjob-k8sjobmode", namespace))
+    status = await kube_stack.wait_status(
+        handle, lambda s: kube_stack.exists("jobs", namespace, "rayjob-k8sjobmode"), what="submitter Job"
     )
-    submitter = simulated_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
+    submitter = kube_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
     container = submitter.spec.template.spec.containers[0]
     job_id, address = status["jobId"], f"http://{status['dashboardURL']}"
     assert container.command == ["/bin/bash", "-ce", "--"]
@@ -94,9 +104,9 @@ async def test_k8s_job_mode_runs_kuberays_submitter(simulated_stack: Stack) -> N
 
     result = await handle.result()
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
-    finished = simulated_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
+    finished = kube_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
     assert finished.status.succeeded == 1, "the submitter itself ran `ray job submit` and followed the logs"
-    events = rayjob_events(simulated_stack, namespace, "rayjob-k8sjobmode")
+    events = rayjob_events(kube_stack, namespace, "rayjob-k8sjobmode")
     assert {"CreatedRayCluster", "CreatedRayJobSubmitter"} <= set(reasons(events)), events
     assert {
         "reason": "CreatedRayJobSubmitter",
@@ -106,11 +116,12 @@ async def test_k8s_job_mode_runs_kuberays_submitter(simulated_stack: Stack) -> N
     assert await history_length(handle) <= MAX_K8S_JOB_MODE_EVENTS
 
 
-async def test_sidecar_mode_runs_the_submitter_container_in_the_head_pod(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(example("rayjob-sidecarmode", namespace, entrypoint="echo hi"))
-    status = await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Running")
-    cluster = simulated_stack.custom.get_namespaced_custom_object(
+async def test_sidecar_mode_runs_the_submitter_container_in_the_head_pod(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    entrypoint = OUTLASTS_THE_HEADS_READINESS_DELAY.format(code=0)
+    handle = await kube_stack.start(example("rayjob-sidecarmode", namespace, entrypoint=entrypoint))
+    status = await kube_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Running")
+    cluster = kube_stack.custom.get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", status["rayClusterName"]
     )
     assert cluster["metadata"]["annotations"]["ray.io/disable-provisioned-head-restart"] == "true"
@@ -123,27 +134,30 @@ async def test_sidecar_mode_runs_the_submitter_container_in_the_head_pod(simulat
     # Nothing is played: the sandbox runs the container, whose `ray job submit` reaches the head's dashboard.
     result = await handle.result()
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
-    submitter = _submitter_status(simulated_stack, namespace, status["rayClusterName"])
+    submitter = _submitter_status(kube_stack, namespace, status["rayClusterName"])
     terminated = submitter["state"]["terminated"]
     assert (terminated["exitCode"], submitter["restartCount"]) == (0, 0), submitter
     assert parse_time(result["rayJobInfo"]["endTime"]) <= parse_time(terminated["finishedAt"]) + 1
-    details = await ray_job(simulated_stack, namespace, head_service(result), result["jobId"])
-    assert (details["status"], details["entrypoint"]) == ("SUCCEEDED", "echo hi"), details
-    assert not simulated_stack.exists("jobs", namespace, "rayjob-sidecarmode")
+    details = await ray_job(kube_stack, namespace, head_service(result), result["jobId"])
+    assert details["status"] == "SUCCEEDED", details
+    # The same words: `ray job submit` quotes them again its own way.
+    assert shlex.split(details["entrypoint"]) == shlex.split(entrypoint), details
+    assert not kube_stack.exists("jobs", namespace, "rayjob-sidecarmode")
 
 
-async def test_sidecar_mode_failing_entrypoint_fails(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(example("rayjob-sidecarmode", namespace, entrypoint="exit 1"))
+async def test_sidecar_mode_failing_entrypoint_fails(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    entrypoint = OUTLASTS_THE_HEADS_READINESS_DELAY.format(code=1)
+    handle = await kube_stack.start(example("rayjob-sidecarmode", namespace, entrypoint=entrypoint))
     result = await handle.result()
 
     assert result["jobDeploymentStatus"] == "Failed", result
     # `ray job submit` exits 1 once the Ray job failed; whichever of the two the workflow observes first
     # decides the reason, as in KubeRay (which checks the submitter before the job's status).
     assert result["reason"] in ("AppFailed", "SubmissionFailed"), result
-    submitter = _submitter_status(simulated_stack, namespace, result["rayClusterName"])
+    submitter = _submitter_status(kube_stack, namespace, result["rayClusterName"])
     assert submitter["state"]["terminated"]["exitCode"] == 1, submitter
-    details = await ray_job(simulated_stack, namespace, head_service(result), result["jobId"])
+    details = await ray_job(kube_stack, namespace, head_service(result), result["jobId"])
     assert details["status"] == "FAILED", details
 
 
@@ -157,14 +171,14 @@ def _submitter_status(stack: Stack, namespace: str, cluster: str) -> dict[str, A
     return dict(next(s for s in statuses if s["name"] == "ray-job-submitter"))
 
 
-async def test_interactive_mode_waits_for_the_users_job_id(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_interactive_mode_waits_for_the_users_job_id(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     manifest = example("rayjob-interactivemode", namespace)
-    handle = await simulated_stack.start(manifest)
-    status = await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Waiting")
+    handle = await kube_stack.start(manifest)
+    status = await kube_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Waiting")
     assert not status.get("jobId")
 
-    await submit_ray_job(simulated_stack, namespace, head_service(status), "my-notebook-job", "sleep 0.5")
+    await submit_ray_job(kube_stack, namespace, head_service(status), "my-notebook-job", "sleep 0.5")
     manifest["spec"]["jobId"] = "my-notebook-job"
     assert (await handle.execute_update("apply", manifest))["generation"] >= 1
     result = await handle.result()
@@ -172,32 +186,28 @@ async def test_interactive_mode_waits_for_the_users_job_id(simulated_stack: Stac
     assert result["jobId"] == "my-notebook-job"
 
 
-async def test_cluster_selector_uses_the_cluster_and_leaves_it_alone(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    shared = await create_raycluster(simulated_stack, raycluster_manifest("shared-cluster", namespace))
-    handle = await simulated_stack.start(example("rayjob-clusterselector", namespace, entrypoint="echo hi"))
+async def test_cluster_selector_uses_the_cluster_and_leaves_it_alone(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    shared = await create_raycluster(kube_stack, raycluster_manifest("shared-cluster", namespace))
+    handle = await kube_stack.start(example("rayjob-clusterselector", namespace, entrypoint="echo hi"))
     result = await handle.result()
 
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert result["rayClusterName"] == "shared-cluster"
-    after = simulated_stack.custom.get_namespaced_custom_object(
+    after = kube_stack.custom.get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", "shared-cluster"
     )
     assert after["metadata"]["generation"] == shared["metadata"]["generation"]
     assert after["spec"] == shared["spec"], "the selected cluster's spec was changed"
-    assert [c["metadata"]["name"] for c in rayclusters(simulated_stack, namespace)] == ["shared-cluster"]
-    assert "CreatedRayCluster" not in reasons(
-        rayjob_events(simulated_stack, namespace, "rayjob-clusterselector")
-    )
-    details = await ray_job(simulated_stack, namespace, head_service(result), result["jobId"])
+    assert [c["metadata"]["name"] for c in rayclusters(kube_stack, namespace)] == ["shared-cluster"]
+    assert "CreatedRayCluster" not in reasons(rayjob_events(kube_stack, namespace, "rayjob-clusterselector"))
+    details = await ray_job(kube_stack, namespace, head_service(result), result["jobId"])
     assert details["status"] == "SUCCEEDED"
 
 
-async def test_failing_entrypoint_fails_with_app_failed(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(
-        example("rayjob-httpmode", namespace, entrypoint="echo boom; exit 1")
-    )
+async def test_failing_entrypoint_fails_with_app_failed(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    handle = await kube_stack.start(example("rayjob-httpmode", namespace, entrypoint="echo boom; exit 1"))
     result = await handle.result()
 
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Failed", "FAILED"), result
@@ -207,32 +217,32 @@ async def test_failing_entrypoint_fails_with_app_failed(simulated_stack: Stack) 
     assert result.get("succeeded", 0) == 0
 
 
-async def test_created_suspended_creates_no_cluster(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(
+async def test_created_suspended_creates_no_cluster(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    handle = await kube_stack.start(
         example("rayjob-k8sjobmode", namespace, suspend=True, shutdownAfterJobFinishes=True)
     )
-    await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Suspended")
-    assert rayclusters(simulated_stack, namespace) == []
-    assert not simulated_stack.exists("jobs", namespace, "rayjob-k8sjobmode")
-    assert rayjob_events(simulated_stack, namespace, "rayjob-k8sjobmode") == []
+    await kube_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Suspended")
+    assert rayclusters(kube_stack, namespace) == []
+    assert not kube_stack.exists("jobs", namespace, "rayjob-k8sjobmode")
+    assert rayjob_events(kube_stack, namespace, "rayjob-k8sjobmode") == []
     await handle.execute_update("delete")
     await handle.result()
 
 
-async def test_delete_stops_the_ray_job_and_deletes_owned_objects(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_delete_stops_the_ray_job_and_deletes_owned_objects(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     # A shared cluster keeps the dashboard reachable after the delete, to see the Ray job stopped there.
-    await create_raycluster(simulated_stack, raycluster_manifest("shared-cluster", namespace))
-    selector = await simulated_stack.start(
+    await create_raycluster(kube_stack, raycluster_manifest("shared-cluster", namespace))
+    selector = await kube_stack.start(
         example("rayjob-clusterselector", namespace, entrypoint="sleep 60", submissionMode="K8sJobMode")
     )
-    own = await simulated_stack.start(example("rayjob-httpmode", namespace, entrypoint="sleep 60"))
-    selector_status = await simulated_stack.wait_status(selector, _running, within=60)
-    own_status = await simulated_stack.wait_status(own, _running, within=60)
-    assert simulated_stack.exists("jobs", namespace, "rayjob-clusterselector")
+    own = await kube_stack.start(example("rayjob-httpmode", namespace, entrypoint="sleep 60"))
+    selector_status = await kube_stack.wait_status(selector, _running, within=60)
+    own_status = await kube_stack.wait_status(own, _running, within=60)
+    assert kube_stack.exists("jobs", namespace, "rayjob-clusterselector")
     own_cluster = own_status["rayClusterName"]
-    assert simulated_stack.exists("rayclusters", namespace, own_cluster)
+    assert kube_stack.exists("rayclusters", namespace, own_cluster)
 
     await selector.execute_update("delete")
     await own.execute_update("delete")
@@ -240,35 +250,35 @@ async def test_delete_stops_the_ray_job_and_deletes_owned_objects(simulated_stac
     await own.result()
 
     service = head_service(selector_status)
-    details = await ray_job(simulated_stack, namespace, service, selector_status["jobId"])
+    details = await ray_job(kube_stack, namespace, service, selector_status["jobId"])
     assert details["status"] == "STOPPED", details
-    assert not simulated_stack.exists("jobs", namespace, "rayjob-clusterselector")
-    assert simulated_stack.exists("rayclusters", namespace, "shared-cluster"), (
+    assert not kube_stack.exists("jobs", namespace, "rayjob-clusterselector")
+    assert kube_stack.exists("rayclusters", namespace, "shared-cluster"), (
         "a selected cluster is never deleted"
     )
-    assert not simulated_stack.exists("rayclusters", namespace, own_cluster)
-    assert not simulated_stack.exists("services", namespace, "rayjob-httpmode-head-svc")
+    assert not kube_stack.exists("rayclusters", namespace, own_cluster)
+    assert not kube_stack.exists("services", namespace, "rayjob-httpmode-head-svc")
 
 
-async def test_delete_cluster_rule_fires_at_end_time_plus_ttl(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_delete_cluster_rule_fires_at_end_time_plus_ttl(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     ttl = 2
     rules = [{"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": ttl}}]
     manifest = example(
         "rayjob-httpmode", namespace, entrypoint="echo hi", deletionStrategy={"deletionRules": rules}
     )
     deletion_seen = asyncio.create_task(
-        asyncio.to_thread(first_raycluster_deletion, simulated_stack, namespace, within=120)
+        asyncio.to_thread(first_raycluster_deletion, kube_stack, namespace, within=120)
     )
-    handle = await simulated_stack.start(manifest)
+    handle = await kube_stack.start(manifest)
     deleted_at = await deletion_seen
     result = await handle.result()
 
     lag = deleted_at - (parse_time(result["endTime"]) + ttl)
     assert -0.05 <= lag <= 1.0, f"RayCluster deletion observed {lag:+.3f} s from endTime + TTL"
     cluster = result["rayClusterName"]
-    assert not simulated_stack.exists("rayclusters", namespace, cluster)
-    events = rayjob_events(simulated_stack, namespace, "rayjob-httpmode")
+    assert not kube_stack.exists("rayclusters", namespace, cluster)
+    events = rayjob_events(kube_stack, namespace, "rayjob-httpmode")
     assert {
         "reason": "DeletedRayCluster",
         "message": f"Deleted cluster {namespace}/{cluster}",
@@ -276,28 +286,24 @@ async def test_delete_cluster_rule_fires_at_end_time_plus_ttl(simulated_stack: S
     } in events
 
 
-async def test_retries_use_a_new_cluster_per_attempt_and_delete_the_old_one(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(
-        example("rayjob-retries", namespace, entrypoint="exit 1", backoffLimit=1)
-    )
-    first = await simulated_stack.wait_status(handle, lambda s: bool(s.get("rayClusterName")))
+async def test_retries_use_a_new_cluster_per_attempt_and_delete_the_old_one(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    handle = await kube_stack.start(example("rayjob-retries", namespace, entrypoint="exit 1", backoffLimit=1))
+    first = await kube_stack.wait_status(handle, lambda s: bool(s.get("rayClusterName")))
     result = await handle.result()
 
     assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "AppFailed"), result
     assert result["failed"] == 2
     assert result["rayClusterName"] != first["rayClusterName"]
     assert result["jobId"] != first["jobId"]
-    names = [c["metadata"]["name"] for c in rayclusters(simulated_stack, namespace)]
+    names = [c["metadata"]["name"] for c in rayclusters(kube_stack, namespace)]
     assert first["rayClusterName"] not in names, "the first attempt's cluster was not deleted"
-    assert (
-        reasons(rayjob_events(simulated_stack, namespace, "rayjob-retries")).count("CreatedRayCluster") == 2
-    )
+    assert reasons(rayjob_events(kube_stack, namespace, "rayjob-retries")).count("CreatedRayCluster") == 2
 
 
-async def test_active_deadline_fails_the_job_and_its_cluster_goes(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
-    handle = await simulated_stack.start(
+async def test_active_deadline_fails_the_job_and_its_cluster_goes(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
+    handle = await kube_stack.start(
         example("rayjob-deadlines", namespace, entrypoint="sleep 600", activeDeadlineSeconds=4)
     )
     result = await handle.result()
@@ -307,19 +313,19 @@ async def test_active_deadline_fails_the_job_and_its_cluster_goes(simulated_stac
         result
     )
     assert result["message"].endswith(". ActiveDeadlineSeconds: 4"), result
-    assert rayclusters(simulated_stack, namespace) == [], "shutdownAfterJobFinishes deletes the cluster"
+    assert rayclusters(kube_stack, namespace) == [], "shutdownAfterJobFinishes deletes the cluster"
 
 
-async def test_suspend_while_running_then_resume(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_suspend_while_running_then_resume(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     manifest = example("rayjob-httpmode", namespace, entrypoint="sleep 30", shutdownAfterJobFinishes=True)
-    handle = await simulated_stack.start(manifest)
-    running = await simulated_stack.wait_status(handle, _running, within=60)
+    handle = await kube_stack.start(manifest)
+    running = await kube_stack.wait_status(handle, _running, within=60)
 
     manifest["spec"]["suspend"] = True
     await handle.execute_update("apply", manifest)
-    await simulated_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Suspended")
-    assert rayclusters(simulated_stack, namespace) == []
+    await kube_stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Suspended")
+    assert rayclusters(kube_stack, namespace) == []
 
     manifest["spec"]["suspend"] = False
     manifest["spec"]["entrypoint"] = "echo resumed"
@@ -329,8 +335,8 @@ async def test_suspend_while_running_then_resume(simulated_stack: Stack) -> None
     assert result["rayClusterName"] != running["rayClusterName"]
 
 
-async def test_failed_submitter_job_fails_the_rayjob_with_submission_failed(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_failed_submitter_job_fails_the_rayjob_with_submission_failed(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     # A user's submitter template with its own command is used as is (KubeRay): this one never submits.
     template = {
         "spec": {
@@ -347,10 +353,10 @@ async def test_failed_submitter_job_fails_the_rayjob_with_submission_failed(simu
         submitterPodTemplate=template,
         submitterConfig={"backoffLimit": 0},
     )
-    handle = await simulated_stack.start(manifest)
+    handle = await kube_stack.start(manifest)
     result = await handle.result()
 
     assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "SubmissionFailed"), result
     assert result["message"].startswith("Job submission has failed. Reason: BackoffLimitExceeded."), result
-    submitter = simulated_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
+    submitter = kube_stack.batch.read_namespaced_job("rayjob-k8sjobmode", namespace)
     assert submitter.spec.backoff_limit == 0

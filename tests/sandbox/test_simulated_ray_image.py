@@ -1,0 +1,89 @@
+"""The `ray` program of simulated Ray (sandbox/images/simulated_ray.py), in parts: how it reads KubeRay's
+`ray start` line, what its worker's Serve proxy passes on, and its GCS health check. The whole program runs
+under KubeRay's operator in tests/integration (the `kube_stack` fixture's real stack)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from sandbox.images.simulated_ray import end_to_end, health_check, start_params
+
+# KubeRay 1.5's head and worker commands, as the node agent's shell passes them on.
+HEAD = (
+    "start --head --dashboard-host=0.0.0.0 --metrics-export-port=8080 --block "
+    "--dashboard-agent-listen-port=52365 --num-cpus=1 --memory=1073741824"
+)
+WORKER = (
+    "start --address=rc-head-svc.ns.svc.cluster.local:6379 --metrics-export-port=8080 --block --num-cpus 1"
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            HEAD.split()[1:],
+            {
+                "head": "",
+                "dashboard-host": "0.0.0.0",
+                "metrics-export-port": "8080",
+                "block": "",
+                "dashboard-agent-listen-port": "52365",
+                "num-cpus": "1",
+                "memory": "1073741824",
+            },
+        ),
+        (
+            WORKER.split()[1:],
+            {
+                "address": "rc-head-svc.ns.svc.cluster.local:6379",
+                "metrics-export-port": "8080",
+                "block": "",
+                "num-cpus": "1",
+            },
+        ),
+        (["--dashboard-port", "9265", "--head"], {"dashboard-port": "9265", "head": ""}),
+        (["stray", "--block"], {"block": ""}),
+        ([], {}),
+    ],
+)
+def test_start_params_read_both_spellings_and_flags(argv: list[str], expected: dict[str, str]) -> None:
+    assert start_params(argv) == expected
+
+
+def test_a_proxy_passes_end_to_end_headers_only() -> None:
+    headers = {
+        "Host": "worker:8000",
+        "Content-Length": "3",
+        "Transfer-Encoding": "chunked",
+        "Connection": "keep-alive",
+        "Keep-Alive": "timeout=5",
+        "Content-Type": "application/json",
+        "X-Request-Id": "7",
+    }
+    assert end_to_end(headers) == {"Content-Type": "application/json", "X-Request-Id": "7"}
+
+
+def test_the_health_check_says_whether_the_gcs_port_accepts_a_connection() -> None:
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        assert health_check({"address": f"127.0.0.1:{port}"}) == 0
+    assert health_check({"address": f"127.0.0.1:{port}"}) == 1
+    assert health_check({"address": "no-port"}) == 1
+
+
+def test_other_commands_are_the_real_rays() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "sandbox.images.simulated_ray", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2.60.0" in done.stdout
