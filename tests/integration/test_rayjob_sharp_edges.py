@@ -39,8 +39,8 @@ RULES_FOR_SUCCESS_AND_FAILURE = {
 }
 
 
-async def test_a_cluster_no_deletion_rule_matches_is_reported_then_cleaned_up(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_a_cluster_no_deletion_rule_matches_is_reported_then_cleaned_up(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     # Long enough for the status poll to catch the condition before the cleanup on a loaded machine (a full
     # CI run read it after a 2 s cleanup had already set it False).
     cleanup_seconds = 6
@@ -53,10 +53,10 @@ async def test_a_cluster_no_deletion_rule_matches_is_reported_then_cleaned_up(si
     )
     manifest["metadata"]["annotations"] = {CLEANUP_AFTER_ANNOTATION: f"{cleanup_seconds}s"}
     deletion_seen = asyncio.create_task(
-        asyncio.to_thread(first_raycluster_deletion, simulated_stack, namespace, within=120)
+        asyncio.to_thread(first_raycluster_deletion, kube_stack, namespace, within=120)
     )
-    handle = await simulated_stack.start(manifest)
-    reported = await simulated_stack.wait_status(handle, lambda status: bool(status.get("conditions")))
+    handle = await kube_stack.start(manifest)
+    reported = await kube_stack.wait_status(handle, lambda status: bool(status.get("conditions")))
     deleted_at = await deletion_seen
     result = await handle.result()
 
@@ -67,23 +67,21 @@ async def test_a_cluster_no_deletion_rule_matches_is_reported_then_cleaned_up(si
     [condition] = reported["conditions"]
     assert (condition["type"], condition["status"]) == ("RayClusterLeftBehind", "True")
     assert f"RayCluster {namespace}/{cluster} stays: no deletion rule matches" in condition["message"]
-    warnings = [
-        e for e in rayjob_events(simulated_stack, namespace, "rayjob-httpmode") if e["type"] == "Warning"
-    ]
+    warnings = [e for e in rayjob_events(kube_stack, namespace, "rayjob-httpmode") if e["type"] == "Warning"]
     assert [(e["reason"], e["message"]) for e in warnings] == [("RayClusterLeftBehind", condition["message"])]
     lag = deleted_at - (parse_time(result["endTime"]) + cleanup_seconds)
     assert -0.05 <= lag <= 2.0, f"RayCluster deletion observed {lag:+.3f} s from endTime + cleanup-after"
-    assert not simulated_stack.exists("rayclusters", namespace, cluster)
+    assert not kube_stack.exists("rayclusters", namespace, cluster)
     assert result["conditions"][0]["status"] == "False"
 
 
-async def test_many_rayjobs_share_a_cluster_limited_to_a_few(simulated_stack: Stack) -> None:
-    namespace = simulated_stack.namespace()
+async def test_many_rayjobs_share_a_cluster_limited_to_a_few(kube_stack: Stack) -> None:
+    namespace = kube_stack.namespace()
     count = int(os.environ.get("RAYPILOT_QUEUE_JOBS", "10"))
     limit = 5 if count >= 50 else 3
     shared = raycluster_manifest("shared", namespace)
     shared["metadata"]["annotations"] = {MAX_CONCURRENT_JOBS_ANNOTATION: str(limit)}
-    await create_raycluster(simulated_stack, shared)
+    await create_raycluster(kube_stack, shared)
     began = time.monotonic()
     handles = []
     for index in range(count):
@@ -95,7 +93,7 @@ async def test_many_rayjobs_share_a_cluster_limited_to_a_few(simulated_stack: St
             rayClusterSpec=None,
             clusterSelector={"ray.io/cluster": "shared"},
         )
-        handles.append(await simulated_stack.start(manifest))
+        handles.append(await kube_stack.start(manifest))
     results = await asyncio.gather(*(handle.result() for handle in handles))
     elapsed = time.monotonic() - began
 

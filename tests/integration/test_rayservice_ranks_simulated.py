@@ -12,6 +12,6 @@ pytestmark = [pytest.mark.devserver, pytest.mark.timeout(400)]
 
 
 async def test_replica_ranks_are_contiguous_once_settled_at_each_target_capacity(
-    simulated_stack: Stack,
+    kube_stack: Stack,
 ) -> None:
-    await check_ranks_through_target_capacities(simulated_stack, within=120)
+    await check_ranks_through_target_capacities(kube_stack, within=120)

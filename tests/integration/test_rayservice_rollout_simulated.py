@@ -2,9 +2,9 @@
 - automatic rollback of a failing v2 and fast undo, blue-green under steady load
   (tests/integration/rollback_checks.py): on the simulated sandbox in `make test`; on real Ray Serve with
   `RAYPILOT_REAL_ROLLBACK=1` (three real heads, minutes on a busy machine; bench/RESULTS.md has its figures);
-- headerCanary on the simulated sandbox: during an incremental upgrade paused before any weighted traffic, a
-  request carrying the header reaches v2 through the Gateway while the weights stay 100/0 and every other
-  request reaches v1; after abort only v1 answers."""
+- headerCanary on both Kubernetes APIs (`kube_stack`): during an incremental upgrade paused before any
+  weighted traffic, a request carrying the header reaches v2 through the Gateway while the weights stay
+  100/0 and every other request reaches v1; after abort only v1 answers."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ UNDO_LIMIT_S = 5.0
 @pytest.mark.devserver
 @pytest.mark.timeout(300)
 async def test_failing_v2_rolled_back_and_undo_restores_v1_simulated(simulated_stack: Stack) -> None:
+    # The sandbox's Kubernetes only: its load reaches the serve Service's ClusterIP, and the real stack has
+    # no Service data plane on its node (no kube-proxy; its Gateway sends to endpoints itself).
     run = await check_rollback_and_undo(simulated_stack, within=120)
     assert run.failed == 0, run
     assert run.new_clusters_at_undo == 0, run
@@ -71,9 +73,9 @@ async def versions(url: str, headers: dict[str, str], count: int = 10) -> set[st
 
 
 async def test_a_request_with_the_header_reaches_v2_while_the_weights_are_zero(
-    simulated_stack: Stack,
+    kube_stack: Stack,
 ) -> None:
-    stack = simulated_stack
+    stack = kube_stack
     namespace = stack.namespace()
     handle = await stack.start(with_rollout(manifest(namespace, "v1")))
     await stack.wait_status(handle, lambda s: bool(sides(s)[0].get("rayClusterName")), within=120, what="v1")

@@ -15,10 +15,10 @@ pytestmark = [pytest.mark.devserver, pytest.mark.timeout(120)]
 EXAMPLE = json.loads((Path(__file__).parents[2] / "examples" / "rayjob.json").read_text())
 
 
-async def test_http_mode_job_completes(simulated_stack: Stack) -> None:
+async def test_http_mode_job_completes(kube_stack: Stack) -> None:
     manifest = copy.deepcopy(EXAMPLE)
-    manifest["metadata"]["namespace"] = simulated_stack.namespace()
-    handle = await simulated_stack.start(manifest)
+    manifest["metadata"]["namespace"] = kube_stack.namespace()
+    handle = await kube_stack.start(manifest)
     result = await handle.result()
     assert result["jobDeploymentStatus"] == "Complete", result
     assert result["jobStatus"] == "SUCCEEDED"
