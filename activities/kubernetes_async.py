@@ -45,7 +45,8 @@ class WatchCut(ApplicationError):
         return self.streamed_seconds >= RESUMABLE_AFTER_SECONDS
 
 
-def _ssl_context(configuration: client.Configuration) -> ssl.SSLContext | bool:
+def ssl_context(configuration: client.Configuration) -> ssl.SSLContext | bool:
+    """How to verify the API server and present the client certificate a kubeconfig gives."""
     if not configuration.verify_ssl:
         return False
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
@@ -62,7 +63,7 @@ class AsyncApiServer:
         self.base_url = str(configuration.host).rstrip("/")
         self.http = httpx.AsyncClient(
             transport=transport,
-            verify=_ssl_context(configuration),
+            verify=ssl_context(configuration),
             timeout=httpx.Timeout(DEFAULT_TIMEOUT_SECONDS),
             headers={"User-Agent": "raypilot"},
             proxy=configuration.proxy or None,

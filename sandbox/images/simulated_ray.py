@@ -28,8 +28,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import web
 
+from sandbox.proxy import TcpForwarder
 from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.ray.simulated_timings import TIMINGS_ENV, SimulationTimings
 
@@ -130,55 +131,33 @@ async def run_head(params: Mapping[str, str], env: Mapping[str, str]) -> None:
         await dashboard.stop()
 
 
-# Headers of one hop, which each side of a proxy sets for itself.
-HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
-
-
-def end_to_end(headers: Mapping[str, str]) -> dict[str, str]:
-    return {name: value for name, value in headers.items() if name.lower() not in HOP_HEADERS}
-
-
-def forwarding_proxy(head: str, session: ClientSession) -> web.Application:
-    """A worker's Serve proxy: every request answered by the head's proxy."""
-
-    async def forward(request: web.Request) -> web.Response:
-        url = f"http://{head}:{SERVE_PORT}{request.rel_url}"
-        try:
-            async with session.request(
-                request.method, url, headers=end_to_end(request.headers), data=await request.read()
-            ) as answer:
-                body = await answer.read()
-                return web.Response(status=answer.status, body=body, headers=end_to_end(answer.headers))
-        except OSError as error:
-            return web.Response(status=503, text=f"the head's Serve proxy is unreachable: {error}")
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", forward)
-    return app
+def gcs_address(params: Mapping[str, str]) -> tuple[str, int]:
+    """The head's host and GCS port of `--address HOST:PORT`."""
+    host, _, port = params.get("address", "").rpartition(":")
+    return host, int(port or 6379)
 
 
 async def run_worker(params: Mapping[str, str]) -> None:
-    head = params.get("address", "").rpartition(":")[0]
-    async with ClientSession(timeout=ClientTimeout(total=60), auto_decompress=False) as session:
-        runners = [
-            await listen(agent_app(), int(params.get("dashboard-agent-listen-port") or 52365)),
-            await listen(forwarding_proxy(head, session), SERVE_PORT),
-        ]
-        print(f"simulated Ray worker of {head}", flush=True)
-        try:
-            await until_stopped()
-        finally:
-            for runner in runners:
-                await runner.cleanup()
+    head, _ = gcs_address(params)
+    agent = await listen(agent_app(), int(params.get("dashboard-agent-listen-port") or 52365))
+    # A worker's Serve proxy: every connection carried to the head's proxy, which routes to the replicas.
+    serve = TcpForwarder(EVERY_ADDRESS, SERVE_PORT, lambda: (head, SERVE_PORT))
+    await serve.start()
+    print(f"simulated Ray worker of {head}", flush=True)
+    try:
+        await until_stopped()
+    finally:
+        await serve.stop()
+        await agent.cleanup()
 
 
 def health_check(params: Mapping[str, str]) -> int:
-    host, _, port = params.get("address", "").rpartition(":")
     try:
-        with socket.create_connection((host, int(port or 6379)), timeout=HEALTH_CHECK_TIMEOUT_S):
+        address = gcs_address(params)
+        with socket.create_connection(address, timeout=HEALTH_CHECK_TIMEOUT_S):
             return 0
     except (OSError, ValueError) as error:
-        print(f"the GCS at {host}:{port} is not reachable: {error}", file=sys.stderr)
+        print(f"the GCS at {params.get('address', '')} is not reachable: {error}", file=sys.stderr)
         return 1
 
 

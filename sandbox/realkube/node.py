@@ -42,9 +42,9 @@ def node_agent(plane: ControlPlane, directory: Path, ray: str = "real") -> Itera
         "--dir",
         str(directory),
     ]
+    if ray == "simulated":
+        argv += ["--ray", "simulated", "--timings", "fast"]
     with log_path.open("ab") as log:
-        if ray == "simulated":
-            argv += ["--ray", "simulated", "--timings", "fast"]
         process = subprocess.Popen([*argv, "--node", NODE_NAME], stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + READY_WITHIN_S

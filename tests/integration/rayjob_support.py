@@ -4,7 +4,6 @@ dashboard (through the API server's service proxy, as `kubectl proxy` users reac
 from __future__ import annotations
 
 import copy
-import ssl
 import time
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ import yaml
 from kubernetes import watch
 from temporalio.client import WorkflowHandle
 
+from activities.kubernetes_async import ssl_context
 from sandbox.testing import ready_raycluster, wait_until
 from tests.integration.stack import Stack
 
@@ -66,18 +66,8 @@ async def dashboard(
 ) -> httpx.Response:
     """One request to a RayCluster's dashboard as a user outside the cluster makes it (with the
     credentials of the test's kubeconfig, which a real API server asks for)."""
-    async with httpx.AsyncClient(timeout=10.0, verify=_tls(stack.api_client.configuration)) as http:
+    async with httpx.AsyncClient(timeout=10.0, verify=ssl_context(stack.api_client.configuration)) as http:
         return await http.request(method, dashboard_base(stack, namespace, service) + path, json=body)
-
-
-def _tls(settings: Any) -> ssl.SSLContext | bool:
-    """The kubeconfig's CA and client certificate (none on the sandbox's plain-HTTP API)."""
-    if not settings.ssl_ca_cert:
-        return True
-    context = ssl.create_default_context(cafile=settings.ssl_ca_cert)
-    if settings.cert_file:
-        context.load_cert_chain(settings.cert_file, settings.key_file)
-    return context
 
 
 async def submit_ray_job(

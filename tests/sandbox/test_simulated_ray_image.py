@@ -1,5 +1,5 @@
 """The `ray` program of simulated Ray (sandbox/images/simulated_ray.py), in parts: how it reads KubeRay's
-`ray start` line, what its worker's Serve proxy passes on, and its GCS health check. The whole program runs
+`ray start` line, where a worker finds its head, and the GCS health check. The whole program runs
 under KubeRay's operator in tests/integration (the `kube_stack` fixture's real stack)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from sandbox.images.simulated_ray import end_to_end, health_check, start_params
+from sandbox.images.simulated_ray import gcs_address, health_check, start_params
 
 # KubeRay 1.5's head and worker commands, as the node agent's shell passes them on.
 HEAD = (
@@ -55,19 +55,6 @@ def test_start_params_read_both_spellings_and_flags(argv: list[str], expected: d
     assert start_params(argv) == expected
 
 
-def test_a_proxy_passes_end_to_end_headers_only() -> None:
-    headers = {
-        "Host": "worker:8000",
-        "Content-Length": "3",
-        "Transfer-Encoding": "chunked",
-        "Connection": "keep-alive",
-        "Keep-Alive": "timeout=5",
-        "Content-Type": "application/json",
-        "X-Request-Id": "7",
-    }
-    assert end_to_end(headers) == {"Content-Type": "application/json", "X-Request-Id": "7"}
-
-
 def test_the_health_check_says_whether_the_gcs_port_accepts_a_connection() -> None:
     with socket.socket() as listening:
         listening.bind(("127.0.0.1", 0))
@@ -76,6 +63,14 @@ def test_the_health_check_says_whether_the_gcs_port_accepts_a_connection() -> No
         assert health_check({"address": f"127.0.0.1:{port}"}) == 0
     assert health_check({"address": f"127.0.0.1:{port}"}) == 1
     assert health_check({"address": "no-port"}) == 1
+
+
+def test_the_gcs_address_defaults_to_rays_port() -> None:
+    assert gcs_address({"address": "rc-head-svc.ns.svc.cluster.local:6380"}) == (
+        "rc-head-svc.ns.svc.cluster.local",
+        6380,
+    )
+    assert gcs_address({"address": "10.200.0.6:"}) == ("10.200.0.6", 6379)
 
 
 def test_other_commands_are_the_real_rays() -> None:
