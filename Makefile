@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
-.PHONY: install test lint typecheck unit reliability bench dev demo lock clean kube
+.PHONY: install test lint typecheck unit reliability bench dev demo lock clean kube node-tools
 
 install: $(STAMP)
 
@@ -38,7 +38,7 @@ unit: $(STAMP)
 	if [ $$code -eq 5 ]; then echo "pytest ran no test" >&2; exit 1; fi; exit $$code
 
 # The real Kubernetes components first: a cold build shows its progress before any test starts.
-test: kube lint typecheck unit
+test: kube node-tools lint typecheck unit
 
 # The reliability suite (tests/reliability) at the issue's sizes: worker kills, API faults, dashboard outages,
 # bad input, secrets. Seeded (the seed is printed; RAYPILOT_RELIABILITY_SEED=N repeats a run); the figures
@@ -55,7 +55,7 @@ dev: $(STAMP)
 	  --search-attribute RayCronJob=Keyword & \
 	$(BIN)/python worker.py
 
-demo: $(STAMP) kube
+demo: $(STAMP) kube node-tools
 	$(BIN)/raypilot demo
 
 # Refresh requirements.lock from pyproject.toml (needs the package registry).
@@ -73,8 +73,12 @@ clean:
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
-# The real Kubernetes components (etcd, kube-apiserver, kube-controller-manager, kubectl, KubeRay's operator)
-# and the KubeRay and Gateway API CRDs, built from the Go modules pinned in kube/ into a cache outside the
-# clone (kube/README.md); prints the cache dir last. Cold: many minutes on 2 cores; warm: instant.
+# The real Kubernetes components (etcd, kube-apiserver, kube-controller-manager, kube-proxy, kubectl, KubeRay's
+# operator) and the KubeRay and Gateway API CRDs, built from the Go modules pinned in kube/ into a cache outside
+# the clone (kube/README.md); prints the cache dir last. Cold: many minutes on 2 cores; warm: instant.
 kube:
 	@bash kube/build.sh
+
+# The node's tools from Debian's packages (nftables: kube-proxy's nft), installed when missing.
+node-tools:
+	@bash kube/node-tools.sh

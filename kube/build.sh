@@ -2,7 +2,7 @@
 # Builds the real Kubernetes components from the Go modules pinned in kube/*/go.mod + go.sum (through the Go
 # module proxy only) into a cache outside the clone, and prints that cache dir as the last line on stdout.
 #
-#   <cache>/bin/{etcd,kube-apiserver,kube-controller-manager,kubectl,kuberay-operator}
+#   <cache>/bin/{etcd,kube-apiserver,kube-controller-manager,kube-proxy,kubectl,kuberay-operator}
 #   <cache>/crds/kuberay/*.yaml       KubeRay's CRDs (ray.io), from the ray-operator module
 #   <cache>/crds/gateway-api/*.yaml   Gateway API standard CRDs, the version KubeRay requires
 #   <cache>/rbac/kuberay-operator.yaml  KubeRay's operator ClusterRole (config/rbac/role.yaml of its module)
@@ -17,7 +17,7 @@ RECIPE=3
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 modules=(etcd kubernetes kuberay)
-binaries=(etcd kube-apiserver kube-controller-manager kubectl kuberay-operator)
+binaries=(etcd kube-apiserver kube-controller-manager kube-proxy kubectl kuberay-operator)
 
 # Go's own installer puts it here; a non-login shell may not have it on PATH.
 if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
@@ -72,7 +72,7 @@ if complete; then
 fi
 
 start=$SECONDS
-steps=7
+steps=8
 step=0
 heartbeat_pid=""
 
@@ -150,7 +150,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   kube_ldflags+=" -X $pkg.gitVersion=$kube_v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
   kube_ldflags+=" -X $pkg.gitCommit= -X $pkg.gitTreeState=clean"
 done
-for bin in kube-apiserver kube-controller-manager kubectl; do
+for bin in kube-apiserver kube-controller-manager kube-proxy kubectl; do
   build kubernetes "$bin" "$kube_v" "k8s.io/kubernetes/cmd/$bin" "$kube_ldflags"
 done
 

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from raypilot.ast_parsing import serialize_ast_parsing
+from sandbox.realkube.install import Installed, install_raypilot
+from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests import stalls
 
 # The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
@@ -19,6 +21,20 @@ serialize_ast_parsing()
 
 _STALLS_DIR = os.environ.get("RAYPILOT_TEST_STALLS")
 _STALLS = stalls.install(Path(_STALLS_DIR)) if _STALLS_DIR else None
+
+
+@pytest.fixture(scope="session")
+def real_kube_of_simulated_ray(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Generator[tuple[Path, Installed], None, None]:
+    """The real stack with pods of simulated Ray, once per test process: the admin's kubeconfig and
+    raypilot's accounts (the `kube_stack` fixtures of tests/integration and tests/cli run on it)."""
+    unavailable = real_stack_unavailable()
+    if unavailable:
+        pytest.skip(unavailable)
+    directory = tmp_path_factory.mktemp("real-kube-simulated-ray")
+    with real_cluster(directory / "kube", directory / "node", ray="simulated") as plane:
+        yield plane.kubeconfig, install_raypilot(plane)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -108,9 +124,9 @@ REAL_RAY_FILES = frozenset(
         "tests/integration/test_rayservice_bluegreen.py",
         "tests/integration/test_rayservice_drain_real.py",
         "tests/integration/test_rayservice_incremental.py",
-        "tests/integration/test_rayservice_rollout_simulated.py",
+        "tests/integration/test_rayservice_rollout_real.py",
         "tests/realkube/test_node_agent.py",
-        "tests/realkube/test_raypilot_on_the_real_stack.py",
+        "tests/realkube/test_rayservice_on_the_real_stack.py",
         "tests/sandbox/cluster/test_real_ray.py",
         "tests/sandbox/ray/test_dashboard_contract.py",
         "tests/sandbox/ray/test_head_lifecycle.py",

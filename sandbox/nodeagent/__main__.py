@@ -1,8 +1,11 @@
 """The node agent until SIGTERM or SIGINT, then every pod's processes stopped and the node's network removed:
 
     python -m sandbox.nodeagent --kubeconfig K --dir D [--node NAME] [--ray real|simulated] [--timings fast]
+        [--kube-proxy BINARY --service-cidr CIDR]
 
-It needs root (network namespaces). `--ray simulated` runs Ray containers as simulated Ray
+It needs root (network namespaces). With `--kube-proxy`, kube-proxy answers for the Services of the control
+plane's `--service-cidr` (the range its kube-apiserver hands clusterIPs from), which the host routes to the
+node. `--ray simulated` runs Ray containers as simulated Ray
 (sandbox/images/simulated_ray.py), with the sandbox's fast timings if `--timings fast`."""
 
 from __future__ import annotations
@@ -22,10 +25,19 @@ from sandbox.nodeagent.containers import RayImage, simulated_ray_image
 from sandbox.nodeagent.network import NodeNetwork
 
 
-async def serve(kubeconfig: Path, directory: Path, node: str, image: RayImage) -> None:
+async def serve(
+    kubeconfig: Path,
+    directory: Path,
+    node: str,
+    image: RayImage,
+    kube_proxy: str | None,
+    service_cidr: str | None,
+) -> None:
     api = config.new_client_from_config(config_file=str(kubeconfig))
     network = NodeNetwork.claim()
-    agent = NodeAgent(api, node, directory, network, image)
+    if service_cidr:
+        network.route_services(service_cidr)
+    agent = NodeAgent(api, node, directory, network, image, kube_proxy)
     stopped = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -52,7 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         "--ray", choices=("real", "simulated"), default="real", help="what Ray containers run"
     )
     parser.add_argument("--timings", choices=("default", "fast"), default="default", help="of simulated Ray")
+    parser.add_argument("--kube-proxy", help="the kube-proxy binary: the node's Service data plane")
+    parser.add_argument("--service-cidr", help="the control plane's Service range, routed to the node")
     args = parser.parse_args(argv)
+    if bool(args.kube_proxy) != bool(args.service_cidr):
+        parser.error("--kube-proxy and --service-cidr go together")
     if os.geteuid() != 0:
         print("the node agent needs root: it makes a network namespace per pod", file=sys.stderr)
         return 2
@@ -63,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.ray == "simulated"
         else RayImage()
     )
-    asyncio.run(serve(args.kubeconfig, args.dir, args.node, image))
+    asyncio.run(serve(args.kubeconfig, args.dir, args.node, image, args.kube_proxy, args.service_cidr))
     return 0
 
 

@@ -1,13 +1,14 @@
 """The node agent: raypilot's stand-in for a kubelet, for a control plane whose pods are local processes.
 
 It registers a Node, binds every pending pod that names no node to itself (one node: nothing to choose),
-runs the pods bound to it (`PodRunner`), keeps each pod's /etc/hosts in step with the cluster's Services,
-and finishes deletions: once a pod has a deletionTimestamp its containers get SIGTERM (SIGKILL after the
-grace period), its network is removed, and the pod is deleted for good (grace period 0, on its uid). The
-API server reads containers' logs from the agent's HTTPS API (kubelet_api.py), as from a kubelet's.
+runs the pods bound to it (`PodRunner`), runs kube-proxy for the node's Service data plane (kubeproxy.py),
+keeps each pod's /etc/hosts in step with the cluster's Services, and finishes deletions: once a pod has a
+deletionTimestamp its containers get SIGTERM (SIGKILL after the grace period), its network is removed, and
+the pod is deleted for good (grace period 0, on its uid). The API server reads containers' logs from the
+agent's HTTPS API (kubelet_api.py), as from a kubelet's.
 
-The API server is read through two list-then-watch loops (pods, EndpointSlices) on threads, which hand the
-events to the agent's event loop; a watch that ends or expires (410 Gone) is listed again.
+The API server is read through list-then-watch loops (pods, Services, EndpointSlices) on threads, which hand
+the events to the agent's event loop; a watch that ends or expires (410 Gone) is listed again.
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from kubernetes.client.exceptions import ApiException
 from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.nodeagent.containers import PodFiles, RayImage
 from sandbox.nodeagent.kubelet_api import KUBELET_PORT, ContainerLog, NodeApi, request_serving_certificate
+from sandbox.nodeagent.kubeproxy import KubeProxy
 from sandbox.nodeagent.network import NodeNetwork, hosts_file
 from sandbox.nodeagent.pods import PodRunner, rfc3339_now
 from sandbox.nodeagent.podstatus import RunState
 from sandbox.nodeagent.serviceaccount import API_PORT, TOKEN_SECONDS, TokenIssuer
 from sandbox.proxy import TcpForwarder
 
-__all__ = ["ApiReader", "NodeAgent", "endpoint_addresses"]
+__all__ = ["ApiReader", "NodeAgent", "service_addresses"]
 
 log = logging.getLogger(__name__)
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -59,9 +61,12 @@ class ApiReader:
         return obj
 
 
-def endpoint_addresses(slices: Mapping[str, Obj]) -> dict[tuple[str, str], str]:
-    """(namespace, Service) -> the address its name resolves to in pods: with no Service proxy on the node,
-    the first ready endpoint's address (any endpoint's when none is ready), by address order."""
+def service_addresses(
+    cluster_ips: Mapping[tuple[str, str], str], slices: Mapping[str, Obj]
+) -> dict[tuple[str, str], str]:
+    """(namespace, Service) -> the address its name resolves to in pods: its clusterIP (kube-proxy answers
+    there); for a headless Service, the first ready endpoint's address (any endpoint's when none is ready), by
+    address order."""
     ready: dict[tuple[str, str], list[str]] = {}
     other: dict[tuple[str, str], list[str]] = {}
     for item in slices.values():
@@ -73,11 +78,18 @@ def endpoint_addresses(slices: Mapping[str, Obj]) -> dict[tuple[str, str], str]:
         for endpoint in item.get("endpoints") or []:
             is_ready = (endpoint.get("conditions") or {}).get("ready") is not False
             (ready if is_ready else other).setdefault(key, []).extend(endpoint.get("addresses") or [])
-    return {
+    headless = {
         key: sorted(ready.get(key) or other[key])[0]
         for key in {*ready, *other}
         if ready.get(key) or other.get(key)
     }
+    return {**headless, **cluster_ips}
+
+
+def cluster_ip(service: Obj) -> str | None:
+    """The Service's clusterIP, None for a headless one."""
+    address = (service.get("spec") or {}).get("clusterIP")
+    return None if not address or address == "None" else str(address)
 
 
 class NodeAgent:
@@ -88,7 +100,10 @@ class NodeAgent:
         directory: Path,
         network: NodeNetwork,
         image: RayImage | None = None,
+        kube_proxy: str | None = None,
     ) -> None:
+        """`kube_proxy`: the kube-proxy binary; without it the node has no Service data plane and a Service's
+        name resolves to an endpoint in pods."""
         self.api, self.node, self.directory, self.network = api, node, directory, network
         self.image = image or RayImage()
         self.core = k8s.CoreV1Api(api)
@@ -99,6 +114,10 @@ class NodeAgent:
         # after their containers end (a finished Job's pod).
         self.pod_files: dict[tuple[str, str], tuple[str, PodFiles]] = {}
         self.slices: dict[str, Obj] = {}
+        self.cluster_ips: dict[tuple[str, str], str] = {}
+        self.kube_proxy = (
+            KubeProxy(api, kube_proxy, node, network, directory / "kube-proxy") if kube_proxy else None
+        )
         self.services: dict[tuple[str, str], str] = self._with_api_service({})
         self.api_forwarder = TcpForwarder(network.node_ip, API_PORT, self._api_server_address)
         ca_file = api.configuration.ssl_ca_cert
@@ -170,9 +189,12 @@ class NodeAgent:
         await self.node_api.start(cert, key)
         await asyncio.to_thread(self.register)
         await self.api_forwarder.start()
+        if self.kube_proxy is not None:
+            await self.kube_proxy.start(self.directory / "kube-proxy.log")
         discovery = k8s.DiscoveryV1Api(self.api)
         for kind, call in (
             ("Pod", self.core.list_pod_for_all_namespaces),
+            ("Service", self.core.list_service_for_all_namespaces),
             ("EndpointSlice", discovery.list_endpoint_slice_for_all_namespaces),
         ):
             threading.Thread(
@@ -185,6 +207,8 @@ class NodeAgent:
             kind, event, obj = await self._events.get()
             if kind == "EndpointSlice":
                 self._on_slices(event, obj)
+            elif kind == "Service":
+                self._on_service(event, obj)
             elif event == SYNC:
                 for pod in obj.get("items") or []:
                     self._on_pod("ADDED", pod)
@@ -197,6 +221,8 @@ class NodeAgent:
         await asyncio.gather(*self.tasks.values(), return_exceptions=True)
         for runner in self.runners.values():
             runner.files.remove_tmp()
+        if self.kube_proxy is not None:
+            await self.kube_proxy.stop()
         await self.api_forwarder.stop()
         await self.node_api.stop()
         self.network.close()
@@ -208,7 +234,25 @@ class NodeAgent:
             self.slices.pop(obj["metadata"]["uid"], None)
         else:
             self.slices[obj["metadata"]["uid"]] = obj
-        services = self._with_api_service(endpoint_addresses(self.slices))
+        self._services_changed()
+
+    def _on_service(self, event: str, obj: Obj) -> None:
+        if self.kube_proxy is None:
+            return  # no data plane: names resolve to endpoints
+        items = (obj.get("items") or []) if event == SYNC else [obj]
+        if event == SYNC:
+            self.cluster_ips = {}
+        for service in items:
+            key = (str(service["metadata"]["namespace"]), str(service["metadata"]["name"]))
+            address = cluster_ip(service)
+            if event == "DELETED" or address is None:
+                self.cluster_ips.pop(key, None)
+            else:
+                self.cluster_ips[key] = address
+        self._services_changed()
+
+    def _services_changed(self) -> None:
+        services = self._with_api_service(service_addresses(self.cluster_ips, self.slices))
         if services != self.services:
             self.services = services
             for runner in self.runners.values():

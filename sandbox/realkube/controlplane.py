@@ -11,10 +11,13 @@ pods stay Pending until a node agent runs them (sandbox/realkube/node.py).
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import ipaddress
 import os
 import socket
 import ssl
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -31,7 +34,10 @@ BUILD_SCRIPT = Path(__file__).parents[2] / "kube" / "build.sh"
 KUBE_DIR_ENV = "RAYPILOT_KUBE_DIR"
 READY_WITHIN_S = 120.0
 STOP_WITHIN_S = 15.0
-SERVICE_CIDR = "10.0.0.0/24"
+# One /24 of this range per control plane on the machine: the host routes a plane's Service range to its
+# node (sandbox/nodeagent/network.py), so two planes at once must not share one.
+SERVICE_RANGES = ipaddress.IPv4Network("10.96.0.0/16")
+SERVICE_RANGE_LOCKS = Path(tempfile.gettempdir()) / "raypilot-service-ranges"
 KUBERAY_ACCOUNT = "kuberay-operator"
 # The controllers a cluster without kubelets needs: node-lifecycle and pod-garbage-collector would act on pods
 # of nodes that never report; the rest (deployments, replica sets, ...) raypilot and KubeRay do not use.
@@ -138,6 +144,7 @@ class ControlPlane:
     server: str
     certs: ControlPlaneCerts
     kubeconfig: Path
+    service_cidr: str
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     argvs: dict[str, list[str]] = field(default_factory=dict)
 
@@ -207,6 +214,26 @@ class ControlPlane:
             stop_process(self.processes.pop(name), STOP_WITHIN_S)
 
 
+@contextlib.contextmanager
+def service_range() -> Iterator[str]:
+    """A Service range no other control plane on this machine holds, until the block ends: each /24 is held
+    by a lock on a file of its own (released by the kernel if the holder dies)."""
+    SERVICE_RANGE_LOCKS.mkdir(parents=True, exist_ok=True)
+    for index, cidr in enumerate(SERVICE_RANGES.subnets(new_prefix=24)):
+        lock = (SERVICE_RANGE_LOCKS / str(index)).open("a")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            continue
+        try:
+            yield str(cidr)
+        finally:
+            lock.close()
+        return
+    raise ControlPlaneError(f"every Service range of {SERVICE_RANGES} is held by another control plane")
+
+
 def stop_process(process: subprocess.Popen[bytes], within_s: float) -> None:
     """SIGTERM, then SIGKILL if it has not exited within `within_s`."""
     if process.poll() is None:
@@ -256,7 +283,7 @@ def _start_apiserver(plane: ControlPlane, etcd: str) -> None:
             f"--tls-cert-file={certs.serving_cert}",
             f"--tls-private-key-file={certs.serving_key}",
             f"--client-ca-file={certs.ca_cert}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={plane.service_cidr}",
             "--authorization-mode=RBAC",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={certs.service_account_pub}",
@@ -375,17 +402,18 @@ def control_plane(
     certs = make_control_plane_certs(directory / "pki", ())
     kubeconfig = directory / "admin.kubeconfig"
     kubeconfig.touch(mode=0o600)
-    plane = ControlPlane(directory, kube, "", certs, kubeconfig)  # the server's URL once it listens
-    try:
-        etcd = _start_etcd(plane)
-        _start_apiserver(plane, etcd)
-        install_crds(
-            plane, [*yaml_files(kube / "crds" / "kuberay"), *yaml_files(kube / "crds" / "gateway-api")]
-        )
-        if controllers:
-            _start_controller_manager(plane)
-        if kuberay:
-            _start_kuberay(plane, kuberay_feature_gates)
-        yield plane
-    finally:
-        plane.stop()
+    with service_range() as cidr:
+        plane = ControlPlane(directory, kube, "", certs, kubeconfig, cidr)  # the server's URL once it listens
+        try:
+            etcd = _start_etcd(plane)
+            _start_apiserver(plane, etcd)
+            install_crds(
+                plane, [*yaml_files(kube / "crds" / "kuberay"), *yaml_files(kube / "crds" / "gateway-api")]
+            )
+            if controllers:
+                _start_controller_manager(plane)
+            if kuberay:
+                _start_kuberay(plane, kuberay_feature_gates)
+            yield plane
+        finally:
+            plane.stop()

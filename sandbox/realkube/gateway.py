@@ -3,8 +3,8 @@
 (sandbox/realkube/apiobjects.py), runs a weighted HTTP proxy per Gateway listener on the host (addresses from
 127.0.2.0/24, as in the simulated sandbox) and writes the Gateways' and HTTPRoutes' statuses back.
 
-There is no Service proxy on the real stack's node (no kube-proxy), so, as gateway implementations do, a
-backendRef is sent straight to an endpoint of its Service: the first ready address, by address order, of the
+As gateway implementations do (Envoy Gateway, Istio), a backendRef is sent straight to an endpoint of its
+Service, not through kube-proxy's clusterIP: the first ready address, by address order, of the
 Service's EndpointSlices, at the port of the slice whose name is the Service port's name. A Service with no
 ready endpoint is routed to a closed port, so its share of requests fails at once (502) instead of hanging on
 a cluster IP nothing answers.

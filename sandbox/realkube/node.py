@@ -41,6 +41,10 @@ def node_agent(plane: ControlPlane, directory: Path, ray: str = "real") -> Itera
         str(plane.kubeconfig),
         "--dir",
         str(directory),
+        "--kube-proxy",
+        plane.binary("kube-proxy"),
+        "--service-cidr",
+        plane.service_cidr,
     ]
     if ray == "simulated":
         argv += ["--ray", "simulated", "--timings", "fast"]

@@ -41,12 +41,14 @@ class RealStack:
 
 def real_stack_unavailable() -> str | None:
     """Why the real stack cannot start on this machine (None when it can): its node agent makes network
-    namespaces, which takes root and the `ip` command. (The binaries `make kube` builds are looked for
-    apart: a cold build takes many minutes.)"""
+    namespaces, which takes root and the `ip` command, and kube-proxy programs nftables through the `nft`
+    command. (The binaries `make kube` builds are looked for apart: a cold build takes many minutes.)"""
     if os.geteuid() != 0:
         return "the real stack's node agent makes network namespaces and needs root"
     if shutil.which("ip") is None:
-        return "the real stack's node agent needs the `ip` command (iproute2)"
+        return "the real stack's node agent needs the `ip` command (Debian's iproute2)"
+    if shutil.which("nft") is None:
+        return "the real stack's kube-proxy needs the `nft` command (Debian's nftables)"
     return None
 
 

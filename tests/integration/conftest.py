@@ -4,24 +4,21 @@
 - `kube_stack`: the same test on both Kubernetes: the sandbox's own API and controllers, and the real stack
   (etcd, kube-apiserver with RBAC, kube-controller-manager, KubeRay's operator, the node agent running pods
   of simulated Ray; raypilot installed as users install it, its worker authenticating as its ServiceAccount).
-  The real stack starts once per test process, when a test first asks for it.
+  The real stack (`real_kube_of_simulated_ray`, tests/conftest.py) starts once per test process, when a test
+  first asks for it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
-from sandbox.realkube.install import Installed, install_raypilot
-from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests.integration.stack import Stack, kubeconfig_worker, running_stack
-
-KUBES = ("sandbox", "real")
+from tests.kubes import KUBES
 
 
 @pytest.fixture(scope="module")
@@ -38,19 +35,6 @@ async def real_stack(
 ) -> AsyncIterator[Stack]:
     async with running_stack(tmp_path_factory.mktemp("real"), dev_server_env.client, "real") as stack:
         yield stack
-
-
-@pytest.fixture(scope="session")
-def real_kube_of_simulated_ray(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[Path, Installed]]:
-    """The real stack with pods of simulated Ray: the admin's kubeconfig and raypilot's accounts."""
-    unavailable = real_stack_unavailable()
-    if unavailable:
-        pytest.skip(unavailable)
-    directory = tmp_path_factory.mktemp("real-kube-simulated-ray")
-    with real_cluster(directory / "kube", directory / "node", ray="simulated") as plane:
-        yield plane.kubeconfig, install_raypilot(plane)
 
 
 @pytest.fixture(scope="module", params=KUBES)

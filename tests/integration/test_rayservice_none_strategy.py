@@ -1,7 +1,7 @@
-"""upgradeStrategy None on the simulated sandbox (KubeRay's RayCluster controller behaviour: no roll on a
-template change): without an annotation the cluster keeps its spec and Pods and the status says the change was
-not applied; with raypilot.io/in-place-restart every Pod is replaced, worker group then head, and Serve
-answers from the new spec."""
+"""upgradeStrategy None with simulated Ray on both Kubernetes APIs (KubeRay's RayCluster controller, real or
+the sandbox's: no roll on a template change): without an annotation the cluster keeps its spec and Pods and
+the status says the change was not applied; with raypilot.io/in-place-restart every Pod is replaced, worker
+group then head, and Serve answers from the new spec."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def version_served(stack: Stack, namespace: str, name: str) -> str:
     return str(httpx.get(f"http://{spec.cluster_ip}:8000/", timeout=10).json()["version"])
 
 
-async def test_strategy_none_without_and_with_in_place_restart(simulated_stack: Stack) -> None:
-    stack = simulated_stack
+async def test_strategy_none_without_and_with_in_place_restart(kube_stack: Stack) -> None:
+    stack = kube_stack
     namespace = stack.namespace()
     kept = await stack.start(none_rayservice(namespace, "kept", "v1", restart=False))
     rolled = await stack.start(none_rayservice(namespace, "rolled", "v1", restart=True))

@@ -1,7 +1,7 @@
 """raypilot.io/rollout through the real worker (issue #18), one stack per module:
-- automatic rollback of a failing v2 and fast undo, blue-green under steady load
-  (tests/integration/rollback_checks.py): on the simulated sandbox in `make test`; on real Ray Serve with
-  `RAYPILOT_REAL_ROLLBACK=1` (three real heads, minutes on a busy machine; bench/RESULTS.md has its figures);
+- automatic rollback of a failing v2 and fast undo, blue-green under steady load through the serve Service's
+  clusterIP (tests/integration/rollback_checks.py), with simulated Ray on both Kubernetes APIs (on real Ray
+  Serve: test_rayservice_rollout_real.py);
 - headerCanary on both Kubernetes APIs (`kube_stack`): during an incremental upgrade paused before any
   weighted traffic, a request carrying the header reaches v2 through the Gateway while the weights stay
   100/0 and every other request reaches v1; after abort only v1 answers."""
@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import httpx
@@ -30,30 +29,12 @@ UNDO_LIMIT_S = 5.0
 
 @pytest.mark.devserver
 @pytest.mark.timeout(300)
-async def test_failing_v2_rolled_back_and_undo_restores_v1_simulated(simulated_stack: Stack) -> None:
-    # The sandbox's Kubernetes only: its load reaches the serve Service's ClusterIP, and the real stack has
-    # no Service data plane on its node (no kube-proxy; its Gateway sends to endpoints itself).
-    run = await check_rollback_and_undo(simulated_stack, within=120)
+async def test_failing_v2_rolled_back_and_undo_restores_v1_simulated(kube_stack: Stack) -> None:
+    run = await check_rollback_and_undo(kube_stack, within=120)
     assert run.failed == 0, run
     assert run.new_clusters_at_undo == 0, run
     assert run.undo_s < UNDO_LIMIT_S, run
     print(f"rollback/undo (simulated): {run}")
-
-
-@pytest.mark.ray
-@pytest.mark.devserver
-@pytest.mark.timeout(1500)
-@pytest.mark.skipif(
-    os.environ.get("RAYPILOT_REAL_ROLLBACK") != "1",
-    reason="three real Ray heads (minutes): opt-in with RAYPILOT_REAL_ROLLBACK=1",
-)
-async def test_failing_v2_rolled_back_and_undo_restores_v1_real_ray(real_stack: Stack) -> None:
-    # A real head starts in ~7 s on an idle machine, in minutes beside other heads on 2 busy cores.
-    run = await check_rollback_and_undo(real_stack, within=480)
-    assert run.failed == 0, run
-    assert run.new_clusters_at_undo == 0, run
-    assert run.undo_s < UNDO_LIMIT_S, run
-    print(f"rollback/undo (real Ray): {run} load {os.getloadavg()}")
 
 
 ROLLOUT = {

@@ -1,5 +1,5 @@
-"""What tests/realkube/test_raypilot_on_the_real_stack.py builds its cases from: the examples sized for two
-real Ray nodes on a shared machine, reading objects with kubectl, the fault mix for the fault proxy, and a
+"""What tests/realkube's raypilot tests build their cases from: the RayService examples sized for real Ray
+nodes on a shared machine, reading objects with kubectl, the fault mix for the fault proxy, and a
 record of every object that existed (to tell an object created twice)."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
 
 from sandbox.faults import FaultRule
 from sandbox.listwatch import SYNC, list_then_watch
@@ -27,14 +29,6 @@ def objects(plane: ControlPlane, kind: str, namespace: str, selector: str) -> li
     listing = plane.kubectl("get", kind, "-n", namespace, "-l", selector, "-o", "json")
     items: list[dict[str, Any]] = json.loads(listing)["items"]
     return items
-
-
-def small(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The example's cluster with 1 GiB per Ray node: two real nodes per job on a shared machine."""
-    cluster = manifest["spec"]["rayClusterSpec"]
-    for group in [cluster["headGroupSpec"], *(cluster.get("workerGroupSpecs") or [])]:
-        group["template"]["spec"]["containers"][0]["resources"] = SMALL
-    return manifest
 
 
 def rayservice(namespace: str, version: str) -> dict[str, Any]:
@@ -107,3 +101,16 @@ def uids_seen(plane: ControlPlane, namespace: str) -> Iterator[dict[str, set[str
     finally:
         stop.set()
         api.close()
+
+
+async def start(
+    env: WorkflowEnvironment, manifest: dict[str, Any], task_queue: str
+) -> WorkflowHandle[Any, Any]:
+    """The manifest's workflow, with the id docs/contract.md gives it."""
+    kind, metadata = str(manifest["kind"]), manifest["metadata"]
+    return await env.client.start_workflow(
+        f"{kind}Workflow",
+        manifest,
+        id=f"{kind.lower()}/{metadata['namespace']}/{metadata['name']}",
+        task_queue=task_queue,
+    )

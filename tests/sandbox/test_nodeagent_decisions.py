@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sandbox.nodeagent.agent import endpoint_addresses
+from sandbox.nodeagent.agent import cluster_ip, service_addresses
 from sandbox.nodeagent.network import hosts_file, service_names
 from sandbox.nodeagent.podstatus import (
     ContainerRun,
@@ -149,7 +149,7 @@ def test_service_names_and_hosts_file() -> None:
     assert "10.200.0.3\thead.ns.svc.cluster.local head.ns.svc head.ns head" in text
 
 
-def test_endpoint_addresses_prefer_ready_endpoints() -> None:
+def test_service_addresses_are_cluster_ips_and_headless_ones_prefer_ready_endpoints() -> None:
     def slice_of(service: str, *endpoints: tuple[str, bool]) -> dict[str, object]:
         return {
             "addressType": "IPv4",
@@ -162,4 +162,14 @@ def test_endpoint_addresses_prefer_ready_endpoints() -> None:
         "2": slice_of("head", ("10.200.0.4", False)),  # publishNotReadyAddresses: still resolvable
         "3": slice_of("empty"),
     }
-    assert endpoint_addresses(slices) == {("ns", "web"): "10.200.0.7", ("ns", "head"): "10.200.0.4"}
+    assert service_addresses({}, slices) == {("ns", "web"): "10.200.0.7", ("ns", "head"): "10.200.0.4"}
+    # With kube-proxy on the node a Service with a clusterIP resolves to it, endpoints or not.
+    cluster_ips = {("ns", "web"): "10.96.0.20", ("ns", "empty"): "10.96.0.21"}
+    assert service_addresses(cluster_ips, slices) == {
+        ("ns", "web"): "10.96.0.20",
+        ("ns", "empty"): "10.96.0.21",
+        ("ns", "head"): "10.200.0.4",
+    }
+    assert cluster_ip({"spec": {"clusterIP": "10.96.0.20"}}) == "10.96.0.20"
+    assert cluster_ip({"spec": {"clusterIP": "None"}}) is None  # headless
+    assert cluster_ip({"spec": {}}) is None

@@ -39,13 +39,14 @@ def test_a_pod_namespace_is_reachable_and_an_abandoned_network_is_reclaimed() ->
             [*inside, "python3", "-c", connect], capture_output=True, text=True, check=False
         )
         assert "refused" in reached.stderr  # the node answered (nothing listens on port 9): the route works
-        # As if the agent had been killed: its PID is gone, its namespaces and bridge are still there.
+        # As if the agent had been killed: its PID is gone, its namespaces and veths are still there.
         (OWNERS / f"rp{node.index}").write_text(str(dead_pid()))
         again = NodeNetwork.claim([node.index])
         assert again.index == node.index
         assert not Path(f"/run/netns/{pod.netns}").exists()
         again.close()
-        assert not Path(f"/sys/class/net/{node.bridge}").exists()
+        assert not Path(f"/run/netns/{node.netns}").exists()
+        assert not Path(f"/sys/class/net/{node.host_veth}").exists()
     finally:
         node.pods.clear()
         node.close()

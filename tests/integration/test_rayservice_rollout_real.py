@@ -1,0 +1,30 @@
+"""raypilot.io/rollout's automatic rollback of a failing v2 and fast undo on real Ray Serve, blue-green under
+steady load (tests/integration/rollback_checks.py), opt-in with `RAYPILOT_REAL_ROLLBACK=1`: three real heads,
+minutes on a busy machine (bench/RESULTS.md has its figures). `make test` runs the same check with simulated
+Ray on both Kubernetes APIs (test_rayservice_rollout_simulated.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.integration.rollback_checks import check_rollback_and_undo
+from tests.integration.stack import Stack
+from tests.integration.test_rayservice_rollout_simulated import UNDO_LIMIT_S
+
+
+@pytest.mark.ray
+@pytest.mark.devserver
+@pytest.mark.timeout(1500)
+@pytest.mark.skipif(
+    os.environ.get("RAYPILOT_REAL_ROLLBACK") != "1",
+    reason="three real Ray heads (minutes): opt-in with RAYPILOT_REAL_ROLLBACK=1",
+)
+async def test_failing_v2_rolled_back_and_undo_restores_v1_real_ray(real_stack: Stack) -> None:
+    # A real head starts in ~7 s on an idle machine, in minutes beside other heads on 2 busy cores.
+    run = await check_rollback_and_undo(real_stack, within=480)
+    assert run.failed == 0, run
+    assert run.new_clusters_at_undo == 0, run
+    assert run.undo_s < UNDO_LIMIT_S, run
+    print(f"rollback/undo (real Ray): {run} load {os.getloadavg()}")
