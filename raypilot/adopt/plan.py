@@ -7,6 +7,10 @@ ownership labels, the `raypilot.io/workflow-id` annotation and, when a `raypilot
 RayService, an ownerReference to it. The active cluster is the one the serve Service selects. When its spec is
 the one the manifest asks for, it gets raypilot's spec hash, so the workflow keeps it (no upgrade, no dropped
 request); otherwise it keeps a hash of its own spec, and the workflow's usual comparison starts an upgrade.
+
+"The one the manifest asks for" is judged as the API server stores specs: KubeRay's CRD schema gives ports a
+default protocol (TCP), which a real API server writes into the stored cluster, so the manifest is compared
+with those defaults filled in (`as_stored`).
 """
 
 from __future__ import annotations
@@ -79,6 +83,21 @@ def _ownership(rayservice: RayService, owner: dict[str, Any] | None) -> dict[str
     return metadata
 
 
+def as_stored(spec: RayClusterSpec) -> RayClusterSpec:
+    """`spec` with the defaults KubeRay's RayCluster CRD schema declares for what manifests leave out, as a
+    real API server stores it: every container, init container and head Service port's `protocol: TCP`."""
+    dumped = spec.model_dump(mode="json", by_alias=True, exclude_none=True)
+    head = dumped.get("headGroupSpec") or {}
+    ports: list[dict[str, Any]] = list(((head.get("headService") or {}).get("spec") or {}).get("ports") or [])
+    for group in [head, *(dumped.get("workerGroupSpecs") or [])]:
+        pod = (group.get("template") or {}).get("spec") or {}
+        for container in [*(pod.get("containers") or []), *(pod.get("initContainers") or [])]:
+            ports += container.get("ports") or []
+    for port in ports:
+        port.setdefault("protocol", "TCP")
+    return RayClusterSpec.model_validate(dumped)
+
+
 def adoption_plan(
     rayservice: RayService,
     clusters: list[dict[str, Any]],
@@ -96,7 +115,7 @@ def adoption_plan(
         return AdoptionPlan()
     desired = rayservice.spec.ray_cluster_config
     actual = RayClusterSpec.model_validate(cluster.get("spec") or {})
-    matches = cluster_spec_hash(actual) == cluster_spec_hash(desired)
+    matches = cluster_spec_hash(as_stored(actual)) == cluster_spec_hash(as_stored(desired))
     ownership = _ownership(rayservice, owner)
     cluster_meta = {
         **ownership,

@@ -1,9 +1,12 @@
 """Fixtures for CLI tests: one simulated sandbox and one worker with the real workflows and activities per
-module (on the session's Temporal dev server), and a way to run `raypilot` in-process against them."""
+module (on the session's Temporal dev server), and a way to run `raypilot` in-process against them.
+`cli_kube_stack` runs a module once on the sandbox's Kubernetes API and once on the real stack (simulated Ray;
+raypilot installed from deploy/, the worker with its ServiceAccount's token, `raypilot` as the admin)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import uuid
 from collections.abc import AsyncIterator
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
+from kubernetes import config
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -22,6 +26,8 @@ from raypilot.cli.main import main
 from raypilot.testing.worker import running_worker
 from sandbox.ray.simulated_timings import SimulationTimings
 from sandbox.testing import SandboxThread, private_pools
+from tests.integration.stack import kubeconfig_worker
+from tests.kubes import KUBES
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,10 @@ class _Terminal(io.StringIO):
 @dataclass
 class CliStack:
     """The environment `raypilot` sees (Temporal address, task queue, KUBECONFIG) and the sandbox behind
-    it."""
+    it (None on the real stack)."""
 
     env: dict[str, str]
-    cluster: SandboxThread
+    cluster: SandboxThread | None
     client: Client
     api_client: k8s.ApiClient
 
@@ -79,33 +85,64 @@ class CliStack:
         return [item["metadata"]["name"] for item in listing["items"]]
 
 
-@pytest.fixture(scope="module")
-async def cli_stack(
-    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[CliStack]:
-    workdir: Path = tmp_path_factory.mktemp("cli-sandbox")
+def _cli_env(client: Client, kubeconfig: Path, task_queue: str) -> dict[str, str]:
+    return {
+        "KUBECONFIG": str(kubeconfig),
+        "HOME": "/nonexistent",
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": client.namespace,
+        "RAYPILOT_TASK_QUEUE": task_queue,
+    }
+
+
+@contextlib.asynccontextmanager
+async def sandbox_cli_stack(client: Client, workdir: Path) -> AsyncIterator[CliStack]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sandbox.store, "standard_pools", private_pools)
         cluster = SandboxThread(workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()})
         await asyncio.to_thread(cluster.__enter__)
-    kube_env = {"KUBECONFIG": str(cluster.kubeconfig_path), "HOME": "/nonexistent"}
-    client = dev_server_env.client
     dependencies = ActivityDependencies.from_env(
-        {**kube_env, "RAYPILOT_DASHBOARD_ACCESS": "proxy"}, temporal_client=client
+        {
+            "KUBECONFIG": str(cluster.kubeconfig_path),
+            "HOME": "/nonexistent",
+            "RAYPILOT_DASHBOARD_ACCESS": "proxy",
+        },
+        temporal_client=client,
     )
     api_client = cluster.api_client()
     try:
         async with running_worker(
             client, activities=build_activities(dependencies), replay_every_task=False, as_worker_py=True
         ) as task_queue:
-            env = {
-                **kube_env,
-                "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-                "TEMPORAL_NAMESPACE": client.namespace,
-                "RAYPILOT_TASK_QUEUE": task_queue,
-            }
-            yield CliStack(env, cluster, client, api_client)
+            yield CliStack(_cli_env(client, cluster.kubeconfig_path, task_queue), cluster, client, api_client)
     finally:
         api_client.close()
         await dependencies.aclose()
         await asyncio.to_thread(cluster.__exit__, None, None, None)
+
+
+@pytest.fixture(scope="module")
+async def cli_stack(
+    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[CliStack]:
+    async with sandbox_cli_stack(dev_server_env.client, tmp_path_factory.mktemp("cli-sandbox")) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="module", params=KUBES)
+async def cli_kube_stack(
+    request: pytest.FixtureRequest,
+    dev_server_env: WorkflowEnvironment,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[CliStack]:
+    """The module once on each Kubernetes API: what `raypilot` does must not depend on which it talks to."""
+    client = dev_server_env.client
+    if request.param == "sandbox":
+        async with sandbox_cli_stack(client, tmp_path_factory.mktemp("cli-sandbox")) as stack:
+            yield stack
+        return
+    admin, installed = request.getfixturevalue("real_kube_of_simulated_ray")
+    api_client = config.new_client_from_config(config_file=str(admin))
+    with contextlib.closing(api_client):
+        async with kubeconfig_worker(client, installed.worker) as task_queue:
+            yield CliStack(_cli_env(client, admin, task_queue), None, client, api_client)

@@ -185,6 +185,7 @@ async def test_without_kubernetes_access_only_ray_objects_apply(cli_stack: CliSt
 async def test_a_user_who_may_not_read_namespaces_is_not_stopped(cli_stack: CliStack, tmp_path: Path) -> None:
     """In a shared cluster a user may work in a namespace without being allowed to get Namespace objects."""
     namespace = cli_stack.namespace()
+    assert cli_stack.cluster is not None  # the sandbox's fault hooks
     faults = cli_stack.cluster.sandbox.faults
     faults.set_rules(
         [FaultRule(verbs=frozenset({"get"}), resources=frozenset({"namespaces"}), status=403, error_rate=1.0)]

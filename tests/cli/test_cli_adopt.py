@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client as k8s
 
@@ -15,6 +16,13 @@ from sandbox.testing import wait_until
 from tests.cli.conftest import CliStack
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import rayservice
+
+
+@pytest.fixture
+def cli_stack(cli_kube_stack: CliStack) -> CliStack:
+    """This module runs on both Kubernetes APIs (tests/cli/conftest.py)."""
+    return cli_kube_stack
+
 
 KUBERAY_MADE = {
     "metadata": {

@@ -28,6 +28,13 @@ from temporalio.client import WorkflowFailureError
 
 from tests.cli.conftest import CliStack
 
+
+@pytest.fixture
+def cli_stack(cli_kube_stack: CliStack) -> CliStack:
+    """This module runs on both Kubernetes APIs (tests/cli/conftest.py)."""
+    return cli_kube_stack
+
+
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(600)]
 
 FULL = os.environ.get("RAYPILOT_GITOPS_FULL", "") == "1"

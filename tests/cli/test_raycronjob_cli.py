@@ -1,7 +1,8 @@
-"""KubeRay's two RayCronJob samples (examples/raycronjob/, in the same shape as KubeRay's) applied unchanged
-with `raypilot apply` on the simulated sandbox: each runs a RayJob on its tick (a trigger now; the Taipei one
-on a backfilled 21:45), `status` shows them, and `delete` leaves nothing behind (schedule, RayJobs, their
-clusters and submitter Jobs)."""
+"""KubeRay's two RayCronJob samples (examples/raycronjob/, in the same shape as KubeRay's) applied with
+`raypilot apply` on both Kubernetes APIs, unchanged but for a namespace of the run's own (both runs share one
+Temporal server, where a tick's RayJob id, `rayjob/NS/NAME-<minute>`, is the same for the same minute): each
+runs a RayJob on its tick (a trigger now; the Taipei one on a backfilled 21:45), `status` shows them, and
+`delete` leaves nothing behind (schedule, RayJobs, their clusters and submitter Jobs)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client as k8s
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from tests.cli.conftest import CliStack
+
+
+@pytest.fixture
+def cli_stack(cli_kube_stack: CliStack) -> CliStack:
+    """This module runs on both Kubernetes APIs (tests/cli/conftest.py)."""
+    return cli_kube_stack
+
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
 
@@ -23,9 +32,9 @@ SAMPLES = Path(__file__).parents[2] / "examples" / "raycronjob"
 SAMPLE, TIMEZONE_SAMPLE = "raycronjob-sample", "raycronjob-timezone-sample"
 
 
-async def finished_rayjobs(cli_stack: CliStack, name: str) -> dict[str, dict[str, object]]:
+async def finished_rayjobs(cli_stack: CliStack, namespace: str, name: str) -> dict[str, dict[str, object]]:
     """The RayCronJob's RayJobs whose job finished (Complete), by name, with their status."""
-    query = f"WorkflowType = 'RayJobWorkflow' AND RayNamespace = 'default' AND RayCronJob = '{name}'"
+    query = f"WorkflowType = 'RayJobWorkflow' AND RayNamespace = '{namespace}' AND RayCronJob = '{name}'"
     found = {}
     async for execution in cli_stack.client.list_workflows(query):
         handle = cli_stack.client.get_workflow_handle(execution.id)
@@ -48,10 +57,10 @@ async def until(probe, what: str, seconds: float = 120.0):  # type: ignore[no-un
         await asyncio.sleep(0.5)
 
 
-def leftovers(cli_stack: CliStack, names: set[str]) -> list[str]:
+def leftovers(cli_stack: CliStack, namespace: str, names: set[str]) -> list[str]:
     custom = k8s.CustomObjectsApi(cli_stack.api_client)
-    clusters = custom.list_namespaced_custom_object("ray.io", "v1", "default", "rayclusters")["items"]
-    jobs = k8s.BatchV1Api(cli_stack.api_client).list_namespaced_job("default").items
+    clusters = custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")["items"]
+    jobs = k8s.BatchV1Api(cli_stack.api_client).list_namespaced_job(namespace).items
     owners = [
         cluster["metadata"].get("labels", {}).get("ray.io/originated-from-cr-name") for cluster in clusters
     ]
@@ -59,18 +68,30 @@ def leftovers(cli_stack: CliStack, names: set[str]) -> list[str]:
     return [owner for owner in owners if owner in names]
 
 
-async def test_kuberays_samples_run_on_their_ticks_and_delete_leaves_nothing(cli_stack: CliStack) -> None:
-    result = await cli_stack.run("apply", "-f", str(SAMPLES))
+def samples_in(namespace: str, directory: Path) -> Path:
+    for sample in SAMPLES.glob("*.yaml"):
+        documents = list(yaml.safe_load_all(sample.read_text()))
+        for document in documents:
+            document["metadata"]["namespace"] = namespace
+        (directory / sample.name).write_text(yaml.safe_dump_all(documents))
+    return directory
+
+
+async def test_kuberays_samples_run_on_their_ticks_and_delete_leaves_nothing(
+    cli_stack: CliStack, tmp_path: Path
+) -> None:
+    ns = cli_stack.namespace()
+    result = await cli_stack.run("apply", "-f", str(samples_in(ns, tmp_path)))
     assert result.code == 0, result.stderr
-    assert f"raycronjob/default/{SAMPLE} created" in result.stdout
-    assert f"raycronjob/default/{TIMEZONE_SAMPLE} created" in result.stdout
-    assert "configmap/default/ray-job-code-sample" in result.stdout
+    assert f"raycronjob/{ns}/{SAMPLE} created" in result.stdout
+    assert f"raycronjob/{ns}/{TIMEZONE_SAMPLE} created" in result.stdout
+    assert f"configmap/{ns}/ray-job-code-sample" in result.stdout
     before = datetime.now(UTC)
-    assert (await cli_stack.run("cronjob", "trigger", f"raycronjob/default/{SAMPLE}")).code == 0
+    assert (await cli_stack.run("cronjob", "trigger", f"raycronjob/{ns}/{SAMPLE}")).code == 0
     backfill = await cli_stack.run(
         "cronjob",
         "backfill",
-        f"raycronjob/default/{TIMEZONE_SAMPLE}",
+        f"raycronjob/{ns}/{TIMEZONE_SAMPLE}",
         "--from",
         "2026-11-23T00:00:00Z",
         "--to",
@@ -78,9 +99,11 @@ async def test_kuberays_samples_run_on_their_ticks_and_delete_leaves_nothing(cli
     )
     assert backfill.code == 0, backfill.stderr
 
-    sample_runs = await until(lambda: finished_rayjobs(cli_stack, SAMPLE), "the triggered RayJob finished")
+    sample_runs = await until(
+        lambda: finished_rayjobs(cli_stack, ns, SAMPLE), "the triggered RayJob finished"
+    )
     timezone_runs = await until(
-        lambda: finished_rayjobs(cli_stack, TIMEZONE_SAMPLE), "the 21:45 RayJob finished"
+        lambda: finished_rayjobs(cli_stack, ns, TIMEZONE_SAMPLE), "the 21:45 RayJob finished"
     )
     # 21:45 in Taipei on 23 November 2026 is 13:45 UTC.
     taipei = int(datetime(2026, 11, 23, 13, 45, tzinfo=UTC).timestamp()) // 60
@@ -89,22 +112,24 @@ async def test_kuberays_samples_run_on_their_ticks_and_delete_leaves_nothing(cli
     assert sample_runs
     assert all(int(name.rsplit("-", 1)[1]) >= int(before.timestamp()) // 60 for name in sample_runs)
 
-    status = await cli_stack.run("status", f"raycronjob/default/{TIMEZONE_SAMPLE}", "-o", "json")
+    status = await cli_stack.run("status", f"raycronjob/{ns}/{TIMEZONE_SAMPLE}", "-o", "json")
     assert status.code == 0, status.stderr
     shown = json.loads(status.stdout)
     assert shown["lastScheduleTime"] == "2026-11-23T13:45:00Z"
     assert [run["name"] for run in shown["runs"]] == [f"{TIMEZONE_SAMPLE}-{taipei}"]
 
     rayjob_names = {*sample_runs, *timezone_runs}
-    assert leftovers(cli_stack, rayjob_names)  # the clusters stay 600 s after their jobs (the samples' TTL)
+    assert leftovers(
+        cli_stack, ns, rayjob_names
+    )  # the clusters stay 600 s after their jobs (the samples' TTL)
     for cronjob in (SAMPLE, TIMEZONE_SAMPLE):
-        deleted = await cli_stack.run("delete", f"raycronjob/default/{cronjob}")
+        deleted = await cli_stack.run("delete", f"raycronjob/{ns}/{cronjob}")
         assert deleted.code == 0, deleted.stderr
-        assert f"raycronjob/default/{cronjob} deleted" in deleted.stdout
+        assert f"raycronjob/{ns}/{cronjob} deleted" in deleted.stdout
         with pytest.raises(RPCError) as missing:
-            await cli_stack.client.get_schedule_handle(f"raycronjob/default/{cronjob}").describe()
+            await cli_stack.client.get_schedule_handle(f"raycronjob/{ns}/{cronjob}").describe()
         assert missing.value.status == RPCStatusCode.NOT_FOUND
-    assert leftovers(cli_stack, rayjob_names) == []
+    assert leftovers(cli_stack, ns, rayjob_names) == []
     for name in rayjob_names:
-        state = (await cli_stack.client.get_workflow_handle(f"rayjob/default/{name}").describe()).status
+        state = (await cli_stack.client.get_workflow_handle(f"rayjob/{ns}/{name}").describe()).status
         assert state != WorkflowExecutionStatus.RUNNING

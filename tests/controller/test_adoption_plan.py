@@ -56,6 +56,25 @@ def test_the_serving_cluster_with_the_same_spec_is_kept_with_raypilots_hash() ->
     assert (service_patch.kind, route_patch.kind) == ("Service", "HTTPRoute")
 
 
+def test_a_cluster_stored_with_the_crds_default_port_protocol_is_the_manifests_spec() -> None:
+    """A real API server stores `protocol: TCP` on every port KubeRay's CRD schema defaults; the manifest
+    leaves it out. Adoption keeps such a cluster as it is, with raypilot's hash of the manifest's spec."""
+    rs = _rayservice()
+    stored = _spec(rs)
+    ports = stored["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"]
+    assert ports
+    assert all("protocol" not in port for port in ports)
+    for port in ports:
+        port["protocol"] = "TCP"
+    plan = adoption_plan(rs, [_cluster("a-old", stored)], {}, [], None)
+    assert (plan.cluster, plan.spec_matches) == ("a-old", True)
+    annotations = plan.patches[0].patch["metadata"]["annotations"]
+    expected_hash = cluster_spec_hash(rs.spec.ray_cluster_config)
+    assert annotations["ray.io/hash-without-replicas-and-workers-to-delete"] == expected_hash
+    ports[0]["protocol"] = "UDP"  # another protocol is another spec
+    assert not adoption_plan(rs, [_cluster("a-old", stored)], {}, [], None).spec_matches
+
+
 def test_a_cluster_whose_spec_differs_keeps_its_own_hash_so_the_workflow_upgrades_it() -> None:
     rs = _rayservice()
     spec = _spec(rs)
