@@ -34,6 +34,7 @@ RESULTS = Path(__file__).with_name("RESULTS.md")
 BENCHES: dict[str, str] = {
     "P1": "bench.p1_incremental",
     "P2": "bench.p2_deletion",
+    "P2K": "bench.p2_kuberay",
     "P3": "bench.p3_detection",
     "P4": "bench.p4_history",
     "P5": "bench.p5_throughput",

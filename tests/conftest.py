@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from raypilot.ast_parsing import serialize_ast_parsing
-from sandbox.realkube.install import Installed, install_raypilot
+from sandbox.realkube.install import install_raypilot
 from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests import stalls
+from tests.kubes import RealKube
 
 # The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
 serialize_ast_parsing()
@@ -24,17 +25,15 @@ _STALLS = stalls.install(Path(_STALLS_DIR)) if _STALLS_DIR else None
 
 
 @pytest.fixture(scope="session")
-def real_kube_of_simulated_ray(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Generator[tuple[Path, Installed], None, None]:
-    """The real stack with pods of simulated Ray, once per test process: the admin's kubeconfig and
-    raypilot's accounts (the `kube_stack` fixtures of tests/integration and tests/cli run on it)."""
+def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator[RealKube, None, None]:
+    """The real stack with pods of simulated Ray, once per test process (the `kube_stack` fixtures of
+    tests/integration and tests/cli run on it)."""
     unavailable = real_stack_unavailable()
     if unavailable:
         pytest.skip(unavailable)
     directory = tmp_path_factory.mktemp("real-kube-simulated-ray")
     with real_cluster(directory / "kube", directory / "node", ray="simulated") as plane:
-        yield plane.kubeconfig, install_raypilot(plane)
+        yield RealKube(plane, install_raypilot(plane))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from sandbox.realkube.audit import write_audit_policy
 from sandbox.realkube.certs import ControlPlaneCerts, make_control_plane_certs
 
 BUILD_SCRIPT = Path(__file__).parents[2] / "kube" / "build.sh"
@@ -147,6 +148,10 @@ class ControlPlane:
     service_cidr: str
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     argvs: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def audit_log(self) -> Path:
+        return self.log_path("audit")
 
     def binary(self, name: str) -> str:
         return str(self.kube / "bin" / name)
@@ -298,6 +303,11 @@ def _start_apiserver(plane: ControlPlane, etcd: str) -> None:
             f"--kubelet-client-key={certs.kubelet_client_key}",
             f"--kubelet-certificate-authority={certs.ca_cert}",
             "--kubelet-preferred-address-types=InternalIP",
+            # Who asked for what (sandbox/realkube/audit.py counts a client's requests by verb and resource).
+            f"--audit-policy-file={write_audit_policy(plane.directory)}",
+            f"--audit-log-path={plane.audit_log}",
+            "--audit-log-maxsize=200",
+            "--audit-log-maxbackup=1",
         ]
 
     _start_until_listening(plane, "kube-apiserver", "kube-apiserver /readyz", argv, plane.readyz)
@@ -324,8 +334,8 @@ def _start_controller_manager(plane: ControlPlane) -> None:
     )
 
 
-def _kuberay_kubeconfig(plane: ControlPlane) -> Path:
-    """A kubeconfig for KubeRay's operator as its own ServiceAccount, bound to the ClusterRole its module
+def grant_kuberay(plane: ControlPlane) -> None:
+    """KubeRay's operator's own ServiceAccount (default/kuberay-operator), bound to the ClusterRole its module
     ships (config/rbac/role.yaml): the real API server holds it to what a KubeRay install may do."""
     account = {
         "apiVersion": "v1",
@@ -345,6 +355,11 @@ def _kuberay_kubeconfig(plane: ControlPlane) -> Path:
     }
     plane.kubectl("apply", "--server-side", "-f", str(plane.kube / "rbac" / "kuberay-operator.yaml"))
     plane.kubectl("apply", "--server-side", "-f", "-", input_text=yaml.safe_dump_all([account, binding]))
+
+
+def _kuberay_kubeconfig(plane: ControlPlane) -> Path:
+    """A kubeconfig of KubeRay's ServiceAccount, for the operator as a process beside the control plane."""
+    grant_kuberay(plane)
     token = plane.kubectl("create", "token", KUBERAY_ACCOUNT, "-n", "default", "--duration=24h").strip()
     path = plane.directory / "kuberay.kubeconfig"
     path.write_text(yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, KUBERAY_ACCOUNT, token)))
@@ -396,7 +411,9 @@ def yaml_files(directory: Path) -> list[Path]:
 def control_plane(
     directory: Path, *, controllers: bool = True, kuberay: bool = True, kuberay_feature_gates: str = ""
 ) -> Iterator[ControlPlane]:
-    """A running control plane in `directory`, stopped when the block ends."""
+    """A running control plane in `directory`, stopped when the block ends. `kuberay`: KubeRay's operator as a
+    process beside it, for a plane without a node (with a node, sandbox/realkube/kuberay.py runs it as a pod,
+    as it is installed in a cluster)."""
     kube = kube_dir()
     directory.mkdir(parents=True, exist_ok=True)
     certs = make_control_plane_certs(directory / "pki", ())

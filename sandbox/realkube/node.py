@@ -11,11 +11,13 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 from sandbox.realkube.controlplane import READY_WITHIN_S, ControlPlane, ControlPlaneError, stop_process
 
-__all__ = ["NODE_NAME", "node_agent"]
+__all__ = ["NODE_NAME", "RayKind", "node_agent"]
 
+RayKind = Literal["real", "simulated"]  # what the node's Ray containers run
 NODE_NAME = "raypilot-node"
 STOP_WITHIN_S = 60.0
 
@@ -29,7 +31,9 @@ def _node_ready(plane: ControlPlane) -> bool:
 
 
 @contextlib.contextmanager
-def node_agent(plane: ControlPlane, directory: Path, ray: str = "real") -> Iterator[subprocess.Popen[bytes]]:
+def node_agent(
+    plane: ControlPlane, directory: Path, ray: RayKind = "real"
+) -> Iterator[subprocess.Popen[bytes]]:
     """`ray`: "real", or "simulated" (with the sandbox's fast timings) for pods of simulated Ray."""
     directory.mkdir(parents=True, exist_ok=True)
     log_path = plane.log_path("node-agent")

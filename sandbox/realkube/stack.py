@@ -16,7 +16,8 @@ from pathlib import Path
 from sandbox.realkube.controlplane import ControlPlane, control_plane
 from sandbox.realkube.gateway import gateway_controller
 from sandbox.realkube.install import Installed, install_raypilot
-from sandbox.realkube.node import NODE_NAME, node_agent
+from sandbox.realkube.kuberay import kuberay_operator
+from sandbox.realkube.node import NODE_NAME, RayKind, node_agent
 
 __all__ = ["RealStack", "real_cluster", "real_stack", "real_stack_unavailable"]
 
@@ -53,12 +54,15 @@ def real_stack_unavailable() -> str | None:
 
 
 @contextlib.contextmanager
-def real_cluster(plane_directory: Path, node_directory: Path, ray: str = "real") -> Iterator[ControlPlane]:
-    """The control plane with its node (the node agent, running real or simulated Ray) and the Gateway
-    controller, nothing installed."""
+def real_cluster(
+    plane_directory: Path, node_directory: Path, ray: RayKind = "real", kuberay_feature_gates: str = ""
+) -> Iterator[ControlPlane]:
+    """The control plane with its node (the node agent, running real or simulated Ray), KubeRay's operator in
+    a pod on it, and the Gateway controller, nothing installed."""
     with (
-        control_plane(plane_directory) as plane,
+        control_plane(plane_directory, kuberay=False) as plane,
         node_agent(plane, node_directory, ray),
+        kuberay_operator(plane, kuberay_feature_gates),
         gateway_controller(plane),
     ):
         yield plane

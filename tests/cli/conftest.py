@@ -27,7 +27,7 @@ from raypilot.testing.worker import running_worker
 from sandbox.ray.simulated_timings import SimulationTimings
 from sandbox.testing import SandboxThread, private_pools
 from tests.integration.stack import kubeconfig_worker
-from tests.kubes import KUBES
+from tests.kubes import KUBES, RealKube
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,14 @@ async def cli_kube_stack(
         async with sandbox_cli_stack(client, tmp_path_factory.mktemp("cli-sandbox")) as stack:
             yield stack
         return
-    admin, installed = request.getfixturevalue("real_kube_of_simulated_ray")
-    api_client = config.new_client_from_config(config_file=str(admin))
+    async with real_cli_stack(client, request.getfixturevalue("real_kube_of_simulated_ray")) as stack:
+        yield stack
+
+
+@contextlib.asynccontextmanager
+async def real_cli_stack(client: Client, real: RealKube) -> AsyncIterator[CliStack]:
+    """`raypilot` as the real stack's admin, a worker with raypilot's ServiceAccount."""
+    api_client = config.new_client_from_config(config_file=str(real.admin))
     with contextlib.closing(api_client):
-        async with kubeconfig_worker(client, installed.worker) as task_queue:
-            yield CliStack(_cli_env(client, admin, task_queue), None, client, api_client)
+        async with kubeconfig_worker(client, real.installed.worker) as task_queue:
+            yield CliStack(_cli_env(client, real.admin, task_queue), None, client, api_client)

@@ -50,8 +50,8 @@ async def kube_stack(
         async with running_stack(tmp_path_factory.mktemp("sim"), client, "simulated") as stack:
             yield stack
         return
-    admin, installed = request.getfixturevalue("real_kube_of_simulated_ray")
-    api_client = config.new_client_from_config(config_file=str(admin))
+    real = request.getfixturevalue("real_kube_of_simulated_ray")
+    api_client = config.new_client_from_config(config_file=str(real.admin))
     with contextlib.closing(api_client):
-        async with kubeconfig_worker(client, installed.worker) as task_queue:
+        async with kubeconfig_worker(client, real.installed.worker) as task_queue:
             yield Stack(None, client, task_queue, api_client)

@@ -21,6 +21,14 @@ from tests.integration.stack import Stack
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
+# A RayJob leaves Initializing once its RayCluster is Ready: every container of every Pod ready (KubeRay's
+# CheckAllPodsRunning). A SidecarMode submitter that has ended is a container that is not ready, and KubeRay's
+# readiness probe of the head passes 10 s after it starts at the earliest; so on a real kubelet (the real
+# stack's node agent) a SidecarMode job shorter than that never leaves Initializing, in KubeRay as here.
+# (The sidecar's shell reads the entrypoint, as KubeRay writes it: `;` would end the submit command.)
+OUTLASTS_THE_HEADS_READINESS_DELAY = 'python -c "import sys, time; time.sleep(15); sys.exit({code})"'
+
+
 def example(name: str, namespace: str, *, rename: str = "", **spec: Any) -> dict[str, Any]:
     """examples/<name>.yaml in `namespace` (named `rename` if given), with `spec` fields replaced (None
     removes one)."""

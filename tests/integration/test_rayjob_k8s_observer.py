@@ -1,24 +1,33 @@
-"""The Kubernetes observer end to end (real worker, real activities, simulated sandbox on the dev server): one
-observer per namespace serves every RayJob's RayCluster, submitter Job and head Pod wait with a fixed number
-of list and watch requests, no wait activity runs, and a worker restart loses no change."""
+"""The Kubernetes observer end to end (real worker, real activities, simulated Ray, on the dev server), on
+both Kubernetes APIs: one observer per namespace serves every RayJob's RayCluster, submitter Job and head Pod
+wait with a fixed number of list and watch requests (on the real stack, the worker's own, as kube-apiserver's
+audit log tells them), no wait activity runs, and a worker restart loses no change."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
+from kubernetes import config
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from sandbox.testing import wait_until
-from tests.integration.rayjob_support import example
-from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from sandbox.realkube.audit import audited_requests
+from sandbox.realkube.install import NAMESPACE, WORKER_ACCOUNT
+from sandbox.testing import SandboxThread, wait_until
+from tests.integration.rayjob_support import OUTLASTS_THE_HEADS_READINESS_DELAY, example
+from tests.integration.stack import Stack, kubeconfig_worker, running_sandbox_thread, sandbox_worker
+from tests.kubes import KUBES
 from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW, kube_observer_workflow_id
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
@@ -43,17 +52,77 @@ def observer_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAYPILOT_JOB_OBSERVER", "true")
 
 
-@pytest.fixture(scope="module")
-async def sandbox_and_client(
-    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[tuple[Any, Client]]:
-    async with running_sandbox_thread(tmp_path_factory.mktemp("k8s-observer"), "simulated") as cluster:
-        yield cluster, dev_server_env.client
+@dataclass
+class ObservedKube:
+    """One Kubernetes API with what the tests need of it: a worker on a task queue, the list and watch
+    requests of the followed kinds in a namespace so far, and the sandbox behind it (None on the real
+    stack)."""
+
+    client: Client
+    api_client: k8s.ApiClient
+    worker: Callable[[str | None], AbstractAsyncContextManager[str]]
+    followed_requests: Callable[[str], Counter[str]]
+    cluster: SandboxThread | None = None
+
+    def stack(self, task_queue: str) -> Stack:
+        return Stack(self.cluster, self.client, task_queue, self.api_client)
+
+
+def _followed(requests: Counter[str]) -> Counter[str]:
+    """The list and watch requests of the followed kinds."""
+    return Counter(
+        {
+            key: count
+            for key, count in requests.items()
+            if key.split(" ")[0] in ("list", "watch") and key.split(" ")[-1] in FOLLOWED
+        }
+    )
+
+
+@pytest.fixture(scope="module", params=KUBES)
+async def kube(
+    request: pytest.FixtureRequest,
+    dev_server_env: WorkflowEnvironment,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[ObservedKube]:
+    client = dev_server_env.client
+    if request.param == "sandbox":
+        async with running_sandbox_thread(tmp_path_factory.mktemp("k8s-observer"), "simulated") as cluster:
+            api_client = cluster.api_client()
+            with contextlib.closing(api_client):
+                yield ObservedKube(
+                    client,
+                    api_client,
+                    lambda queue: sandbox_worker(client, cluster, queue),
+                    # Every client's, in every namespace: only this module's worker reads these kinds here.
+                    lambda namespace: _followed(Counter(cluster.sandbox.api.requests)),
+                    cluster,
+                )
+        return
+    real = request.getfixturevalue("real_kube_of_simulated_ray")
+    worker_user = f"system:serviceaccount:{NAMESPACE}:{WORKER_ACCOUNT}"
+    api_client = config.new_client_from_config(config_file=str(real.admin))
+    with contextlib.closing(api_client):
+        yield ObservedKube(
+            client,
+            api_client,
+            lambda queue: kubeconfig_worker(client, real.installed.worker, queue),
+            # The worker's own in the namespace: KubeRay's operator and the controllers read the same kinds,
+            # and observers of other modules' namespaces may still be watching theirs.
+            lambda namespace: _followed(audited_requests(real.audit_log, worker_user, namespace)),
+        )
 
 
 def _manifests(namespace: str, copies: int, entrypoint: str) -> list[dict[str, Any]]:
+    """`copies` RayJobs of each mode; SidecarMode's job outlasts the head's readiness delay."""
+    sidecar = OUTLASTS_THE_HEADS_READINESS_DELAY.format(code=0)
     return [
-        example(mode, namespace, rename=f"{mode.removeprefix('rayjob-')}-{index}", entrypoint=entrypoint)
+        example(
+            mode,
+            namespace,
+            rename=f"{mode.removeprefix('rayjob-')}-{index}",
+            entrypoint=sidecar if mode == "rayjob-sidecarmode" else entrypoint,
+        )
         for index in range(copies)
         for mode in MODES
     ]
@@ -64,25 +133,16 @@ def _why(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result.get(key) for key in ("rayClusterName", "jobId", "reason", "message", "rayJobInfo")}
 
 
-def _container_logs(cluster: Any, namespace: str, cluster_name: str) -> dict[str, str]:
-    """The end of each container log of the RayCluster's pods (a SidecarMode submitter's says why)."""
+def _container_logs(cluster: SandboxThread | None, namespace: str, cluster_name: str) -> dict[str, str]:
+    """The end of each container log of the RayCluster's pods on the sandbox (a SidecarMode submitter's says
+    why); on the real stack `kubectl logs` reads them."""
+    if cluster is None:
+        return {}
     pods = Path(cluster.sandbox.head_sidecars.pods_dir) / namespace
     return {
         str(path.relative_to(pods)): path.read_text(errors="replace")[-1500:]
         for path in sorted(pods.glob(f"{cluster_name}*/*.log"))
     }
-
-
-def _followed_requests(cluster: Any, namespace: str) -> Counter[str]:
-    """The list and watch requests of the followed kinds (all namespaces: only this test's run here)."""
-    counted = Counter(cluster.sandbox.api.requests)
-    return Counter(
-        {
-            key: count
-            for key, count in counted.items()
-            if key.split(" ")[0] in ("list", "watch") and key.split(" ")[-1] in FOLLOWED
-        }
-    )
 
 
 async def _activity_types(handle: WorkflowHandle[Any, Any]) -> tuple[Counter[str], Counter[Any]]:
@@ -95,17 +155,15 @@ async def _activity_types(handle: WorkflowHandle[Any, Any]) -> tuple[Counter[str
     return scheduled, Counter(event.event_type for event in history.events)
 
 
-async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(
-    sandbox_and_client: tuple[Any, Client],
-) -> None:
-    cluster, client = sandbox_and_client
-    async with sandbox_worker(client, cluster) as task_queue:
-        stack = Stack(cluster, client, task_queue, cluster.api_client())
+async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(kube: ObservedKube) -> None:
+    client, cluster = kube.client, kube.cluster
+    async with kube.worker(None) as task_queue:
+        stack = kube.stack(task_queue)
         namespace = stack.namespace()
-        before = _followed_requests(cluster, namespace)
+        before = kube.followed_requests(namespace)
         handles = [await stack.start(manifest) for manifest in _manifests(namespace, 2, "sleep 2")]
         results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 180)
-        requests = _followed_requests(cluster, namespace) - before
+        requests = kube.followed_requests(namespace) - before
         histories = [await _activity_types(handle) for handle in handles]
         observers = [
             execution.id
@@ -134,11 +192,11 @@ async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(
     assert sum(k8s_job_mode_kinds.values()) <= TYPICAL_K8S_JOB_MODE_EVENTS, k8s_job_mode_kinds
 
 
-async def test_a_worker_restart_loses_no_kubernetes_change(sandbox_and_client: tuple[Any, Client]) -> None:
-    cluster, client = sandbox_and_client
+async def test_a_worker_restart_loses_no_kubernetes_change(kube: ObservedKube) -> None:
+    cluster = kube.cluster
     task_queue = f"test-{uuid.uuid4()}"
-    async with sandbox_worker(client, cluster, task_queue):
-        stack = Stack(cluster, client, task_queue, cluster.api_client())
+    async with kube.worker(task_queue):
+        stack = kube.stack(task_queue)
         namespace = stack.namespace()
         handles = [await stack.start(manifest) for manifest in _manifests(namespace, 1, "sleep 6")]
 
@@ -150,7 +208,7 @@ async def test_a_worker_restart_loses_no_kubernetes_change(sandbox_and_client: t
 
         await wait_until(all_registered, within=60, interval=0.3, what="every RayJob waiting")
     # The worker and its observer activity are gone while clusters get ready and submitters finish.
-    async with sandbox_worker(client, cluster, task_queue):
+    async with kube.worker(task_queue):
         results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 150)
 
     for result in results:

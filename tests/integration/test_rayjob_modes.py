@@ -16,6 +16,7 @@ import pytest
 
 from sandbox.testing import raycluster_manifest
 from tests.integration.rayjob_support import (
+    OUTLASTS_THE_HEADS_READINESS_DELAY,
     create_raycluster,
     example,
     first_raycluster_deletion,
@@ -35,14 +36,6 @@ pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
 # The cost bounds for a happy path, whatever the job's duration.
 MAX_HTTP_MODE_EVENTS = 60
 MAX_K8S_JOB_MODE_EVENTS = 80
-
-
-# A RayJob leaves Initializing once its RayCluster is Ready: every container of every Pod ready (KubeRay's
-# CheckAllPodsRunning). A SidecarMode submitter that has ended is a container that is not ready, and KubeRay's
-# readiness probe of the head passes 10 s after it starts at the earliest; so on a real kubelet (the real
-# stack's node agent) a SidecarMode job shorter than that never leaves Initializing, in KubeRay as here.
-# (The sidecar's shell reads the entrypoint, as KubeRay writes it: `;` would end the submit command.)
-OUTLASTS_THE_HEADS_READINESS_DELAY = 'python -c "import sys, time; time.sleep(15); sys.exit({code})"'
 
 
 def _running(status: dict[str, Any]) -> bool:

@@ -4,6 +4,8 @@ their pods as simulated Ray: what is tested here is raypilot against the real AP
 and `raypilot controller` are installed as users install them (deploy/'s CRDs and ClusterRoles,
 ServiceAccount tokens), so every request they make is one that deploy/'s RBAC allows on a real API server.
 
+- KubeRay's operator, in its pod on the node, runs the same kind of RayJob (`ray.io/v1`) to SUCCEEDED and
+  deletes its cluster;
 - `raypilot controller` drives a raypilot.io/v1 RayJob (HTTPMode) to Complete, writing its status back; with
   shutdownAfterJobFinishes the RayCluster goes and the garbage collector removes its pods; `kubectl delete`
   of the object ends with its finalizer removed;
@@ -89,6 +91,34 @@ async def running_controller(
         stop.set()
         await task
         api_client.close()
+
+
+async def test_kuberays_operator_runs_its_own_rayjob_beside_raypilot(plane: ControlPlane) -> None:
+    """The same K8sJobMode manifest as `ray.io/v1`, reconciled by KubeRay's operator in its pod: it reaches
+    the RayCluster's dashboard by the head Service's name, its submitter Job runs, and with
+    shutdownAfterJobFinishes it deletes the cluster (what P2K of `make bench` times beside raypilot)."""
+    namespace = "kuberay-own"
+    plane.kubectl("create", "namespace", namespace)
+    manifest = example("rayjob-k8sjobmode", namespace, rename="own", shutdownAfterJobFinishes=True)
+    plane.kubectl("apply", "-f", "-", input_text=json.dumps(manifest))
+
+    def status() -> dict[str, Any]:
+        found = plane.kubectl("get", "rayjobs.ray.io", "own", "-n", namespace, "-o", "json")
+        return json.loads(found).get("status") or {}
+
+    async def complete() -> dict[str, Any] | None:
+        now = await asyncio.to_thread(status)
+        return now if now.get("jobDeploymentStatus") == "Complete" else None
+
+    done = await wait_until(complete, within=WITHIN_S, interval=1.0, what="KubeRay's RayJob Complete")
+    assert done["jobStatus"] == "SUCCEEDED", done
+    selector = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=own"
+    await wait_until(
+        lambda: asyncio.to_thread(lambda: not objects(plane, "rayclusters", namespace, selector)),
+        within=120,
+        interval=1.0,
+        what="KubeRay's RayCluster deleted",
+    )
 
 
 async def test_the_controller_drives_a_raypilot_rayjob_to_complete_and_its_deletion(

@@ -14,14 +14,14 @@ import ipaddress
 import json
 import os
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
-from sandbox.realkube.controlplane import ControlPlane, control_plane
-from sandbox.realkube.node import NODE_NAME, node_agent
+from sandbox.realkube.controlplane import ControlPlane
+from sandbox.realkube.node import NODE_NAME
+from tests.kubes import RealKube
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -48,10 +48,9 @@ http.server.ThreadingHTTPServer(("", 8080), Named).serve_forever()
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    directory = tmp_path_factory.mktemp("dataplane")
-    with control_plane(directory, kuberay=False) as started, node_agent(started, directory / "agent"):
-        yield started
+def plane(real_kube_of_simulated_ray: RealKube) -> ControlPlane:
+    """The test process's real stack (tests/conftest.py)."""
+    return real_kube_of_simulated_ray.plane
 
 
 def apply(plane: ControlPlane, *objects: dict[str, Any]) -> None:

@@ -1,0 +1,178 @@
+"""P2K: the TTL deletion lag of raypilot beside KubeRay's operator itself, in one run on one real stack.
+
+The stack: etcd, kube-apiserver, kube-controller-manager, kube-proxy, KubeRay's operator v1.5.0 in a pod,
+raypilot's node agent running simulated Ray (sandbox/realkube). The same HTTPMode RayJob
+(`shutdownAfterJobFinishes`, `ttlSecondsAfterFinished`) goes to KubeRay as a `ray.io/v1` RayJob and to
+raypilot's worker (authenticating with deploy/'s RBAC) as a workflow, each in a namespace of its own; a watch
+sees each RayCluster deleted, and each lag is counted from that side's own `status.endTime` + TTL (KubeRay
+writes it to the second, raypilot to the millisecond of the Ray job's end). Then each side's controller goes
+away while the deletion waits and comes back `RESTART_GAP_S` later: KubeRay's operator pod is deleted and
+created again (a Deployment's rollout), raypilot's worker stops and starts on the same task queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
+from typing import Any, cast
+
+from kubernetes import config
+
+from bench.arithmetic import Figure, percentile
+from bench.progress import Progress
+from bench.suite import BenchContext
+from sandbox.realkube.controlplane import ControlPlane
+from sandbox.realkube.install import install_raypilot
+from sandbox.realkube.kuberay import restart_kuberay
+from sandbox.realkube.stack import real_cluster
+from sandbox.testing import wait_until
+from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time
+from tests.integration.stack import Stack, kubeconfig_worker
+
+LAG_TARGET_S = 1.0
+RESTART_GAP_S = 3.0
+# Longer than either controller is away in the restart runs (KubeRay's pod takes seconds to go and to come
+# back Ready), so both are back before the deletion is due.
+RESTART_TTL_S = 20
+
+
+def ttl_manifest(namespace: str, ttl: int) -> dict[str, Any]:
+    return example(
+        "rayjob-httpmode",
+        namespace,
+        rename="ttl",
+        entrypoint="echo hi",
+        shutdownAfterJobFinishes=True,
+        ttlSecondsAfterFinished=ttl,
+    )
+
+
+@contextlib.asynccontextmanager
+async def running_real_stack(context: BenchContext) -> AsyncIterator[ControlPlane]:
+    """The real stack with simulated Ray, started and stopped on a thread (it takes tens of seconds)."""
+    directory = context.scratch("p2k-stack")
+    stack = real_cluster(directory / "kube", directory / "node", ray="simulated")
+    plane = await asyncio.to_thread(stack.__enter__)
+    try:
+        yield plane
+    finally:
+        await asyncio.to_thread(stack.__exit__, None, None, None)
+
+
+def kuberay_status(stack: Stack, namespace: str) -> dict[str, Any]:
+    found = cast(
+        dict[str, Any], stack.custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "ttl")
+    )
+    status: dict[str, Any] = found.get("status") or {}
+    return status
+
+
+async def kuberay_run(stack: Stack, plane: ControlPlane, ttl: int, restart: bool) -> float:
+    """One RayJob reconciled by KubeRay's operator; its lag after endTime + ttl."""
+    namespace = stack.namespace()
+    seen = asyncio.create_task(
+        asyncio.to_thread(first_raycluster_deletion, stack, namespace, within=ttl + 180)
+    )
+    await asyncio.to_thread(
+        stack.custom.create_namespaced_custom_object,
+        "ray.io",
+        "v1",
+        namespace,
+        "rayjobs",
+        ttl_manifest(namespace, ttl),
+    )
+    if restart:
+
+        async def complete() -> dict[str, Any] | None:
+            status = await asyncio.to_thread(kuberay_status, stack, namespace)
+            return status if status.get("jobDeploymentStatus") == "Complete" else None
+
+        done: dict[str, Any] = await wait_until(
+            complete, within=180, interval=0.2, what="KubeRay's RayJob Complete"
+        )
+        assert done["jobStatus"] == "SUCCEEDED", done
+        await asyncio.to_thread(restart_kuberay, plane, RESTART_GAP_S)
+    deleted_at = await seen
+    end_time = parse_time(str((await asyncio.to_thread(kuberay_status, stack, namespace))["endTime"]))
+    return deleted_at - (end_time + ttl)
+
+
+async def raypilot_run(stack: Stack, ttl: int, workers: AsyncExitStack | None, kubeconfig: Any) -> float:
+    """One RayJob run by raypilot's workflow; its lag after endTime + ttl (with `workers`, the worker is
+    stopped once the RayJob is Complete and started again RESTART_GAP_S later)."""
+    namespace = stack.namespace()
+    seen = asyncio.create_task(
+        asyncio.to_thread(first_raycluster_deletion, stack, namespace, within=ttl + 180)
+    )
+    handle = await stack.start(ttl_manifest(namespace, ttl))
+    if workers is not None:
+        await stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Complete")
+        await workers.aclose()
+        await asyncio.sleep(RESTART_GAP_S)
+        await workers.enter_async_context(kubeconfig_worker(stack.client, kubeconfig, stack.task_queue))
+    deleted_at = await seen
+    end_time = parse_time((await handle.result())["endTime"])
+    return deleted_at - (end_time + ttl)
+
+
+def summary(lags: list[float]) -> str:
+    return f"median {percentile(lags, 50):+.3f} s, max {max(lags):+.3f} s"
+
+
+async def run(context: BenchContext) -> list[Figure]:
+    # The smoke (inside `make test`) leaves out the restart runs: each waits a 20 s TTL.
+    runs, restarts, ttl = (1, 0, 4) if context.smoke else (4, 2, 4)
+    kuberay: list[float] = []
+    kuberay_restarted: list[float] = []
+    raypilot: list[float] = []
+    raypilot_restarted: list[float] = []
+    async with running_real_stack(context) as plane:
+        installed = await asyncio.to_thread(install_raypilot, plane)
+        api_client = config.new_client_from_config(config_file=str(plane.kubeconfig))
+        try:
+            workers = AsyncExitStack()
+            async with workers:
+                queue = await workers.enter_async_context(kubeconfig_worker(context.client, installed.worker))
+                stack = Stack(None, context.client, queue, api_client)
+                with Progress("P2K runs", 2 * (runs + restarts)) as bar:
+                    # Alternating, so both sides meet the same machine.
+                    for _ in range(runs):
+                        kuberay.append(await kuberay_run(stack, plane, ttl, restart=False))
+                        bar.advance()
+                        raypilot.append(await raypilot_run(stack, ttl, None, installed.worker))
+                        bar.advance()
+                    for _ in range(restarts):
+                        kuberay_restarted.append(await kuberay_run(stack, plane, RESTART_TTL_S, restart=True))
+                        bar.advance()
+                        raypilot_restarted.append(
+                            await raypilot_run(stack, RESTART_TTL_S, workers, installed.worker)
+                        )
+                        bar.advance()
+        finally:
+            api_client.close()
+    worst = max(raypilot + raypilot_restarted)
+    restart_row = (
+        (f"raypilot {summary(raypilot_restarted)}", f"KubeRay {summary(kuberay_restarted)}")
+        if restarts
+        else ("not run (smoke)", "not run (smoke)")
+    )
+    return [
+        Figure(
+            "P2K",
+            f"TTL deletion lag after endTime+{ttl} s beside KubeRay v1.5.0 (real stack, {runs} runs each)",
+            f"raypilot {summary(raypilot)}",
+            f"KubeRay {summary(kuberay)}",
+            "<= 1 s",
+            max(raypilot) <= LAG_TARGET_S,
+        ),
+        Figure(
+            "P2K",
+            f"the same (TTL {RESTART_TTL_S} s) with each controller gone and back while the deletion "
+            f"waits ({restarts} runs each)",
+            *restart_row,
+            "<= 1 s, survives restart",
+            worst <= LAG_TARGET_S if restarts else None,
+        ),
+    ]
