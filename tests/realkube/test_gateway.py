@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,7 +16,7 @@ import pytest
 import yaml
 
 from sandbox.realkube.controlplane import ControlPlane
-from sandbox.realkube.stack import real_cluster
+from tests.kubes import RealKube
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -26,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the node agent makes network namespaces: it needs root"),
 ]
 
-NAMESPACE = "default"
+NAMESPACE = "gateway-weights"
 GROUP = "gateway.networking.k8s.io"
 # Answers its VERSION on any path, over HTTP/1.1 keep-alive connections.
 VERSION_SERVER = """
@@ -44,10 +43,11 @@ http.server.ThreadingHTTPServer(("", 8080), Answer).serve_forever()
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    directory = tmp_path_factory.mktemp("gateway")
-    with real_cluster(directory, directory / "agent") as started:
-        yield started
+def plane(real_kube_of_simulated_ray: RealKube) -> ControlPlane:
+    """The test process's real stack (tests/conftest.py), with a namespace for this module."""
+    plane = real_kube_of_simulated_ray.plane
+    plane.kubectl("create", "namespace", NAMESPACE)
+    return plane
 
 
 def apply(plane: ControlPlane, *objects: dict[str, Any]) -> None:

@@ -1,0 +1,223 @@
+"""Moving from a running KubeRay to raypilot, for real: KubeRay's operator (v1.5.0, in its pod on the real
+stack, simulated Ray) runs a `ray.io/v1` object, which is deleted leaving what it made (docs/gitops.md);
+`raypilot adopt` with the same manifest takes that over.
+
+- A RayService, deleted with `--cascade=orphan`: the workflow starts from the cluster that serves, creating none; clients of the serve
+  Service's clusterIP (through kube-proxy), kept-alive and one connection per request, lose no request from
+  before the move to after it.
+- A K8sJobMode RayJob whose Ray job is running: KubeRay stops such a job when it sees its RayJob being
+  deleted, so what it made is detached and the RayJob goes without finalizers; raypilot then continues that
+  Ray job (its submission id read from KubeRay's submitter Job) to SUCCEEDED, with no second submission and
+  no second cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from temporalio.testing import WorkflowEnvironment
+
+from raypilot.cli.common import Console
+from raypilot.cli.main import main
+from raypilot.load import SteadyLoad
+from sandbox.testing import wait_until
+from tests.integration.rayjob_support import example
+from tests.integration.rayservice_helpers import rayservice
+from tests.integration.stack import kubeconfig_worker
+from tests.kubes import RealKube
+
+pytestmark = [
+    pytest.mark.realkube,
+    pytest.mark.devserver,
+    pytest.mark.timeout(600),
+    pytest.mark.skipif(os.geteuid() != 0, reason="the node agent makes network namespaces: it needs root"),
+]
+
+NAMESPACE, NAME = "from-kuberay", "moving"
+WITHIN_S = 240.0
+
+
+@pytest.fixture(scope="module")
+async def task_queue(
+    real_kube_of_simulated_ray: RealKube, dev_server_env: WorkflowEnvironment
+) -> AsyncIterator[str]:
+    async with kubeconfig_worker(dev_server_env.client, real_kube_of_simulated_ray.installed.worker) as queue:
+        yield queue
+
+
+async def raypilot(real: RealKube, env: WorkflowEnvironment, task_queue: str, *argv: str) -> tuple[int, str]:
+    """`raypilot ARGV` as the cluster's admin runs it; (exit status, stdout + stderr)."""
+    out = io.StringIO()
+    console_env = {
+        "KUBECONFIG": str(real.admin),
+        "HOME": "/nonexistent",
+        "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": env.client.namespace,
+        "RAYPILOT_TASK_QUEUE": task_queue,
+    }
+    console = Console(stdout=out, stderr=out, env=console_env)
+    code = await asyncio.to_thread(main, list(argv), console)
+    return code, out.getvalue()
+
+
+def kuberay_status(real: RealKube) -> dict[str, Any]:
+    found = real.plane.kubectl("get", "rayservices.ray.io", NAME, "-n", NAMESPACE, "-o", "json", check=False)
+    return (json.loads(found).get("status") or {}) if found else {}
+
+
+def serving_cluster(real: RealKube) -> str:
+    """The RayCluster the serve Service selects."""
+    found = json.loads(
+        real.plane.kubectl("get", "service", f"{NAME}-serve-svc", "-n", NAMESPACE, "-o", "json")
+    )
+    return str(found["spec"]["selector"]["ray.io/cluster"])
+
+
+async def test_a_kuberay_rayservice_moves_to_raypilot_losing_no_request(
+    real_kube_of_simulated_ray: RealKube, dev_server_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    real = real_kube_of_simulated_ray
+    real.plane.kubectl("create", "namespace", NAMESPACE)
+    manifest = rayservice(NAMESPACE, NAME, "v1")
+    path = tmp_path / "rayservice.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    real.plane.kubectl("apply", "-f", str(path))
+
+    async def kuberay_ready() -> dict[str, Any] | None:
+        status = await asyncio.to_thread(kuberay_status, real)
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+        return status if ready else None
+
+    await wait_until(kuberay_ready, within=WITHIN_S, interval=1.0, what="KubeRay's RayService Ready")
+    cluster = serving_cluster(real)
+    cluster_ip = json.loads(
+        real.plane.kubectl("get", "service", f"{NAME}-serve-svc", "-n", NAMESPACE, "-o", "json")
+    )["spec"]["clusterIP"]
+    url = f"http://{cluster_ip}:8000/"
+
+    async with (
+        SteadyLoad(url, concurrency=2, pause_s=0.05) as kept_alive,
+        SteadyLoad(url, concurrency=2, keep_alive=False, pause_s=0.05) as per_request,
+    ):
+        await kept_alive.wait_for_requests(20)
+        await per_request.wait_for_requests(20)
+        real.plane.kubectl("delete", "rayservices.ray.io", NAME, "-n", NAMESPACE, "--cascade=orphan")
+        await wait_until(
+            lambda: asyncio.to_thread(lambda: not kuberay_status(real)),
+            within=60,
+            interval=0.5,
+            what="KubeRay's RayService gone",
+        )
+        code, said = await raypilot(
+            real, dev_server_env, task_queue, "adopt", f"rayservice/{NAMESPACE}/{NAME}", "-f", str(path)
+        )
+        assert code == 0, said
+        assert f"adopted RayCluster {cluster} (kept as it is)" in said
+
+        async def running() -> dict[str, Any] | None:
+            code, shown = await raypilot(
+                real, dev_server_env, task_queue, "status", f"rayservice/{NAMESPACE}/{NAME}", "-o", "json"
+            )
+            status: dict[str, Any] = json.loads(shown) if code == 0 else {}
+            return status if status.get("serviceStatus") == "Running" else None
+
+        adopted = await wait_until(running, within=120, interval=0.5, what="raypilot's RayService Running")
+        before = len(kept_alive.samples) + len(per_request.samples)
+        await kept_alive.wait_for_requests(len(kept_alive.samples) + 50)
+        await per_request.wait_for_requests(len(per_request.samples) + 50)
+
+    assert adopted["activeServiceStatus"]["rayClusterName"] == cluster
+    assert serving_cluster(real) == cluster
+    listed = json.loads(real.plane.kubectl("get", "rayclusters", "-n", NAMESPACE, "-o", "json"))["items"]
+    assert [item["metadata"]["name"] for item in listed] == [cluster]  # none created
+    for load in (kept_alive, per_request):
+        assert not load.failures, (load.counts(), load.failures[:5])
+        assert set(load.counts()) == {"v1"}
+    assert len(kept_alive.samples) + len(per_request.samples) > before
+    assert (await raypilot(real, dev_server_env, task_queue, "delete", f"rayservice/{NAMESPACE}/{NAME}"))[
+        0
+    ] == 0
+
+
+def ray_jobs(real: RealKube, namespace: str, cluster: str) -> list[dict[str, Any]]:
+    """The Ray jobs on the cluster's dashboard (through the API server's Service proxy)."""
+    path = f"/api/v1/namespaces/{namespace}/services/{cluster}-head-svc:dashboard/proxy/api/jobs/"
+    jobs: list[dict[str, Any]] = json.loads(real.plane.kubectl("get", "--raw", path))
+    return jobs
+
+
+async def test_a_running_kuberay_rayjob_moves_to_raypilot_without_a_second_run(
+    real_kube_of_simulated_ray: RealKube, dev_server_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+) -> None:
+    real = real_kube_of_simulated_ray
+    namespace, name = "rayjob-from-kuberay", "moving-job"
+    real.plane.kubectl("create", "namespace", namespace)
+    manifest = example("rayjob-k8sjobmode", namespace, rename=name, entrypoint="sleep 25")
+    path = tmp_path / "rayjob.yaml"
+    path.write_text(yaml.safe_dump(manifest))
+    real.plane.kubectl("apply", "-f", str(path))
+
+    def kuberay_job() -> dict[str, Any]:
+        found = real.plane.kubectl("get", "rayjobs.ray.io", name, "-n", namespace, "-o", "json", check=False)
+        return (json.loads(found).get("status") or {}) if found else {}
+
+    async def running() -> dict[str, Any] | None:
+        status = await asyncio.to_thread(kuberay_job)
+        return status if status.get("jobStatus") == "RUNNING" else None
+
+    started = await wait_until(running, within=WITHIN_S, interval=0.5, what="KubeRay's Ray job RUNNING")
+    cluster, job_id = started["rayClusterName"], started["jobId"]
+    # On deletion KubeRay stops a Ray job that has not ended, finalizer or not, while the object lingers
+    # (`--cascade=orphan` adds the garbage collector's own finalizer): a run of this test that deleted with
+    # --cascade=orphan ended STOPPED. So what KubeRay made is detached first, and then the RayJob, without
+    # finalizers, goes at once, never seen deleting (docs/gitops.md).
+    selector = f"ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name={name}"
+    for kind in ("rayclusters", "jobs", "services"):
+        for item in json.loads(
+            real.plane.kubectl("get", kind, "-n", namespace, "-l", selector, "-o", "json")
+        )["items"]:
+            if item["metadata"].get("ownerReferences"):
+                real.plane.kubectl(
+                    "patch",
+                    kind,
+                    item["metadata"]["name"],
+                    "-n",
+                    namespace,
+                    "--type=json",
+                    "-p",
+                    '[{"op": "remove", "path": "/metadata/ownerReferences"}]',
+                )
+    real.plane.kubectl(
+        "patch",
+        "rayjobs.ray.io",
+        name,
+        "-n",
+        namespace,
+        "--type=json",
+        "-p",
+        '[{"op": "remove", "path": "/metadata/finalizers"}]',
+    )
+    real.plane.kubectl("delete", "rayjobs.ray.io", name, "-n", namespace)
+    await wait_until(
+        lambda: asyncio.to_thread(lambda: not kuberay_job()), within=60, interval=0.5, what="the RayJob gone"
+    )
+    code, said = await raypilot(
+        real, dev_server_env, task_queue, "adopt", f"rayjob/{namespace}/{name}", "-f", str(path)
+    )
+    assert code == 0, said
+    assert f"Ray job {job_id} continues" in said
+    handle = dev_server_env.client.get_workflow_handle(f"rayjob/{namespace}/{name}")
+    result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
+    assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
+    assert (result["rayClusterName"], result["jobId"]) == (cluster, job_id)
+    assert [job["submission_id"] for job in ray_jobs(real, namespace, cluster)] == [job_id]
+    listed = json.loads(real.plane.kubectl("get", "rayclusters", "-n", namespace, "-o", "json"))["items"]
+    assert [item["metadata"]["name"] for item in listed] == [cluster]
