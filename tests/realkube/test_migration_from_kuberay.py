@@ -2,9 +2,9 @@
 stack, simulated Ray) runs a `ray.io/v1` object, which is deleted leaving what it made (docs/gitops.md);
 `raypilot adopt` with the same manifest takes that over.
 
-- A RayService, deleted with `--cascade=orphan`: the workflow starts from the cluster that serves, creating none; clients of the serve
-  Service's clusterIP (through kube-proxy), kept-alive and one connection per request, lose no request from
-  before the move to after it.
+- A RayService, deleted with `--cascade=orphan`: the workflow starts from the cluster that serves, creating
+  none; clients of the serve Service's clusterIP (through kube-proxy), kept-alive and one connection per
+  request, lose no request from before the move to after it.
 - A K8sJobMode RayJob whose Ray job is running: KubeRay stops such a job when it sees its RayJob being
   deleted, so what it made is detached and the RayJob goes without finalizers; raypilot then continues that
   Ray job (its submission id read from KubeRay's submitter Job) to SUCCEEDED, with no second submission and
