@@ -68,7 +68,7 @@ async def run_events(client: Client, workflow_id: str) -> list[dict[str, Any]]:
     for _ in range(MAX_RUNS):
         events = await handle_events(client.get_workflow_handle(workflow_id, run_id=run_id))
         runs.insert(0, events)
-        started = events[0].get("workflowExecutionStartedEventAttributes") or {} if events else {}
+        started = (events[0].get("workflowExecutionStartedEventAttributes") or {}) if events else {}
         run_id = started.get("continuedExecutionRunId") or None
         if run_id is None:
             break

@@ -73,7 +73,9 @@ def kuberay_pod(binary: str, feature_gates: str) -> dict[str, Any]:
 
 def _ready(plane: ControlPlane) -> bool:
     found = plane.kubectl("get", "pod", KUBERAY_POD, "-n", "default", "-o", "json", check=False)
-    conditions = (json.loads(found).get("status") or {}).get("conditions") or [] if found else []
+    if not found:
+        return False
+    conditions = (json.loads(found).get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 

@@ -13,7 +13,7 @@ from bench.suite import BENCHES, BenchContext, dev_server_address, run_benches
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
 
-EXPECTED_ROWS = {"P1": 1, "P2": 1, "P2K": 2, "P3": 1, "P4": 6, "P5": 1, "P6": 2, "P7": 2, "P9": 1}
+EXPECTED_ROWS = {"P1": 1, "P2": 1, "P2K": 3, "P3": 1, "P4": 6, "P5": 1, "P6": 2, "P7": 2, "P9": 1}
 
 
 @pytest.mark.parametrize("bench_id", list(BENCHES))

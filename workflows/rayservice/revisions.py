@@ -91,7 +91,7 @@ class RevisionKeeper:
         state = self.state
         conditions = state.status.conditions
         active = state.status.active_service_status.ray_cluster_name
-        body = world.clusters.get(active) or {} if active else {}
+        body = (world.clusters.get(active) or {}) if active else {}
         annotations = (body.get("metadata") or {}).get("annotations") or {}
         rollback = find_condition(conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS)
         seen = RevisionsSeen(
