@@ -12,11 +12,11 @@ reply straight to the caller, past the connection's translation); it needs no br
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ctypes
 import logging
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -77,6 +77,15 @@ def _kubeconfig(node_ip: str, ca_file: str, token_file: Path) -> dict[str, objec
     }
 
 
+def _created_or_there(create: Callable[[], object]) -> None:
+    """Create; an object of that name already there (409: an agent before this one made it) is fine."""
+    try:
+        create()
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
 def _end_with_the_agent() -> None:
     """PR_SET_PDEATHSIG: an agent killed with SIGKILL leaves no kube-proxy behind (the next agent removes the
     node's namespace, not the processes in it)."""
@@ -122,8 +131,11 @@ class KubeProxy:
         """The ServiceAccount and its binding to system:node-proxier (kept when they exist)."""
         namespace, name = ACCOUNT
         core, rbac = k8s.CoreV1Api(self.api), k8s.RbacAuthorizationV1Api(self.api)
-        with contextlib.suppress(ApiException):
-            core.create_namespaced_service_account(namespace, k8s.V1ServiceAccount(metadata={"name": name}))
+        _created_or_there(
+            lambda: core.create_namespaced_service_account(
+                namespace, k8s.V1ServiceAccount(metadata={"name": name})
+            )
+        )
         binding = k8s.V1ClusterRoleBinding(
             metadata=k8s.V1ObjectMeta(name="raypilot:node-proxier"),
             role_ref=k8s.V1RoleRef(
@@ -131,8 +143,7 @@ class KubeProxy:
             ),
             subjects=[k8s.RbacV1Subject(kind="ServiceAccount", name=name, namespace=namespace)],
         )
-        with contextlib.suppress(ApiException):
-            rbac.create_cluster_role_binding(binding)
+        _created_or_there(lambda: rbac.create_cluster_role_binding(binding))
 
     async def _write_token(self) -> None:
         namespace, name = ACCOUNT
