@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any, cast
 
 from kubernetes import config
@@ -106,7 +107,7 @@ async def kuberay_run(stack: Stack, plane: ControlPlane, ttl: int, restart: bool
 
 
 async def raypilot_run(
-    stack: Stack, ttl: int, workers: AsyncExitStack | None, kubeconfig: Any
+    stack: Stack, ttl: int, workers: AsyncExitStack | None, kubeconfig: Path
 ) -> tuple[float, str]:
     """One RayJob run by raypilot's workflow; its lag after endTime + ttl (with `workers`, the worker is
     stopped once the RayJob is Complete and started again RESTART_GAP_S later)."""
