@@ -88,12 +88,14 @@ def _wait_ready(plane: ControlPlane) -> None:
         time.sleep(0.3)
 
 
-def restart_kuberay(plane: ControlPlane, gap_s: float, feature_gates: str = "") -> None:
+def restart_kuberay(plane: ControlPlane, gap_s: float) -> None:
     """What rolling out the operator's Deployment again does: the pod goes (SIGTERM, its grace period), and a
-    new one starts `gap_s` later; returns once it is Ready."""
+    new one with the same command (flags, feature gates) starts `gap_s` later; returns once it is Ready."""
+    running = json.loads(plane.kubectl("get", "pod", KUBERAY_POD, "-n", "default", "-o", "json"))
     plane.kubectl("delete", "pod", KUBERAY_POD, "-n", "default", "--wait=true")
     time.sleep(gap_s)
-    pod = kuberay_pod(plane.binary("kuberay-operator"), feature_gates)
+    pod = kuberay_pod(plane.binary("kuberay-operator"), "")
+    pod["spec"]["containers"][0]["command"] = running["spec"]["containers"][0]["command"]
     plane.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(pod))
     _wait_ready(plane)
 

@@ -177,10 +177,16 @@ class RayServiceCalls:
         return start(stubs.wait_raycluster, request, IO.WATCH, summary=f"RayCluster {cluster} changes")
 
     def wait_serve(
-        self, target: DashboardTarget, cluster: str, serve_port: int, last_view: dict[str, Any] | None
+        self,
+        target: DashboardTarget,
+        cluster: str,
+        serve_port: int,
+        last_view: dict[str, Any] | None,
+        quiet: bool,
     ) -> workflow.ActivityHandle[ServeObservation]:
+        """`quiet`: the RayService is settled (`serve_wait_is_quiet`), so a heartbeat a minute will do."""
         request = WaitServe(target, cluster, serve_port, True, last_view, SERVE_POLL_SECONDS)
-        io = IO.QUIET_WATCH if self.serve_wait_minute_heartbeat else IO.WATCH
+        io = IO.QUIET_WATCH if self.serve_wait_minute_heartbeat and quiet else IO.WATCH
         return start(stubs.wait_serve, request, io, summary=f"Serve of {cluster} changes")
 
     def read_replica_ranks(

@@ -127,7 +127,7 @@ class PodRestarts(RayServicePart):
         every application RUNNING with its replicas, answered by a head that is not one being replaced."""
         name = cluster.metadata.name
         observation = await self.calls.wait_serve(
-            dashboard_target(cluster), name, serve_port(cluster), FRESH_READ
+            dashboard_target(cluster), name, serve_port(cluster), FRESH_READ, quiet=False
         )
         if self.waits and name in self.world.serve and self.world.serve[name].view != observation.view:
             # The Serve wait must wait from what this step saw (from an older view it could miss Serve

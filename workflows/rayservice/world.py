@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.rayservice.replica_ranks import rank_submission_id
     from workflows.decisions.rayservice.services import serve_port
-    from workflows.decisions.rayservice.watches import Watch
+    from workflows.decisions.rayservice.watches import Watch, serve_wait_is_quiet
     from workflows.rayservice.calls import RayServiceCalls
 
 from workflows.kit.waits import TIMER, Finished, Waits
@@ -184,8 +184,10 @@ class RayServiceWorld:
             cluster = self.cluster(watch.target, rayservice)
             assert cluster is not None
             last = self.serve.get(watch.target)
+            view = last.view if last else None
+            settled = serve_wait_is_quiet(self.clusters, view)
             return self.calls.wait_serve(
-                dashboard_target(cluster), watch.target, serve_port(cluster), last.view if last else None
+                dashboard_target(cluster), watch.target, serve_port(cluster), view, settled
             )
         if watch.kind == "ranks":
             cluster = self.cluster(watch.target, rayservice)

@@ -83,3 +83,17 @@ def desired_watches(
         counts = {service: endpoint_counts.get(service, 0) for service in endpoint_services}
         watches.append(Watch("endpoints", ",".join(endpoint_services), view_key(counts)))
     return watches
+
+
+def serve_wait_is_quiet(
+    clusters: Mapping[str, Mapping[str, Any] | None], serve_view: Mapping[str, Any] | None
+) -> bool:
+    """Whether a cluster's Serve wait may heartbeat once a minute (a lost worker noticed within 3 minutes)
+    rather than every 10 s (within 30 s): only on a settled RayService, one cluster whose last Serve view had
+    every application RUNNING. Anything in flight (the first deployment, an upgrade or a drain with two
+    clusters, an application not RUNNING) keeps the short heartbeat: a worker's crash would otherwise stall
+    it for up to 3 minutes."""
+    if sum(cluster is not None for cluster in clusters.values()) != 1 or serve_view is None:
+        return False
+    applications = serve_view.get("applications") or {}
+    return bool(applications) and all(app.get("status") == "RUNNING" for app in applications.values())

@@ -44,6 +44,7 @@ from workflows.decisions.rayservice.watches import (
     Watch,
     desired_watches,
     earliest_deadline,
+    serve_wait_is_quiet,
     view_key,
 )
 from workflows.rayservice.calls import RayServiceCalls
@@ -251,6 +252,29 @@ def test_endpoints_are_watched_only_while_expected_and_none_counted(
     watches = desired_watches({}, {}, ["svc-serve-svc"], counts, expected_endpoints)
     expected = [Watch("endpoints", "svc-serve-svc", view_key({"svc-serve-svc": 0}))] if watched else []
     assert watches == expected
+
+
+RUNNING_APPS = {"applications": {"a": {"status": "RUNNING"}, "b": {"status": "RUNNING"}}}
+ONE_DEPLOYING = {"applications": {"a": {"status": "RUNNING"}, "b": {"status": "DEPLOYING"}}}
+ACTIVE = {"metadata": {"name": "svc-a"}}
+PENDING = {"metadata": {"name": "svc-b"}}
+
+
+@pytest.mark.parametrize(
+    ("clusters", "serve_view", "quiet"),
+    [
+        ({"svc-a": ACTIVE}, RUNNING_APPS, True),  # settled: one cluster, every application RUNNING
+        ({"svc-a": ACTIVE, "svc-old": None}, RUNNING_APPS, True),  # a cluster already gone does not count
+        ({"svc-a": ACTIVE, "svc-b": PENDING}, RUNNING_APPS, False),  # an upgrade (or a drain) in flight
+        ({"svc-a": ACTIVE}, ONE_DEPLOYING, False),  # the first deployment, or an application not RUNNING
+        ({"svc-a": ACTIVE}, {"reachable": False}, False),  # Serve not answering
+        ({"svc-a": ACTIVE}, None, False),  # nothing seen yet
+    ],
+)
+def test_the_serve_wait_heartbeats_once_a_minute_only_on_a_settled_rayservice(
+    clusters: dict[str, dict[str, Any] | None], serve_view: dict[str, Any] | None, quiet: bool
+) -> None:
+    assert serve_wait_is_quiet(clusters, serve_view) is quiet
 
 
 def serve_details(*replicas: dict[str, Any]) -> dict[str, Any]:
