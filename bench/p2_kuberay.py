@@ -1,8 +1,8 @@
 """P2K: the TTL deletion lag of raypilot beside KubeRay's operator itself, in one run on one real stack.
 
 The stack: etcd, kube-apiserver, kube-controller-manager, kube-proxy, KubeRay's operator v1.5.0 in a pod,
-raypilot's node agent running simulated Ray (sandbox/realkube). The same HTTPMode RayJob
-(`shutdownAfterJobFinishes`, `ttlSecondsAfterFinished`) goes to KubeRay as a `ray.io/v1` RayJob and to
+raypilot's node agent running simulated Ray (bench/realkube_stack.py, shared with P3K). The same HTTPMode
+RayJob (`shutdownAfterJobFinishes`, `ttlSecondsAfterFinished`) goes to KubeRay as a `ray.io/v1` RayJob and to
 raypilot's worker (authenticating with deploy/'s RBAC) as a workflow, each in a namespace of its own; a watch
 sees each RayCluster deleted, and each lag is counted from that side's own `status.endTime` + TTL (KubeRay
 writes it to the second, raypilot to the millisecond of the Ray job's end). Then each side's controller goes
@@ -15,8 +15,6 @@ RayJob's namespace: the cost that grows with the number of RayJobs).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, cast
@@ -25,12 +23,12 @@ from kubernetes import config
 
 from bench.arithmetic import Figure, percentile
 from bench.progress import Progress
+from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 from sandbox.realkube.audit import audited_requests
 from sandbox.realkube.controlplane import KUBERAY_ACCOUNT, ControlPlane
-from sandbox.realkube.install import NAMESPACE, WORKER_ACCOUNT, install_raypilot
+from sandbox.realkube.install import NAMESPACE, WORKER_ACCOUNT
 from sandbox.realkube.kuberay import restart_kuberay
-from sandbox.realkube.stack import real_cluster
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time
 from tests.integration.stack import Stack, kubeconfig_worker
@@ -54,18 +52,6 @@ def ttl_manifest(namespace: str, ttl: int) -> dict[str, Any]:
         shutdownAfterJobFinishes=True,
         ttlSecondsAfterFinished=ttl,
     )
-
-
-@contextlib.asynccontextmanager
-async def running_real_stack(context: BenchContext) -> AsyncIterator[ControlPlane]:
-    """The real stack with simulated Ray, started and stopped on a thread (it takes tens of seconds)."""
-    directory = context.scratch("p2k-stack")
-    stack = real_cluster(directory / "kube", directory / "node", ray="simulated")
-    plane = await asyncio.to_thread(stack.__enter__)
-    try:
-        yield plane
-    finally:
-        await asyncio.to_thread(stack.__exit__, None, None, None)
 
 
 def kuberay_status(stack: Stack, namespace: str) -> dict[str, Any]:
@@ -149,34 +135,34 @@ async def run(context: BenchContext) -> list[Figure]:
     # The smoke (inside `make test`) leaves out the restart runs: each waits a 20 s TTL.
     runs, restarts, ttl = (1, 0, 4) if context.smoke else (4, 2, 4)
     done: dict[str, list[tuple[float, str]]] = {side: [] for side in SIDES}
-    async with running_real_stack(context) as plane:
-        installed = await asyncio.to_thread(install_raypilot, plane)
-        api_client = config.new_client_from_config(config_file=str(plane.kubeconfig))
-        try:
-            workers = AsyncExitStack()
-            async with workers:
-                queue = await workers.enter_async_context(kubeconfig_worker(context.client, installed.worker))
-                stack = Stack(None, context.client, queue, api_client)
-                with Progress("P2K runs", 2 * (runs + restarts)) as bar:
-                    # Alternating, so both sides meet the same machine.
-                    for _ in range(runs):
-                        done["kuberay"].append(await kuberay_run(stack, plane, ttl, restart=False))
-                        bar.advance()
-                        done["raypilot"].append(await raypilot_run(stack, ttl, None, installed.worker))
-                        bar.advance()
-                    for _ in range(restarts):
-                        run_ = await kuberay_run(stack, plane, RESTART_TTL_S, restart=True)
-                        done["kuberay restarted"].append(run_)
-                        bar.advance()
-                        run_ = await raypilot_run(stack, RESTART_TTL_S, workers, installed.worker)
-                        done["raypilot restarted"].append(run_)
-                        bar.advance()
-        finally:
-            api_client.close()
-        requests = {
-            side: requests_per_lifecycle(plane, user, [namespace for _, namespace in done[side]])
-            for side, user in (("kuberay", KUBERAY_USER), ("raypilot", RAYPILOT_USER))
-        }
+    shared = await shared_real_stack(context)
+    plane, installed = shared.plane, shared.installed
+    api_client = config.new_client_from_config(config_file=str(plane.kubeconfig))
+    try:
+        workers = AsyncExitStack()
+        async with workers:
+            queue = await workers.enter_async_context(kubeconfig_worker(context.client, installed.worker))
+            stack = Stack(None, context.client, queue, api_client)
+            with Progress("P2K runs", 2 * (runs + restarts)) as bar:
+                # Alternating, so both sides meet the same machine.
+                for _ in range(runs):
+                    done["kuberay"].append(await kuberay_run(stack, plane, ttl, restart=False))
+                    bar.advance()
+                    done["raypilot"].append(await raypilot_run(stack, ttl, None, installed.worker))
+                    bar.advance()
+                for _ in range(restarts):
+                    run_ = await kuberay_run(stack, plane, RESTART_TTL_S, restart=True)
+                    done["kuberay restarted"].append(run_)
+                    bar.advance()
+                    run_ = await raypilot_run(stack, RESTART_TTL_S, workers, installed.worker)
+                    done["raypilot restarted"].append(run_)
+                    bar.advance()
+    finally:
+        api_client.close()
+    requests = {
+        side: requests_per_lifecycle(plane, user, [namespace for _, namespace in done[side]])
+        for side, user in (("kuberay", KUBERAY_USER), ("raypilot", RAYPILOT_USER))
+    }
     lags = {side: [lag for lag, _ in runs_] for side, runs_ in done.items()}
     worst = max(lags["raypilot"] + lags["raypilot restarted"])
     restart_row = (

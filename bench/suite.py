@@ -18,6 +18,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ BENCHES: dict[str, str] = {
     "P2": "bench.p2_deletion",
     "P2K": "bench.p2_kuberay",
     "P3": "bench.p3_detection",
+    "P3K": "bench.p3_kuberay",
     "P4": "bench.p4_history",
     "P5": "bench.p5_throughput",
     "P7": "bench.p7_scale",
@@ -47,7 +49,9 @@ DEFAULT_SCALE = (100, 1000)
 
 @dataclass
 class BenchContext:
-    """What a bench gets: the dev server's client and address, a scratch directory, and how big to run."""
+    """What a bench gets: the dev server's client and address, a scratch directory, and how big to run.
+    `shared` holds what several benches of one run use (bench/realkube_stack.py), `resources` stops it
+    when the run ends."""
 
     client: Client
     address: str
@@ -56,6 +60,8 @@ class BenchContext:
     scale: Sequence[int] = DEFAULT_SCALE
     log: Callable[[str], None] = print
     loads: list[float] = field(default_factory=list)
+    shared: dict[str, object] = field(default_factory=dict)
+    resources: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def scratch(self, name: str) -> Path:
         path = self.workdir / name
@@ -73,7 +79,13 @@ def bench_of(bench_id: str) -> Bench:
 
 
 async def run_benches(context: BenchContext, ids: Sequence[str]) -> list[Figure]:
-    """Each bench in turn; a bench that fails shows as one MISSED row with its error, the others still run."""
+    """Each bench in turn; a bench that fails shows as one MISSED row with its error, the others still run.
+    What the benches shared is stopped at the end."""
+    async with context.resources:
+        return await _each_bench(context, ids)
+
+
+async def _each_bench(context: BenchContext, ids: Sequence[str]) -> list[Figure]:
     figures: list[Figure] = []
     for bench_id in ids:
         started = time.monotonic()

@@ -3,11 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubernetes import config
+from kubernetes.client import ApiClient
+from temporalio.client import Client
+
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.install import Installed
+from tests.integration.stack import kubeconfig_worker
 
 KUBES = ("sandbox", "real")
 
@@ -27,3 +34,12 @@ class RealKube:
     @property
     def audit_log(self) -> Path:
         return self.plane.audit_log
+
+    @contextlib.asynccontextmanager
+    async def admin_and_worker(self, client: Client) -> AsyncIterator[tuple[ApiClient, str]]:
+        """For the block: an API client with the admin's kubeconfig, and a worker with raypilot's
+        ServiceAccount (deploy/'s RBAC) on a task queue of its own."""
+        api_client = config.new_client_from_config(config_file=str(self.admin))
+        with contextlib.closing(api_client):
+            async with kubeconfig_worker(client, self.installed.worker) as task_queue:
+                yield api_client, task_queue

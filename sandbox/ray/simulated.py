@@ -71,6 +71,26 @@ def auth_failure(headers: Mapping[str, str], cookies: Mapping[str, str], token: 
     return None
 
 
+# Ray's dashboard counts its requests in this family (labelled by method and handler; here by method and
+# route). Real Ray exports it on the dashboard's own metrics port, the simulation on its metrics export port,
+# so that a bench reads a simulated head's dashboard load in a Pod as it reads its other metrics.
+DASHBOARD_REQUESTS_COUNTER = "ray_dashboard_api_requests_count_requests_total"
+
+
+def dashboard_requests_exposition(requests: Mapping[str, int]) -> str:
+    """The dashboard's requests so far ("<METHOD> <route>" -> count) as Prometheus text."""
+    if not requests:
+        return ""
+    lines = [f"# TYPE {DASHBOARD_REQUESTS_COUNTER} counter"]
+    for key, count in sorted(requests.items()):
+        method, _, route = key.partition(" ")
+        lines.append(
+            f'{DASHBOARD_REQUESTS_COUNTER}{{Component="dashboard",endpoint="{route}",method="{method}"}} '
+            f"{float(count)}"
+        )
+    return "\n".join(lines) + "\n"
+
+
 class SimulatedDashboard:
     """`ports` has "dashboard", "serve" and "metrics" (on `host`); the serve port answers once Serve was
     started by a PUT, as on a real head."""
@@ -167,7 +187,8 @@ class SimulatedDashboard:
 
     async def _metrics(self, request: web.Request) -> web.Response:
         serve = self.serve
-        return web.Response(text=serve.metrics_exposition() if serve is not None else "")
+        text = serve.metrics_exposition() if serve is not None else ""
+        return web.Response(text=text + dashboard_requests_exposition(self.requests))
 
     def _driver_plan(self, entrypoint: str) -> EntrypointPlan | None:
         serve = self.serve

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from sandbox.realkube.conditions import is_ready
 from sandbox.realkube.controlplane import (
     KUBERAY_ACCOUNT,
     READY_WITHIN_S,
@@ -73,10 +74,7 @@ def kuberay_pod(binary: str, feature_gates: str) -> dict[str, Any]:
 
 def _ready(plane: ControlPlane) -> bool:
     found = plane.kubectl("get", "pod", KUBERAY_POD, "-n", "default", "-o", "json", check=False)
-    if not found:
-        return False
-    conditions = (json.loads(found).get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return bool(found) and is_ready(json.loads(found))
 
 
 def _wait_ready(plane: ControlPlane) -> None:

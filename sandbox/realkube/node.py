@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from sandbox.realkube.conditions import is_ready
 from sandbox.realkube.controlplane import READY_WITHIN_S, ControlPlane, ControlPlaneError, stop_process
 
 __all__ = ["NODE_NAME", "RayKind", "node_agent"]
@@ -24,10 +25,7 @@ STOP_WITHIN_S = 60.0
 
 def _node_ready(plane: ControlPlane) -> bool:
     found = plane.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
-    if not found:
-        return False
-    conditions = json.loads(found).get("status", {}).get("conditions") or []
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+    return bool(found) and is_ready(json.loads(found))
 
 
 @contextlib.contextmanager

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
-from kubernetes import config
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -26,7 +25,6 @@ from raypilot.cli.main import main
 from raypilot.testing.worker import running_worker
 from sandbox.ray.simulated_timings import SimulationTimings
 from sandbox.testing import SandboxThread, private_pools
-from tests.integration.stack import kubeconfig_worker
 from tests.kubes import KUBES, RealKube
 
 
@@ -148,7 +146,5 @@ async def cli_kube_stack(
 @contextlib.asynccontextmanager
 async def real_cli_stack(client: Client, real: RealKube) -> AsyncIterator[CliStack]:
     """`raypilot` as the real stack's admin, a worker with raypilot's ServiceAccount."""
-    api_client = config.new_client_from_config(config_file=str(real.admin))
-    with contextlib.closing(api_client):
-        async with kubeconfig_worker(client, real.installed.worker) as task_queue:
-            yield CliStack(_cli_env(client, real.admin, task_queue), None, client, api_client)
+    async with real.admin_and_worker(client) as (api_client, task_queue):
+        yield CliStack(_cli_env(client, real.admin, task_queue), None, client, api_client)

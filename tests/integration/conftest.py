@@ -10,15 +10,13 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
-from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
-from tests.integration.stack import Stack, kubeconfig_worker, running_stack
-from tests.kubes import KUBES
+from tests.integration.stack import Stack, running_stack
+from tests.kubes import KUBES, RealKube
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +48,6 @@ async def kube_stack(
         async with running_stack(tmp_path_factory.mktemp("sim"), client, "simulated") as stack:
             yield stack
         return
-    real = request.getfixturevalue("real_kube_of_simulated_ray")
-    api_client = config.new_client_from_config(config_file=str(real.admin))
-    with contextlib.closing(api_client):
-        async with kubeconfig_worker(client, real.installed.worker) as task_queue:
-            yield Stack(None, client, task_queue, api_client)
+    real: RealKube = request.getfixturevalue("real_kube_of_simulated_ray")
+    async with real.admin_and_worker(client) as (api_client, task_queue):
+        yield Stack(None, client, task_queue, api_client)

@@ -17,6 +17,7 @@ from temporalio.client import WorkflowHandle
 from activities.kubernetes_async import ssl_context
 from sandbox.testing import ready_raycluster, wait_until
 from tests.integration.stack import Stack
+from tests.workflows.fakes_rayjob_deletion import deletion_timer_windows
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -149,3 +150,23 @@ def first_raycluster_deletion(stack: Stack, namespace: str, *, within: float) ->
 def parse_time(text: str) -> float:
     """An RFC3339 "Z" time of a status as seconds since the epoch."""
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+# How long after its due time a deletion may be seen in these tests: a loaded machine's delay of the workflow
+# task the timer wakes and of one API request, not raypilot's lag (bench P2 and P2K measure that).
+DELETION_SEEN_WITHIN_S = 10.0
+
+
+async def assert_deleted_when_due(handle: WorkflowHandle[Any, Any], deleted_at: float, due: float) -> None:
+    """A deletion timed where the workflow decides it: a deletion timer set for `due` (endTime + its TTL) in
+    the history, whose workflow time holds none of the machine's delays; and the RayCluster's deletion, seen
+    at `deleted_at` (wall clock), no earlier than that and not long after."""
+    windows = await deletion_timer_windows(handle)
+    slack = 0.001  # the history's times are milliseconds
+    assert any(
+        earliest.timestamp() - slack <= due <= latest.timestamp() + slack for earliest, latest in windows
+    ), f"no deletion timer was set for endTime + TTL ({due:.3f}); timers: {windows}"
+    lag = deleted_at - due
+    assert -0.05 <= lag <= DELETION_SEEN_WITHIN_S, (
+        f"RayCluster deletion observed {lag:+.3f} s from its due time"
+    )

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sandbox.realkube.conditions import condition_status
 from sandbox.realkube.controlplane import ControlPlane, control_plane
 from sandbox.realkube.node import NODE_NAME, node_agent
 from tests.realkube.waiting import eventually
@@ -102,13 +103,6 @@ def pod(name: str, command: list[str], **spec: Any) -> dict[str, Any]:
     }
 
 
-def condition(obj: dict[str, Any] | None, kind: str) -> str:
-    for found in ((obj or {}).get("status") or {}).get("conditions") or []:
-        if found["type"] == kind:
-            return str(found["status"])
-    return ""
-
-
 def test_a_pod_turns_ready_with_its_probe_and_the_api_server_proxies_to_it(plane: ControlPlane) -> None:
     server = pod("web", PYTHON_SERVER)
     server["spec"]["containers"][0]["readinessProbe"] = {
@@ -117,7 +111,7 @@ def test_a_pod_turns_ready_with_its_probe_and_the_api_server_proxies_to_it(plane
     }
     apply(plane, server)
     ready = eventually(
-        lambda: (found := get(plane, "pod", "web")) and condition(found, "Ready") == "True" and found,
+        lambda: (found := get(plane, "pod", "web")) and condition_status(found, "Ready") == "True" and found,
         "web Ready",
     )
     status = ready["status"]
@@ -163,7 +157,7 @@ def test_the_job_controller_completes_a_job_whose_pod_succeeds(plane: ControlPla
         },
     }
     apply(plane, job)
-    eventually(lambda: condition(get(plane, "job", "once"), "Complete") == "True", "the Job Complete")
+    eventually(lambda: condition_status(get(plane, "job", "once"), "Complete") == "True", "the Job Complete")
     assert plane.kubectl("logs", "job/once") == "done\n"
 
 
@@ -234,7 +228,7 @@ def test_a_pod_reaches_a_service_by_name_and_a_deleted_pod_stops(plane: ControlP
     fetch = "import urllib.request; print(urllib.request.urlopen('http://backend.default.svc.cluster.local:8080/').status)"
     client = pod("client", ["python", "-c", fetch], restartPolicy="OnFailure")
     apply(plane, backend, service)
-    eventually(lambda: condition(get(plane, "pod", "backend"), "Ready") == "True", "backend Ready")
+    eventually(lambda: condition_status(get(plane, "pod", "backend"), "Ready") == "True", "backend Ready")
     apply(plane, client)
     eventually(
         lambda: (get(plane, "pod", "client") or {}).get("status", {}).get("phase") == "Succeeded",

@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from sandbox.realkube.conditions import is_ready
 from sandbox.realkube.controlplane import kube_dir
 from sandbox.realkube.node import NODE_NAME
 from tests.realkube.waiting import eventually
@@ -84,8 +84,7 @@ def descendants(pid: int) -> set[int]:
 
 
 def node_ready(kubeconfig: Path) -> bool:
-    node: dict[str, Any] = json.loads(kubectl(kubeconfig, "get", "node", NODE_NAME, "-o", "json").stdout)
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"]["conditions"])
+    return is_ready(json.loads(kubectl(kubeconfig, "get", "node", NODE_NAME, "-o", "json").stdout))
 
 
 def test_up_serves_the_real_stack_and_down_removes_it(tmp_path: Path) -> None:

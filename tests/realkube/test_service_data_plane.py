@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from sandbox.realkube.conditions import is_ready
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.node import NODE_NAME
 from tests.kubes import RealKube
@@ -88,8 +89,7 @@ def service(name: str, color: str) -> dict[str, Any]:
 
 
 def ready(plane: ControlPlane, pod: str) -> bool:
-    conditions = get(plane, "pod", pod).get("status", {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    return is_ready(get(plane, "pod", pod))
 
 
 def phase(plane: ControlPlane, pod: str) -> str:

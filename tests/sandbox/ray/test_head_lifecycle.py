@@ -49,6 +49,23 @@ async def test_a_simulated_restart_loses_jobs_and_keeps_ports() -> None:
     assert await port_closed(head.dashboard_url)
 
 
+async def test_a_simulated_head_exports_its_dashboard_requests_as_ray_counts_them() -> None:
+    head = SimulatedDashboard("counted", {}, {}, timings=SimulationTimings.fast())
+    await head.start()
+    metrics = f"http://{head.host}:{head.ports['metrics']}/metrics"
+    try:
+        async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
+            await client.post("/api/jobs/", json={"entrypoint": "true", "submission_id": "j"})
+            for _ in range(3):
+                await client.get("/api/jobs/j")
+            text = (await client.get(metrics)).text
+    finally:
+        await head.stop()
+    counter = "ray_dashboard_api_requests_count_requests_total"
+    assert f'{counter}{{Component="dashboard",endpoint="/api/jobs/{{job_id}}",method="GET"}} 3.0' in text
+    assert f'{counter}{{Component="dashboard",endpoint="/api/jobs/",method="POST"}} 1.0' in text
+
+
 @pytest.mark.ray
 async def test_a_real_head_starts_restarts_and_stops_by_pid(tmp_path: Path) -> None:
     head = RealRayHead("lifecycle", tmp_path / "head", {}, {"num-cpus": "1", "dashboard-host": "0.0.0.0"})

@@ -1,0 +1,181 @@
+"""P3K: how soon a RayJob's end is seen, and how many dashboard requests a running job costs, raypilot beside
+KubeRay's operator v1.5.0 itself, in one run on one real stack (simulated Ray; bench/realkube_stack.py).
+
+Each side has a RayCluster of its own (the same manifest, in a namespace of its own) and N HTTPMode RayJobs
+with a clusterSelector on it, `sleep`ing 8-11 s (ends at every phase of a 3 s poll), all running at once:
+KubeRay's as `ray.io/v1` RayJobs, raypilot's as workflows of its worker (deploy/'s RBAC).
+Detection: from the Ray job's end_time (its dashboard) to the moment each side knew: for raypilot the
+`observed` signal in the workflow's history (as P3); for KubeRay the moment a watch saw its RayJob's status
+say the job ended (KubeRay keeps no other trace; the status write follows what it saw by one request).
+Requests: the GETs of each cluster's dashboard on its job routes over the run (the simulated dashboard's
+`ray_dashboard_api_requests_count` counter, read through the API server), per second of running job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from typing import Any
+
+import httpx
+from kubernetes import config, watch
+from kubernetes.client import ApiClient
+
+from activities.kubernetes_async import ssl_context
+from bench.arithmetic import Figure, percentile
+from bench.jobs_support import SHARED_CLUSTER, selector_rayjob, start_rayjobs
+from bench.p3_detection import LATENCY_TARGET_S, RATE_TARGET, sleeps, wait_completed_at
+from bench.progress import Progress
+from bench.realkube_stack import shared_real_stack
+from bench.suite import BenchContext
+from sandbox.ray.simulated import DASHBOARD_REQUESTS_COUNTER
+from sandbox.testing import raycluster_manifest
+from tests.integration.rayjob_support import create_raycluster
+from tests.integration.stack import Stack, kubeconfig_worker
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+JOB_READS = re.compile(
+    rf'^{DASHBOARD_REQUESTS_COUNTER}\{{[^}}]*endpoint="/api/jobs/(?:\{{job_id\}})?",method="GET"\}} (\S+)$',
+    re.MULTILINE,
+)
+
+
+class Proxy:
+    """Requests to a Pod or Service through the API server (what a user outside the cluster can reach)."""
+
+    def __init__(self, api_client: ApiClient) -> None:
+        configuration = api_client.configuration
+        self.base = configuration.host.rstrip("/")
+        token = configuration.api_key.get("authorization")  # else the client certificate authenticates
+        self.headers = {"Authorization": token} if token else {}
+        self.verify = ssl_context(configuration)
+
+    async def get(self, path: str) -> httpx.Response:
+        async with httpx.AsyncClient(timeout=10.0, verify=self.verify, headers=self.headers) as http:
+            answer = await http.get(self.base + path)
+        answer.raise_for_status()
+        return answer
+
+
+def head_pod(stack: Stack, namespace: str) -> str:
+    selector = f"ray.io/cluster={SHARED_CLUSTER},ray.io/node-type=head"
+    [pod] = stack.core.list_namespaced_pod(namespace, label_selector=selector).items
+    return str(pod.metadata.name)
+
+
+def job_reads_in(exposition: str) -> int:
+    """The GETs of /api/jobs/ (lists) and /api/jobs/{id} (one job's reads) in a dashboard's counter."""
+    return int(sum(float(value) for value in JOB_READS.findall(exposition)))
+
+
+async def job_reads(proxy: Proxy, namespace: str, pod: str) -> int:
+    """The dashboard's job reads so far (its metrics port, 8080 in a Pod)."""
+    return job_reads_in(
+        (await proxy.get(f"/api/v1/namespaces/{namespace}/pods/{pod}:8080/proxy/metrics")).text
+    )
+
+
+async def ray_job(proxy: Proxy, namespace: str, submission_id: str) -> dict[str, Any]:
+    service = f"{SHARED_CLUSTER}-head-svc:dashboard"
+    path = f"/api/v1/namespaces/{namespace}/services/{service}/proxy/api/jobs/{submission_id}"
+    found: dict[str, Any] = (await proxy.get(path)).json()
+    return found
+
+
+def watch_kuberay_ends(stack: Stack, namespace: str, count: int, seen: dict[str, float]) -> None:
+    """Records when a watch first sees each RayJob's status with an ended job, until `count` have."""
+    watcher = watch.Watch()
+    try:
+        for event in watcher.stream(
+            stack.custom.list_namespaced_custom_object,
+            "ray.io",
+            "v1",
+            namespace,
+            "rayjobs",
+            timeout_seconds=600,
+        ):
+            rayjob = event["object"]
+            if (rayjob.get("status") or {}).get("jobStatus") in TERMINAL:
+                seen.setdefault(rayjob["metadata"]["name"], time.time())
+                if len(seen) >= count:
+                    return
+    finally:
+        watcher.stop()
+
+
+def latencies(values: list[float]) -> str:
+    return (
+        f"median {percentile(values, 50):.2f} s, p90 {percentile(values, 90):.2f} s, max {max(values):.2f} s"
+    )
+
+
+async def run(context: BenchContext) -> list[Figure]:
+    count = 3 if context.smoke else 30
+    lengths = sleeps(count, 2.0 if context.smoke else 8.0)
+    shared = await shared_real_stack(context)
+    api_client = config.new_client_from_config(config_file=str(shared.plane.kubeconfig))
+    proxy = Proxy(api_client)
+    try:
+        async with kubeconfig_worker(context.client, shared.installed.worker) as queue:
+            stack = Stack(None, context.client, queue, api_client)
+            ours, theirs = stack.namespace(), stack.namespace()
+            for namespace in (ours, theirs):
+                await create_raycluster(stack, raycluster_manifest(SHARED_CLUSTER, namespace, workers=0))
+            pods = {namespace: head_pod(stack, namespace) for namespace in (ours, theirs)}
+            before = {ns: await job_reads(proxy, ns, pod) for ns, pod in pods.items()}
+            kuberay_seen: dict[str, float] = {}
+            watching = threading.Thread(
+                target=watch_kuberay_ends, args=(stack, theirs, count, kuberay_seen), daemon=True
+            )
+            watching.start()
+            names = [f"p3k-{index}" for index in range(count)]
+            for name, length in zip(names, lengths, strict=True):
+                manifest = selector_rayjob(theirs, name, f"sleep {length:.3f}")
+                await asyncio.to_thread(
+                    stack.custom.create_namespaced_custom_object, "ray.io", "v1", theirs, "rayjobs", manifest
+                )
+            manifests = [
+                selector_rayjob(ours, name, f"sleep {length:.3f}")
+                for name, length in zip(names, lengths, strict=True)
+            ]
+            handles = await start_rayjobs(context.client, queue, manifests, "P3K start")
+            with Progress("P3K raypilot's jobs ended", count) as bar:
+                results: list[dict[str, Any]] = []
+                for handle in handles:
+                    results.append(await handle.result())
+                    bar.advance()
+            await asyncio.to_thread(watching.join, 600)
+            assert len(kuberay_seen) == count, f"KubeRay ended {len(kuberay_seen)} of {count} RayJobs"
+            after = {ns: await job_reads(proxy, ns, pod) for ns, pod in pods.items()}
+            ours_latency: list[float] = []
+            ours_running = 0.0
+            for handle, result in zip(handles, results, strict=True):
+                job = await ray_job(proxy, ours, result["jobId"])
+                ours_latency.append(await wait_completed_at(handle) - job["end_time"] / 1000)
+                ours_running += (job["end_time"] - job["start_time"]) / 1000
+            theirs_latency: list[float] = []
+            theirs_running = 0.0
+            for name in names:
+                status = stack.custom.get_namespaced_custom_object("ray.io", "v1", theirs, "rayjobs", name)[
+                    "status"
+                ]
+                job = await ray_job(proxy, theirs, status["jobId"])
+                theirs_latency.append(kuberay_seen[name] - job["end_time"] / 1000)
+                theirs_running += (job["end_time"] - job["start_time"]) / 1000
+    finally:
+        api_client.close()
+    ours_rate = (after[ours] - before[ours]) / ours_running
+    theirs_rate = (after[theirs] - before[theirs]) / theirs_running
+    return [
+        Figure(
+            "P3K",
+            f"job-end detection and dashboard reads, {count} RayJobs at once on a cluster per side, beside "
+            "KubeRay v1.5.0 (real stack)",
+            f"raypilot {latencies(ours_latency)}; {ours_rate:.3f} req/s/job",
+            f"KubeRay {latencies(theirs_latency)}; {theirs_rate:.3f} req/s/job",
+            "median <= 1 s at <= 0.2 req/s/job",
+            percentile(ours_latency, 50) <= LATENCY_TARGET_S and ours_rate <= RATE_TARGET,
+        )
+    ]
