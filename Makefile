@@ -25,9 +25,9 @@ typecheck: $(STAMP)
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (0: one process), each test file whole on one worker
 # (its module fixtures start once; tests/conftest.py keeps the reliability package whole too). Most of the
-# suite waits on real time (Ray heads, dev servers, load runs), so two workers share 2 cores well: one
-# process took over 30 minutes for the whole suite on an idle 2-core machine (three workers ~20 minutes, but
-# the wall-clock checks of the load tests then starve).
+# suite waits on real time (Ray heads, dev servers, load runs), so two workers share 2 cores well. Three do
+# not, now that the real Kubernetes stacks run too: a fresh clone's run took 32 minutes against two workers'
+# 29, at a mean load of 17 (max 34), and a real-Ray upgrade starved past its 8-minute wait.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 

@@ -84,6 +84,7 @@ async def keep_observing(observer: ObserverActivity, has_watches: Callable[[], b
         except TimeoutError:
             break
     observing.cancel()
+    observing.add_done_callback(_retrieve)  # the run ends without awaiting it
 
 
 def history_long() -> bool:
@@ -92,7 +93,7 @@ def history_long() -> bool:
 
 
 def _retrieve(replaced: workflow.ActivityHandle[None]) -> None:
-    """A replaced activity ends cancelled (or failed) and nobody awaits it: take its outcome so that it is
-    not logged as never retrieved."""
+    """A replaced or left activity ends cancelled (or failed) and nobody awaits it: take its outcome so that
+    it is not logged as never retrieved."""
     if not replaced.cancelled():
         replaced.exception()
