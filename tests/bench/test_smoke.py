@@ -9,23 +9,33 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from bench.arithmetic import Figure
+from bench.realkube_stack import KEY as REAL_STACK_KEY
+from bench.realkube_stack import SharedRealStack
 from bench.suite import BENCHES, BenchContext, dev_server_address, run_benches
+from tests.kubes import RealKube
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
 
 EXPECTED_ROWS = {"P1": 1, "P2": 1, "P2K": 3, "P3": 1, "P3K": 1, "P4": 6, "P5": 1, "P6": 2, "P7": 2, "P9": 1}
-# The benches beside KubeRay share one real stack in a run (bench/realkube_stack.py): one smoke runs them.
+# The benches beside KubeRay share one real stack in a run (bench/realkube_stack.py): one smoke runs them,
+# on the test process's real stack (tests/conftest.py) rather than a stack of their own.
 BESIDE_KUBERAY = ("P2K", "P3K")
 SMOKES = [(bench_id,) for bench_id in BENCHES if bench_id not in BESIDE_KUBERAY] + [BESIDE_KUBERAY]
 
 
 @pytest.mark.parametrize("bench_ids", SMOKES, ids="+".join)
 async def test_bench_smoke(
-    bench_ids: tuple[str, ...], dev_server_env: WorkflowEnvironment, tmp_path: Path
+    bench_ids: tuple[str, ...],
+    dev_server_env: WorkflowEnvironment,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     context = BenchContext(
         dev_server_env.client, dev_server_address(dev_server_env), tmp_path, smoke=True, log=lambda _: None
     )
+    if bench_ids == BESIDE_KUBERAY:
+        real: RealKube = request.getfixturevalue("real_kube_of_simulated_ray")
+        context.shared[REAL_STACK_KEY] = SharedRealStack(real.plane, real.installed)
     figures: list[Figure] = await run_benches(context, bench_ids)
     expected = [bench_id for bench_id in bench_ids for _ in range(EXPECTED_ROWS[bench_id])]
     assert len(figures) == len(expected), figures
