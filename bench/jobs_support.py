@@ -270,6 +270,16 @@ async def start_rayjobs(
     return handles
 
 
+async def results_in_order(handles: Sequence[WorkflowHandle[Any, Any]], label: str) -> list[dict[str, Any]]:
+    """Each workflow's result, awaited in order, with a progress bar."""
+    results: list[dict[str, Any]] = []
+    with Progress(label, len(handles)) as bar:
+        for handle in handles:
+            results.append(await handle.result())
+            bar.advance()
+    return results
+
+
 async def terminate_all(handles: Sequence[WorkflowHandle[Any, Any]]) -> None:
     gate = asyncio.Semaphore(START_CONCURRENCY)
 

@@ -24,8 +24,14 @@ import httpx
 from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, event_kind, parse_event_time, percentile
-from bench.jobs_support import SharedCluster, selector_rayjob, shared_cluster, start_rayjobs, worker_process
-from bench.progress import Progress
+from bench.jobs_support import (
+    SharedCluster,
+    results_in_order,
+    selector_rayjob,
+    shared_cluster,
+    start_rayjobs,
+    worker_process,
+)
 from bench.suite import BenchContext
 from wire import names
 from wire.observer import OBSERVED_SIGNAL
@@ -111,11 +117,7 @@ async def run(context: BenchContext) -> list[Figure]:
             ]
             lists_before = shared.dashboard_paths()["GET /api/jobs/"]
             handles = await start_rayjobs(context.client, task_queue, manifests, "P3 start")
-            with Progress("P3 jobs ended", count) as bar:
-                results: list[dict[str, Any]] = []
-                for handle in handles:
-                    results.append(await handle.result())
-                    bar.advance()
+            results = await results_in_order(handles, "P3 jobs ended")
             seen = await asyncio.gather(*pollers)
             ours_latency: list[float] = []
             ours_rate_requests, ours_running_s = 0, 0.0

@@ -25,9 +25,8 @@ from kubernetes.client import ApiClient
 
 from activities.kubernetes_async import ssl_context
 from bench.arithmetic import Figure, percentile
-from bench.jobs_support import SHARED_CLUSTER, selector_rayjob, start_rayjobs
+from bench.jobs_support import SHARED_CLUSTER, results_in_order, selector_rayjob, start_rayjobs
 from bench.p3_detection import LATENCY_TARGET_S, RATE_TARGET, sleeps, wait_completed_at
-from bench.progress import Progress
 from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 from sandbox.ray.simulated import DASHBOARD_REQUESTS_COUNTER
@@ -141,11 +140,7 @@ async def run(context: BenchContext) -> list[Figure]:
                 for name, length in zip(names, lengths, strict=True)
             ]
             handles = await start_rayjobs(context.client, queue, manifests, "P3K start")
-            with Progress("P3K raypilot's jobs ended", count) as bar:
-                results: list[dict[str, Any]] = []
-                for handle in handles:
-                    results.append(await handle.result())
-                    bar.advance()
+            results = await results_in_order(handles, "P3K raypilot's jobs ended")
             await asyncio.to_thread(watching.join, 600)
             assert len(kuberay_seen) == count, f"KubeRay ended {len(kuberay_seen)} of {count} RayJobs"
             after = {ns: await job_reads(proxy, ns, pod) for ns, pod in pods.items()}
