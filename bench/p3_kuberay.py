@@ -19,11 +19,8 @@ import threading
 import time
 from typing import Any
 
-import httpx
 from kubernetes import config, watch
-from kubernetes.client import ApiClient
 
-from activities.kubernetes_async import ssl_context
 from bench.arithmetic import Figure, percentile
 from bench.jobs_support import SHARED_CLUSTER, results_in_order, selector_rayjob, start_rayjobs
 from bench.p3_detection import LATENCY_TARGET_S, RATE_TARGET, sleeps, wait_completed_at
@@ -31,7 +28,7 @@ from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 from sandbox.ray.simulated import DASHBOARD_REQUESTS_COUNTER
 from sandbox.testing import raycluster_manifest
-from tests.integration.rayjob_support import create_raycluster
+from tests.integration.rayjob_support import create_raycluster, dashboard, through_api_server
 from tests.integration.stack import Stack, kubeconfig_worker
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -39,23 +36,6 @@ JOB_READS = re.compile(
     rf'^{DASHBOARD_REQUESTS_COUNTER}\{{[^}}]*endpoint="/api/jobs/(?:\{{job_id\}})?",method="GET"\}} (\S+)$',
     re.MULTILINE,
 )
-
-
-class Proxy:
-    """Requests to a Pod or Service through the API server (what a user outside the cluster can reach)."""
-
-    def __init__(self, api_client: ApiClient) -> None:
-        configuration = api_client.configuration
-        self.base = configuration.host.rstrip("/")
-        token = configuration.api_key.get("authorization")  # else the client certificate authenticates
-        self.headers = {"Authorization": token} if token else {}
-        self.verify = ssl_context(configuration)
-
-    async def get(self, path: str) -> httpx.Response:
-        async with httpx.AsyncClient(timeout=10.0, verify=self.verify, headers=self.headers) as http:
-            answer = await http.get(self.base + path)
-        answer.raise_for_status()
-        return answer
 
 
 def head_pod(stack: Stack, namespace: str) -> str:
@@ -69,17 +49,21 @@ def job_reads_in(exposition: str) -> int:
     return int(sum(float(value) for value in JOB_READS.findall(exposition)))
 
 
-async def job_reads(proxy: Proxy, namespace: str, pod: str) -> int:
+async def job_reads(stack: Stack, namespace: str, pod: str) -> int:
     """The dashboard's job reads so far (its metrics port, 8080 in a Pod)."""
-    return job_reads_in(
-        (await proxy.get(f"/api/v1/namespaces/{namespace}/pods/{pod}:8080/proxy/metrics")).text
+    host = stack.api_client.configuration.host.rstrip("/")
+    url = f"{host}/api/v1/namespaces/{namespace}/pods/{pod}:8080/proxy/metrics"
+    answer = await through_api_server(stack, "GET", url)
+    answer.raise_for_status()
+    return job_reads_in(answer.text)
+
+
+async def ray_job(stack: Stack, namespace: str, submission_id: str) -> dict[str, Any]:
+    answer = await dashboard(
+        stack, namespace, f"{SHARED_CLUSTER}-head-svc", "GET", f"/api/jobs/{submission_id}"
     )
-
-
-async def ray_job(proxy: Proxy, namespace: str, submission_id: str) -> dict[str, Any]:
-    service = f"{SHARED_CLUSTER}-head-svc:dashboard"
-    path = f"/api/v1/namespaces/{namespace}/services/{service}/proxy/api/jobs/{submission_id}"
-    found: dict[str, Any] = (await proxy.get(path)).json()
+    answer.raise_for_status()
+    found: dict[str, Any] = answer.json()
     return found
 
 
@@ -115,7 +99,6 @@ async def run(context: BenchContext) -> list[Figure]:
     lengths = sleeps(count, 2.0 if context.smoke else 8.0)
     shared = await shared_real_stack(context)
     api_client = config.new_client_from_config(config_file=str(shared.plane.kubeconfig))
-    proxy = Proxy(api_client)
     try:
         async with kubeconfig_worker(context.client, shared.installed.worker) as queue:
             stack = Stack(None, context.client, queue, api_client)
@@ -123,7 +106,7 @@ async def run(context: BenchContext) -> list[Figure]:
             for namespace in (ours, theirs):
                 await create_raycluster(stack, raycluster_manifest(SHARED_CLUSTER, namespace, workers=0))
             pods = {namespace: head_pod(stack, namespace) for namespace in (ours, theirs)}
-            before = {ns: await job_reads(proxy, ns, pod) for ns, pod in pods.items()}
+            before = {ns: await job_reads(stack, ns, pod) for ns, pod in pods.items()}
             kuberay_seen: dict[str, float] = {}
             watching = threading.Thread(
                 target=watch_kuberay_ends, args=(stack, theirs, count, kuberay_seen), daemon=True
@@ -143,11 +126,11 @@ async def run(context: BenchContext) -> list[Figure]:
             results = await results_in_order(handles, "P3K raypilot's jobs ended")
             await asyncio.to_thread(watching.join, 600)
             assert len(kuberay_seen) == count, f"KubeRay ended {len(kuberay_seen)} of {count} RayJobs"
-            after = {ns: await job_reads(proxy, ns, pod) for ns, pod in pods.items()}
+            after = {ns: await job_reads(stack, ns, pod) for ns, pod in pods.items()}
             ours_latency: list[float] = []
             ours_running = 0.0
             for handle, result in zip(handles, results, strict=True):
-                job = await ray_job(proxy, ours, result["jobId"])
+                job = await ray_job(stack, ours, result["jobId"])
                 ours_latency.append(await wait_completed_at(handle) - job["end_time"] / 1000)
                 ours_running += (job["end_time"] - job["start_time"]) / 1000
             theirs_latency: list[float] = []
@@ -156,7 +139,7 @@ async def run(context: BenchContext) -> list[Figure]:
                 status = stack.custom.get_namespaced_custom_object("ray.io", "v1", theirs, "rayjobs", name)[
                     "status"
                 ]
-                job = await ray_job(proxy, theirs, status["jobId"])
+                job = await ray_job(stack, theirs, status["jobId"])
                 theirs_latency.append(kuberay_seen[name] - job["end_time"] / 1000)
                 theirs_running += (job["end_time"] - job["start_time"]) / 1000
     finally:

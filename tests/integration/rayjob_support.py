@@ -17,7 +17,7 @@ from temporalio.client import WorkflowHandle
 from activities.kubernetes_async import ssl_context
 from sandbox.testing import ready_raycluster, wait_until
 from tests.integration.stack import Stack
-from tests.workflows.fakes_rayjob_deletion import deletion_timer_windows
+from tests.workflows.timer_dues import deletion_timer_windows
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -70,13 +70,18 @@ def dashboard_base(stack: Stack, namespace: str, service: str) -> str:
     return f"{host}/api/v1/namespaces/{namespace}/services/{service}:dashboard/proxy"
 
 
+async def through_api_server(stack: Stack, method: str, url: str, body: Any = None) -> httpx.Response:
+    """One request to an API server URL (a Service's or Pod's proxy) as a user outside the cluster makes it
+    (with the credentials of the test's kubeconfig, which a real API server asks for)."""
+    async with httpx.AsyncClient(timeout=10.0, verify=ssl_context(stack.api_client.configuration)) as http:
+        return await http.request(method, url, json=body)
+
+
 async def dashboard(
     stack: Stack, namespace: str, service: str, method: str, path: str, body: Any = None
 ) -> httpx.Response:
-    """One request to a RayCluster's dashboard as a user outside the cluster makes it (with the
-    credentials of the test's kubeconfig, which a real API server asks for)."""
-    async with httpx.AsyncClient(timeout=10.0, verify=ssl_context(stack.api_client.configuration)) as http:
-        return await http.request(method, dashboard_base(stack, namespace, service) + path, json=body)
+    """One request to a RayCluster's dashboard through the API server."""
+    return await through_api_server(stack, method, dashboard_base(stack, namespace, service) + path, body)
 
 
 async def submit_ray_job(

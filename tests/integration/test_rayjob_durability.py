@@ -32,7 +32,7 @@ from raypilot.testing.binaries import temporal_cli
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time, rayjob_events
 from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
-from tests.workflows.fakes_rayjob_deletion import deletion_timer_windows
+from tests.workflows.timer_dues import deletion_timer_windows
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(120)]

@@ -14,11 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
@@ -27,6 +26,7 @@ from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeActivities, FakeWorld
+from tests.workflows.timer_dues import deletion_timer_windows
 from wire import names
 from wire.kubernetes import DeleteObject, ObjectKey, OwnedObjects, RayResourceKey
 from wire.names import READ_OPERATOR_CONFIG
@@ -34,7 +34,6 @@ from wire.names import READ_OPERATOR_CONFIG
 Clock = Callable[[], Awaitable[datetime]]
 
 # The summary of the workflow's deletion timer (workflows/rayjob_deletion.py).
-DELETION_TIMER_SUMMARY = "deletion policy due"
 
 # The calls a deletion policy makes: DeleteWorkers, DeleteCluster, and DeleteSelf's two.
 DELETION_CALLS = (
@@ -115,26 +114,6 @@ def kube_time(text: str) -> datetime:
 def due_after_end(result: dict[str, Any], ttl_seconds: int) -> datetime:
     """endTime + TTL: when a policy with that TTL is due."""
     return kube_time(result["endTime"]) + timedelta(seconds=ttl_seconds)
-
-
-async def deletion_timer_windows(handle: WorkflowHandle[Any, Any]) -> list[tuple[datetime, datetime]]:
-    """For each deletion timer in the history, the instants it can have been set for: the workflow armed it
-    at `workflow.now() + duration`, and workflow.now() lies between the start of that workflow task and the
-    recording of the timer. Unlike the time a timer fired, this does not depend on the machine's load."""
-    windows: list[tuple[datetime, datetime]] = []
-    task_started: datetime | None = None
-    async for event in handle.fetch_history_events():
-        if event.HasField("workflow_task_started_event_attributes"):
-            task_started = event.event_time.ToDatetime(tzinfo=UTC)
-        elif (
-            event.HasField("timer_started_event_attributes")
-            and task_started is not None
-            and DELETION_TIMER_SUMMARY.encode() in event.user_metadata.summary.data
-        ):
-            duration = event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
-            recorded = event.event_time.ToDatetime(tzinfo=UTC)
-            windows.append((task_started + duration, recorded + duration))
-    return windows
 
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]

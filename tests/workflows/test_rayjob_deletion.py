@@ -27,12 +27,12 @@ from tests.workflows.fakes_rayjob_deletion import (
     assert_effect,
     assert_fired_at,
     assert_timers_set_for,
-    deletion_timer_windows,
     due_after_end,
     rule,
     run_to_end,
     with_rules,
 )
+from tests.workflows.timer_dues import deletion_timer_windows
 from wire import names
 
 OUTCOMES = {"SUCCEEDED": (SUCCEEDS, "Complete"), "FAILED": (FAILS, "Failed")}

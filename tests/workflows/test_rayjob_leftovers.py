@@ -20,11 +20,11 @@ from tests.workflows.fakes_rayjob_deletion import (
     assert_effect,
     assert_fired_at,
     assert_timers_set_for,
-    deletion_timer_windows,
     due_after_end,
     rule,
     with_rules,
 )
+from tests.workflows.timer_dues import deletion_timer_windows
 from workflows.decisions.rayjob.leftovers import CLEANUP_AFTER_ANNOTATION, LEFT_BEHIND_CONDITION
 
 

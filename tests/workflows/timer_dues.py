@@ -13,7 +13,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHistory
+from temporalio.client import WorkflowHandle, WorkflowHistory
+
+# The summary of the RayJob workflow's deletion timers (its deletion policies, TTLs, cleanup-after).
+DELETION_TIMER_SUMMARY = "deletion policy due"
 
 
 def timer_dues(history: WorkflowHistory) -> list[datetime]:
@@ -72,3 +75,23 @@ def steps_timed_by_timers(
                 f"no timer was set for step {number}'s due time {due:%H:%M:%S.%f} (timers: {timers})"
             )
     return problems
+
+
+async def deletion_timer_windows(handle: WorkflowHandle[Any, Any]) -> list[tuple[datetime, datetime]]:
+    """For each deletion timer in the history, the instants it can have been set for: the workflow armed it
+    at `workflow.now() + duration`, and workflow.now() lies between the start of that workflow task and the
+    recording of the timer. Unlike the time a timer fired, this does not depend on the machine's load."""
+    windows: list[tuple[datetime, datetime]] = []
+    task_started: datetime | None = None
+    async for event in handle.fetch_history_events():
+        if event.HasField("workflow_task_started_event_attributes"):
+            task_started = event.event_time.ToDatetime(tzinfo=UTC)
+        elif (
+            event.HasField("timer_started_event_attributes")
+            and task_started is not None
+            and DELETION_TIMER_SUMMARY.encode() in event.user_metadata.summary.data
+        ):
+            duration = event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
+            recorded = event.event_time.ToDatetime(tzinfo=UTC)
+            windows.append((task_started + duration, recorded + duration))
+    return windows
