@@ -5,6 +5,7 @@ otherwise raise the world's benign `Unchanged` error."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -192,6 +193,9 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
 
     @activity.defn(name=names.WAIT_SERVE)
     async def wait_serve(request: WaitServe) -> ServeObservation:
+        if world.serve_waits_lost and request.last_view is not None:
+            world.serve_wait_lost.set()
+            await asyncio.Future()  # until the worker shuts down
         observation = world._serve_observation(request.cluster_name)
         if observation.view != request.last_view:
             return observation

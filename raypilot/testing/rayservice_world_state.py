@@ -3,6 +3,7 @@ Services, Gateway and HTTPRoute, the acts it logged, how tests drive it, and wha
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from datetime import timedelta
 from typing import Any
@@ -61,6 +62,10 @@ class FakeRayWorldState:
         self.endpoints_wait_registered = True
         self.pods_wait_registered = True  # False: no worker runs k8s.wait_cluster_pods (an older release)
         self.unchanged_retry: timedelta | None = timedelta(seconds=30)
+        # True: a Serve wait from a known view neither answers nor heartbeats, as one whose worker was killed
+        # (`serve_wait_lost` is set once one hangs).
+        self.serve_waits_lost = False
+        self.serve_wait_lost = asyncio.Event()
         self._uid = 0
 
     # ---- helpers for tests -------------------------------------------------------------------------------

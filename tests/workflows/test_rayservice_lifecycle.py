@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -107,6 +108,23 @@ async def test_delete_removes_every_owned_object_and_completes(
     assert world.live_clusters() == []
     assert world.services == {}
     assert condition_of(final, "Ready")[0] == "True"
+
+
+async def test_delete_completes_while_a_serve_wait_is_lost_with_its_worker(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    # The settled Serve wait heartbeats once a minute: lost with a killed worker, its cancellation would be
+    # recorded only at its 3-minute heartbeat timeout. The deletion does not wait for it.
+    env, world = time_skipping_env, FakeRayWorld()
+    async with running_rayservice(env, world, rayservice_manifest()) as handle:
+        await until_ready(env, handle)
+        world.serve_waits_lost = True
+        await env.sleep(world.unchanged_retry or timedelta(0))  # the wait's next attempt starts, and hangs
+        await asyncio.wait_for(world.serve_wait_lost.wait(), timeout=60)
+        result = await asyncio.wait_for(handle.execute_update("delete", result_type=dict), timeout=60)
+        await asyncio.wait_for(handle.result(), timeout=60)
+    assert world.live_clusters() == []
+    assert f"RayCluster/{world.deleted_clusters[0]}" in result["deleted"]
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ A `Waits` holds the in-flight waits of a workflow (heartbeating wait activities,
 under a key, and at most one durable timer. `race` returns as soon as one of them finishes or a handler
 changed the desired state; the others keep running for the next race, so a waiting workflow costs no history
 events while nothing changes (no timer restarted, no wait re-scheduled). A wait is cancelled only when it is
-no longer wanted (`cancel`, `keep_only`), and `stop` confirms the cancellations before a run ends.
+no longer wanted (`cancel`, `keep_only`); `stop` cancels them all, and confirms the cancellations when the
+workflow asks it to.
 
 A wait is "tell me when X about object Y changes": today a wait activity (`workflows.kit.calls.start` or a
 coroutine of `call`); an observer that signals the workflow can stand behind the same key later, as a
@@ -86,12 +87,14 @@ class Waits:
         for key in list(self._tasks):
             self.cancel(key)
 
-    async def stop(self) -> None:
-        """Cancels every wait and the timer, and waits until the cancellations are recorded (before
-        continue-as-new or completion: a run must not close with a wait whose cancellation is unconfirmed)."""
+    async def stop(self, *, confirm: bool = True) -> None:
+        """Cancels every wait and the timer; with `confirm`, waits until the cancellations are recorded. A
+        cancellation is recorded when the wait's worker acts on it, or, for a wait lost with its worker, at
+        the wait's heartbeat timeout."""
         self.cancel_all()
         cancelling, self._cancelling = self._cancelling, []
-        await asyncio.gather(*cancelling, return_exceptions=True)
+        if confirm:
+            await asyncio.gather(*cancelling, return_exceptions=True)
 
     def arm_timer(self, at: datetime | None, summary: str) -> None:
         """One durable timer for `at` (None: none). Re-armed only when the instant changes."""

@@ -58,3 +58,9 @@ FOLDED_PATCHES: Final = frozenset(
 # (raypilot.io/max-drain-seconds) wait for what they decide on to change instead of a timer and a read
 # every 2 s / 6 s (rayservice/pod_restart.py, rayservice/drain.py).
 WAITS_NOT_POLLS_PATCH: Final = "rayservice-waits-not-polls"
+# A deleted RayService completes without waiting until its waits' cancellations are recorded. A wait lost with
+# a crashed worker is recorded cancelled only at its heartbeat timeout (3 min for the quiet Serve wait), which
+# held the deletion that long; a wait left running on a live worker learns at its next heartbeat that its run
+# has closed, and stops. (Continue-as-new still confirms them: on the time-skipping test server a run that
+# continued as new with unconfirmed cancellations stopped time from being skipped.)
+DELETE_WITHOUT_CONFIRMING_WAITS_PATCH: Final = "rayservice-delete-without-confirming-waits"

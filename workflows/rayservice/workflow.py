@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
         ABORTED_SPEC_SERVE_CONFIG_PATCH,
         ANALYSIS_GATES_PATCH,
         BASELINE_PATCH,
+        DELETE_WITHOUT_CONFIRMING_WAITS_PATCH,
         DRAIN_CLOSES_CONNECTIONS_PATCH,
         DRAINED_DELETION_PATCH,
         FOLDED_PATCHES,
@@ -147,6 +148,7 @@ class RayServiceWorkflow:
         header_canary = patches.has(HEADER_CANARY_PATCH)
         holds_aborted_serve_config = patches.has(ABORTED_SPEC_SERVE_CONFIG_PATCH)
         waits_not_polls = patches.has(WAITS_NOT_POLLS_PATCH)
+        confirms_cancelled_waits = not patches.has(DELETE_WITHOUT_CONFIRMING_WAITS_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -204,8 +206,10 @@ class RayServiceWorkflow:
         clusters = [ref["name"] for ref in self._deleted if ref.get("kind") == "RayCluster"]
         if serve_wait_minute_heartbeat:
             # The Serve wait learns of its cancellation at its next heartbeat (up to a minute), or returns
-            # once the deleted head is gone: confirmed while the clusters go, not before deleting them.
-            await asyncio.gather(world.stop(), world.wait_clusters_gone(clusters))
+            # once the deleted head is gone: confirmed (older runs) while the clusters go, not before.
+            await asyncio.gather(
+                world.stop(confirm=confirms_cancelled_waits), world.wait_clusters_gone(clusters)
+            )
         else:
             await world.wait_clusters_gone(clusters)
         self._deletion_done = True

@@ -238,11 +238,12 @@ class RayServiceWorld:
         for the rest of the run instead (a new run tries the wait again)."""
         return (kind, target) in self._fallen_back
 
-    async def stop(self) -> None:
-        """Cancel every wait and the timer, and wait until the cancellations are recorded (before
-        continue-as-new or completion: a run must not close with a wait whose cancellation is unconfirmed)."""
+    async def stop(self, *, confirm: bool = True) -> None:
+        """Cancel every wait and the timer before the run ends; with `confirm`, until the cancellations are
+        recorded (before continue-as-new; a deletion confirms them only in runs started before
+        DELETE_WITHOUT_CONFIRMING_WAITS_PATCH)."""
         self._watching.clear()
-        await self._waits.stop()
+        await self._waits.stop(confirm=confirm)
 
     async def wait(
         self,
