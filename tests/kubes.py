@@ -1,5 +1,6 @@
-"""The two Kubernetes APIs a `kube_stack` fixture runs a test module on: the sandbox's own, and the real stack
-(etcd, kube-apiserver, kube-controller-manager, kube-proxy, KubeRay's operator, the node agent)."""
+"""The real stack the `kube_stack` fixtures run a test module on (etcd, kube-apiserver,
+kube-controller-manager, kube-proxy, KubeRay's operator, the node agent), started once per test process
+(tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from temporalio.client import Client
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.install import Installed
 from tests.integration.stack import kubeconfig_worker
-
-KUBES = ("sandbox", "real")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Fixtures for CLI tests: one simulated sandbox and one worker with the real workflows and activities per
 module (on the session's Temporal dev server), and a way to run `raypilot` in-process against them.
-`cli_kube_stack` runs a module once on the sandbox's Kubernetes API and once on the real stack (simulated Ray;
-raypilot installed from deploy/, the worker with its ServiceAccount's token, `raypilot` as the admin)."""
+`cli_kube_stack` runs a module on the real stack instead (simulated Ray; raypilot installed from deploy/, the
+worker with its ServiceAccount's token, `raypilot` as the admin)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from raypilot.cli.main import main
 from raypilot.testing.worker import running_worker
 from sandbox.ray.simulated_timings import SimulationTimings
 from sandbox.testing import SandboxThread, private_pools
-from tests.kubes import KUBES, RealKube
+from tests.kubes import RealKube
 
 
 @dataclass(frozen=True)
@@ -127,19 +127,12 @@ async def cli_stack(
         yield stack
 
 
-@pytest.fixture(scope="module", params=KUBES)
+@pytest.fixture(scope="module")
 async def cli_kube_stack(
-    request: pytest.FixtureRequest,
-    dev_server_env: WorkflowEnvironment,
-    tmp_path_factory: pytest.TempPathFactory,
+    dev_server_env: WorkflowEnvironment, real_kube_of_simulated_ray: RealKube
 ) -> AsyncIterator[CliStack]:
-    """The module once on each Kubernetes API: what `raypilot` does must not depend on which it talks to."""
-    client = dev_server_env.client
-    if request.param == "sandbox":
-        async with sandbox_cli_stack(client, tmp_path_factory.mktemp("cli-sandbox")) as stack:
-            yield stack
-        return
-    async with real_cli_stack(client, request.getfixturevalue("real_kube_of_simulated_ray")) as stack:
+    """The module on the real Kubernetes stack: `raypilot` as its admin runs it."""
+    async with real_cli_stack(dev_server_env.client, real_kube_of_simulated_ray) as stack:
         yield stack
 
 

@@ -20,7 +20,7 @@ from tests.integration.rayservice_helpers import rayservice
 
 @pytest.fixture
 def cli_stack(cli_kube_stack: CliStack) -> CliStack:
-    """This module runs on both Kubernetes APIs (tests/cli/conftest.py)."""
+    """This module runs on the real stack (tests/cli/conftest.py)."""
     return cli_kube_stack
 
 

@@ -1,8 +1,8 @@
 """KubeRay's two RayCronJob samples (examples/raycronjob/, in the same shape as KubeRay's) applied with
-`raypilot apply` on both Kubernetes APIs, unchanged but for a namespace of the run's own (both runs share one
-Temporal server, where a tick's RayJob id, `rayjob/NS/NAME-<minute>`, is the same for the same minute): each
-runs a RayJob on its tick (a trigger now; the Taipei one on a backfilled 21:45), `status` shows them, and
-`delete` leaves nothing behind (schedule, RayJobs, their clusters and submitter Jobs)."""
+`raypilot apply` on the real stack, unchanged but for a namespace of the run's own (the test processes
+share one Temporal server, where a tick's RayJob id, `rayjob/NS/NAME-<minute>`, is the same for the same
+minute): each runs a RayJob on its tick (a trigger now; the Taipei one on a backfilled 21:45), `status`
+shows them, and `delete` leaves nothing behind (schedule, RayJobs, their clusters and submitter Jobs)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from tests.cli.conftest import CliStack
 
 @pytest.fixture
 def cli_stack(cli_kube_stack: CliStack) -> CliStack:
-    """This module runs on both Kubernetes APIs (tests/cli/conftest.py)."""
+    """This module runs on the real stack (tests/cli/conftest.py)."""
     return cli_kube_stack
 
 

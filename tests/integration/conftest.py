@@ -1,11 +1,10 @@
 """Integration fixtures, on the session's Temporal dev server:
 
 - `simulated_stack` / `real_stack`: one sandbox (simulated or real Ray) and worker per module;
-- `kube_stack`: the same test on both Kubernetes: the sandbox's own API and controllers, and the real stack
-  (etcd, kube-apiserver with RBAC, kube-controller-manager, KubeRay's operator, the node agent running pods
-  of simulated Ray; raypilot installed as users install it, its worker authenticating as its ServiceAccount).
-  The real stack (`real_kube_of_simulated_ray`, tests/conftest.py) starts once per test process, when a test
-  first asks for it.
+- `kube_stack`: the real stack (etcd, kube-apiserver with RBAC, kube-controller-manager, KubeRay's operator,
+  the node agent running pods of simulated Ray; raypilot installed as users install it, its worker
+  authenticating as its ServiceAccount). The stack (`real_kube_of_simulated_ray`, tests/conftest.py) starts
+  once per test process, when a test first asks for it.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.integration.stack import Stack, running_stack
-from tests.kubes import KUBES, RealKube
+from tests.kubes import RealKube
 
 
 @pytest.fixture(scope="module")
@@ -35,19 +34,11 @@ async def real_stack(
         yield stack
 
 
-@pytest.fixture(scope="module", params=KUBES)
+@pytest.fixture(scope="module")
 async def kube_stack(
-    request: pytest.FixtureRequest,
-    dev_server_env: WorkflowEnvironment,
-    tmp_path_factory: pytest.TempPathFactory,
+    dev_server_env: WorkflowEnvironment, real_kube_of_simulated_ray: RealKube
 ) -> AsyncIterator[Stack]:
-    """The test's module once on the sandbox's Kubernetes and once on the real one (both with simulated
-    Ray): what raypilot does must not depend on which it talks to."""
+    """The test's module on the real Kubernetes stack with simulated Ray, a worker of its own."""
     client = dev_server_env.client
-    if request.param == "sandbox":
-        async with running_stack(tmp_path_factory.mktemp("sim"), client, "simulated") as stack:
-            yield stack
-        return
-    real: RealKube = request.getfixturevalue("real_kube_of_simulated_ray")
-    async with real.admin_and_worker(client) as (api_client, task_queue):
+    async with real_kube_of_simulated_ray.admin_and_worker(client) as (api_client, task_queue):
         yield Stack(None, client, task_queue, api_client)

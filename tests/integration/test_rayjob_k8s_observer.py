@@ -1,7 +1,7 @@
-"""The Kubernetes observer end to end (real worker, real activities, simulated Ray, on the dev server), on
-both Kubernetes APIs: one observer per namespace serves every RayJob's RayCluster, submitter Job and head Pod
-wait with a fixed number of list and watch requests (on the real stack, the worker's own, as kube-apiserver's
-audit log tells them), no wait activity runs, and a worker restart loses no change."""
+"""The Kubernetes observer end to end (real worker, real activities, simulated Ray, on the dev server), on the
+real stack: one observer per namespace serves every RayJob's RayCluster, submitter Job and head Pod wait with
+a fixed number of list and watch requests (the worker's own, as kube-apiserver's audit log tells them), no
+wait activity runs, and a worker restart loses no change."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,10 +23,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from sandbox.realkube.audit import audited_requests
 from sandbox.realkube.install import NAMESPACE, WORKER_ACCOUNT
-from sandbox.testing import SandboxThread, wait_until
+from sandbox.testing import wait_until
 from tests.integration.rayjob_support import OUTLASTS_THE_HEADS_READINESS_DELAY, example
-from tests.integration.stack import Stack, kubeconfig_worker, running_sandbox_thread, sandbox_worker
-from tests.kubes import KUBES
+from tests.integration.stack import Stack, kubeconfig_worker
+from tests.kubes import RealKube
 from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW, kube_observer_workflow_id
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
@@ -54,18 +53,16 @@ def observer_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @dataclass
 class ObservedKube:
-    """One Kubernetes API with what the tests need of it: a worker on a task queue, the list and watch
-    requests of the followed kinds in a namespace so far, and the sandbox behind it (None on the real
-    stack)."""
+    """The real stack with what the tests need of it: a worker on a task queue, and the worker's list and
+    watch requests of the followed kinds in a namespace so far."""
 
     client: Client
     api_client: k8s.ApiClient
     worker: Callable[[str | None], AbstractAsyncContextManager[str]]
     followed_requests: Callable[[str], Counter[str]]
-    cluster: SandboxThread | None = None
 
     def stack(self, task_queue: str) -> Stack:
-        return Stack(self.cluster, self.client, task_queue, self.api_client)
+        return Stack(None, self.client, task_queue, self.api_client)
 
 
 def _followed(requests: Counter[str]) -> Counter[str]:
@@ -79,27 +76,11 @@ def _followed(requests: Counter[str]) -> Counter[str]:
     )
 
 
-@pytest.fixture(scope="module", params=KUBES)
+@pytest.fixture(scope="module")
 async def kube(
-    request: pytest.FixtureRequest,
-    dev_server_env: WorkflowEnvironment,
-    tmp_path_factory: pytest.TempPathFactory,
+    dev_server_env: WorkflowEnvironment, real_kube_of_simulated_ray: RealKube
 ) -> AsyncIterator[ObservedKube]:
-    client = dev_server_env.client
-    if request.param == "sandbox":
-        async with running_sandbox_thread(tmp_path_factory.mktemp("k8s-observer"), "simulated") as cluster:
-            api_client = cluster.api_client()
-            with contextlib.closing(api_client):
-                yield ObservedKube(
-                    client,
-                    api_client,
-                    lambda queue: sandbox_worker(client, cluster, queue),
-                    # Every client's, in every namespace: only this module's worker reads these kinds here.
-                    lambda namespace: _followed(Counter(cluster.sandbox.api.requests)),
-                    cluster,
-                )
-        return
-    real = request.getfixturevalue("real_kube_of_simulated_ray")
+    client, real = dev_server_env.client, real_kube_of_simulated_ray
     worker_user = f"system:serviceaccount:{NAMESPACE}:{WORKER_ACCOUNT}"
     api_client = config.new_client_from_config(config_file=str(real.admin))
     with contextlib.closing(api_client):
@@ -133,16 +114,20 @@ def _why(result: dict[str, Any]) -> dict[str, Any]:
     return {key: result.get(key) for key in ("rayClusterName", "jobId", "reason", "message", "rayJobInfo")}
 
 
-def _container_logs(cluster: SandboxThread | None, namespace: str, cluster_name: str) -> dict[str, str]:
-    """The end of each container log of the RayCluster's pods on the sandbox (a SidecarMode submitter's says
-    why); on the real stack `kubectl logs` reads them."""
-    if cluster is None:
-        return {}
-    pods = Path(cluster.sandbox.head_sidecars.pods_dir) / namespace
-    return {
-        str(path.relative_to(pods)): path.read_text(errors="replace")[-1500:]
-        for path in sorted(pods.glob(f"{cluster_name}*/*.log"))
-    }
+def _container_logs(api_client: k8s.ApiClient, namespace: str, cluster_name: str) -> dict[str, str]:
+    """The end of each container log of the RayCluster's Pods (a SidecarMode submitter's says why)."""
+    core = k8s.CoreV1Api(api_client)
+    logs: dict[str, str] = {}
+    for pod in core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={cluster_name}").items:
+        for container in pod.spec.containers:
+            name = pod.metadata.name
+            try:
+                logs[f"{name}/{container.name}"] = core.read_namespaced_pod_log(
+                    name, namespace, container=container.name, tail_lines=30
+                )
+            except k8s.ApiException as error:  # a container that never started has no log
+                logs[f"{name}/{container.name}"] = f"no log: {error.reason}"
+    return logs
 
 
 async def _activity_types(handle: WorkflowHandle[Any, Any]) -> tuple[Counter[str], Counter[Any]]:
@@ -156,7 +141,7 @@ async def _activity_types(handle: WorkflowHandle[Any, Any]) -> tuple[Counter[str
 
 
 async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(kube: ObservedKube) -> None:
-    client, cluster = kube.client, kube.cluster
+    client = kube.client
     async with kube.worker(None) as task_queue:
         stack = kube.stack(task_queue)
         namespace = stack.namespace()
@@ -174,7 +159,7 @@ async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(kube: Ob
     for result in results:
         assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), {
             **_why(result),
-            "containerLogs": _container_logs(cluster, namespace, result.get("rayClusterName") or "-"),
+            "containerLogs": _container_logs(kube.api_client, namespace, result.get("rayClusterName") or "-"),
         }
     assert observers == [kube_observer_workflow_id(task_queue, namespace)]
     # Six RayJobs, each with its own RayCluster (three with a submitter to watch): the watches and lists of
@@ -193,7 +178,6 @@ async def test_one_observer_serves_every_kubernetes_wait_of_a_namespace(kube: Ob
 
 
 async def test_a_worker_restart_loses_no_kubernetes_change(kube: ObservedKube) -> None:
-    cluster = kube.cluster
     task_queue = f"test-{uuid.uuid4()}"
     async with kube.worker(task_queue):
         stack = kube.stack(task_queue)
@@ -214,5 +198,5 @@ async def test_a_worker_restart_loses_no_kubernetes_change(kube: ObservedKube) -
     for result in results:
         assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), {
             **_why(result),
-            "containerLogs": _container_logs(cluster, namespace, result.get("rayClusterName") or "-"),
+            "containerLogs": _container_logs(kube.api_client, namespace, result.get("rayClusterName") or "-"),
         }

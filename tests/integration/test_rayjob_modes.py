@@ -1,5 +1,5 @@
-"""Each RayJob submission mode end to end: the real worker and activities against the sandbox's Kubernetes and
-the real one (`kube_stack`), both with simulated Ray.
+"""Each RayJob submission mode end to end: the real worker and activities on the real stack (`kube_stack`),
+with simulated Ray.
 
 What is checked is what a user sees: the workflow's result and status, the Kubernetes objects (RayCluster,
 submitter Job, head Service) and the Events on the RayJob, and the Ray job in the dashboard.

@@ -1,4 +1,5 @@
-"""RayJob sharp edges (issue #16) end to end: the real worker and activities against the simulated sandbox.
+"""RayJob sharp edges (issue #16) end to end: the real worker and activities on the real stack (simulated
+Ray).
 
 No silent leaks (kuberay#5184): activeDeadlineSeconds fails a RayJob whose Ray job is still RUNNING, and its
 deletion rules name only SUCCEEDED and FAILED. The user sees a Warning Event on the RayJob and the

@@ -1,4 +1,4 @@
-"""Drained deletion with simulated Ray on both Kubernetes APIs (the real one's clients go through kube-proxy),
+"""Drained deletion with simulated Ray on the real stack (its clients go through kube-proxy),
 with the real worker (tests/integration/drain_checks.py): requests longer than rayClusterDeletionDelaySeconds
 are still answered by the old cluster after a blue-green switch, which goes only once they are done; an idle
 kept-alive connection reconnects to the new cluster, and busy clients (kept-alive, moved by the old proxies'

@@ -1,5 +1,5 @@
-"""upgradeStrategy None with simulated Ray on both Kubernetes APIs (KubeRay's RayCluster controller, real or
-the sandbox's: no roll on a template change): without an annotation the cluster keeps its spec and Pods and
+"""upgradeStrategy None with simulated Ray on the real stack (KubeRay's RayCluster controller: no roll on a
+template change): without an annotation the cluster keeps its spec and Pods and
 the status says the change was not applied; with raypilot.io/in-place-restart every Pod is replaced, worker
 group then head, and Serve answers from the new spec."""
 

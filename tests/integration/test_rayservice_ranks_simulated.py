@@ -1,5 +1,6 @@
-"""Replica ranks through target_capacity 50 -> 100 -> 50 on the simulated sandbox: the same path as on real
-Ray (the simulated dashboard, like Ray 2.60's, reports no ranks; its Jobs API answers the ranks driver)."""
+"""Replica ranks through target_capacity 50 -> 100 -> 50 with simulated Ray on the real stack: the same path
+as on real Ray (the simulated dashboard, like Ray 2.60's, reports no ranks; its Jobs API answers the ranks
+driver)."""
 
 from __future__ import annotations
 

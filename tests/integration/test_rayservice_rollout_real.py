@@ -1,7 +1,7 @@
 """raypilot.io/rollout's automatic rollback of a failing v2 and fast undo on real Ray Serve, blue-green under
 steady load (tests/integration/rollback_checks.py), opt-in with `RAYPILOT_REAL_ROLLBACK=1`: three real heads,
 minutes on a busy machine (bench/RESULTS.md has its figures). `make test` runs the same check with simulated
-Ray on both Kubernetes APIs (test_rayservice_rollout_simulated.py)."""
+Ray on the real stack (test_rayservice_rollout_simulated.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """raypilot.io/rollout through the real worker (issue #18), one stack per module:
 - automatic rollback of a failing v2 and fast undo, blue-green under steady load through the serve Service's
-  clusterIP (tests/integration/rollback_checks.py), with simulated Ray on both Kubernetes APIs (on real Ray
+  clusterIP (tests/integration/rollback_checks.py), with simulated Ray on the real stack (on real Ray
   Serve: test_rayservice_rollout_real.py);
-- headerCanary on both Kubernetes APIs (`kube_stack`): during an incremental upgrade paused before any
+- headerCanary on the real stack (`kube_stack`): during an incremental upgrade paused before any
   weighted traffic, a request carrying the header reaches v2 through the Gateway while the weights stay
   100/0 and every other request reaches v1; after abort only v1 answers."""
 

@@ -1,4 +1,4 @@
-"""Smoke: a HTTPMode RayJob through the real worker and activities on the simulated sandbox."""
+"""Smoke: a HTTPMode RayJob through the real worker and activities on the real stack (simulated Ray)."""
 
 from __future__ import annotations
 

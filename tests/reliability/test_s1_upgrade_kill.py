@@ -26,7 +26,8 @@ from tests.reliability.ledger import Ledger
 from tests.reliability.test_s1_worker_kill import WorkerProcess, worker_process
 from tests.reliability.upgrade import upgrade_under_load
 
-# make test's size took 184 s in a full run on an idle 2-core machine, and CI's runs are ~1.4x slower.
+# make test's size took 45 s alone on an idle 2-core machine (184 s before a deletion stopped waiting for a
+# lost wait's cancellation), and CI's runs are ~1.4x slower.
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(1800 if FULL else 480)]
 
 
