@@ -27,7 +27,7 @@ from tests.integration.stack import Stack
 
 pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(900)]
 
-MIN_REQUESTS = 3000
+AFTER_DELETION_REQUESTS = 300  # answers counted once the old cluster is gone
 
 
 async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack) -> None:
@@ -70,11 +70,10 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack)
         )
         assert time.monotonic() - switched_at >= DELETION_DELAY_S - 1
         gone_at = time.monotonic()
-        await load.wait_for_requests(max(MIN_REQUESTS, len(load.samples) + 300))
+        await load.wait_for_requests(len(load.samples) + AFTER_DELETION_REQUESTS)
 
     failures = load.failures
     assert not failures, f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
-    assert len(load.samples) >= MIN_REQUESTS
     counts = load.counts()
     assert counts["v1"] > 0, counts
     assert counts["v2"] > 0, counts
@@ -83,7 +82,7 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack)
     last_v1 = max(sample.at for sample in load.samples if sample.version == "v1")
     assert last_v1 < switched_at + 1.0
     assert set(load.counts(since=switched_at + 1.0)) == {"v2"}
-    assert load.counts(since=gone_at)["v2"] >= 300
+    assert load.counts(since=gone_at)["v2"] >= AFTER_DELETION_REQUESTS
     print(  # visible with -s: what the run measured
         f"blue-green: {len(load.samples)} requests {dict(counts)}, 0 failed; last v1 "
         f"{last_v1 - switched_at:+.2f} s from the switch; old cluster gone {gone_at - switched_at:.1f} s "

@@ -46,7 +46,9 @@ STEP_PERCENT = 20
 INTERVAL_S = 5
 SURGE_PERCENT = 50
 SHARE_TOLERANCE = 10.0
-MIN_REQUESTS = 5000
+# Answers counted after the old cluster's deletion (v2 alone at weight 100); each weighted step gets its ~5 s
+# of the load (200-400 answers here) whatever the total.
+AFTER_DELETION_REQUESTS = 300
 DELETION_DELAY_S = 5
 TIMESTAMP_ROUNDING = timedelta(milliseconds=1)
 ABORT_AT_PERCENT = 2 * STEP_PERCENT  # "half-way": the abort comes once the new cluster has this much traffic
@@ -72,8 +74,8 @@ def sides(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def steady_load(url: str) -> SteadyLoad:
-    """Four clients pausing 20 ms between requests (~100 requests/s here): enough for 5,000 requests in an
-    upgrade, and it leaves CPU for the Ray head that starts meanwhile (an unbounded load on 2 cores made a
+    """Four clients pausing 20 ms between requests (~100 requests/s here): a few hundred answers per traffic
+    step, and it leaves CPU for the Ray head that starts meanwhile (an unbounded load on 2 cores made a
     new head miss Ray's fixed 30 s startup deadline again and again)."""
     return SteadyLoad(url, concurrency=4, pause_s=0.02)
 
@@ -212,7 +214,7 @@ async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: S
         promoted = time.monotonic()
         await eventually(cluster_gone(service, old), within=60, what="old cluster deleted")
         deleted = time.monotonic()
-        await load.wait_for_requests(MIN_REQUESTS)
+        await load.wait_for_requests(len(load.samples) + AFTER_DELETION_REQUESTS)
         ended = time.monotonic()
     found = segments(route.changes, f"{new}-serve-svc", load, ended)
     recorded = [(at, percent) for at, percent in sampler.traffic_steps(new) if percent > 0]
@@ -227,7 +229,6 @@ async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: S
     )
     print(report)
     assert not load.failures, (load.failures[:5], report)
-    assert len(load.samples) >= MIN_REQUESTS
     assert final["serviceStatus"] == "Running"
     assert condition(final, "UpgradeInProgress").get("status") == "False"
     # `promoted` is when this test saw the promotion (a status poll that a loaded machine delays by seconds),
