@@ -24,13 +24,7 @@ from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import parse_event_time, percentile
 from raypilot.load import SteadyLoad
-from tests.integration.rayservice_helpers import (
-    active_cluster,
-    is_running,
-    pending_cluster,
-    rayservice,
-    set_app_version,
-)
+from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
 from tests.integration.route_watch import RouteRecorder, route_weights, routed_gateway_url
 from tests.integration.stack import Stack
 from tests.integration.test_rayservice_incremental import serving_alone
@@ -58,7 +52,8 @@ def incremental_rayservice(namespace: str, name: str, version: str, plan: Increm
     spec["upgradeStrategy"]["clusterUpgradeOptions"].update(
         maxSurgePercent=plan.surge_percent, stepSizePercent=plan.step_percent, intervalSeconds=plan.interval_s
     )
-    set_app_version(spec["rayClusterConfig"], version)
+    head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
     return body
 
 

@@ -36,18 +36,6 @@ def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Gene
         yield RealKube(plane, install_raypilot(plane))
 
 
-@pytest.fixture(scope="session")
-def real_kube_of_real_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator[RealKube, None, None]:
-    """The real stack with pods of real Ray, once per test process: only files of REAL_RAY_FILES ask for it,
-    and those run one after another on one worker."""
-    unavailable = real_stack_unavailable()
-    if unavailable:
-        pytest.skip(unavailable)
-    directory = tmp_path_factory.mktemp("real-kube-real-ray")
-    with real_cluster(directory / "kube", directory / "node", ray="real") as plane:
-        yield RealKube(plane, install_raypilot(plane))
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if _STALLS is not None:
@@ -137,6 +125,7 @@ REAL_RAY_FILES = frozenset(
         "tests/integration/test_rayservice_incremental.py",
         "tests/integration/test_rayservice_rollout_real.py",
         "tests/realkube/test_node_agent.py",
+        "tests/realkube/test_rayservice_on_the_real_stack.py",
         "tests/sandbox/cluster/test_real_ray.py",
         "tests/sandbox/ray/test_dashboard_contract.py",
         "tests/sandbox/ray/test_head_lifecycle.py",

@@ -1,9 +1,6 @@
 """Integration fixtures, on the session's Temporal dev server:
 
-- `simulated_stack`: one sandbox (simulated Ray) and worker per module; `sandbox_real_ray_stack` the same with
-  real Ray;
-- `real_stack`: the real stack with real Ray (`real_kube_of_real_ray`, tests/conftest.py: once per test
-  process, and only the real-Ray worker asks for it), a worker per module;
+- `simulated_stack` / `real_stack`: one sandbox (simulated or real Ray) and worker per module;
 - `kube_stack`: the real stack (etcd, kube-apiserver with RBAC, kube-controller-manager, KubeRay's operator,
   the node agent running pods of simulated Ray; raypilot installed as users install it, its worker
   authenticating as its ServiceAccount). The stack (`real_kube_of_simulated_ray`, tests/conftest.py) starts
@@ -30,23 +27,11 @@ async def simulated_stack(
 
 
 @pytest.fixture(scope="module")
-async def sandbox_real_ray_stack(
+async def real_stack(
     dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Stack]:
-    """The sandbox's own Kubernetes API with real Ray (test_rayjob_real.py: on the real stack its deletion
-    rules' timing is not yet understood; see that file)."""
     async with running_stack(tmp_path_factory.mktemp("real"), dev_server_env.client, "real") as stack:
         yield stack
-
-
-@pytest.fixture(scope="module")
-async def real_stack(
-    dev_server_env: WorkflowEnvironment, real_kube_of_real_ray: RealKube
-) -> AsyncIterator[Stack]:
-    """The module on the real Kubernetes stack with real Ray, a worker of its own."""
-    client = dev_server_env.client
-    async with real_kube_of_real_ray.admin_and_worker(client) as (api_client, task_queue):
-        yield Stack(None, client, task_queue, api_client)
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,6 @@ from tests.integration.rayservice_helpers import (
     is_running,
     pending_cluster,
     rayservice,
-    service_answers,
     wait_for_status,
 )
 from tests.integration.stack import Stack
@@ -146,7 +145,6 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
     spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert spec is not None
     url = f"http://{spec.cluster_ip}:8000/"
-    await service_answers(url)
     kept_alive = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     busy_kept_alive, busy_per_connection = busy_clients(url)

@@ -7,10 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
-from sandbox.testing import ConditionTimeout, wait_until
+from sandbox.testing import ConditionTimeout
 from tests.integration.stack import Stack
 
 EXAMPLE = yaml.safe_load((Path(__file__).parents[2] / "examples" / "rayservice-newcluster.yaml").read_text())
@@ -21,33 +20,9 @@ def rayservice(namespace: str, name: str, version: str) -> dict[str, Any]:
     manifest: dict[str, Any] = copy.deepcopy(EXAMPLE)
     manifest["metadata"] = {"name": name, "namespace": namespace}
     manifest["spec"]["rayClusterDeletionDelaySeconds"] = DELETION_DELAY_S
-    set_app_version(manifest["spec"]["rayClusterConfig"], version)
+    head = manifest["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
     return manifest
-
-
-def set_app_version(cluster: dict[str, Any], version: str) -> None:
-    """APP_VERSION in the Ray container of the head and of every worker group of a rayClusterConfig: the
-    version `sandbox.apps.versioned` answers from whichever node its replica runs on (a Ray node on Kubernetes
-    has its own Pod's environment)."""
-    templates = [cluster["headGroupSpec"], *cluster.get("workerGroupSpecs", [])]
-    for template in templates:
-        template["template"]["spec"]["containers"][0]["env"] = [{"name": "APP_VERSION", "value": version}]
-
-
-async def service_answers(url: str) -> None:
-    """Until a new connection to a Service that has just got its endpoints is answered: kube-proxy programs
-    the clusterIP a moment after the endpoints turn ready (until then connections are refused), on any
-    cluster. Load clients start after it."""
-
-    async def answered() -> bool:
-        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
-            try:
-                await client.get(url)
-            except httpx.ConnectError:
-                return False
-            return True
-
-    await wait_until(answered, within=30, interval=0.2, what=f"{url} answering")
 
 
 def active_cluster(status: dict[str, Any]) -> str:

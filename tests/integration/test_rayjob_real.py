@@ -1,6 +1,4 @@
-"""RayJobs on real Ray heads (sandbox "real" mode) through the real worker and activities, on the sandbox's
-Kubernetes API. On the real stack the deletion-rule test found the RayCluster already deleted (DeleteCluster
-at endTime + 10 s) when it saw the worker Pods going (DeleteWorkers at endTime): not yet explained.
+"""RayJobs on real Ray heads (sandbox "real" mode) through the real worker and activities.
 
 Two heads in all: one RayCluster shared through clusterSelector runs K8sJobMode and HTTPMode jobs that succeed
 and fail (concurrently), and one RayJob-owned cluster exercises the deletion rules: DeleteWorkers at once
@@ -30,13 +28,6 @@ from tests.integration.rayjob_support import (
 from tests.integration.stack import Stack
 
 pytestmark = [pytest.mark.devserver, pytest.mark.ray, pytest.mark.timeout(420)]
-
-
-@pytest.fixture(scope="module")
-def real_stack(sandbox_real_ray_stack: Stack) -> Stack:
-    """This module's real Ray runs on the sandbox's Kubernetes API (see above)."""
-    return sandbox_real_ray_stack
-
 
 # The examples' driver (it connects to the cluster) for K8sJobMode; a plain one for HTTPMode is lighter.
 SUCCEEDS_WITH_RAY = 'python -c "import ray; ray.init(); print(ray.cluster_resources())"'

@@ -21,7 +21,6 @@ from tests.integration.rayservice_helpers import (
     pending_cluster,
     rayservice,
     selected_cluster,
-    service_answers,
     wait_for_status,
 )
 from tests.integration.stack import Stack
@@ -40,7 +39,6 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack)
     serve_spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert serve_spec is not None
     url = f"http://{serve_spec.cluster_ip}:8000/"
-    await service_answers(url)
 
     # A connection per request: a Service routes connections, so only new ones follow a selector switch (with
     # kept-alive connections the answers switch when the old cluster is deleted, failing what is in flight).

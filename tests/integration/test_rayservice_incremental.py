@@ -25,7 +25,6 @@ from temporalio.client import WorkflowHandle
 
 from raypilot.load import SteadyLoad
 from sandbox.testing import ConditionTimeout, wait_until
-from tests.integration.rayservice_helpers import set_app_version
 from tests.integration.route_watch import (
     RouteRecorder,
     Segment,
@@ -57,7 +56,7 @@ ABORT_AT_PERCENT = 2 * STEP_PERCENT  # "half-way": the abort comes once the new 
 
 def manifest(namespace: str, version: str) -> dict[str, Any]:
     """The example with step 20 / interval 5 s / surge 50 and a 5 s deletion delay; `version` is what the
-    sandbox app answers (APP_VERSION of the Ray nodes), so each version is a new RayCluster spec."""
+    sandbox app answers (APP_VERSION of the head), so each version is a new RayCluster spec."""
     body: dict[str, Any] = copy.deepcopy(EXAMPLE)
     body["metadata"] = {"name": NAME, "namespace": namespace}
     spec = body["spec"]
@@ -65,7 +64,8 @@ def manifest(namespace: str, version: str) -> dict[str, Any]:
     spec["upgradeStrategy"]["clusterUpgradeOptions"].update(
         maxSurgePercent=SURGE_PERCENT, stepSizePercent=STEP_PERCENT, intervalSeconds=INTERVAL_S
     )
-    set_app_version(spec["rayClusterConfig"], version)
+    head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["env"] = [{"name": "APP_VERSION", "value": version}]
     return body
 
 
