@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -21,6 +22,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from wire import names
 from workflows.search_attributes import RAY_PHASE
 
 
@@ -123,8 +125,31 @@ async def test_delete_completes_while_a_serve_wait_is_lost_with_its_worker(
         await asyncio.wait_for(world.serve_wait_lost.wait(), timeout=60)
         result = await asyncio.wait_for(handle.execute_update("delete", result_type=dict), timeout=60)
         await asyncio.wait_for(handle.result(), timeout=60)
+        history = await handle.fetch_history()
     assert world.live_clusters() == []
     assert f"RayCluster/{world.deleted_clusters[0]}" in result["deleted"]
+    # What the run decided: the lost wait's cancellation was requested, and the run completed without it
+    # being recorded (no ActivityTaskCanceled, nor any other end of that wait).
+    serve_waits = {
+        event.event_id
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and event.activity_task_scheduled_event_attributes.activity_type.name == names.WAIT_SERVE
+    }
+    cancel_requested = {
+        event.activity_task_cancel_requested_event_attributes.scheduled_event_id
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED
+    } & serve_waits
+    ended = {
+        getattr(event, f"{kind}_event_attributes").scheduled_event_id
+        for event in history.events
+        for kind in ("activity_task_completed", "activity_task_failed", "activity_task_canceled")
+        if event.WhichOneof("attributes") == f"{kind}_event_attributes"
+    }
+    assert cancel_requested, serve_waits
+    assert not cancel_requested & ended, (cancel_requested, ended)
+    assert history.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED
 
 
 @pytest.mark.parametrize(
