@@ -30,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.cli.conftest import CliStack, real_cli_stack
 from tests.kubes import RealKube
+from tests.readiness import with_quick_readiness
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +61,10 @@ SIZE = LoopSize(20, 10.0, 180.0) if FULL else LoopSize(4, 3.0, 9.0)
 
 
 def manifest(namespace: str, index: int) -> dict[str, Any]:
-    """Half K8sJobMode, half HTTPMode; a short job; the cluster goes a second after the job ends."""
+    """Half K8sJobMode, half HTTPMode; a short job; the cluster goes a second after the job ends; the tests'
+    quick readiness probes (tests/readiness.py)."""
     body = copy.deepcopy(EXAMPLE)
+    with_quick_readiness(body["spec"]["rayClusterSpec"])
     body["metadata"] = {"name": f"sync-{index}", "namespace": namespace}
     body["spec"].update(
         entrypoint=f"sleep {2 + index % 3}",

@@ -17,22 +17,24 @@ from temporalio.client import WorkflowHandle
 from activities.kubernetes_async import ssl_context
 from sandbox.testing import ready_raycluster, wait_until
 from tests.integration.stack import Stack
+from tests.readiness import with_quick_readiness
 from tests.workflows.timer_dues import deletion_timer_windows
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 # A RayJob leaves Initializing once its RayCluster is Ready: every container of every Pod ready (KubeRay's
-# CheckAllPodsRunning). A SidecarMode submitter that has ended is a container that is not ready, and KubeRay's
-# readiness probe of the head passes 10 s after it starts at the earliest; so on a real kubelet (the real
-# stack's node agent) a SidecarMode job shorter than that never leaves Initializing, in KubeRay as here.
+# CheckAllPodsRunning). A SidecarMode submitter that has ended is a container that is not ready, and the
+# head's readiness probe passes only after its first period (KubeRay's own: 10 s after the head starts at
+# the earliest; the tests' quick one: 1 s); so on a real kubelet (the real stack's node agent) a SidecarMode
+# job shorter than that never leaves Initializing, in KubeRay as here.
 # (The sidecar's shell reads the entrypoint, as KubeRay writes it: `;` would end the submit command.)
-OUTLASTS_THE_HEADS_READINESS_DELAY = 'python -c "import sys, time; time.sleep(15); sys.exit({code})"'
+OUTLASTS_THE_HEADS_READINESS_DELAY = 'python -c "import sys, time; time.sleep(6); sys.exit({code})"'
 
 
 def example(name: str, namespace: str, *, rename: str = "", **spec: Any) -> dict[str, Any]:
     """examples/<name>.yaml in `namespace` (named `rename` if given), with `spec` fields replaced (None
-    removes one)."""
+    removes one) and the tests' quick readiness probes (tests/readiness.py)."""
     manifest: dict[str, Any] = yaml.safe_load((EXAMPLES / f"{name}.yaml").read_text())
     manifest = copy.deepcopy(manifest)
     manifest["metadata"]["namespace"] = namespace
@@ -43,6 +45,8 @@ def example(name: str, namespace: str, *, rename: str = "", **spec: Any) -> dict
             manifest["spec"].pop(key, None)
         else:
             manifest["spec"][key] = value
+    if "rayClusterSpec" in manifest["spec"]:
+        with_quick_readiness(manifest["spec"]["rayClusterSpec"])
     return manifest
 
 
@@ -120,7 +124,9 @@ def rayclusters(stack: Stack, namespace: str) -> list[dict[str, Any]]:
 async def create_raycluster(
     stack: Stack, manifest: dict[str, Any], *, within: float = 60.0
 ) -> dict[str, Any]:
-    """Create a RayCluster as a user would (kubectl apply) and wait until it is ready."""
+    """Create a RayCluster as a user would (kubectl apply), with the tests' quick readiness probes, and wait
+    until it is ready."""
+    with_quick_readiness(manifest["spec"])
     namespace = manifest["metadata"]["namespace"]
     name = manifest["metadata"]["name"]
     stack.custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", manifest)
