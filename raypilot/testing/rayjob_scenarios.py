@@ -10,6 +10,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 
+from raypilot.testing.time_skipping import query_status
 from workflows.rayjob.workflow import RayJobWorkflow
 
 CLUSTER_SPEC: dict[str, Any] = {
@@ -76,8 +77,7 @@ async def start(client: Client, manifest: dict[str, Any], task_queue: str) -> Wo
 
 
 async def status_of(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
-    status: dict[str, Any] = await handle.query("status")
-    return status
+    return await query_status(handle)
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 20.0) -> None:

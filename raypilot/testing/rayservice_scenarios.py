@@ -21,6 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.replay import save_history
+from raypilot.testing.time_skipping import query_status
 from raypilot.testing.worker import running_worker
 from workflows.rayservice.state import RayServiceState
 from workflows.rayservice.workflow import RayServiceWorkflow
@@ -195,8 +196,7 @@ async def settled(handle: Handle, within_s: float = SETTLE_WITHIN_S) -> None:
 
 
 async def status_of(handle: Handle) -> dict[str, Any]:
-    status: dict[str, Any] = await handle.query("status")
-    return status
+    return await query_status(handle)
 
 
 def condition_of(status: dict[str, Any], condition_type: str) -> tuple[str, str]:

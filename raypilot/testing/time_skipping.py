@@ -19,6 +19,12 @@ the 1 min pause before the gate ended; the fake world's waits now retry off any 
 `TestServerDefectWatch` reads the worker's warning about that rejection; the pytest plugin then stops that
 server after a grace, so the test fails at once, and adds the reason to its report
 (`raypilot.testing.plugin`). It is not run again: a test whose fakes make the race likely is to be changed.
+
+And the test server can leave a query unanswered until its 30 s query deadline, where the same query asked
+again is answered at once: every time for a RayService run that continues as new while the query arrives
+(the new run answers), and for a RayJob admitted from its queue a moment before (10 s of one such query in
+an admission test that took 13 s). `query_status` asks for a status 5 s at a time, up to the same 30 s in
+all.
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import temporalio.client
 import temporalio.service
+from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
 from temporalio.runtime import (
     LogForwardingConfig,
@@ -150,3 +158,20 @@ async def start_time_skipping_env(
         plugins=[WithoutKeepAlivePings()],
         test_server_startup_timeout=SERVER_STARTUP_TIMEOUT,
     )
+
+
+QUERY_ASK = timedelta(seconds=5)
+QUERY_ASKS = 6  # the server's own query deadline (30 s) in all
+_UNANSWERED = (temporalio.service.RPCStatusCode.DEADLINE_EXCEEDED, temporalio.service.RPCStatusCode.CANCELLED)
+
+
+async def query_status(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The workflow's `status` query, asked again while unanswered (QUERY_ASK each time, QUERY_ASKS times)."""
+    for ask in range(1, QUERY_ASKS + 1):
+        try:
+            status: dict[str, Any] = await handle.query("status", rpc_timeout=QUERY_ASK)
+            return status
+        except temporalio.service.RPCError as error:
+            if error.status not in _UNANSWERED or ask == QUERY_ASKS:
+                raise
+    raise AssertionError("unreachable")
