@@ -7,7 +7,9 @@ raypilot's worker (authenticating with deploy/'s RBAC) as a workflow, each in a 
 sees each RayCluster deleted, and each lag is counted from that side's own `status.endTime` + TTL (KubeRay
 writes it to the second, raypilot to the millisecond of the Ray job's end). Then each side's controller goes
 away while the deletion waits and comes back `RESTART_GAP_S` later: KubeRay's operator pod is deleted and
-created again (a Deployment's rollout), raypilot's worker stops and starts on the same task queue. And what
+created again (a Deployment's rollout), raypilot's worker stops and starts on the same task queue. Then the
+same RayJob with a deletion rule (DeleteCluster at SUCCEEDED + TTL) in place of the TTL, which KubeRay
+v1.5.0 runs only with its RayJobDeletionPolicy gate on (the shared stack turns it on). And what
 each side asked of the API server for one such lifecycle, from kube-apiserver's audit log (its requests in the
 RayJob's namespace: the cost that grows with the number of RayJobs).
 """
@@ -15,6 +17,7 @@ RayJob's namespace: the cost that grows with the number of RayJobs).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, cast
@@ -33,7 +36,7 @@ from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time
 from tests.integration.stack import Stack, kubeconfig_worker
 
-SIDES = ("kuberay", "raypilot", "kuberay restarted", "raypilot restarted")
+SIDES = ("kuberay", "raypilot", "kuberay restarted", "raypilot restarted", "kuberay rules", "raypilot rules")
 KUBERAY_USER = f"system:serviceaccount:default:{KUBERAY_ACCOUNT}"
 RAYPILOT_USER = f"system:serviceaccount:{NAMESPACE}:{WORKER_ACCOUNT}"
 LAG_TARGET_S = 1.0
@@ -54,6 +57,22 @@ def ttl_manifest(namespace: str, ttl: int) -> dict[str, Any]:
     )
 
 
+def rules_manifest(namespace: str, ttl: int) -> dict[str, Any]:
+    """The same RayJob with a deletion rule instead (KubeRay v1.5.0: behind its RayJobDeletionPolicy gate,
+    which the shared stack turns on): its cluster deleted `ttl` s after it SUCCEEDED."""
+    rule = {"policy": "DeleteCluster", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": ttl}}
+    return example(
+        "rayjob-httpmode",
+        namespace,
+        rename="ttl",
+        entrypoint="echo hi",
+        deletionStrategy={"deletionRules": [rule]},
+    )
+
+
+Manifest = Callable[[str, int], dict[str, Any]]
+
+
 def kuberay_status(stack: Stack, namespace: str) -> dict[str, Any]:
     found = cast(
         dict[str, Any], stack.custom.get_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", "ttl")
@@ -62,7 +81,9 @@ def kuberay_status(stack: Stack, namespace: str) -> dict[str, Any]:
     return status
 
 
-async def kuberay_run(stack: Stack, plane: ControlPlane, ttl: int, restart: bool) -> tuple[float, str]:
+async def kuberay_run(
+    stack: Stack, plane: ControlPlane, ttl: int, restart: bool, manifest: Manifest = ttl_manifest
+) -> tuple[float, str]:
     """One RayJob reconciled by KubeRay's operator; its lag after endTime + ttl."""
     namespace = stack.namespace()
     seen = asyncio.create_task(
@@ -74,7 +95,7 @@ async def kuberay_run(stack: Stack, plane: ControlPlane, ttl: int, restart: bool
         "v1",
         namespace,
         "rayjobs",
-        ttl_manifest(namespace, ttl),
+        manifest(namespace, ttl),
     )
     if restart:
 
@@ -93,7 +114,11 @@ async def kuberay_run(stack: Stack, plane: ControlPlane, ttl: int, restart: bool
 
 
 async def raypilot_run(
-    stack: Stack, ttl: int, workers: AsyncExitStack | None, kubeconfig: Path
+    stack: Stack,
+    ttl: int,
+    workers: AsyncExitStack | None,
+    kubeconfig: Path,
+    manifest: Manifest = ttl_manifest,
 ) -> tuple[float, str]:
     """One RayJob run by raypilot's workflow; its lag after endTime + ttl (with `workers`, the worker is
     stopped once the RayJob is Complete and started again RESTART_GAP_S later)."""
@@ -101,7 +126,7 @@ async def raypilot_run(
     seen = asyncio.create_task(
         asyncio.to_thread(first_raycluster_deletion, stack, namespace, within=ttl + 180)
     )
-    handle = await stack.start(ttl_manifest(namespace, ttl))
+    handle = await stack.start(manifest(namespace, ttl))
     if workers is not None:
         await stack.wait_status(handle, lambda s: s.get("jobDeploymentStatus") == "Complete")
         await workers.aclose()
@@ -143,12 +168,19 @@ async def run(context: BenchContext) -> list[Figure]:
         async with workers:
             queue = await workers.enter_async_context(kubeconfig_worker(context.client, installed.worker))
             stack = Stack(None, context.client, queue, api_client)
-            with Progress("P2K runs", 2 * (runs + restarts)) as bar:
+            with Progress("P2K runs", 2 * (2 * runs + restarts)) as bar:
                 # Alternating, so both sides meet the same machine.
                 for _ in range(runs):
                     done["kuberay"].append(await kuberay_run(stack, plane, ttl, restart=False))
                     bar.advance()
                     done["raypilot"].append(await raypilot_run(stack, ttl, None, installed.worker))
+                    bar.advance()
+                for _ in range(runs):
+                    run_ = await kuberay_run(stack, plane, ttl, False, rules_manifest)
+                    done["kuberay rules"].append(run_)
+                    bar.advance()
+                    run_ = await raypilot_run(stack, ttl, None, installed.worker, rules_manifest)
+                    done["raypilot rules"].append(run_)
                     bar.advance()
                 for _ in range(restarts):
                     run_ = await kuberay_run(stack, plane, RESTART_TTL_S, restart=True)
@@ -165,6 +197,7 @@ async def run(context: BenchContext) -> list[Figure]:
     }
     lags = {side: [lag for lag, _ in runs_] for side, runs_ in done.items()}
     worst = max(lags["raypilot"] + lags["raypilot restarted"])
+    rules_worst = max(lags["raypilot rules"])
     restart_row = (
         (f"raypilot {summary(lags['raypilot restarted'])}", f"KubeRay {summary(lags['kuberay restarted'])}")
         if restarts
@@ -186,6 +219,15 @@ async def run(context: BenchContext) -> list[Figure]:
             *restart_row,
             "<= 1 s, survives restart",
             worst <= LAG_TARGET_S if restarts else None,
+        ),
+        Figure(
+            "P2K",
+            f"deletionRules (DeleteCluster {ttl} s after SUCCEEDED) lag beside KubeRay v1.5.0 with its "
+            f"RayJobDeletionPolicy gate on (real stack, {runs} runs each)",
+            f"raypilot {summary(lags['raypilot rules'])}",
+            f"KubeRay {summary(lags['kuberay rules'])}",
+            "<= 1 s",
+            rules_worst <= LAG_TARGET_S,
         ),
         Figure(
             "P2K",

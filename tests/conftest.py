@@ -13,6 +13,7 @@ import pytest
 
 from raypilot.ast_parsing import serialize_ast_parsing
 from sandbox.realkube.install import install_raypilot
+from sandbox.realkube.kuberay import DELETION_RULES_GATE
 from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests import stalls
 from tests.kubes import RealKube
@@ -32,7 +33,10 @@ def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Gene
     if unavailable:
         pytest.skip(unavailable)
     directory = tmp_path_factory.mktemp("real-kube-simulated-ray")
-    with real_cluster(directory / "kube", directory / "node", ray="simulated") as plane:
+    # The smoke of the benches beside KubeRay runs on this stack, with their KubeRay gates.
+    with real_cluster(
+        directory / "kube", directory / "node", ray="simulated", kuberay_feature_gates=DELETION_RULES_GATE
+    ) as plane:
         yield RealKube(plane, install_raypilot(plane))
 
 

@@ -25,9 +25,19 @@ from sandbox.realkube.controlplane import (
     grant_kuberay,
 )
 
-__all__ = ["KUBERAY_IMAGE", "KUBERAY_POD", "kuberay_operator", "kuberay_pod", "restart_kuberay"]
+__all__ = [
+    "DELETION_RULES_GATE",
+    "KUBERAY_IMAGE",
+    "KUBERAY_POD",
+    "kuberay_operator",
+    "kuberay_pod",
+    "restart_kuberay",
+]
 
 KUBERAY_POD = "kuberay-operator"
+# KubeRay v1.5.0 keeps RayJob deletionRules behind an alpha gate, off by default (raypilot follows KubeRay's
+# later default, on). The stacks that measure the two side by side turn it on, so both run the same manifests.
+DELETION_RULES_GATE = "RayJobDeletionPolicy=true"
 KUBERAY_IMAGE = "quay.io/kuberay/operator:v1.5.0"
 HEALTH_PORT = 8082
 
