@@ -16,8 +16,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.load import SteadyLoad
+from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import (
     active_cluster,
     is_running,
@@ -57,6 +60,14 @@ def _cluster_names(stack: Stack, namespace: str) -> set[str]:
     return {item["metadata"]["name"] for item in found["items"]}
 
 
+async def _answers(url: str) -> bool | None:
+    try:
+        async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
+            return (await client.get(url)).status_code == 200 or None
+    except httpx.HTTPError:
+        return None
+
+
 def _deploy_failed(status: dict[str, Any]) -> bool:
     apps = (status.get("pendingServiceStatus") or {}).get("applicationStatuses") or {}
     return any(app.get("status") == "DEPLOY_FAILED" for app in apps.values())
@@ -70,6 +81,10 @@ async def check_rollback_and_undo(stack: Stack, *, within: float) -> RollbackRun
     serve = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert serve is not None
     url = f"http://{serve.cluster_ip}:8000/"
+    # On the real stack kube-proxy programs the clusterIP a moment after the Service's endpoints turn ready
+    # (seen refusing connections for 3 s with a core busy): the load, which counts the upgrade's failures,
+    # starts once the Service answers.
+    await wait_until(lambda: _answers(url), within=60, interval=0.2, what="the serve Service answering")
     async with SteadyLoad(url, concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(100)
         applied_at = time.monotonic()
