@@ -32,7 +32,8 @@ from raypilot.testing.binaries import temporal_cli
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time, rayjob_events
 from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
-from tests.workflows.timer_dues import deletion_timer_windows
+from tests.workflows.timer_dues import deletion_timer_firings, deletion_timer_windows
+from wire.names import DELETE_RAYCLUSTER, GET_RAYCLUSTER
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(120)]
@@ -43,11 +44,6 @@ TTL_AFTER_RESTART = 20
 TTL_WHILE_DOWN = 6
 # How long both stay down after the second rule fell due.
 DOWN_PAST_DUE_SECONDS = 3.0
-# How late a deletion may be observed after its due time (or after the return of a stack that was down).
-# Seconds, not a reconcile loop's requeue lost on restart; the bound leaves room for a loaded 2-core machine
-# (2.8 s seen there with pytest-xdist workers beside it, over 5 s once at load 7; about 0.3 s idle). That the
-# timer was armed once, for endTime + TTL, is asserted from the history, not from this bound.
-DELETION_LATENCY_SECONDS = 8.0
 STOP_PATIENCE_SECONDS = 20.0
 
 
@@ -148,6 +144,17 @@ async def assert_one_durable_timer(handle: WorkflowHandle[Any, Any], due: float)
     assert earliest - timedelta(milliseconds=1) <= due_at <= latest + timedelta(milliseconds=1), windows
 
 
+async def assert_woken_then_deleted(handle: WorkflowHandle[Any, Any], not_before: datetime) -> None:
+    """The deletion timer fired once, not before `not_before` (its due time, or the return of the server
+    for a timer that fell due while it was down), and the workflow it woke read the RayCluster and deleted
+    it without waiting on anything else first."""
+    firings = await deletion_timer_firings(handle)
+    assert len(firings) == 1, firings
+    fired_at, acts = firings[0]
+    assert fired_at >= not_before - timedelta(milliseconds=1), (fired_at, not_before)
+    assert acts[:2] == [GET_RAYCLUSTER, DELETE_RAYCLUSTER], acts
+
+
 async def test_deletion_timers_survive_a_server_and_worker_restart(tmp_path: Path) -> None:
     async with running_sandbox_thread(tmp_path / "sandbox", "simulated") as cluster:
         api_client = cluster.api_client()
@@ -177,22 +184,22 @@ async def run_restart_scenario(server: DevServer, stack: Stack) -> None:
 
     await asyncio.sleep(overdue_due + DOWN_PAST_DUE_SECONDS - time.time())  # the outage itself
     assert not overdue_deleted.done(), "deleted while the server and the worker were down"
+    restarted_at = datetime.now(UTC)
     client = await server.start()
     async with sandbox_worker(client, stack.cluster, task_queue=stack.task_queue):
         back_at = time.time()
-        overdue_lag = await overdue_deleted - back_at
-        assert overdue_lag <= DELETION_LATENCY_SECONDS, (
-            f"overdue deletion {overdue_lag:.2f} s after the return"
-        )
+        # How soon each deletion came after its timer fired is the machine's load (server, worker and sandbox
+        # all starting on 2 cores: 11 s once with a core held busy). What is decided is read from the
+        # history: when each timer fired, and that the workflow it woke deleted the RayCluster next.
+        overdue_deleted_at = await overdue_deleted
+        assert overdue_deleted_at >= restarted_at.timestamp(), "deleted before the return"
         assert back_at < later_due, "the stack came back after the second due time; nothing left to test"
         later_lag = await later_deleted - later_due
-        assert -0.05 <= later_lag <= DELETION_LATENCY_SECONDS, (
-            f"deletion {later_lag:+.2f} s from its due time"
-        )
+        assert later_lag >= -0.05, f"deleted {later_lag:+.2f} s from its due time: early"
 
-        for namespace, handle, due in (
-            (later, later_handle, later_due),
-            (overdue, overdue_handle, overdue_due),
+        for namespace, handle, due, woken_after in (
+            (later, later_handle, later_due, datetime.fromtimestamp(later_due, UTC)),
+            (overdue, overdue_handle, overdue_due, restarted_at),
         ):
             again = client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
             result = await again.result()
@@ -205,4 +212,6 @@ async def run_restart_scenario(server: DevServer, stack: Stack) -> None:
                 "type": "Normal",
             } in rayjob_events(stack, namespace, "rayjob-httpmode")
             await assert_one_durable_timer(again, due)
-    print(f"durability: overdue deletion {overdue_lag:.3f} s after the return, on-time {later_lag:+.3f} s")
+            await assert_woken_then_deleted(again, woken_after)
+    overdue_lag = overdue_deleted_at - restarted_at.timestamp()
+    print(f"durability: overdue deletion {overdue_lag:.3f} s after the restart, on-time {later_lag:+.3f} s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,9 @@ from tests.integration.rayservice_helpers import (
 )
 from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
 from tests.integration.test_rayjob_durability import (
-    DELETION_LATENCY_SECONDS,
     DevServer,
     assert_one_durable_timer,
+    assert_woken_then_deleted,
     complete,
     delete_cluster_after,
     own_dev_server,
@@ -129,11 +130,13 @@ async def restart_during_ttl_wait(server: DevServer, stack: Stack, ledger: Ledge
         assert not deleted.done(), "deleted before the restart"
         client = await server.start()
         lag = await deleted - due
-        assert -0.05 <= lag <= DELETION_LATENCY_SECONDS, f"deleted {lag:+.2f} s from endTime + TTL"
+        # The lag is a figure of the machine's load; the timer's firing and what it woke are in the history.
+        assert lag >= -0.05, f"deleted {lag:+.2f} s from endTime + TTL: early"
         again = client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
         result = await again.result()
         assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
         await assert_one_durable_timer(again, due)
+        await assert_woken_then_deleted(again, datetime.fromtimestamp(due, UTC))
         await ledger.record(again)
     # The submitter Job and the head Service stay after a DeleteCluster rule, as in KubeRay.
     assert not [entry for entry in leftovers(stack, namespace) if entry.startswith("RayCluster/")]

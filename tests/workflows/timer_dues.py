@@ -95,3 +95,27 @@ async def deletion_timer_windows(handle: WorkflowHandle[Any, Any]) -> list[tuple
             recorded = event.event_time.ToDatetime(tzinfo=UTC)
             windows.append((task_started + duration, recorded + duration))
     return windows
+
+
+async def deletion_timer_firings(handle: WorkflowHandle[Any, Any]) -> list[tuple[datetime, list[str]]]:
+    """For each deletion timer that fired: when the server fired it, and the activities the workflow ran from
+    then until it started a timer again (or its history ends): ordinary ones by type, local ones by the
+    summary raypilot gives them (their name). What a woken workflow did next is its own decision; how long
+    the machine took to carry it out is not."""
+    deletion_timers: set[int] = set()
+    firings: list[tuple[datetime, list[str]]] = []
+    collecting = False
+    async for event in handle.fetch_history_events():
+        if event.HasField("timer_started_event_attributes"):
+            collecting = False
+            if DELETION_TIMER_SUMMARY.encode() in event.user_metadata.summary.data:
+                deletion_timers.add(event.event_id)
+        elif event.HasField("timer_fired_event_attributes"):
+            if event.timer_fired_event_attributes.started_event_id in deletion_timers:
+                firings.append((event.event_time.ToDatetime(tzinfo=UTC), []))
+                collecting = True
+        elif event.HasField("activity_task_scheduled_event_attributes") and collecting:
+            firings[-1][1].append(event.activity_task_scheduled_event_attributes.activity_type.name)
+        elif event.HasField("marker_recorded_event_attributes") and collecting:
+            firings[-1][1].append(json.loads(event.user_metadata.summary.data))
+    return firings
