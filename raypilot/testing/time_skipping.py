@@ -167,11 +167,15 @@ _UNANSWERED = (temporalio.service.RPCStatusCode.DEADLINE_EXCEEDED, temporalio.se
 
 async def query_status(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
     """The workflow's `status` query, asked again while unanswered (QUERY_ASK each time, QUERY_ASKS times)."""
-    for ask in range(1, QUERY_ASKS + 1):
+    for _ in range(QUERY_ASKS - 1):
         try:
-            status: dict[str, Any] = await handle.query("status", rpc_timeout=QUERY_ASK)
-            return status
+            return await _ask_status(handle)
         except temporalio.service.RPCError as error:
-            if error.status not in _UNANSWERED or ask == QUERY_ASKS:
+            if error.status not in _UNANSWERED:
                 raise
-    raise AssertionError("unreachable")
+    return await _ask_status(handle)
+
+
+async def _ask_status(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    status: dict[str, Any] = await handle.query("status", rpc_timeout=QUERY_ASK)
+    return status
