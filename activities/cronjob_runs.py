@@ -40,7 +40,7 @@ def cronjob_runs_query(key: CronJobKey) -> str:
 def delete_kubernetes_leftovers(dependencies: ActivityDependencies, ref: RayJobRunRef) -> None:
     """What a finished RayJob left (e.g. a cluster kept without shutdownAfterJobFinishes, the submitter
     Job), found by the ownership labels: owner references would delete them with the RayJob in KubeRay."""
-    from activities.kubernetes_events import delete_objects, labelled_objects
+    from activities.kubernetes.events import delete_objects, labelled_objects
 
     kube = dependencies.kube()
     selector = ",".join(f"{key}={value}" for key, value in ownership_labels(KIND_RAYJOB, ref.name).items())

@@ -13,8 +13,8 @@ from kubernetes import client
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities.kubernetes_async import AsyncApiServer
-from activities.kubernetes_client import KubeObjects, load_kube_configuration, running_in_pod
+from activities.kubernetes.async_api import AsyncApiServer
+from activities.kubernetes.client import KubeObjects, load_kube_configuration, running_in_pod
 from models.operator import DEFAULT_CLUSTER_DOMAIN
 
 DashboardAccess = Literal["direct", "proxy"]

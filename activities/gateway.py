@@ -11,8 +11,8 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kubernetes import KubernetesActivityBase
-from activities.kubernetes_resources import GATEWAY, HTTPROUTE, trim_object
+from activities.kubernetes.clusters import KubernetesActivityBase
+from activities.kubernetes.resources import GATEWAY, HTTPROUTE, trim_object
 from wire import names
 from wire.kubernetes import CreateObject, DeleteObject, ObjectKey, UpdateSpec
 

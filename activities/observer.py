@@ -62,7 +62,7 @@ log = logging.getLogger(__name__)
 # from the start; a beat at once told the server nothing): each that reaches the server is a billable action
 # (P4b counts them), and the heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced
 # sooner than that: a starting worker restarts the observers (`restart_observers`). The Kubernetes observer
-# uses the same cadence (activities/kubernetes_observer.py).
+# uses the same cadence (activities/kubernetes/observer.py).
 OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 LISTS_IN_FLIGHT: Final = 50
 

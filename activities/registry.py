@@ -12,10 +12,10 @@ from activities.cronjob_runs import CronJobRunActivities
 from activities.dashboard import DashboardActivities
 from activities.dependencies import ActivityDependencies, dashboard_access_from_env
 from activities.gateway import GatewayActivities
-from activities.kubernetes import RayClusterActivities, ServiceActivities
-from activities.kubernetes_events import EventActivities, OwnershipActivities
-from activities.kubernetes_observer import KubernetesObserverActivities
-from activities.kubernetes_workloads import WorkloadActivities
+from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
+from activities.kubernetes.events import EventActivities, OwnershipActivities
+from activities.kubernetes.observer import KubernetesObserverActivities
+from activities.kubernetes.workloads import WorkloadActivities
 from activities.observer import ObserverActivities
 from activities.replica_ranks import ReplicaRankActivities
 from activities.serve_connections import ServeConnectionActivities

@@ -25,8 +25,8 @@ from activities.dashboard import fetch_job_info, fetch_serve_details
 from activities.dashboard_client import DashboardClient, head_serve_healthy
 from activities.errors import KUBERNETES_GONE
 from activities.gateway import gateway_ready, route_ready
-from activities.kubernetes import count_ready_serve_endpoints
-from activities.kubernetes_resources import (
+from activities.kubernetes.clusters import count_ready_serve_endpoints
+from activities.kubernetes.resources import (
     ENDPOINT_SLICE,
     GATEWAY,
     HTTPROUTE,
@@ -38,7 +38,7 @@ from activities.kubernetes_resources import (
     trim_object,
     trim_pod,
 )
-from activities.kubernetes_workloads import head_pod_selector, pick_head_pod
+from activities.kubernetes.workloads import head_pod_selector, pick_head_pod
 from models.naming import LABEL_CLUSTER
 from wire import names
 from wire.dashboard import (
@@ -89,7 +89,8 @@ def heartbeat_interval() -> float:
 def quiet_heartbeat_interval() -> float:
     """The heartbeat period of a wait kept for days (IO.QUIET_WATCH: the Serve health wait, the admission's
     wait for closed runs): a third of its heartbeat timeout, uncapped (a minute for 3 min), since each
-    heartbeat that reaches the server is a billable action. What it watches it polls as often as before."""
+    heartbeat that reaches the server is a billable action. What it watches it still polls at its own
+    interval."""
     timeout = activity.info().heartbeat_timeout
     if timeout is None or timeout.total_seconds() <= 0:
         return DEFAULT_HEARTBEAT_SECONDS

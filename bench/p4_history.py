@@ -32,7 +32,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.kubernetes_observer import OBSERVER_HEARTBEAT_SECONDS as K8S_OBSERVER_HEARTBEAT_SECONDS
+from activities.kubernetes.observer import OBSERVER_HEARTBEAT_SECONDS as K8S_OBSERVER_HEARTBEAT_SECONDS
 from activities.observer import OBSERVER_HEARTBEAT_SECONDS as JOB_OBSERVER_HEARTBEAT_SECONDS
 from activities.waits import DEFAULT_HEARTBEAT_SECONDS
 from bench.arithmetic import (
@@ -191,7 +191,7 @@ def observers_cost(events: Sequence[Mapping[str, Any]]) -> Cost:
         life = (times[-1] - times[0] + OBSERVER_IDLE).total_seconds()
         actions += observer_run_actions(1)
         # Both observer activities send their first heartbeat a period after they start
-        # (activities/observer.py, activities/kubernetes_observer.py).
+        # (activities/observer.py, activities/kubernetes/observer.py).
         heartbeats += observer_heartbeats(life, period, first_at_once=False)
     return Cost(0, actions, heartbeats)
 

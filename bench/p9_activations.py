@@ -35,8 +35,8 @@ from raypilot.workflow_runner import workflow_runner
 
 HISTORIES = Path(__file__).parents[1] / "tests" / "replay" / "histories"
 LIFECYCLES = {
-    "RayJob": "rayjob_baseline",
-    "RayService first deployment": "rayservice_baseline",
+    "RayJob": "rayjob_k8s_observer",
+    "RayService first deployment": "rayservice_blue_green_delete",
     "incremental upgrade": "rayservice_incremental_third_spec",
 }
 DEADLOCK_LIMIT_MS = 2000.0

@@ -31,7 +31,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from models.base import SpecModel
 from models.manifest import format_validation_error
-from models.validation_formats import parse_go_duration_seconds
+from models.validation.formats import parse_go_duration_seconds
 
 __all__ = [
     "ANNOTATION_ROLLOUT",

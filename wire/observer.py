@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
-from wire.watch_book import PACK_ABOVE as PACK_ABOVE  # where it was before the shared book
-from wire.watch_book import TOMBSTONES as TOMBSTONES
 from wire.watch_book import BookChanges, VersionedBook, apply_book_changes, packed_book_changes
 
 OBSERVER_WORKFLOW: Final = "RayJobObserverWorkflow"

@@ -23,7 +23,7 @@ ALL_SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str], ...] = (
     RAY_CRONJOB,
 )
 
-# Memo of a RayJob run that stands for a raypilot.io object (patch rayjob-job-status-memo): its status'
-# jobStatus, upserted when it changes. The controller reads it from the same visibility list as RayPhase, so a
-# change within a phase (PENDING -> RUNNING -> SUCCEEDED while Running) reaches `kubectl get`.
+# Memo of a RayJob run that stands for a raypilot.io object: its status' jobStatus, upserted when it
+# changes. The controller reads it from the same visibility list as RayPhase, so a change within a phase
+# (PENDING -> RUNNING -> SUCCEEDED while Running) reaches `kubectl get`.
 MEMO_JOB_STATUS = "raypilot.io/job-status"

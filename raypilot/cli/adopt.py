@@ -12,7 +12,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.config.config_exception import ConfigException
 
-from activities.kubernetes_client import load_kube_configuration
+from activities.kubernetes.client import load_kube_configuration
 from models.manifest import ManifestError, load_manifest_text, parse_manifest
 from models.naming import KIND_RAYJOB, KIND_RAYSERVICE, ObjectRef
 from models.rayjob import RayJob
@@ -20,7 +20,8 @@ from models.source import ANNOTATION_ADOPTED_CLUSTER, ANNOTATION_ADOPTED_RAYJOB
 from models.validation import validate
 from raypilot.adopt.kube import adopt_rayjob_leftovers, adopt_rayservice_leftovers
 from raypilot.cli.apply import apply_manifest, feature_gates
-from raypilot.cli.common import CommandError, Console, parse_ref, rejected
+from raypilot.cli.common import Console, parse_ref
+from raypilot.runs.errors import CommandError, rejected
 
 
 async def adopt_command(ref_text: str, filename: str, console: Console) -> int:

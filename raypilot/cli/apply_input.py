@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from kubernetes.client.exceptions import ApiException
 from temporalio.service import RPCError
 
-from activities.kubernetes_resources import Resource
+from activities.kubernetes.resources import Resource
 from models.manifest import ManifestError
 from models.naming import KIND_RAYJOB, ObjectRef
 from raypilot.adopt.kube import rayjob_unadopted_leftovers
@@ -38,9 +38,9 @@ from raypilot.cli.apply_plan import (
 )
 from raypilot.cli.apply_rollout import rollout_annotation_from_file, with_rollout
 from raypilot.cli.apply_sources import SourceDocument, read_documents
-from raypilot.cli.common import CommandError, Console, rejected
+from raypilot.cli.common import Console
 from raypilot.cli.cronjob import CronJobRef, apply_cronjob
-from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK
+from raypilot.runs.errors import EXIT_FAILURE, EXIT_OK, CommandError, rejected
 
 
 def planned_input(documents: Sequence[SourceDocument], console: Console) -> list[PlannedDocument]:

@@ -15,10 +15,10 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from activities.kubernetes_client import KubeObjects, load_kube_configuration
-from activities.kubernetes_resources import Resource
+from activities.kubernetes.client import KubeObjects, load_kube_configuration
+from activities.kubernetes.resources import Resource
 from raypilot.cli.apply_plan import KubeDocument, object_label
-from raypilot.cli.common import CommandError
+from raypilot.runs.errors import CommandError
 
 FIELD_MANAGER: Final = "raypilot"
 APPLY_PATCH: Final = "application/apply-patch+yaml"

@@ -19,7 +19,7 @@ from models.meta import DEFAULT_NAMESPACE
 from models.naming import DNS1035_LABEL_MAX_LENGTH, SUFFIX_LENGTH, ObjectRef, random_suffix
 from models.rayjob import RayJob
 from models.validation import validate
-from models.validation_raycronjob import validate_raycronjob
+from models.validation.raycronjob import validate_raycronjob
 from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
 
 # Kubernetes' names.SimpleNameGenerator keeps at most this much of a generateName prefix (63 - 5).

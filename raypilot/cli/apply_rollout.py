@@ -13,7 +13,7 @@ import yaml
 
 from models.rollout import ANNOTATION_ROLLOUT, rollout_error
 from raypilot.cli.apply_sources import SourceDocument
-from raypilot.cli.common import rejected
+from raypilot.runs.errors import rejected
 
 __all__ = ["rollout_annotation_from_file", "with_rollout"]
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from models.manifest import ManifestError, load_manifest_documents
-from raypilot.cli.common import Console, rejected
+from raypilot.cli.common import Console
+from raypilot.runs.errors import rejected
 
 MANIFEST_SUFFIXES: Final = (".yaml", ".yml", ".json")
 STDIN: Final = "-"

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from models.crd import KINDS, crd_name, custom_resource_definition
-from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK
+from raypilot.runs.errors import EXIT_FAILURE, EXIT_OK
 
 HEADER = "# Generated from raypilot's models by `raypilot crds -o deploy/crds`: do not edit.\n"
 

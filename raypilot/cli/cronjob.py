@@ -39,7 +39,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.cronjob_runs import cronjob_runs_query
 from models.raycronjob import schedule_settings
-from raypilot.cli.common import CommandError, Console, client_for, rejected, settings_from
+from raypilot.cli.common import Console, client_for, settings_from
+from raypilot.runs.errors import CommandError, rejected
 from wire.cronjob import CronJobKey
 from workflows.decisions.raycronjob.runs import (
     child_rayjob_name,

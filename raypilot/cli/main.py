@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED
+from raypilot.runs.errors import EXIT_FAILURE, EXIT_OK, EXIT_REJECTED
 
 if TYPE_CHECKING:
     from raypilot.cli.common import Console
@@ -216,10 +216,10 @@ def _interrupted(args: argparse.Namespace) -> int:
 
 async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
     from raypilot.cli.apply_input import apply_sources
-    from raypilot.cli.common import rejected
     from raypilot.cli.control import delete_object, upgrade_control
     from raypilot.cli.cronjob import cronjob_control, delete_cronjob, is_cronjob_ref, show_cronjob_status
     from raypilot.cli.status import show_status
+    from raypilot.runs.errors import rejected
 
     if args.command == "cronjob":
         return await cronjob_control(

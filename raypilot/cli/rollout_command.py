@@ -12,8 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from raypilot.cli.common import Console, describe_ref, ref_id, with_worker_patience
+from raypilot.cli.common import Console, ref_id
 from raypilot.cli.control import accepted_update, running_rayservice
+from raypilot.runs.lookup import describe_ref, with_worker_patience
 
 __all__ = ["ROLLOUT_ACTIONS", "history_table", "rollout_command"]
 

@@ -14,19 +14,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from models.naming import ObjectRef
-from raypilot.cli.common import (
-    CommandError,
-    Console,
-    application_cause,
-    client_for,
-    describe_ref,
-    parse_ref,
-    ref_id,
-    settings_from,
-    with_worker_patience,
-    workflow_state,
-)
+from raypilot.cli.common import Console, client_for, parse_ref, ref_id, settings_from
 from raypilot.cli.render import PhaseMark, advance_timeline, render_status, status_phase
+from raypilot.runs.errors import CommandError
+from raypilot.runs.lookup import application_cause, describe_ref, with_worker_patience, workflow_state
 
 POLL_SECONDS = 1.0
 CLEAR_SCREEN = "\x1b[H\x1b[2J"

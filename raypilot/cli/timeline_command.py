@@ -17,16 +17,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from models.naming import KIND_RAYJOB
-from raypilot.cli.common import (
-    CommandError,
-    Console,
-    client_for,
-    describe_ref,
-    parse_ref,
-    ref_id,
-    rejected,
-    settings_from,
-)
+from raypilot.cli.common import Console, client_for, parse_ref, ref_id, settings_from
 from raypilot.cli.status import observe
 from raypilot.cli.timeline import ClusterPoint, write_timeline_png
 from raypilot.cli.timeline_history import (
@@ -36,6 +27,8 @@ from raypilot.cli.timeline_history import (
     steps_of,
     timeline_from_history,
 )
+from raypilot.runs.errors import CommandError, rejected
+from raypilot.runs.lookup import describe_ref
 
 MAX_RUNS = 20
 PICTURE_SUFFIXES = (".png", ".svg")

@@ -24,8 +24,6 @@ from models.manifest import parse_rayjob, parse_rayservice
 from models.naming import workflow_id
 from models.source import ANNOTATION_ADOPTED_CLUSTER, ANNOTATION_ADOPTED_RAYJOB
 from raypilot.adopt.kube import adopt_rayjob_leftovers, adopt_rayservice_leftovers
-from raypilot.cli.common import CommandError
-from raypilot.cli.exits import EXIT_REJECTED
 from raypilot.controller.decide import (
     CLOSED,
     Action,
@@ -43,6 +41,7 @@ from raypilot.controller.objects import (
     workflow_manifest,
 )
 from raypilot.controller.temporal_io import ControllerTemporal
+from raypilot.runs.errors import EXIT_REJECTED, CommandError
 from workflows.decisions.rayjob.object import RunState
 
 log = logging.getLogger("raypilot.controller")

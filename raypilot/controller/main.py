@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 from kubernetes import client as k8s
 
-from activities.kubernetes_client import load_kube_configuration
+from activities.kubernetes.client import load_kube_configuration
 from models.features import FEATURE_GATES_ENV, parse_feature_gates
-from raypilot.cli.exits import EXIT_FAILURE, EXIT_OK
 from raypilot.controller.kube import ControllerKube
 from raypilot.controller.lease import LeaderLease
 from raypilot.controller.loop import Controller
 from raypilot.controller.temporal_io import ControllerTemporal
+from raypilot.runs.errors import EXIT_FAILURE, EXIT_OK
 from raypilot.settings import TemporalSettings, connect
 
 log = logging.getLogger("raypilot.controller")

@@ -8,10 +8,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionDescription, WorkflowExecutionStatus
 
 from models.naming import ObjectRef, workflow_id
-from raypilot.cli.apply import decide_apply, update_with_start
-from raypilot.cli.common import latest_outcome, latest_run, with_worker_patience
-from raypilot.cli.control import delete_finished_runs
 from raypilot.controller.decide import MEMO_OBJECT_UID, RunView
+from raypilot.runs.cleanup import delete_finished_runs
+from raypilot.runs.lookup import latest_outcome, latest_run, with_worker_patience
+from raypilot.runs.start import decide_apply, update_with_start
 from workflows.decisions.rayjob.object import RunState
 from workflows.search_attributes import MEMO_JOB_STATUS, RAY_PHASE
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kubernetes import prepare_create_body
-from activities.kubernetes_resources import JOB, RAYCLUSTER, SERVICE, Resource
+from activities.kubernetes.clusters import prepare_create_body
+from activities.kubernetes.resources import JOB, RAYCLUSTER, SERVICE, Resource
 from models.naming import LABEL_ORIGINATED_FROM_CR_NAME
 from models.operator import OperatorConfig
 from raypilot.testing.rayjob_fake_jobs import activity_now, container_env, iso_stamp

@@ -18,7 +18,7 @@ from kubernetes import client
 from temporalio.testing import ActivityEnvironment
 
 import sandbox.store
-from activities.kubernetes import RayClusterActivities
+from activities.kubernetes.clusters import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.faults import FaultInjector

@@ -11,7 +11,7 @@ from kubernetes import client
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.kubernetes import RayClusterActivities, ServiceActivities
+from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
 from activities.registry import ActivityDependencies
 from sandbox.testing import SandboxThread, raycluster_manifest
 from tests.activities.conftest import set_faults

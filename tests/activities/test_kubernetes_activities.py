@@ -11,10 +11,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import errors
-from activities.kubernetes import RayClusterActivities, ServiceActivities
-from activities.kubernetes_event_body import event_name
-from activities.kubernetes_events import EventActivities, OwnershipActivities
-from activities.kubernetes_workloads import WorkloadActivities
+from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
+from activities.kubernetes.event_body import event_name
+from activities.kubernetes.events import EventActivities, OwnershipActivities
+from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from sandbox.testing import SandboxThread, raycluster_manifest
 from tests.activities.conftest import set_faults

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities import kubernetes_cache
-from activities.kubernetes import RayClusterActivities
-from activities.kubernetes_observer import KubernetesObserverActivities
-from activities.kubernetes_workloads import WorkloadActivities
+from activities.kubernetes import namespace_cache
+from activities.kubernetes.clusters import RayClusterActivities
+from activities.kubernetes.observer import KubernetesObserverActivities
+from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from sandbox.faults import FaultInjector, FaultRule
 from sandbox.testing import SandboxThread, raycluster_manifest, wait_until
@@ -89,7 +89,7 @@ async def test_the_observer_follows_clusters_jobs_and_head_pods(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Watches end after a second (instead of a minute), so the test sees one renewed into a 410 Gone.
-    monkeypatch.setattr(kubernetes_cache, "WATCH_SECONDS", 1)
+    monkeypatch.setattr(namespace_cache, "WATCH_SECONDS", 1)
     temporal = _ObserverTemporal()
     created = await asyncio.to_thread(
         ActivityEnvironment().run,

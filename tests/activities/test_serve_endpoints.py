@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from activities.kubernetes import count_ready_serve_endpoints
+from activities.kubernetes.clusters import count_ready_serve_endpoints
 
 
 def endpoint(uid: str | None, ready: bool | None) -> dict[str, Any]:
@@ -33,6 +33,6 @@ def test_count_ready_serve_endpoints_stops_at_int32_as_kuberay() -> None:
     pods = [endpoint(f"pod-{index}", True) for index in range(3)]
     assert count_ready_serve_endpoints([{"endpoints": pods}]) == 3
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("activities.kubernetes.INT32_MAX", 2)
+        patch.setattr("activities.kubernetes.clusters.INT32_MAX", 2)
         with pytest.raises(OverflowError):
             count_ready_serve_endpoints([{"endpoints": pods}])

@@ -13,9 +13,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities import errors
-from activities.kubernetes import RayClusterActivities, ServiceActivities
-from activities.kubernetes_resources import RAYCLUSTER
-from activities.kubernetes_workloads import WorkloadActivities
+from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
+from activities.kubernetes.resources import RAYCLUSTER
+from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.testing import SandboxThread, raycluster_manifest, wait_until

@@ -13,8 +13,8 @@ import pytest
 from kubernetes import client
 from temporalio.exceptions import ApplicationError
 
-from activities import kubernetes_async
-from activities.kubernetes_async import AsyncApiServer, WatchCut
+from activities.kubernetes import async_api
+from activities.kubernetes.async_api import AsyncApiServer, WatchCut
 
 PATH = "/api/v1/namespaces/ns/pods"
 
@@ -58,7 +58,7 @@ def api_server(server: Server) -> AsyncApiServer:
 
 @pytest.fixture
 def resume_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kubernetes_async, "RESUMABLE_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(async_api, "RESUMABLE_AFTER_SECONDS", 0.0)
 
 
 async def take(api: AsyncApiServer, count: int, requests: list[int]) -> list[str]:
@@ -106,7 +106,7 @@ async def test_a_watch_cut_at_once_goes_back_to_the_caller() -> None:
             await take(api, 2, [])
     finally:
         await api.aclose()
-    assert cut.value.streamed_seconds < kubernetes_async.RESUMABLE_AFTER_SECONDS
+    assert cut.value.streamed_seconds < async_api.RESUMABLE_AFTER_SECONDS
     assert not cut.value.non_retryable
     assert len(server.queries) == 1
 

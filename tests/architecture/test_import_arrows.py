@@ -4,6 +4,8 @@
     (workflows.decisions: pure, only models, wire and other decisions)
     sandbox stands beside everything: it imports only models, and only tests and the CLI's sandbox command
     (raypilot.cli.main) import it.
+    raypilot.runs (starting, updating and looking up runs) serves both raypilot.cli and raypilot.controller;
+    neither of those imports the other (only the CLI's entry point, raypilot.cli.main, starts the controller).
 
 Every import counts, also those inside functions or under TYPE_CHECKING: a circle hidden behind a lazy import
 is still a circle for a reader. A failure names the offending import, so a new wrong-way arrow is fixed where
@@ -32,6 +34,19 @@ ALLOWED: dict[str, frozenset[str]] = {
     "sandbox": frozenset({"models", "sandbox"}),
     "raypilot": frozenset({"models", "wire", "activities", "workflows", "raypilot"}),
     "raypilot.cli.main": frozenset({"models", "wire", "activities", "workflows", "raypilot", "sandbox"}),
+    "raypilot.runs": frozenset({"models", "wire", "workflows", "raypilot.runs"}),
+    "raypilot.controller": frozenset(
+        {
+            "models",
+            "wire",
+            "activities",
+            "workflows",
+            "raypilot.controller",
+            "raypilot.runs",
+            "raypilot.adopt",
+        }
+        | {"raypilot.settings", "raypilot.logs", "raypilot.tracing", "raypilot.converter", "raypilot.metrics"}
+    ),
     "worker": frozenset({"raypilot"}),
 }
 

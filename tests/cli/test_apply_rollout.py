@@ -14,8 +14,8 @@ from models.rollout import ANNOTATION_ROLLOUT, rollout_settings
 from models.validation import validate
 from raypilot.cli.apply_rollout import rollout_annotation_from_file, with_rollout
 from raypilot.cli.apply_sources import SourceDocument
-from raypilot.cli.common import CommandError
 from raypilot.cli.main import main
+from raypilot.runs.errors import CommandError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SERVICE = yaml.safe_load((EXAMPLES / "rayservice-incremental.yaml").read_text())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from raypilot.cli.common import CommandError
 from raypilot.cli.cronjob import (
     CronJobRef,
     is_cronjob_ref,
@@ -12,6 +11,7 @@ from raypilot.cli.cronjob import (
     parse_time,
     render_cronjob_status,
 )
+from raypilot.runs.errors import CommandError
 
 
 def test_status_shows_last_schedule_time_next_runs_pause_and_each_rayjob() -> None:

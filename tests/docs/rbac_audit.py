@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from activities.kubernetes_async import AsyncApiServer
-from activities.kubernetes_client import KubeObjects
+from activities.kubernetes.async_api import AsyncApiServer
+from activities.kubernetes.client import KubeObjects
 from activities.registry import ActivityDependencies, build_activities
 
 AUDIT_LOG_ENV = "RAYPILOT_RBAC_AUDIT_LOG"

@@ -1,6 +1,6 @@
 """The manual's "Testing your own policies" example (docs/testing-policies.md) is a test a platform team could
-write: run it as they would, as a test file of its own with the installed pytest plugin, outside this
-repository's tests."""
+write: run it as they would, as a test file of its own with raypilot's pytest plugin loaded as the page says,
+outside this repository's tests."""
 
 from __future__ import annotations
 
@@ -17,8 +17,10 @@ EXAMPLE = re.compile(r"<!-- tested by tests/docs/test_policy_example.py -->\n```
 def test_the_policy_example_of_the_manual_passes(tmp_path: Path) -> None:
     [example] = EXAMPLE.findall(PAGE.read_text())
     (tmp_path / "test_our_policy.py").write_text(example)
-    # Their own project: no configuration of ours, only pytest-asyncio's auto mode the page names.
-    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\n")
+    # Their own project: no configuration of ours, only pytest-asyncio's auto mode and the plugin the page
+    # names.
+    ini = "[pytest]\nasyncio_mode = auto\naddopts = -p raypilot.testing.plugin\n"
+    (tmp_path / "pytest.ini").write_text(ini)
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_our_policy.py"],

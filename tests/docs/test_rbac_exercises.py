@@ -16,9 +16,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.cronjob_runs import CronJobRunActivities
 from activities.gateway import GatewayActivities
-from activities.kubernetes import RayClusterActivities
-from activities.kubernetes_events import OwnershipActivities
-from activities.kubernetes_workloads import WorkloadActivities
+from activities.kubernetes.clusters import RayClusterActivities
+from activities.kubernetes.events import OwnershipActivities
+from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.testing import raycluster_manifest, wait_until

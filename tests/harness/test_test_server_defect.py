@@ -62,7 +62,9 @@ def test_a_test_stuck_on_the_test_server_defect_fails_fast_saying_why(pytester: 
         "asyncio_default_test_loop_scope = session\n"
     )
     pytester.makepyfile(test_defect=TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "raypilot.testing.plugin"
+    )
     result.assert_outcomes(passed=2, failed=2)
     failures = failure_reports(result.stdout.str())
     assert set(failures) == {"test_stuck_after_the_defect", "test_failing_without_the_defect"}

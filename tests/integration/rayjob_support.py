@@ -14,7 +14,7 @@ import yaml
 from kubernetes import watch
 from temporalio.client import WorkflowHandle
 
-from activities.kubernetes_async import ssl_context
+from activities.kubernetes.async_api import ssl_context
 from sandbox.testing import ready_raycluster, wait_until
 from tests.integration.stack import Stack
 from tests.readiness import with_quick_readiness

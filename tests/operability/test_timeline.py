@@ -24,7 +24,7 @@ from raypilot.cli.timeline_history import (
 )
 
 HISTORIES = Path(__file__).resolve().parents[1] / "replay" / "histories"
-OLD, NEW = "svc-wlknd", "svc-hn9dh"
+OLD, NEW = "svc-nvx66", "svc-8hnpd"  # the clusters the committed history created
 BLUE, ORANGE, GRAY = (31, 119, 180), (255, 127, 14), (128, 128, 128)
 
 

@@ -5,11 +5,12 @@ Run by hand from the repository root (pytest does not collect it):
     .venv/bin/python -m tests.replay.record_histories            # every scenario
     .venv/bin/python -m tests.replay.record_histories rayjob_http_shutdown
 
-Each scenario runs on a fresh time-skipping test server and writes `histories/<scenario>.json`. Re-record
-only on purpose: a history is a promise that runs started by the old code still replay. When the replay
+Each scenario runs on a fresh time-skipping test server and writes `histories/<scenario>.json`. The
+committed histories were recorded with the 1.0 baseline: every workflow as released, with no patch. Re-record
+only on purpose: a history is a promise that runs started by the released code still replay. When the replay
 test fails after a workflow change, the change broke that promise: guard it with `workflow.patched(...)`
 (keeping the old path for recorded runs) rather than re-recording; re-record when a run that no deployed
-worker can have in flight is all that differs, or to add a scenario.
+worker can have in flight is all that differs (the next release folds its patches), or to add a scenario.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ async def rayjob_http_shutdown(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayjob_observer_http(env: WorkflowEnvironment) -> Handle:
-    """The job observer's path (patch rayjob-job-observer, RAYPILOT_JOB_OBSERVER on): an HTTPMode RayJob
+    """The job observer's path (RAYPILOT_JOB_OBSERVER on): an HTTPMode RayJob
     registers with its cluster's observer and learns its Ray job's status from `observed` signals."""
     world = FakeWorld(config=OperatorConfig(job_observer=True))
     observer = FakeObserver(world, env.client)
@@ -85,7 +86,7 @@ async def rayjob_observer_http(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayjob_observer_k8s_ordered(env: WorkflowEnvironment) -> Handle:
-    """The observer's path with ordered job views (patch rayjob-ordered-job-views): a K8sJobMode RayJob
+    """The observer's path with ordered job views: a K8sJobMode RayJob
     learns its Ray job's status from `observed` signals and its submitter's end from the submitter wait
     (then one direct look, which later views are ordered against)."""
     world = FakeWorld(config=OperatorConfig(job_observer=True))
@@ -101,7 +102,7 @@ async def rayjob_observer_k8s_ordered(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayjob_k8s_observer(env: WorkflowEnvironment) -> Handle:
-    """The Kubernetes observer's path (patch rayjob-k8s-observer, RAYPILOT_JOB_OBSERVER on): a K8sJobMode
+    """The Kubernetes observer's path (RAYPILOT_JOB_OBSERVER on): a K8sJobMode
     RayJob learns that its RayCluster is ready and that its submitter Job finished from `k8s_observed`
     signals (and its Ray job's status from `observed` ones)."""
     world = FakeWorld(config=OperatorConfig(job_observer=True), clusters_become_ready=False)
@@ -143,7 +144,7 @@ async def rayjob_k8s_deletion_rules(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayjob_outcome_memo(env: WorkflowEnvironment) -> Handle:
-    """Issue 22's patches: the earlier-run check finds nothing, the job runs (K8sJobMode, cluster deleted
+    """The earlier-run check finds nothing, the job runs (K8sJobMode, cluster deleted
     at once) and the run records its outcome in its memo."""
     world = FakeWorld()
     manifest = rayjob_manifest(name="outcome", mode="K8sJobMode", shutdownAfterJobFinishes=True)
@@ -280,7 +281,7 @@ async def rayservice_blue_green_delete(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayservice_none_not_applied(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-none-not-applied: with strategy None a cluster spec change is reported as not
+    """With strategy None a cluster spec change is reported as not
     applied (condition and Warning Event), the cluster left alone; then delete."""
     world = FakeRayWorld()
     strategy = {"type": "None"}
@@ -320,13 +321,6 @@ async def rayservice_in_place_restart(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
-async def rayservice_in_place_restart_waits(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-waits-not-polls: the in-place restart above, its roll waiting on the cluster's Pods
-    and Serve instead of a pass every 2 s (the head's restart has Serve read anew and the config submitted
-    again at once)."""
-    return await rayservice_in_place_restart(env)
-
-
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -360,7 +354,7 @@ async def rayservice_incremental_pause_resume(env: WorkflowEnvironment) -> Handl
 
 
 async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-rollback-keeps-active-serve-config: a third spec (cluster and Serve config) applied
+    """A third spec (cluster and Serve config) applied
     after the first traffic step rolls back to the original cluster, which keeps its Serve config, then
     upgrades to the third spec on a fresh cluster."""
     world = FakeRayWorld()
@@ -395,7 +389,7 @@ async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayservice_rollout_plan(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-rollout-plan: an incremental upgrade walks its raypilot.io/rollout plan (10 %, a 30 s
+    """An incremental upgrade walks its raypilot.io/rollout plan (10 %, a 30 s
     pause, 50 % with an indefinite pause), is resumed, and runs to its end."""
     world = FakeRayWorld()
 
@@ -467,7 +461,7 @@ async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-drained-deletion: with raypilot.io/max-drain-seconds the old cluster of a blue-green
+    """With raypilot.io/max-drain-seconds the old cluster of a blue-green
     upgrade is read past its deletion delay, held while it has requests in flight, then deleted."""
     world = DrainingWorld()
     annotations = {"raypilot.io/max-drain-seconds": "300"}
@@ -495,14 +489,8 @@ async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
-async def rayservice_serve_wait_minute_heartbeat(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-serve-wait-minute-heartbeat: the Serve wait heartbeats once a minute; a blue-green
-    upgrade, then `delete`, which deletes the owned objects before confirming the waits' cancellation."""
-    return await rayservice_blue_green_delete(env)
-
-
 async def rayservice_analysis_gates(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-analysis-gates: a blue-green upgrade whose new cluster passes its pre-promotion HTTP
+    """A blue-green upgrade whose new cluster passes its pre-promotion HTTP
     probe, is switched to, fails its post-promotion probe and is switched back from (the old cluster kept,
     the new one deleted after its delay)."""
     world = GatedWorld()
@@ -529,22 +517,9 @@ async def rayservice_analysis_gates(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
-async def rayservice_drain_closes_connections(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-drain-closes-connections: the drained deletion above, its drain starting with the
-    old cluster's Serve proxies told to close kept-alive connections (one activity)."""
-    return await rayservice_drained_deletion(env)
-
-
-async def rayservice_drain_waits(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-waits-not-polls: the drained deletion above, the old cluster held until its drain
-    deadline while a drain wait reports the readings that change its count of zeros (none while requests
-    stay in flight), instead of a pass every 6 s."""
-    return await rayservice_drained_deletion(env)
-
-
 async def rayjob_adopted_from_kuberay(env: WorkflowEnvironment) -> Handle:
-    """Issue 17's patches: a raypilot.io RayJob adopted from KubeRay (patch rayjob-adoption) continues its
-    running Ray job on KubeRay's cluster and publishes its jobStatus in its memo (rayjob-job-status-memo)."""
+    """A raypilot.io RayJob adopted from KubeRay continues its running Ray job on KubeRay's cluster and
+    publishes its jobStatus in its memo."""
     world = kuberay_world()
     async with running_worker(env.client, activities=world.activities()) as queue:
         handle = await start(env.client, adopted_manifest(), queue)
@@ -552,40 +527,8 @@ async def rayjob_adopted_from_kuberay(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
-async def rayjob_baseline(env: WorkflowEnvironment) -> Handle:
-    """Patch rayjob-baseline-2026-11 (every earlier RayJob patch folded into one): the Kubernetes observer's
-    K8sJobMode path above, its run asking the one baseline patch."""
-    return await rayjob_k8s_observer(env)
-
-
-async def rayjob_baseline_2026_12(env: WorkflowEnvironment) -> Handle:
-    """Patch rayjob-baseline-2026-12 (the first baseline's patches, rayjob-events-with-acts and
-    rayjob-one-start-read folded into one): the HTTPMode path of the P4 bench's RayJob (shutdown, a 60 s
-    TTL). One local activity reads the configuration and the earlier run; the creates of the RayCluster and
-    the head Service and the TTL's delete post their own Events."""
-    return await rayjob_http_shutdown(env)
-
-
-async def rayjob_baseline_2026_12_k8s_observer(env: WorkflowEnvironment) -> Handle:
-    """Patch rayjob-baseline-2026-12 on the Kubernetes observer's K8sJobMode path (the submitter Job's create
-    posts CreatedRayJobSubmitter itself)."""
-    return await rayjob_k8s_observer(env)
-
-
-async def rayjob_baseline_2026_12_retries(env: WorkflowEnvironment) -> Handle:
-    """Patch rayjob-baseline-2026-12 on the retry policy's path: Retrying deletes the failed attempt's cluster
-    (its delete posts DeletedRayCluster) and the next attempt creates a new one."""
-    return await rayjob_retry_policy(env)
-
-
-async def rayservice_baseline(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-baseline-2026-11 (every earlier RayService patch folded into one): a blue-green
-    upgrade, then delete, its run asking the one baseline patch."""
-    return await rayservice_blue_green_delete(env)
-
-
 async def rayservice_undo_in_place(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-revision-undo: a blue-green upgrade v1 -> v2, then `undo` inside the deletion delay
+    """A blue-green upgrade v1 -> v2, then `undo` inside the deletion delay
     moves the traffic back to v1's cluster (no new cluster); v2's cluster is deleted after the delay."""
     world = FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest(deletion_delay=30)) as handle:
@@ -608,7 +551,7 @@ async def rayservice_undo_in_place(env: WorkflowEnvironment) -> Handle:
 
 
 async def rayservice_header_canary(env: WorkflowEnvironment) -> Handle:
-    """Patch rayservice-header-canary: an incremental upgrade paused by its plan before any traffic, with the
+    """An incremental upgrade paused by its plan before any traffic, with the
     header rule and the pending cluster's first capacity step, then aborted (the rule goes)."""
     world = FakeRayWorld()
     canary = {"name": "x", "value": "1"}
@@ -660,18 +603,9 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_progress_deadline,
         rayservice_unhealthy_rollback,
         rayservice_drained_deletion,
-        rayservice_serve_wait_minute_heartbeat,
         rayservice_analysis_gates,
-        rayservice_drain_closes_connections,
-        rayjob_baseline,
-        rayservice_baseline,
         rayservice_undo_in_place,
         rayservice_header_canary,
-        rayservice_in_place_restart_waits,
-        rayservice_drain_waits,
-        rayjob_baseline_2026_12,
-        rayjob_baseline_2026_12_k8s_observer,
-        rayjob_baseline_2026_12_retries,
     )
 }
 

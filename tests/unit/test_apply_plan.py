@@ -24,7 +24,8 @@ from raypilot.cli.apply_plan import (
     planned_document,
 )
 from raypilot.cli.apply_sources import read_documents
-from raypilot.cli.common import CommandError, Console
+from raypilot.cli.common import Console
+from raypilot.runs.errors import CommandError
 
 CLUSTER_SPEC: dict[str, Any] = {
     "rayVersion": "2.60.0",

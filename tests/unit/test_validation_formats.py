@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from models.validation_formats import (
+from models.validation.formats import (
     dns1035_label_errors,
     dns1123_subdomain_errors,
     go_atoi,

@@ -11,7 +11,7 @@ import pytest
 from models.features import FeatureGates
 from models.manifest import parse_raycronjob
 from models.raycronjob import ConcurrencyPolicy, ScheduleSettings, schedule_settings
-from models.validation_raycronjob import GATE_OFF, validate_raycronjob
+from models.validation.raycronjob import GATE_OFF, validate_raycronjob
 
 CLUSTER_SPEC: dict[str, Any] = {
     "headGroupSpec": {

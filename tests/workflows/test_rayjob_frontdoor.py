@@ -47,8 +47,7 @@ async def test_a_raypilot_io_rayjob_publishes_each_job_status_change_in_its_memo
 ) -> None:
     """PENDING -> RUNNING -> SUCCEEDED within Running: three memo upserts (beside the outcome memo every
     completed run records): three events more than a run started without an object (the CLI), which has
-    none of them. The patch itself costs nothing more: a new run asks only the baseline patch that stands
-    for it (workflows/kit/patches.py), whatever its manifest."""
+    none of them, and no marker or search attribute upsert more."""
     plain, plain_types, plain_memo = await _run(
         time_skipping_env, fake_worker, FakeWorld(), rayjob_manifest("plain")
     )

@@ -77,11 +77,11 @@ async def observe_jobs(request: ObserveJobs) -> None:
 
 @activity.defn(name=names.WATCH_K8S_OBJECT)
 async def watch_object(request: ObjectWatch) -> bool:
-    """`activities.kubernetes_observer.KubernetesObserverActivities.watch_object`"""
+    """`activities.kubernetes.observer.KubernetesObserverActivities.watch_object`"""
     raise NotImplementedError(_STUB)
 
 
 @activity.defn(name=names.OBSERVE_K8S_NAMESPACE)
 async def observe_namespace(request: ObserveKubernetes) -> None:
-    """`activities.kubernetes_observer.KubernetesObserverActivities.observe_namespace`"""
+    """`activities.kubernetes.observer.KubernetesObserverActivities.observe_namespace`"""
     raise NotImplementedError(_STUB)

@@ -4,13 +4,11 @@ One workflow per RayCluster (id `raycluster-admission/<namespace>/<cluster>`), s
 that asks for a slot (update-with-start of `enqueue`). It holds who runs and who waits (FIFO), answers each
 `enqueue` with the asker's place, and on each `release` tells the next in line with one `admission` signal
 (0 = admitted) and the waiting RayJobs that moved their new place. Its cost is per change: nothing happens
-while nothing changes, except that while RayJobs wait, the holders' runs are checked every minute (one
-activity) so that a terminated or crashed RayJob, which never releases its slot itself, does not block the
-queue. Runs that asked the patch `admission-waits-for-closed-runs` instead keep one wait activity
-(temporal.wait_runs_closed) on the holders while RayJobs wait, which returns only when a holder's run closed:
-no timer and no check a minute, a heartbeat a minute (IO.QUIET_WATCH); a worker without that activity falls
-back to the check a minute. It completes after being idle for a while (the next `enqueue` starts it again)
-and continues as new when its history grows long.
+while nothing changes. While RayJobs wait, one wait activity (temporal.wait_runs_closed) watches the holders'
+runs and returns only when one closed, so that a terminated or crashed RayJob, which never releases its slot
+itself, does not block the queue: no timer, a heartbeat a minute (IO.QUIET_WATCH). A worker without that
+activity falls back to checking the holders every minute. It completes after being idle for a while (the
+next `enqueue` starts it again) and continues as new when its history grows long.
 """
 
 from __future__ import annotations
@@ -40,9 +38,8 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.calls import IO, call, start
 from workflows.kit.waits import Waits
 
+# How often the holders' runs are checked once the wait on them failed in this run.
 LIVENESS_CHECK_INTERVAL: Final = timedelta(minutes=1)
-# Asked when a run starts: wait on the holders' runs instead of checking them every LIVENESS_CHECK_INTERVAL.
-WAITS_FOR_CLOSED_RUNS_PATCH: Final = "admission-waits-for-closed-runs"
 IDLE_BEFORE_COMPLETING: Final = timedelta(minutes=5)
 
 
@@ -59,13 +56,12 @@ class RayClusterAdmissionWorkflow:
         self.outbox: list[tuple[Ticket, int]] = []
         # Bumped by every change, so the main loop chooses its timer (liveness or idle) anew.
         self.changes = 0
-        # The wait on the holders' runs (runs with WAITS_FOR_CLOSED_RUNS_PATCH).
+        # The wait on the holders' runs; if it fails, the run checks them every LIVENESS_CHECK_INTERVAL.
         self.waits = Waits()
-        self.waits_for_closed_runs = False
+        self.waits_for_closed_runs = True
 
     @workflow.run
     async def run(self, carried: Admission | None) -> None:
-        self.waits_for_closed_runs = workflow.patched(WAITS_FOR_CLOSED_RUNS_PATCH)
         while True:
             await self._send_outbox()
             if workflow.info().is_continue_as_new_suggested():

@@ -21,13 +21,12 @@ implementation. The table below is the only place timeouts and retries are chose
   retried without limit (a retry adds no history event); a lost worker is noticed within the heartbeat
   timeout. Cancelled waits are not awaited (the RayJob loop moves on at once).
 - WATCH: the same for the RayService workflow, with two differences: a cancelled watch is confirmed before
-  the run continues as new (and, in runs started before rayservice-delete-without-confirming-waits, before
-  it completes), and `NotFoundError` (a worker that does not run that wait activity) is not retried: the
-  workflow falls back.
+  the run continues as new (not before it completes: see RayServiceWorkflow.run), and `NotFoundError` (a
+  worker that does not run that wait activity) is not retried: the workflow falls back.
 - QUIET_WATCH: a wait kept for days while nothing changes: the RayService's Serve health wait
   (dashboard.wait_serve), the one wait an idle RayService keeps, and the admission workflow's wait for a
   holder's run to close. Each heartbeat that reaches the server is a billable action (the Serve wait's every
-  2 s were ~43,000 a day), so it heartbeats once a minute; what it watches it still polls as often as before
+  2 s were ~43,000 a day), so it heartbeats once a minute; what it watches it still polls often
   (the Serve wait every 2 s), so a change returns at once. A crashed worker is noticed within 3 minutes
   (WATCH: 30 s), and a cancellation reaches the wait within a minute. 6 h attempts: an attempt's timeout is
   a retry, an action.

@@ -36,11 +36,13 @@ from workflows.observer.loop import ObserverActivity, keep_observing
 @workflow.defn(name=KUBE_OBSERVER_WORKFLOW)
 class KubernetesObserverWorkflow:
     @workflow.init
-    def __init__(self, namespace: str, book: ObjectWatchBook | None = None, packed_watches: str = "") -> None:
-        # A run continued as new gets the watches packed (`book` is what runs before packing passed on).
-        if packed_watches:
-            book = ObjectWatchBook.of(unpack(packed_watches, dict[str, ObjectWatch]))
-        self.book = book if book is not None else ObjectWatchBook()
+    def __init__(self, namespace: str, packed_watches: str = "") -> None:
+        # A run continued as new gets the watches packed.
+        self.book = (
+            ObjectWatchBook.of(unpack(packed_watches, dict[str, ObjectWatch]))
+            if packed_watches
+            else ObjectWatchBook()
+        )
 
         def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
             request = ObserveKubernetes(namespace, workflow.info().workflow_id, epoch_ms)
@@ -66,11 +68,9 @@ class KubernetesObserverWorkflow:
         return dataclasses.replace(changes, epoch_ms=self.observer.epoch_ms)
 
     @workflow.run
-    async def run(
-        self, namespace: str, book: ObjectWatchBook | None = None, packed_watches: str = ""
-    ) -> None:
+    async def run(self, namespace: str, packed_watches: str = "") -> None:
         await keep_observing(self.observer, lambda: bool(self.book.watches))
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
             packed = pack(self.book.watches, dict[str, ObjectWatch])
-            workflow.continue_as_new(args=[namespace, None, packed])
+            workflow.continue_as_new(args=[namespace, packed])

@@ -5,8 +5,7 @@ when to stop (idle) or continue as new (long history).
 A `worker-started` signal (sent by every worker when it starts, `activities.observer.restart_observers`)
 restarts the activity under a newer epoch: after a kill -9 its attempt would otherwise be retried only when
 its heartbeat times out (six minutes). The replaced activity, if it still runs, sees the newer epoch in its
-next `watches` query and stops. Without that signal the commands are the same as before the loop was shared,
-so recorded runs replay.
+next `watches` query and stops.
 """
 
 from __future__ import annotations

@@ -39,11 +39,11 @@ from workflows.observer.loop import ObserverActivity, keep_observing
 @workflow.defn(name=OBSERVER_WORKFLOW)
 class RayJobObserverWorkflow:
     @workflow.init
-    def __init__(self, namespace: str, book: WatchBook | None = None, packed_watches: str = "") -> None:
-        # A run continued as new gets the watches packed (`book` is what runs before packing passed on).
-        if packed_watches:
-            book = WatchBook.of(unpack(packed_watches, dict[str, JobWatch]))
-        self.book = book if book is not None else WatchBook()
+    def __init__(self, namespace: str, packed_watches: str = "") -> None:
+        # A run continued as new gets the watches packed.
+        self.book = (
+            WatchBook.of(unpack(packed_watches, dict[str, JobWatch])) if packed_watches else WatchBook()
+        )
 
         def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
             request = ObserveJobs(namespace, workflow.info().workflow_id, epoch_ms)
@@ -69,8 +69,8 @@ class RayJobObserverWorkflow:
         return dataclasses.replace(changes, epoch_ms=self.observer.epoch_ms)
 
     @workflow.run
-    async def run(self, namespace: str, book: WatchBook | None = None, packed_watches: str = "") -> None:
+    async def run(self, namespace: str, packed_watches: str = "") -> None:
         await keep_observing(self.observer, lambda: bool(self.book.watches))
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(args=[namespace, None, pack(self.book.watches, dict[str, JobWatch])])
+            workflow.continue_as_new(args=[namespace, pack(self.book.watches, dict[str, JobWatch])])

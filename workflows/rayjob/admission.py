@@ -1,4 +1,4 @@
-"""Queueing on a shared cluster, the RayJob's side (patch rayjob-admission): a clusterSelector RayJob whose
+"""Queueing on a shared cluster, the RayJob's side: a clusterSelector RayJob whose
 RayCluster carries `raypilot.io/max-concurrent-jobs` asks the cluster's admission workflow for a slot before
 it submits, waits in Initializing (its place in the `Queued` condition) until an `admission` signal admits
 it, and gives the slot back as soon as its attempt ends (Complete, Failed, Retrying, Suspending) or it is
@@ -23,8 +23,6 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.calls import IO, call
 from workflows.rayjob.core import RayJobPart
 
-# Asked at run start: runs started before it never queue.
-ADMISSION_PATCH = "rayjob-admission"
 QUEUED_CONDITION = "Queued"
 # While in one of these, a RayJob holds (or waits for) its slot.
 HOLDING_PHASES = frozenset(
@@ -34,10 +32,9 @@ HOLDING_PHASES = frozenset(
 
 class AdmissionSteps(RayJobPart):
     def note_cluster(self, cluster: dict[str, Any]) -> None:
-        """The selected RayCluster as found: its limit, if it has one (and the run queues at all)."""
-        if self.core.state.queues:
-            annotations = (cluster.get("metadata") or {}).get("annotations") or {}
-            self.core.state.attempt.admission_limit = max_concurrent_jobs(annotations)
+        """The selected RayCluster as found: its limit, if it has one."""
+        annotations = (cluster.get("metadata") or {}).get("annotations") or {}
+        self.core.state.attempt.admission_limit = max_concurrent_jobs(annotations)
 
     async def wait_for_slot(self) -> bool:
         """True once this attempt may submit: no limit, or admitted. Otherwise asks for a slot (once per

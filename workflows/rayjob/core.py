@@ -191,26 +191,20 @@ class RayJobCore:
         request = self._event_request(event, sequence)
         self._event_tasks.append(asyncio.ensure_future(self._send_event(request)))
 
-    def act_event(self, event: RayJobEvent) -> RecordEvent | None:
+    def act_event(self, event: RayJobEvent) -> RecordEvent:
         """The Event of an act (CreatedRayCluster for a create), for the act's own activity to post once it
-        succeeded (patch rayjob-events-with-acts): no local activity of its own, one billable action less.
-        None for a run recorded before the patch: `acted` records its Event as before.
+        succeeded: no local activity of its own, one billable action less.
 
         Its number is taken now, so an act that fails leaves a gap instead of lending its number (its
         Kubernetes name) to the failure's Event: an attempt that posted the success and then timed out would
         otherwise hide the failure's Event behind its own."""
-        if not self.state.events_with_acts:
-            return None
         self.state.event_sequence += 1
         return self._event_request(event, self.state.event_sequence)
 
-    def acted(self, event: RayJobEvent, posted: RecordEvent | None) -> None:
-        """After a successful act: its Event kept for the `events` query as any other, and sent by a local
-        activity unless the act's own activity posted it (`posted`, from `act_event`)."""
-        if posted is None:
-            self.record(event)
-        else:
-            self.state.keep_event(event, workflow.now())
+    def acted(self, event: RayJobEvent) -> None:
+        """After a successful act whose activity posted its Event (`act_event`): the Event kept for the
+        `events` query as any other."""
+        self.state.keep_event(event, workflow.now())
 
     def _event_request(self, event: RayJobEvent, sequence: int) -> RecordEvent:
         return RecordEvent(

@@ -2,8 +2,9 @@
 
 KubeRay: the `JobDeploymentStatusComplete, JobDeploymentStatusFailed` branch of `RayJobReconciler.Reconcile`,
 `executeDeletionPolicy`, `isDeletionActionCompleted` and the finalizer path for a RayJob being deleted. Which
-action runs when is `next_deletion_step`'s decision; the workflow sleeps on a durable timer until the next due
-time (endTime + TTL exactly) and completes once nothing remains to do.
+action runs when is `next_finished_step`'s decision (KubeRay's `next_deletion_step`, then
+raypilot.io/cleanup-after for a cluster left behind); the workflow sleeps on a durable timer until the next
+due time (endTime + TTL exactly) and completes once nothing remains to do.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.deletion import (
         ClusterDeletionObservation,
         deletion_completions,
-        next_deletion_step,
     )
     from workflows.decisions.rayjob.events import (
         EventReason,
@@ -40,16 +40,14 @@ class DeletionSteps(RayJobPart):
         """One step of the terminal phase; True once the workflow has nothing left to do."""
         now = workflow.now()
         report_left_behind(self.core)
-        # With the leftover report, a cluster left behind goes after raypilot.io/cleanup-after too.
-        next_step = next_finished_step if self.core.state.reports_leftovers else next_deletion_step
         # Whether anything is overdue at all: only then is the RayCluster worth reading.
-        if next_step(self.core.job, now, {}, self.core.config).action is not None:
+        if next_finished_step(self.core.job, now, {}, self.core.config).action is not None:
             if self.core.state.cluster_for_deletion is None:
                 self.core.state.cluster_for_deletion = await self._observe_cluster()
             completed = deletion_completions(self.core.state.cluster_for_deletion)
         else:
             completed = {}
-        step = next_step(self.core.job, now, completed, self.core.config)
+        step = next_finished_step(self.core.job, now, completed, self.core.config)
         if step.action is not None:
             done = await self._execute(step.action)
             note_cleanup(self.core, step.action)
@@ -57,7 +55,7 @@ class DeletionSteps(RayJobPart):
         if step.wake_at is None:
             return True
         # The TTL timer: the next deletion action is due at endTime + its TTL (ttlSecondsAfterFinished or a
-        # deletion rule's ttlSeconds), decided by next_deletion_step.
+        # deletion rule's ttlSeconds) or at raypilot.io/cleanup-after, decided by next_finished_step.
         self.core.watches.arm_timer(step.wake_at, "deletion policy due")
         await self.core.watches.race(self.core.changed_since(self.core.state.spec_version))
         # Time passed (or the spec changed): read the cluster again before the next action.
@@ -100,7 +98,7 @@ class DeletionSteps(RayJobPart):
                 self.core.record(rayjob_event(reason, self.core.namespace, cluster_name, message))
                 raise
             if deleted:
-                self.core.acted(deleted_event, request.event)
+                self.core.acted(deleted_event)
             self.core.state.cluster_for_deletion = ClusterDeletionObservation(
                 exists=deleted, deleting=deleted
             )

@@ -165,7 +165,7 @@ class InitializingSteps(RayJobPart):
                 )
             )
             raise
-        self.core.acted(created_event, request.event)
+        self.core.acted(created_event)
         attempt.cluster_created = True
         attempt.cluster_spec = self.core.job.spec.ray_cluster_spec
         self.core.set_cluster_status(created)
@@ -275,7 +275,7 @@ class InitializingSteps(RayJobPart):
                 )
             )
             raise
-        self.core.acted(created_event, request.event)
+        self.core.acted(created_event)
         attempt.submitter_created = True
         attempt.submitter_view = job_view(created)
         attempt.submitter = k8s_job_submitter_state(created.get("status"))

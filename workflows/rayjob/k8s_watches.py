@@ -1,7 +1,7 @@
-"""The RayJob's Kubernetes-side waits through the namespace's Kubernetes observer (patch
-`rayjob-k8s-observer`): register an interest in an object once per attempt (signal-with-start of the
-observer, a local activity), then wait as a keyed future that the `k8s_observed` signal resolves: no
-activity slot, no history event until the view it waits for arrives.
+"""The RayJob's Kubernetes-side waits through the namespace's Kubernetes observer: register an interest in
+an object once per attempt (signal-with-start of the observer, a local activity), then wait as a keyed future
+that the `k8s_observed` signal resolves: no activity slot, no history event until the view it waits for
+arrives.
 
 Safety net while running: at the job observer's hourly check the attempt registers again (a watch registered
 again gets its object's view again, and a lost observer is started anew). Initializing arms no check timer

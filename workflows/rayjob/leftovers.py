@@ -21,9 +21,6 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.rayjob.core import RayJobCore
 
-# Asked at run start: runs started before it finish without the Event and condition.
-LEFTOVER_PATCH = "rayjob-leftover-warning"
-
 
 def _with_condition(conditions: list[Condition], condition: Condition) -> list[Condition]:
     return [kept for kept in conditions if kept.type != condition.type] + [condition]
@@ -32,7 +29,7 @@ def _with_condition(conditions: list[Condition], condition: Condition) -> list[C
 def report_left_behind(core: RayJobCore) -> None:
     """Once per run, when it finished: the Warning Event and condition if its cluster is left behind."""
     state = core.state
-    if not state.reports_leftovers or state.leftover_reported:
+    if state.leftover_reported:
         return
     state.leftover_reported = True
     left = cluster_left_behind(core.job, core.config)

@@ -111,8 +111,8 @@ class ReleaseSteps(RayJobPart):
     async def _delete_cluster(self, cluster_name: str) -> dict[str, Any]:
         """Asks for the RayCluster's deletion; returns its view afterwards (GONE once it is)."""
         deleted_event = rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
-        # Posted by the delete itself (patch rayjob-events-with-acts), also when the read below fails: the
-        # deletion was asked for. The `events` query keeps it only once the read succeeded, as before.
+        # Posted by the delete itself, also when the read below fails: the deletion was asked for. The
+        # `events` query keeps it only once the read succeeded.
         request = DeleteObject(self.core.namespace, cluster_name, event=self.core.act_event(deleted_event))
         try:
             deleted = await call(stubs.delete_raycluster, request, IO.STEP)
@@ -132,7 +132,7 @@ class ReleaseSteps(RayJobPart):
             )
             raise
         if deleted:
-            self.core.acted(deleted_event, request.event)
+            self.core.acted(deleted_event)
         return raycluster_view(remaining) if remaining is not None else GONE
 
     async def _delete_submitter(self) -> dict[str, Any]:
@@ -158,5 +158,5 @@ class ReleaseSteps(RayJobPart):
             )
             raise
         if deleted:
-            self.core.acted(deleted_event, request.event)
+            self.core.acted(deleted_event)
         return job_view(remaining) if remaining is not None else GONE

@@ -1,4 +1,4 @@
-"""Retries that fit the failure, the workflow's side (`raypilot.io/retry-policy`, patch rayjob-retry-policy):
+"""Retries that fit the failure, the workflow's side (`raypilot.io/retry-policy`):
 the policy's verdict when an attempt fails, the `RayJobAttempt` condition, the back-off before the next
 attempt and the retry on the same RayCluster. The decisions are in `workflows.decisions.rayjob.retry_policy`
 and `workflows.decisions.rayjob.attempts`; without the annotation nothing here changes KubeRay's behaviour.
@@ -23,9 +23,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.retry_policy import RetryPlan, plan_retry
 
 from workflows.rayjob.state import AttemptState, RayJobState
-
-# Asked at run start: runs started before it ignore the annotation, as they always did.
-RETRY_POLICY_PATCH = "rayjob-retry-policy"
 
 
 def retry_verdict(state: RayJobState, previous: RayJobStatus, new: RayJobStatus) -> bool | None:

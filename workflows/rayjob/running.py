@@ -126,7 +126,7 @@ class RunningSteps(RayJobPart):
                 rayjob_event(EventReason.FAILED_TO_CREATE_SERVICE, self.core.namespace, service_name, message)
             )
             raise
-        self.core.acted(created_event, request.event)
+        self.core.acted(created_event)
         self.core.state.attempt.head_service_created = True
 
     async def _submit(self) -> None:
@@ -248,18 +248,13 @@ class RunningSteps(RayJobPart):
 
     async def _next_observed(self, last: JobInfoAnswer) -> ObservedJob:
         """The observer's first view of the job that differs from `last` (a keyed wait: no activity, no
-        slot, no history event until the signal that brings it). With the ordered views (patch
-        rayjob-ordered-job-views), the view must be news to the answer held now, which a direct look may
-        have made fresher than every view held: see `takes_observed_view`."""
+        slot, no history event until the signal that brings it). The view must be news to the answer held
+        now, which a direct look may have made fresher than every view held: see `takes_observed_view`."""
         job_id = self.core.status.job_id
 
         def newer() -> bool:
             view = self.core.state.observed
-            if view is None or view.submission_id != job_id:
-                return False
-            if self.core.state.orders_job_views:
-                return self._takes(view, last)
-            return view.answer.key() != last.key()
+            return view is not None and view.submission_id == job_id and self._takes(view, last)
 
         await workflow.wait_condition(newer)
         view = self.core.state.observed
@@ -278,23 +273,16 @@ class RunningSteps(RayJobPart):
         attempt = self.core.state.attempt
         attempt.job_answer = answer
         view = self.core.state.observed
-        if (
-            self.core.state.orders_job_views
-            and view is not None
-            and view.submission_id == self.core.status.job_id
-        ):
+        if view is not None and view.submission_id == self.core.status.job_id:
             attempt.answer_covers = tuple(view.version)  # type: ignore[assignment]
 
     def _take_job_report(self, report: JobInfoAnswer | ObservedJob) -> bool:
         """The job watch's report (a polled answer, or an observed view): whether it is the job's answer
         now. An observed view that resolved the wait is judged again against the answer held now: a direct
-        look may have answered after the view arrived (ordered views only)."""
+        look may have answered after the view arrived."""
         attempt = self.core.state.attempt
         if not isinstance(report, ObservedJob):
             attempt.job_answer = report
-            return True
-        if not self.core.state.orders_job_views:
-            attempt.job_answer = report.answer
             return True
         if not self._takes(report, attempt.job_answer or NOT_SUBMITTED):
             return False
@@ -303,7 +291,7 @@ class RunningSteps(RayJobPart):
         return True
 
     def _wants_fresh_look(self) -> bool:
-        return self.core.state.fresh_look_before_judging and is_judged_on_job_state(
+        return is_judged_on_job_state(
             self.core.job, workflow.now(), self.core.config, self.core.submitter_finished_at()
         )
 
@@ -376,4 +364,4 @@ class RunningSteps(RayJobPart):
         created_event = rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name)
         request = self.core.cluster_create_request(cluster_name, self.core.act_event(created_event))
         await call(stubs.create_raycluster, request, IO.STEP)
-        self.core.acted(created_event, request.event)
+        self.core.acted(created_event)

@@ -49,7 +49,7 @@ class AttemptState:
     head_pod_view: dict[str, Any] | None = None
     submitter: SubmitterState | None = None
     job_answer: JobInfoAnswer | None = None
-    # The version of the newest observer view `job_answer` accounts for (patch rayjob-ordered-job-views): the
+    # The version of the newest observer view `job_answer` accounts for: the
     # view it came from, or the view held when a direct look answered. Only a later view is news.
     answer_covers: tuple[int, int, int] | None = None
     submitted: bool = False
@@ -59,7 +59,7 @@ class AttemptState:
     observer_check_at: datetime | None = None
     # The worker could not register with an observer (no Temporal client): this attempt polls its job.
     observer_missing: bool = False
-    # Kubernetes observer (patch rayjob-k8s-observer): the objects (wire.kubernetes_observer.object_key) this
+    # Kubernetes observer: the objects (wire.kubernetes_observer.object_key) this
     # attempt registered for, the last view of each a wait returned, when it registers again (a lost
     # observer is restarted), and whether the worker could not register (then the wait activities).
     k8s_registered: list[str] = field(default_factory=list)
@@ -75,7 +75,7 @@ class AttemptState:
     # attempt asked its admission workflow for a slot.
     admission_limit: int | None = None
     enqueued: bool = False
-    # Adopted in HTTPMode (patch rayjob-adoption): KubeRay's submission is looked up on the dashboard first.
+    # Adopted in HTTPMode: KubeRay's submission is looked up on the dashboard first.
     finds_submission: bool = False
 
 
@@ -114,43 +114,34 @@ class RayJobState:
     # The RayCluster as the deletion rules judge it, once read in Complete/Failed.
     cluster_for_deletion: ClusterDeletionObservation | None = None
     consecutive_failures: int = 0
-    # Job observer (patch `rayjob-job-observer` and RAYPILOT_JOB_OBSERVER): the Ray job's status arrives by
-    # the `observed` signal; the newest view of the current job id is kept here.
+    # Job observer (RAYPILOT_JOB_OBSERVER): the Ray job's status arrives by the `observed` signal; the newest
+    # view of the current job id is kept here. It replaces the job's answer only when it is newer than what
+    # the answer accounts for, direct looks included (`wire.observer.takes_observed_view`).
     observes: bool = False
-    fresh_look_before_judging: bool = False
-    # Patch rayjob-ordered-job-views: an observed view replaces the job's answer only when it is newer than
-    # what the answer accounts for, direct looks included (`wire.observer.takes_observed_view`).
-    orders_job_views: bool = False
     observed: ObservedJob | None = None
-    # Kubernetes observer (patch `rayjob-k8s-observer` and RAYPILOT_JOB_OBSERVER): the RayCluster in
+    # Kubernetes observer (RAYPILOT_JOB_OBSERVER): the RayCluster in
     # Initializing and the submitter Job / head Pod while running arrive by the `k8s_observed` signal; the
     # newest view of each object (by object key) is kept here.
     k8s_observes: bool = False
     k8s_views: dict[str, ObservedObject] = field(default_factory=dict)
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
-    # Patch rayjob-events-with-acts: the Event of a successful create or delete is posted by the act's own
-    # activity (`RayJobCore.act_event`) instead of a record_event local activity of its own.
-    events_with_acts: bool = False
     published_phase: str | None = None
-    # For a raypilot.io object (patch rayjob-job-status-memo): jobStatus goes to the memo on each change.
+    # For a raypilot.io object: jobStatus goes to the memo on each change.
     publishes_job_status: bool = False
     published_job_status: str = ""
-    # No silent leaks (patch rayjob-leftover-warning): whether this run reports a RayCluster its deletion
-    # policy leaves behind, and whether it has done so.
-    reports_leftovers: bool = False
+    # No silent leaks: whether this run has reported a RayCluster its deletion policy leaves behind.
     leftover_reported: bool = False
-    # Retries that fit the failure (patch rayjob-retry-policy): the raypilot.io/retry-policy annotation, the
+    # Retries that fit the failure: the raypilot.io/retry-policy annotation, the
     # plan for the last failed attempt, and when the next attempt may start (its back-off).
     retry_policy: RetryPolicy | None = None
     retry_plan: RetryPlan | None = None
     retry_at: datetime | None = None
-    # Queueing on a shared cluster (patch rayjob-admission): whether this run queues at all, holds a slot or a
-    # place in the queue, and its place (0: admitted).
-    queues: bool = False
+    # Queueing on a shared cluster: whether this run holds a slot or a place in the queue, and its place (0:
+    # admitted).
     holds_admission: bool = False
     queue_position: int | None = None
-    # Adopted from KubeRay (patch rayjob-adoption): what the first attempt continues from; consumed by it.
+    # Adopted from KubeRay: what the first attempt continues from; consumed by it.
     adoption: AdoptedRayJob | None = None
 
     def remember_event(self, event: RayJobEvent, now: datetime) -> int:

@@ -47,26 +47,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.transitions import validation_failed_transition
 
 from workflows.kit.calls import IO, call, call_without_input
-from workflows.kit.patches import PatchSet
-from workflows.rayjob.admission import ADMISSION_PATCH
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
 from workflows.rayjob.initializing import InitializingSteps
-from workflows.rayjob.leftovers import LEFTOVER_PATCH
-from workflows.rayjob.patches import (
-    ADOPTION_PATCH,
-    BASELINES,
-    EARLIER_RUN_PATCH,
-    EVENTS_WITH_ACTS_PATCH,
-    JOB_OBSERVER_PATCH,
-    JOB_STATUS_MEMO_PATCH,
-    K8S_OBSERVER_PATCH,
-    ONE_START_READ_PATCH,
-    ORDERED_JOB_VIEWS_PATCH,
-    OUTCOME_MEMO_PATCH,
-)
 from workflows.rayjob.release import ReleaseSteps
-from workflows.rayjob.retries import RETRY_POLICY_PATCH
 from workflows.rayjob.running import RunningSteps
 from workflows.rayjob.state import RayJobState
 
@@ -121,46 +105,29 @@ class RayJobWorkflow:
 
     @workflow.run
     async def run(self, manifest: Any) -> dict[str, Any]:
-        # All asked before any command: on replay, a patch first asked right after a local activity's result
-        # was not known to the SDK yet and replayed as absent (a nondeterminism error, seen in tests).
-        patches = PatchSet(*BASELINES)
-        checks_earlier_run = patches.has(EARLIER_RUN_PATCH)
-        one_start_read = checks_earlier_run and patches.has(ONE_START_READ_PATCH)
-        self.core.state.events_with_acts = patches.has(EVENTS_WITH_ACTS_PATCH)
-        records_outcome = patches.has(OUTCOME_MEMO_PATCH)
-        self.core.state.reports_leftovers = patches.has(LEFTOVER_PATCH)
-        follows_retry_policy = patches.has(RETRY_POLICY_PATCH)
-        self.core.state.queues = patches.has(ADMISSION_PATCH)
-        job_observer = patches.has(JOB_OBSERVER_PATCH)
         annotations = self.core.job.metadata.annotations
-        if ANNOTATION_ADOPTED_RAYJOB in annotations and patches.has(ADOPTION_PATCH):
+        if ANNOTATION_ADOPTED_RAYJOB in annotations:
             self.core.state.adoption = adopted_rayjob(annotations)
-        self.core.state.publishes_job_status = object_api_version(
-            annotations
-        ) == RAYPILOT_API_VERSION and patches.has(JOB_STATUS_MEMO_PATCH)
-        self.core.state.orders_job_views = patches.has(ORDERED_JOB_VIEWS_PATCH)
-        k8s_observer = patches.has(K8S_OBSERVER_PATCH)
+        self.core.state.publishes_job_status = object_api_version(annotations) == RAYPILOT_API_VERSION
         start: RunStart | None = None
-        if one_start_read and self._acceptable_to_some_configuration():
+        if self._acceptable_to_some_configuration():
             start = await self._read_run_start()
             self.core.state.config = start.config
         else:
             self.core.state.config = await call_without_input(stubs.read_operator_config, IO.STEP)
-        self.core.state.observes = job_observer and self.core.state.config.job_observer
-        self.core.state.fresh_look_before_judging = job_observer
-        self.core.state.k8s_observes = k8s_observer and self.core.state.config.job_observer
+        self.core.state.observes = self.core.state.k8s_observes = self.core.state.config.job_observer
         error = self._invalid or self._validation_error(self.core.job, self._gates())
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
             raise error
-        if follows_retry_policy:
-            self.core.state.retry_policy = parse_retry_policy(self.core.job)
+        if start is None:
+            # Only if some gate made validation stricter when on (none does today): read what was skipped.
+            start = await self._read_run_start()
+        self.core.state.retry_policy = parse_retry_policy(self.core.job)
         inherited_from = ""
-        if checks_earlier_run:
-            earlier = start.earlier if start is not None else await self._latest_earlier_run()
-            if earlier is not None and inherits_object(earlier):
-                self._inherit(earlier)
-                inherited_from = earlier.run_id
+        if start.earlier is not None and inherits_object(start.earlier):
+            self._inherit(start.earlier)
+            inherited_from = start.earlier.run_id
         if not inherited_from:
             await self._run_states()
         elif self.core.state.delete_requested:
@@ -168,15 +135,14 @@ class RayJobWorkflow:
         await self.initializing.admission.release_if_done()
         await self.core.flush_events()
         self.core.state.finished = True
-        if records_outcome:
-            workflow.upsert_memo(
-                outcome_memo(
-                    deleted=self.core.state.deleted,
-                    generation=self.core.state.generation,
-                    spec_hash=self.core.state.spec_hash or rayjob_spec_hash(self.core.job),
-                    inherited_from=inherited_from,
-                )
+        workflow.upsert_memo(
+            outcome_memo(
+                deleted=self.core.state.deleted,
+                generation=self.core.state.generation,
+                spec_hash=self.core.state.spec_hash or rayjob_spec_hash(self.core.job),
+                inherited_from=inherited_from,
             )
+        )
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self.status_json()
 
@@ -184,16 +150,14 @@ class RayJobWorkflow:
         """Whether the manifest passes validation with every feature gate on, the most any operator
         configuration allows (a gate only lifts a rejection). Only such a run reads its configuration and
         earlier run together: a manifest no configuration accepts reads the configuration alone and fails at
-        once, looking at nothing else, as before the combined read. (One accepted here but not under the
-        worker's gates looked at its earlier runs for nothing; had a gate ever made validation stricter, a
-        run the other way round would read its earlier run apart, as before.)"""
+        once, looking at nothing else."""
         every_gate_on = FeatureGates.every_gate_on()
         return self._invalid is None and self._validation_error(self.core.job, every_gate_on) is None
 
     async def _read_run_start(self) -> RunStart:
         """The operator configuration and the newest earlier run of this id, read by one local activity (each
-        is a billable marker). When Temporal cannot tell the earlier runs now, the configuration alone (as
-        runs before patch rayjob-one-start-read read it) and no earlier run: the RayJob runs."""
+        is a billable marker). When Temporal cannot tell the earlier runs now, the configuration alone and no
+        earlier run: the RayJob runs (a repeated run is the lesser harm than one that never runs)."""
         info = workflow.info()
         try:
             return await call(stubs.read_run_start, EarlierRuns(info.workflow_id, info.run_id), IO.STEP)
@@ -201,19 +165,6 @@ class RayJobWorkflow:
             workflow.logger.warning("earlier runs of %s unknown: %s", info.workflow_id, error.cause)
         config = await call_without_input(stubs.read_operator_config, IO.STEP)
         return RunStart(config=config, earlier=None)
-
-    async def _latest_earlier_run(self) -> EarlierRun | None:
-        """The newest earlier run of this id; None when there is none or Temporal cannot tell now (then the
-        RayJob runs: a repeated run is the lesser harm than one that never runs)."""
-        info = workflow.info()
-        try:
-            earlier = await call(
-                stubs.latest_earlier_run, EarlierRuns(info.workflow_id, info.run_id), IO.STEP
-            )
-        except ActivityError as error:
-            workflow.logger.warning("earlier runs of %s unknown: %s", info.workflow_id, error.cause)
-            return None
-        return earlier
 
     def _inherit(self, earlier: EarlierRun) -> None:
         """Takes over the finished RayJob an earlier run holds, as a re-applied finished RayJob stays as it

@@ -1,7 +1,7 @@
 """The gates of a NewCluster (blue-green) upgrade in a RayService pass (`raypilot.io/rollout`, issue #18):
 before the Service switch (`prePromotionAnalysis`, `autoPromotionEnabled: false`) and after it
 (`postPromotionAnalysis`, holding the old cluster's deletion). Decisions in decisions/upgrade/blue_green.py;
-measured gates run through `AnalysisGates`. Behind patch `rayservice-analysis-gates` (`gates.enabled`).
+measured gates run through `AnalysisGates`.
 """
 
 from __future__ import annotations
@@ -67,11 +67,7 @@ class BlueGreenGates:
         """Whether the Service switch to the ready pending cluster waits this pass (a pending or failed
         pre-promotion gate, or a manual promotion not given yet)."""
         state = self.gates.state
-        if (
-            not self.gates.enabled
-            or settings is None
-            or not state.status.active_service_status.ray_cluster_name
-        ):
+        if settings is None or not state.status.active_service_status.ray_cluster_name:
             return False  # the first cluster of a RayService is not an upgrade
         pending = state.status.pending_service_status
         cluster, now = pending.ray_cluster_name, workflow.now()
@@ -104,7 +100,7 @@ class BlueGreenGates:
     def note_promotion(self, settings: RolloutSettings | None, before: tuple[str, str], active: str) -> None:
         """A blue-green switch this pass (the pending cluster became the active one): its post-promotion
         gate is to be judged before the old cluster goes."""
-        if not self.gates.enabled or settings is None or settings.post_promotion_analysis is None:
+        if settings is None or settings.post_promotion_analysis is None:
             return
         old, new = before
         if old and new and active == new:
@@ -115,7 +111,7 @@ class BlueGreenGates:
         goes on with the old cluster active)."""
         state = self.gates.state
         post = state.post_promotion
-        if not self.gates.enabled or post is None:
+        if post is None:
             return False
         active = state.status.active_service_status
         if (
@@ -149,7 +145,7 @@ class BlueGreenGates:
     def hold_old_cluster(self, plan: CleanupPlan) -> CleanupPlan:
         """The cleanup plan without the old cluster of a promotion whose post-promotion gate is pending."""
         post = self.gates.state.post_promotion
-        if not self.gates.enabled or post is None or post.old_cluster not in plan.delete_now:
+        if post is None or post.old_cluster not in plan.delete_now:
             return plan
         keep = [name for name in plan.delete_now if name != post.old_cluster]
         due = self.wake_at or workflow.now() + timedelta(seconds=INCONCLUSIVE_RETRY_SECONDS)

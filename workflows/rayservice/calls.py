@@ -65,9 +65,6 @@ class RayServiceCalls:
         self.name = name
         self.ownership = Ownership(KIND_RAYSERVICE, name, workflow_id)
         self.involved_object = InvolvedObject(KIND_RAYSERVICE, name, namespace, api_version="ray.io/v1")
-        # The Serve health wait's policy: QUIET_WATCH (a heartbeat a minute) for runs that asked the patch
-        # rayservice-serve-wait-minute-heartbeat, WATCH for runs started before it.
-        self.serve_wait_minute_heartbeat = False
 
     # ---- RayClusters ----------------------------------------------------------------------------------
 
@@ -186,7 +183,7 @@ class RayServiceCalls:
     ) -> workflow.ActivityHandle[ServeObservation]:
         """`quiet`: the RayService is settled (`serve_wait_is_quiet`), so a heartbeat a minute will do."""
         request = WaitServe(target, cluster, serve_port, True, last_view, SERVE_POLL_SECONDS)
-        io = IO.QUIET_WATCH if self.serve_wait_minute_heartbeat and quiet else IO.WATCH
+        io = IO.QUIET_WATCH if quiet else IO.WATCH
         return start(stubs.wait_serve, request, io, summary=f"Serve of {cluster} changes")
 
     def read_replica_ranks(

@@ -23,10 +23,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.rayservice.cluster import (
         in_place_update_request,
-        in_place_update_warning,
         rayservice_cluster_manifest,
         should_update_cluster,
-        should_update_in_place_without_upgrade,
     )
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.observed_clusters import cluster_names
@@ -38,8 +36,6 @@ with workflow.unsafe.imports_passed_through():
 
 class ClusterPhases(RayServicePart):
     # Set by RayServiceReconciler.__init__ (see there).
-    honest_none_strategy: bool
-    drains_before_deletion: bool
     drains: ClusterDrains
     rollout: RolloutPlan
 
@@ -58,8 +54,7 @@ class ClusterPhases(RayServicePart):
                 now=now,
             )
         )
-        if self.drains_before_deletion:
-            plan = await self.drains.hold_undrained(rayservice, plan, now)
+        plan = await self.drains.hold_undrained(rayservice, plan, now)
         plan = self.rollout.blue_green.hold_old_cluster(plan)
         state.deletion_schedule = plan.schedule
         if plan.delete_now:
@@ -120,11 +115,6 @@ class ClusterPhases(RayServicePart):
             active = await self._update_in_place(rayservice, active_name)
         if should_update_cluster(rayservice, pending, is_active=False):
             pending = await self._update_in_place(rayservice, pending_name)
-        if not self.honest_none_strategy and should_update_in_place_without_upgrade(
-            rayservice, active, pending, self.config
-        ):
-            active = await self._update_in_place(rayservice, active_name)
-            events.append(in_place_update_warning(rayservice, active_name))
         return active, pending, events
 
     async def _update_in_place(self, rayservice: RayService, name: str) -> RayCluster | None:

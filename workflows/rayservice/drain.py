@@ -1,8 +1,8 @@
 """Drained deletion of dangling RayClusters (raypilot.io/max-drain-seconds, kuberay#3602): a cluster whose
 deletion delay has passed is read (its Serve proxies' in-flight HTTP requests) and deleted only once drained
-or once the maximum drain time has passed; otherwise it stays scheduled, due again after DRAIN_POLL. Runs with
-patch `rayservice-waits-not-polls` hold it until its drain deadline instead, while a drain wait reports the
-readings that change the verdict's count: a drain writes no history while requests stay in flight.
+or once the maximum drain time has passed; otherwise it is held until its drain deadline, while a drain wait
+reports the readings that change the verdict's count: a drain writes no history while requests stay in
+flight. (If that wait fails, the cluster is due again every DRAIN_POLL and read by the passes.)
 The verdicts are decided in workflows/decisions/rayservice/drain.py. When its drain starts, the cluster's
 Serve proxies are told to close kept-alive connections after their responses
 (activities/serve_connections.py), so that clients pinned to it by a Service move to the active cluster
@@ -40,24 +40,19 @@ CLOSING_MARGIN = timedelta(seconds=60)
 
 
 class ClusterDrains(RayServicePart):
-    # Set from the workflow's patch: a drain starts with the proxies closing kept-alive connections.
-    closes_connections = False
-    # Patch rayservice-waits-not-polls: a held cluster's readings come from its drain wait.
-    waits = False
+    """A drain starts with the proxies closing kept-alive connections; a held cluster's readings come from
+    its drain wait (the passes read it themselves when that wait failed)."""
 
     async def hold_undrained(self, rayservice: RayService, plan: CleanupPlan, now: datetime) -> CleanupPlan:
-        """The cleanup plan with the clusters not yet drained held back: scheduled again DRAIN_POLL from now
-        (with the waits: until their drain deadline) instead of deleted. Without the annotation the plan is
-        KubeRay's, unchanged (with the waits, clusters held for a drain are due at once)."""
+        """The cleanup plan with the clusters not yet drained held back until their drain deadline instead of
+        deleted. Without the annotation the plan is KubeRay's (clusters held for a drain are due at once)."""
         max_drain = max_drain_time(rayservice.metadata.annotations)
-        reported: list[str] = []
-        if self.waits:
-            drains = {name: self._drain(name, now) for name in self.state.drain_started}
-            polled = [name for name in drains if self.world.wait_failed("drain", name)]
-            due, held_until = held_drains_due(plan.schedule, drains, max_drain, now, polled)
-            reported = [name for name in held_until if name in self.world.drain_readings]
-            first_due = min(held_until.values(), default=None)
-            plan = replace(plan, schedule=held_until, delete_now=(*plan.delete_now, *due), next_due=first_due)
+        drains = {name: self._drain(name, now) for name in self.state.drain_started}
+        polled = [name for name in drains if self.world.wait_failed("drain", name)]
+        due, held_until = held_drains_due(plan.schedule, drains, max_drain, now, polled)
+        reported = [name for name in held_until if name in self.world.drain_readings]
+        first_due = min(held_until.values(), default=None)
+        plan = replace(plan, schedule=held_until, delete_now=(*plan.delete_now, *due), next_due=first_due)
         if max_drain is None:
             self.forget(list(self.state.drain_started))
             return plan
@@ -75,10 +70,10 @@ class ClusterDrains(RayServicePart):
         delete: list[str] = []
         held: dict[str, datetime] = {}
         for name in due:
-            if self.closes_connections and name not in self.state.drain_started:
+            if name not in self.state.drain_started:
                 await self._close_connections(rayservice, name, max_drain)
             drain = self._drain(name, now)
-            if self.waits and name in self.world.drain_readings:
+            if name in self.world.drain_readings:
                 in_flight = self.world.drain_readings.pop(name)  # read by its drain wait
             else:
                 port = metrics_port_of(self.world.clusters.get(name))
@@ -87,7 +82,7 @@ class ClusterDrains(RayServicePart):
             self.state.drain_started[name] = drain.started
             self.state.drain_quiet_reads[name] = drain.quiet_reads
             if verdict == DrainVerdict.WAIT:
-                reports = self.waits and not self.world.wait_failed("drain", name)
+                reports = not self.world.wait_failed("drain", name)
                 held[name] = next_drain_read(drain, max_drain, now, reports)
                 continue
             workflow.logger.info(
@@ -103,7 +98,7 @@ class ClusterDrains(RayServicePart):
 
     async def _close_connections(self, rayservice: RayService, name: str, max_drain: timedelta) -> None:
         """Best effort: a cluster whose proxies cannot be told (no dashboard, a Ray built otherwise) drains
-        as before, its kept-alive connections cut at the deletion."""
+        all the same, its kept-alive connections cut at the deletion."""
         cluster = self.world.cluster(name, rayservice)
         if cluster is None:
             return
@@ -123,11 +118,9 @@ class ClusterDrains(RayServicePart):
         return Drain(self.state.drain_started.get(name, now), self.state.drain_quiet_reads.get(name, 0))
 
     def watches(self) -> list[Watch]:
-        """With the waits: a drain wait per held draining cluster, from its run of zero readings (none for a
-        cluster whose drain wait failed: the passes read it)."""
+        """A drain wait per held draining cluster, from its run of zero readings (none for a cluster whose
+        drain wait failed: the passes read it)."""
         state = self.state
-        if not self.waits:
-            return []
         return [
             Watch("drain", name, str(state.drain_quiet_reads.get(name, 0)))
             for name in sorted(state.drain_started)

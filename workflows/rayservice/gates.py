@@ -5,8 +5,7 @@ A gate is asked at a point of the upgrade (`step N` of a plan, `prePromotion`, `
 has no verdict there yet for that cluster it runs now, in the pass (an activity for the whole probe
 window), and its run is kept in the workflow state (`RayServiceState.gate_runs`, by point), so a later
 pass, a replay or a new run after continue-as-new does not measure again. The verdicts are decided in
-decisions/upgrade/gates.py. Runs started before patch `rayservice-analysis-gates` skip these gates as
-before (`enabled` False).
+decisions/upgrade/gates.py.
 """
 
 from __future__ import annotations
@@ -39,16 +38,12 @@ __all__ = ["AnalysisGates"]
 
 
 class AnalysisGates(RayServicePart):
-    enabled: bool = False  # patch rayservice-analysis-gates
-
     def results(self, settings: RolloutSettings, cluster: str, point: str) -> dict[str, AnalysisResult]:
-        """The measured gates' results at this point (pending until run); empty before the patch."""
-        if not self.enabled:
-            return {}
+        """The measured gates' results at this point (pending until run)."""
         return gate_results(settings.analyses, self.state.gate_runs, cluster, point)
 
     def retry_at(self, cluster: str, point: str) -> datetime | None:
-        return gate_retry_at(self.state.gate_runs.get(point), cluster, point) if self.enabled else None
+        return gate_retry_at(self.state.gate_runs.get(point), cluster, point)
 
     async def run_if_due(
         self, rayservice: RayService, settings: RolloutSettings, name: str, cluster: str, point: str
@@ -56,7 +51,7 @@ class AnalysisGates(RayServicePart):
         """Runs the measured gate `name` on `cluster` when it has no verdict at `point` yet; the run, or None
         when nothing ran (a serveStatus gate, a verdict already there, an inconclusive run not due)."""
         analysis = next((a for a in settings.analyses if a.name == name), None)
-        if not self.enabled or analysis is None:
+        if analysis is None:
             return None
         now = workflow.now()
         if not should_run_gate(analysis, self.state.gate_runs.get(point), cluster, point, now):

@@ -65,8 +65,7 @@ def _rolling_back(status: RayServiceStatuses) -> bool:
 class IncrementalUpgrade(RayServicePart):
     # The traffic step this reconcile decided, if any.
     traffic: TrafficStep | None = None
-    # raypilot.io/rollout headerCanary for this pass (None without it, or before patch
-    # rayservice-header-canary): decisions/upgrade/header_canary.py.
+    # raypilot.io/rollout headerCanary for this pass (None without it): decisions/upgrade/header_canary.py.
     header_canary: HeaderCanary | None = None
     # raypilot.io/rollout (rollout.py): the step plan's traffic ceiling and the end of its timed pause.
     plan_target: int | None = None

@@ -1,9 +1,9 @@
 """`raypilot.io/in-place-restart` with strategy None: the active RayCluster updated in place and its Pods
 restarted group by group, then the head (decisions/rayservice/pod_restart.py decides each step).
 
-Runs that asked patch `rayservice-waits-not-polls` pass only when something a step decides on changed: the
-cluster's Pods (a Pods wait from the view the last step used) or Serve (the cluster's Serve wait, made to wait
-from the fresh read the step used); runs before it pass every RESTART_POLL."""
+A pass runs only when something a step decides on changed: the cluster's Pods (a Pods wait from the view the
+last step used) or Serve (the cluster's Serve wait, made to wait from the fresh read the step used); every
+RESTART_POLL only while one of those waits has failed."""
 
 from __future__ import annotations
 
@@ -49,8 +49,6 @@ FRESH_READ: Final = {"raypilot.io/fresh-read": True}
 
 
 class PodRestarts(RayServicePart):
-    # Patch rayservice-waits-not-polls: the roll waits for its Pods or Serve to change instead of polling.
-    waits = False
     # The next pass runs at once (no wait would wake it): this one moved the roll to its next group (whose
     # Pods that pass deletes), or its fresh Serve read saw what the Serve part of the pass has not acted on.
     again = False
@@ -107,17 +105,16 @@ class PodRestarts(RayServicePart):
             await self.calls.delete_pod(name, uid)
         state.pod_restart = step.restart
         state.pod_restart_message = step.message
-        self.again |= self.waits and roll_moved_on(restart, step.restart)
+        self.again |= roll_moved_on(restart, step.restart)
         return list(step.events)
 
     async def _pods(self, cluster: str) -> list[dict[str, Any]]:
-        """The cluster's Pods: listed (every pass before the patch; with it, when no Pods wait keeps them)."""
+        """The cluster's Pods: as its Pods wait keeps them, listed when there is none (or it failed)."""
         seen = self.world.pods.get(cluster)
-        if self.waits and seen is not None and not self.world.wait_failed("pods", cluster):
+        if seen is not None and not self.world.wait_failed("pods", cluster):
             return seen.pods
         pods = await self.calls.list_cluster_pods(cluster)
-        if self.waits:
-            self.world.pods[cluster] = PodsObservation(pods, cluster_pods_view(pods))
+        self.world.pods[cluster] = PodsObservation(pods, cluster_pods_view(pods))
         return pods
 
     async def _serve_ready_now(
@@ -129,7 +126,7 @@ class PodRestarts(RayServicePart):
         observation = await self.calls.wait_serve(
             dashboard_target(cluster), name, serve_port(cluster), FRESH_READ, quiet=False
         )
-        if self.waits and name in self.world.serve and self.world.serve[name].view != observation.view:
+        if name in self.world.serve and self.world.serve[name].view != observation.view:
             # The Serve wait must wait from what this step saw (from an older view it could miss Serve
             # coming back to it), and the next pass acts on it at once (e.g. submits the config again to a
             # new head), as the Serve wait's return would have made it.
@@ -154,12 +151,12 @@ class PodRestarts(RayServicePart):
         if restart is None:
             return None
         failed = any(self.world.wait_failed(kind, restart.cluster) for kind in ("pods", "serve"))
-        return next_pod_restart_check(True, self.waits and not failed, now)
+        return next_pod_restart_check(True, not failed, now)
 
     def watches(self) -> list[Watch]:
-        """With the waits, the Pods of the cluster rolled, from the view the last step decided on."""
+        """The Pods of the cluster rolled, from the view the last step decided on."""
         restart = self.state.pod_restart
-        if not self.waits or restart is None or self.world.wait_failed("pods", restart.cluster):
+        if restart is None or self.world.wait_failed("pods", restart.cluster):
             return []
         seen = self.world.pods.get(restart.cluster)
         return [Watch("pods", restart.cluster, view_key(seen.view if seen is not None else None))]

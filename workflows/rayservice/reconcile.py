@@ -109,25 +109,13 @@ class RayServiceReconciler(ClusterPhases):
         calls: RayServiceCalls,
         config: OperatorConfig,
         commit: Commit,
-        *,
-        honest_none_strategy: bool = False,
-        keeps_active_config_in_rollback: bool = False,
-        rollout_plan: bool = False,
     ) -> None:
         super().__init__(state, world, calls, config, commit)
-        # Runs started before patch `rayservice-none-not-applied` updated the active cluster in place with
-        # strategy None; newer runs leave it alone, as KubeRay does, and say so (strategy_none.py).
-        self.honest_none_strategy = honest_none_strategy
         self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
         self.serving = RayServiceServing(state, world, calls, config, commit)
-        self.serving.keeps_active_config_in_rollback = keeps_active_config_in_rollback
         self.restarts = PodRestarts(state, world, calls, config, commit)
         self.rollout = RolloutPlan(state, world, calls, config, commit)
-        self.rollout.enabled = rollout_plan
-        # Patch `rayservice-header-canary`: the HTTPRoute's header rule (decisions/upgrade/header_canary.py).
-        self.header_canary = False
-        # Patch `rayservice-drained-deletion`: a due dangling cluster is first drained (drain.py).
-        self.drains_before_deletion = False
+        # A due dangling cluster is first drained (drain.py).
         self.drains = ClusterDrains(state, world, calls, config, commit)
         # (manifest, generation, gates, the RayService parsed from them): a spec generation is parsed once.
         self._goal: tuple[dict[str, Any], int, FeatureGates, RayService] | None = None
@@ -210,10 +198,10 @@ class RayServiceReconciler(ClusterPhases):
         if incremental:
             events += await self.incremental.reconcile_rollback(rayservice, active, pending, now)
             rayservice = self.rayservice()
-        unapplied: UnappliedSpec | None = None
-        if self.honest_none_strategy:
-            active, unapplied, started = await self.restarts.apply_spec(rayservice, active, pending)
-            events += started
+        # With strategy None the active cluster is left alone, as KubeRay does, and the workflow says so
+        # (strategy_none.py), unless raypilot.io/in-place-restart asks for a roll of its Pods.
+        active, unapplied, started = await self.restarts.apply_spec(rayservice, active, pending)
+        events += started
         await self.serving.update_head_serve_labels(rayservice, (active, pending))
         seen = _PassSeen(rayservice, active, pending, incremental, events)
         seen.unapplied = unapplied
@@ -224,8 +212,7 @@ class RayServiceReconciler(ClusterPhases):
             or (pending is not None and incremental)
         ):
             seen.active_serve = await self.serving.reconcile_serve(rayservice, active)
-        if self.honest_none_strategy:
-            seen.events += await self.restarts.step(rayservice, active)
+        seen.events += await self.restarts.step(rayservice, active)
         return seen
 
     async def _step_incremental_upgrade(self, seen: _PassSeen, now: datetime) -> None:
@@ -237,7 +224,7 @@ class RayServiceReconciler(ClusterPhases):
             cluster.metadata.name: cluster for cluster in (seen.active, seen.pending) if cluster is not None
         }
         ready = (seen.pending_serve.ready, seen.active_serve.ready)
-        upgrade.header_canary = self.rollout.header_canary(seen.rayservice) if self.header_canary else None
+        upgrade.header_canary = self.rollout.header_canary(seen.rayservice)
         seen.capacity_changed = await upgrade.step_capacity(seen.rayservice, dict(clusters), *ready)
         upgrade.plan_target, upgrade.plan_wake_at = await self.rollout.step(self.rayservice(), now)
         seen.rayservice = self.rayservice()
@@ -292,10 +279,9 @@ class RayServiceReconciler(ClusterPhases):
             state.controls, outcome.status, goal_cluster_hash(seen.rayservice.spec)
         )
         events = seen.events + outcome.events
-        if self.honest_none_strategy:
-            status, not_applied = with_unapplied_spec_condition(status, seen.unapplied, now)
-            events += not_applied
-            status = self.restarts.with_condition(status, now)
+        status, not_applied = with_unapplied_spec_condition(status, seen.unapplied, now)
+        events += not_applied
+        status = self.restarts.with_condition(status, now)
         detail = self.incremental.detail_line(now) if seen.incremental else ""
         await self.commit(status, events, detail)
 

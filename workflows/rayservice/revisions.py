@@ -1,10 +1,9 @@
-"""The revision history and fast undo in the RayService loop (issue #18, patch `rayservice-revision-undo`).
+"""The revision history and fast undo in the RayService loop (issue #18).
 
 Before each pass the spec the pass acts on is recorded as a revision (once per generation) and an accepted
 in-place undo makes the previous cluster the pending one again; after each pass the newest revision is
 settled from what the pass left (decisions/upgrade/revisions.py). Neither adds a command: the history is
-workflow state, and the moved cluster names are acted on by the pass. Runs started before the patch keep no
-history (`enabled` False) and reject `undo`.
+workflow state, and the moved cluster names are acted on by the pass.
 """
 
 from __future__ import annotations
@@ -58,12 +57,9 @@ def _history_limit(rayservice: RayService) -> int:
 class RevisionKeeper:
     def __init__(self, state: RayServiceState) -> None:
         self.state = state
-        self.enabled = False
 
     def before_pass(self, rayservice: RayService, incremental: bool, now: datetime) -> None:
         """Records the spec about to be acted on; an accepted in-place undo takes its cluster back."""
-        if not self.enabled:
-            return
         state = self.state
         state.revisions = record_revision(
             state.revisions,
@@ -86,8 +82,6 @@ class RevisionKeeper:
                     state.controls = dataclasses.replace(state.controls, promote_requested=True)
 
     def after_pass(self, world: RayServiceWorld, now: datetime) -> None:
-        if not self.enabled:
-            return
         state = self.state
         conditions = state.status.conditions
         active = state.status.active_service_status.ray_cluster_name
@@ -128,8 +122,6 @@ class RevisionKeeper:
     def undo_rejection(self, request: dict[str, Any] | None) -> str | None:
         if self.state.deleting:
             return "undo rejected: the RayService is being deleted"
-        if not self.enabled:
-            return "undo rejected: this run started before raypilot kept revisions"
         try:
             self._plan_undo(request)
         except UndoRejected as rejected:
@@ -152,8 +144,6 @@ class RevisionKeeper:
     def retry_rejection(self, rayservice: RayService) -> str | None:
         if self.state.deleting:
             return "retry rejected: the RayService is being deleted"
-        if not self.enabled:
-            return "retry rejected: this run started before raypilot kept revisions"
         state = self.state
         return retry_rejection(state.controls, state.status, goal_cluster_hash(rayservice.spec), self._name())
 

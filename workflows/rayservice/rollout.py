@@ -4,8 +4,7 @@ progress deadline of any upgrade (asked at the end of a pass, once the pending c
 Asked once per pass, after the capacity step and before the HTTPRoute is written: the plan's decision
 (decisions/upgrade/step_plan.py) gives the traffic ceiling for this moment (the traffic decision takes it
 through `TrafficMoment.plan_target`), the end of a timed pause (one more deadline for the workflow's timer),
-and whether an indefinite pause sets the pause control now. Runs started before patch
-`rayservice-rollout-plan` never read the annotation (`enabled` False), so they replay unchanged.
+and whether an indefinite pause sets the pause control now.
 """
 
 from __future__ import annotations
@@ -54,8 +53,6 @@ def step_point(index: int) -> str:
 
 
 class RolloutPlan(RayServicePart):
-    enabled: bool = False  # patch rayservice-rollout-plan
-
     @property
     def gates(self) -> AnalysisGates:
         """The measured gates (http, prometheus) share this part's state, world and calls."""
@@ -84,8 +81,6 @@ class RolloutPlan(RayServicePart):
         return found
 
     def settings(self, rayservice: RayService) -> RolloutSettings | None:
-        if not self.enabled:
-            return None
         try:
             return rollout_settings(rayservice.metadata.annotations)
         except ValueError:
@@ -138,13 +133,12 @@ class RolloutPlan(RayServicePart):
                 state.controls, status, failed = analysis_failed(status, results[action.analysis], goal, now)
                 await self.commit(with_step_condition(status, None, 0, now), [failed])
                 return None, None
-            if self.gates.enabled:
-                action, status, rolled_back = self.health.step_deadline(
-                    rayservice, settings, action, status, events, now
-                )
-                if rolled_back:
-                    await self.commit(with_step_condition(status, None, 0, now), events)
-                    return None, None
+            action, status, rolled_back = self.health.step_deadline(
+                rayservice, settings, action, status, events, now
+            )
+            if rolled_back:
+                await self.commit(with_step_condition(status, None, 0, now), events)
+                return None, None
             if action.pause_now:
                 number = action.progress.index + 1
                 state.controls, status = paused_by_plan(state.controls, rayservice, number, now)
@@ -205,9 +199,7 @@ class RolloutPlan(RayServicePart):
         deadline. (acted: the next pass follows at once, when to look again)."""
         if await self.check_health(rayservice, pending_applications, now):
             return True, None
-        if self.gates.enabled and await self.health.check_head_crash_loop(
-            rayservice, self.settings(rayservice)
-        ):
+        if await self.health.check_head_crash_loop(rayservice, self.settings(rayservice)):
             return True, None
         return await self.check_progress_deadline(rayservice, ready_cluster, now)
 

@@ -1,6 +1,5 @@
 """Per-step deadlines and the head Pod crash loop of `raypilot.io/rollout` in a RayService pass (issue #18).
-Decisions in decisions/upgrade/step_deadline.py and crash_loop.py; behind patch `rayservice-analysis-gates`
-(the caller asks only when it is on)."""
+Decisions in decisions/upgrade/step_deadline.py and crash_loop.py."""
 
 from __future__ import annotations
 

@@ -60,22 +60,13 @@ class ServeResult:
 
 
 class RayServiceServing(RayServicePart):
-    # Patch rayservice-rollback-keeps-active-serve-config (set by the reconciler): the active cluster keeps
-    # its Serve config during an incremental rollback. Runs started before it PUT the spec's config.
-    keeps_active_config_in_rollback = False
-    # Patch rayservice-aborted-spec-keeps-serve-config: an aborted spec's Serve config is not submitted to
-    # the active cluster (decisions/upgrade/aborted_spec.py).
-    holds_aborted_serve_config = False
-
     def _wanted_config(self, rayservice: RayService, name: str, incremental: bool) -> str:
+        """The Serve config `name` should run: the active cluster keeps its own during an incremental
+        rollback, and an aborted spec's config is not submitted to it (decisions/upgrade/aborted_spec.py)."""
         spec_config = rayservice.spec.serve_config_v2
-        if not self.keeps_active_config_in_rollback:
-            return spec_config
         state = self.state
         cache = state.serve_config_cache
         wanted = serve_config_for_cluster(name, state.status, incremental, cache, spec_config)
-        if not self.holds_aborted_serve_config:
-            return wanted
         aborted, goal = state.controls.aborted_goal_hash, goal_cluster_hash(rayservice.spec)
         return serve_config_while_aborted(name, state.status, aborted, goal, cache, wanted)
 

@@ -66,22 +66,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.upgrade.revisions import revision_rows
     from workflows.rayservice.calls import RayServiceCalls
-    from workflows.rayservice.patches import (
-        ABORTED_SPEC_SERVE_CONFIG_PATCH,
-        ANALYSIS_GATES_PATCH,
-        BASELINE_PATCH,
-        DELETE_WITHOUT_CONFIRMING_WAITS_PATCH,
-        DRAIN_CLOSES_CONNECTIONS_PATCH,
-        DRAINED_DELETION_PATCH,
-        FOLDED_PATCHES,
-        HEADER_CANARY_PATCH,
-        NONE_NOT_APPLIED_PATCH,
-        REVISION_UNDO_PATCH,
-        ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH,
-        ROLLOUT_PLAN_PATCH,
-        SERVE_WAIT_MINUTE_HEARTBEAT_PATCH,
-        WAITS_NOT_POLLS_PATCH,
-    )
     from workflows.rayservice.reconcile import RayServiceReconciler
     from workflows.rayservice.revisions import RevisionKeeper
     from workflows.rayservice.start import (
@@ -95,7 +79,6 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.kit.calls import IO, call_without_input
 from workflows.kit.metrics import rayservice_status_changed
-from workflows.kit.patches import Baseline, PatchSet
 
 __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
@@ -135,20 +118,6 @@ class RayServiceWorkflow:
 
     @workflow.run
     async def run(self, manifest: dict[str, Any], carried: RayServiceState | None = None) -> dict[str, Any]:
-        patches = PatchSet(Baseline(BASELINE_PATCH, FOLDED_PATCHES))
-        honest_none_strategy = patches.has(NONE_NOT_APPLIED_PATCH)
-        keeps_active_config = patches.has(ROLLBACK_KEEPS_ACTIVE_CONFIG_PATCH)
-        rollout_plan = patches.has(ROLLOUT_PLAN_PATCH)
-        drained_deletion = patches.has(DRAINED_DELETION_PATCH)
-        serve_wait_minute_heartbeat = patches.has(SERVE_WAIT_MINUTE_HEARTBEAT_PATCH)
-        self._calls.serve_wait_minute_heartbeat = serve_wait_minute_heartbeat
-        analysis_gates = patches.has(ANALYSIS_GATES_PATCH)
-        drain_closes_connections = patches.has(DRAIN_CLOSES_CONNECTIONS_PATCH)
-        self._revisions.enabled = patches.has(REVISION_UNDO_PATCH)
-        header_canary = patches.has(HEADER_CANARY_PATCH)
-        holds_aborted_serve_config = patches.has(ABORTED_SPEC_SERVE_CONFIG_PATCH)
-        waits_not_polls = patches.has(WAITS_NOT_POLLS_PATCH)
-        confirms_cancelled_waits = not patches.has(DELETE_WITHOUT_CONFIRMING_WAITS_PATCH)
         config = await call_without_input(stubs.read_operator_config, IO.CONFIG)
         self._config = config
         state = self._state
@@ -160,22 +129,7 @@ class RayServiceWorkflow:
             start_from_adopted_cluster(state)
         calls = self._calls
         world = RayServiceWorld(calls)
-        reconciler = RayServiceReconciler(
-            state,
-            world,
-            calls,
-            config,
-            self._commit,
-            honest_none_strategy=honest_none_strategy,
-            keeps_active_config_in_rollback=keeps_active_config,
-            rollout_plan=rollout_plan,
-        )
-        reconciler.drains_before_deletion = drained_deletion
-        reconciler.rollout.gates.enabled = analysis_gates
-        reconciler.drains.closes_connections = drain_closes_connections
-        reconciler.header_canary = header_canary
-        reconciler.serving.holds_aborted_serve_config = holds_aborted_serve_config
-        reconciler.restarts.waits = reconciler.drains.waits = waits_not_polls
+        reconciler = RayServiceReconciler(state, world, calls, config, self._commit)
         immediate = 0
         while not state.deleting:
             seen = self._changes
@@ -200,18 +154,13 @@ class RayServiceWorkflow:
                 lambda seen=seen: self._changes != seen or state.deleting,  # type: ignore[misc]
                 reconciler.rayservice(),
             )
-        if not serve_wait_minute_heartbeat:
-            await world.stop()
         self._deleted = await calls.delete_owned()
         clusters = [ref["name"] for ref in self._deleted if ref.get("kind") == "RayCluster"]
-        if serve_wait_minute_heartbeat:
-            # The Serve wait learns of its cancellation at its next heartbeat (up to a minute), or returns
-            # once the deleted head is gone: confirmed (older runs) while the clusters go, not before.
-            await asyncio.gather(
-                world.stop(confirm=confirms_cancelled_waits), world.wait_clusters_gone(clusters)
-            )
-        else:
-            await world.wait_clusters_gone(clusters)
+        # The Serve wait learns of its cancellation at its next heartbeat (up to a minute), or returns once
+        # the deleted head is gone. Its cancellation is not confirmed: a wait lost with a crashed worker is
+        # recorded cancelled only at its heartbeat timeout (3 min for the quiet Serve wait), which would hold
+        # the deletion that long; one left on a live worker learns at its next heartbeat that the run closed.
+        await asyncio.gather(world.stop(confirm=False), world.wait_clusters_gone(clusters))
         self._deletion_done = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         return status_query(state.status, state.serve_details)

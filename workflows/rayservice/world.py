@@ -240,8 +240,7 @@ class RayServiceWorld:
 
     async def stop(self, *, confirm: bool = True) -> None:
         """Cancel every wait and the timer before the run ends; with `confirm`, until the cancellations are
-        recorded (before continue-as-new; a deletion confirms them only in runs started before
-        DELETE_WITHOUT_CONFIRMING_WAITS_PATCH)."""
+        recorded (before continue-as-new, not at a deletion: see RayServiceWorkflow.run)."""
         self._watching.clear()
         await self._waits.stop(confirm=confirm)
 

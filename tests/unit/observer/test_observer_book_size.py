@@ -16,7 +16,6 @@ from wire.kubernetes_observer import (
     packed_object_changes,
 )
 from wire.observer import (
-    PACK_ABOVE,
     JobWatch,
     WatchBook,
     WatchChanges,
@@ -25,6 +24,7 @@ from wire.observer import (
     watch_key,
 )
 from wire.packing import pack, unpack
+from wire.watch_book import PACK_ABOVE
 
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 TARGET = DashboardTarget("bench-4f2a9c", "shared-cluster-head-svc", "shared-cluster-head-svc.bench:8265")

@@ -7,7 +7,6 @@ import pytest
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
 from wire.observer import (
-    TOMBSTONES,
     Delivery,
     JobWatch,
     Listing,
@@ -23,6 +22,7 @@ from wire.observer import (
     observer_workflow_id,
     watch_key,
 )
+from wire.watch_book import TOMBSTONES
 
 RUNNING = JobInfoAnswer("found", status="RUNNING", message="Job is currently running.")
 SUCCEEDED = JobInfoAnswer("found", status="SUCCEEDED", message="Job finished successfully.")

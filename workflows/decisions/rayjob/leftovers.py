@@ -22,7 +22,7 @@ from typing import Final
 from models.meta import Condition, ConditionStatus
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType, JobStatus, RayJob, is_job_deployment_terminal
-from models.validation_formats import parse_go_duration_seconds
+from models.validation.formats import parse_go_duration_seconds
 from workflows.decisions.rayjob.deletion import (
     DeletionMechanism,
     DeletionStep,

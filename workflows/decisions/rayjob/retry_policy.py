@@ -36,7 +36,7 @@ from models.rayjob import (
     RayJob,
     RayJobStatus,
 )
-from models.validation_formats import parse_go_duration_seconds
+from models.validation.formats import parse_go_duration_seconds
 from workflows.decisions.rayjob.retry import NEVER_RETRIED_REASONS
 from workflows.decisions.rayjob.running import (
     HEAD_POD_NOT_FOUND_MESSAGE,

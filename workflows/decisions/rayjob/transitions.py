@@ -5,7 +5,7 @@ KubeRay functions (rayjob_controller.go): `initRayJobStatusIfNeed` (New -> Initi
 `updateStatusToSuspendingIfNeeded`, the checks that open the Initializing / Waiting / Running branches of
 `Reconcile`, the StopJob on deletion, the Initializing branch's "RayCluster ready" step, the Waiting and
 Suspended branches, and the validation failure at the top of `Reconcile` (the messages come from
-`models.validation_rayjob`, including `validate_rayjob_status`'s rule that only InteractiveMode may be
+`models.validation.rayjob`, including `validate_rayjob_status`'s rule that only InteractiveMode may be
 Waiting).
 
 Where raypilot differs: the random suffixes come from the `random.Random` the workflow passes

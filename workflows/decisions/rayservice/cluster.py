@@ -11,10 +11,8 @@ KubeRay counterparts (rayservice_controller.go, utils/util.go):
 Hash equality is models.hashing.is_cluster_spec_hash_equal (isClusterSpecHashEqual).
 
 Where raypilot differs, deliberately:
-- `should_update_in_place_without_upgrade`: with upgrade strategy None (or ENABLE_ZERO_DOWNTIME=false) KubeRay
-  silently ignores a cluster change; runs started before patch `rayservice-none-not-applied` updated the
-  active cluster in place and warned (its Pods were in fact never replaced). Newer runs leave the cluster
-  alone and report the change as not applied (strategy_none.py).
+- With upgrade strategy None (or ENABLE_ZERO_DOWNTIME=false) KubeRay silently ignores a cluster change;
+  raypilot leaves the cluster alone too but reports the change as not applied (strategy_none.py).
 - `ServiceClusters.suppressed_goal_hash`: after the `abort` control the aborted spec must
   not start the same upgrade again the moment the rollback completes.
 - The RayCluster gets no ownerReference to the RayService (the RayService is a workflow, not an object in the
@@ -26,7 +24,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from models.base import dump_manifest
 from models.hashing import cluster_hash_annotations, cluster_spec_hash, is_cluster_spec_hash_equal
@@ -49,27 +47,21 @@ from models.rayservice import (
     RayServiceUpgradeStrategy,
     RayServiceUpgradeType,
 )
-from models.validation_rayservice import is_incremental_upgrade_enabled as incremental_upgrade_requested
-from workflows.decisions.rayservice.conditions import RayServiceEvent
+from models.validation.rayservice import is_incremental_upgrade_enabled as incremental_upgrade_requested
 
 __all__ = [
-    "EVENT_REASON_IN_PLACE_UPDATE",
     "InPlaceUpdate",
     "ServiceClusters",
     "cluster_upgrade_options",
     "goal_cluster_hash",
     "in_place_cluster_update",
     "in_place_update_request",
-    "in_place_update_warning",
     "is_incremental_upgrade_enabled",
     "is_zero_downtime_upgrade_enabled",
     "rayservice_cluster_manifest",
     "should_prepare_new_cluster",
     "should_update_cluster",
-    "should_update_in_place_without_upgrade",
 ]
-
-EVENT_REASON_IN_PLACE_UPDATE: Final = "UpdatingRayClusterInPlace"
 
 
 def is_zero_downtime_upgrade_enabled(
@@ -168,39 +160,6 @@ def should_prepare_new_cluster(clusters: ServiceClusters) -> bool:
     if suppressed_goal_hash is not None and goal_cluster_hash(rayservice.spec) == suppressed_goal_hash:
         return False
     return is_zero_downtime_upgrade_enabled(rayservice.spec.upgrade_strategy, clusters.config)
-
-
-def should_update_in_place_without_upgrade(
-    rayservice: RayService, active: RayCluster | None, pending: RayCluster | None, config: OperatorConfig
-) -> bool:
-    """raypilot: with zero-downtime upgrades off, a changed cluster spec updates the active cluster in place.
-
-    KubeRay leaves the active cluster on its old spec forever in that case (reference 2.12). Only when there
-    is no pending cluster and the change is not already covered by should_update_cluster (appended groups).
-    """
-    if active is None or pending is not None:
-        return False
-    if is_zero_downtime_upgrade_enabled(rayservice.spec.upgrade_strategy, config):
-        return False
-    if should_update_cluster(rayservice, active, is_active=True):
-        return False
-    if is_condition_true(rayservice.status.conditions, RayServiceConditionType.UPGRADE_IN_PROGRESS):
-        return False
-    return not is_cluster_spec_hash_equal(
-        rayservice.spec.ray_cluster_config, _annotations(active), partial=False
-    )
-
-
-def in_place_update_warning(rayservice: RayService, cluster_name: str) -> RayServiceEvent:
-    """The Warning event recorded with should_update_in_place_without_upgrade."""
-    namespace = rayservice.metadata.namespace
-    return RayServiceEvent(
-        "Warning",
-        EVENT_REASON_IN_PLACE_UPDATE,
-        f"Zero-downtime upgrade is disabled (upgradeStrategy.type None or ENABLE_ZERO_DOWNTIME=false): "
-        f"updating the active RayCluster {namespace}/{cluster_name} in place; traffic may drop while its "
-        f"Pods are replaced.",
-    )
 
 
 def rayservice_cluster_manifest(

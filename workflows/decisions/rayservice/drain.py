@@ -8,10 +8,10 @@ Serve proxies report no HTTP request in flight (the gauge `ray_serve_num_ongoing
 stale), or until N seconds after the delay ended, whichever comes first. Without
 the annotation the cluster is deleted at the delay, as in KubeRay, and nothing is read.
 
-Runs with patch `rayservice-waits-not-polls` read the first time when the delay ends and then wait: a drain
-wait reads every `DRAIN_POLL` inside its activity and returns only a reading that changes the run of zero
-readings (`wire.views.quiet_reads_after`), and the cluster is held until its drain deadline (read then
-directly, for the last verdict) rather than due again every `DRAIN_POLL`.
+The workflow reads the first time when the delay ends and then waits: a drain wait reads every `DRAIN_POLL`
+inside its activity and returns only a reading that changes the run of zero readings
+(`wire.views.quiet_reads_after`), and the cluster is held until its drain deadline (read then directly, for
+the last verdict) rather than due again every `DRAIN_POLL`.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def drain_deadline(drain: Drain, max_drain: timedelta) -> datetime:
 
 def next_drain_read(drain: Drain, max_drain: timedelta, now: datetime, wait_reports: bool) -> datetime:
     """When a held cluster is read next by the pass itself: at its drain deadline while a drain wait reports
-    its readings (the last verdict is due then whatever they were), else DRAIN_POLL from now (runs before the
-    waits, or the cluster's drain wait failed)."""
+    its readings (the last verdict is due then whatever they were), else DRAIN_POLL from now (the cluster's
+    drain wait failed)."""
     return drain_deadline(drain, max_drain) if wait_reports else now + DRAIN_POLL
 
 

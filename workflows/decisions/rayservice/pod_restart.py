@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 IN_PLACE_RESTART_CONDITION: Final = "InPlaceRestart"
-# Runs before patch rayservice-waits-not-polls check a roll this often; later runs only while a wait failed.
+# How often a pass checks a roll while its Pods or Serve wait has failed (otherwise the waits report).
 RESTART_POLL: Final = timedelta(seconds=2)
 HEAD_GROUP: Final = "headgroup"
 LABEL_GROUP: Final = "ray.io/group"
@@ -176,7 +176,7 @@ def roll_moved_on(before: PodRestart, after: PodRestart | None) -> bool:
 
 def next_pod_restart_check(restarting: bool, waits_report: bool, now: datetime) -> datetime | None:
     """When a pass checks the roll in any case: never while the Pods and Serve waits report every change a
-    step decides on; RESTART_POLL from now otherwise (runs before the waits, or one of them failed)."""
+    step decides on; RESTART_POLL from now otherwise (one of them failed)."""
     return now + RESTART_POLL if restarting and not waits_report else None
 
 

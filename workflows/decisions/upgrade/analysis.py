@@ -5,9 +5,8 @@ Provider 3, `serveStatus`, judges the Serve applications of the new cluster as t
 them (the status' pendingServiceStatus.applicationStatuses, read by the Serve wait activity): every listed
 application (all, without a list) RUNNING passes; any DEPLOY_FAILED or UNHEALTHY fails; anything else (not
 reported yet, DEPLOYING) waits. The `http` and `prometheus` providers are measured by activities and
-judged in gates.py; here (runs started before patch `rayservice-analysis-gates`) they are skipped, and the
-RolloutAnalysis condition says so. A failed gate rolls back as the `abort` control does,
-with reason AnalysisFailed, a Warning Event and the measured values.
+judged in gates.py, never here: given one, this says it was skipped (AnalysisSkipped). A failed gate rolls
+back as the `abort` control does, with reason AnalysisFailed, a Warning Event and the measured values.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from models.operator import OperatorConfig
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
-from models.validation_rayjob import validate_rayjob_status
+from models.validation.rayjob import validate_rayjob_status
 from workflows.decisions.rayjob.status import Transition, apply_transition, kube_time
 from workflows.decisions.rayjob.transitions import (
     adopt_interactive_job_id,

@@ -24,7 +24,6 @@ from workflows.decisions.rayservice.cluster import (
     rayservice_cluster_manifest,
     should_prepare_new_cluster,
     should_update_cluster,
-    should_update_in_place_without_upgrade,
 )
 
 DEFAULT = OperatorConfig()
@@ -280,24 +279,6 @@ def test_should_update_cluster(
 
 def test_should_update_cluster_without_a_cluster() -> None:
     assert should_update_cluster(rayservice(), None, True) is False
-
-
-@pytest.mark.parametrize(
-    ("strategy", "goal_mutation", "pending", "expected"),
-    [
-        ("None", new_ray_version, False, True),  # raypilot: update in place instead of ignoring
-        ("None", None, False, False),  # nothing changed
-        ("None", appended_group, False, False),  # already an in-place update (should_update_cluster)
-        ("NewCluster", new_ray_version, False, False),  # blue/green instead
-        ("None", new_ray_version, True, False),  # a pending cluster is being prepared
-    ],
-)
-def test_should_update_in_place_without_upgrade(
-    strategy: str, goal_mutation: Mutation | None, pending: bool, expected: bool
-) -> None:
-    rs = rayservice(goal_mutation, strategy=strategy)
-    pending_cluster = cluster("svc-p") if pending else None
-    assert should_update_in_place_without_upgrade(rs, cluster(), pending_cluster, DEFAULT) is expected
 
 
 def test_rayservice_cluster_manifest_labels_annotations_and_hash() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kubernetes import KubernetesActivityBase
-from activities.kubernetes_client import kubernetes_errors
-from activities.kubernetes_resources import JOB, POD, trim_job, trim_pod
+from activities.kubernetes.client import kubernetes_errors
+from activities.kubernetes.clusters import KubernetesActivityBase
+from activities.kubernetes.resources import JOB, POD, trim_job, trim_pod
 from models.naming import LABEL_CLUSTER, LABEL_NODE_TYPE
 from wire import names
 from wire.kubernetes import ClusterPods, CreateObject, DeleteObject, HeadPodKey, ObjectKey, PodLabels

@@ -21,8 +21,8 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 
-from activities.kubernetes_cache import FOLLOWED, NamespaceCache
-from activities.kubernetes_workloads import head_pod_selector
+from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
+from activities.kubernetes.workloads import head_pod_selector
 from activities.observer_fanout import signal_deliveries, unwatch_done
 from wire import names
 from wire.kubernetes import Observation

@@ -18,9 +18,9 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import LEFTOVER_OF_EARLIER_RUN, classify_status, retry_after_seconds
-from activities.kubernetes_client import KubeObjects, kubernetes_errors
-from activities.kubernetes_event_body import event_body
-from activities.kubernetes_resources import (
+from activities.kubernetes.client import KubeObjects, kubernetes_errors
+from activities.kubernetes.event_body import event_body
+from activities.kubernetes.resources import (
     ENDPOINT_SLICE,
     EVENT,
     RAYCLUSTER,
@@ -68,7 +68,7 @@ def prepare_create_body(resource: Resource, request: CreateObject) -> dict[str, 
 
 def is_leftover(existing: dict[str, Any], request: CreateObject) -> bool:
     """Whether the object found under the name a RayJob run creates belongs to an earlier run of that
-    RayJob (only creates that name their instance are checked; RayService objects are adopted as before)."""
+    RayJob (only creates that name their instance are checked; a RayService adopts what it finds)."""
     uid = request.ownership.rayjob_uid if request.ownership is not None else ""
     if not uid:
         return False

@@ -9,10 +9,10 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 from temporalio import activity
 
-from activities.kubernetes import KubernetesActivityBase
-from activities.kubernetes_client import KubeObjects, kubernetes_errors
-from activities.kubernetes_event_body import event_body
-from activities.kubernetes_resources import (
+from activities.kubernetes.client import KubeObjects, kubernetes_errors
+from activities.kubernetes.clusters import KubernetesActivityBase
+from activities.kubernetes.event_body import event_body
+from activities.kubernetes.resources import (
     EVENT,
     RAYJOB,
     RAYPILOT_RAYJOB,

@@ -11,8 +11,8 @@ from models.naming import ANNOTATION_INITIALIZING_TIMEOUT, KIND_RAYSERVICE, MAX_
 from models.rayservice import RayService, RayServiceSpec, RayServiceUpgradeType
 from models.rayservice_annotations import rayservice_annotation_problem
 from models.rollout import rollout_error
-from models.validation_formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
-from models.validation_raycluster import (
+from models.validation.formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
+from models.validation.raycluster import (
     is_autoscaling_enabled,
     is_k8s_token_auth_enabled,
     managed_by_value_error,

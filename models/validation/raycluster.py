@@ -16,13 +16,13 @@ from models.naming import (
 )
 from models.podtemplate import Container
 from models.raycluster import AuthMode, AutoscalerVersion, RayClusterSpec, WorkerGroupSpec
-from models.validation_formats import (
+from models.validation.formats import (
     label_value_errors,
     parse_generic_version,
     qualified_name_errors,
     version_less_than,
 )
-from models.validation_raycluster_options import (
+from models.validation.raycluster_options import (
     env_names,
     gcs_fault_tolerance_backend_error,
     history_server_error,

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from activities.errors import kubernetes_error, status_reason
-from activities.kubernetes_resources import Resource
+from activities.kubernetes.resources import Resource
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"

@@ -14,8 +14,8 @@ from models.meta import ObjectMeta
 from models.naming import MAX_RAYJOB_NAME_LENGTH
 from models.raycronjob import RayCronJob, schedule_settings
 from models.rayjob import RayJob
-from models.validation_formats import dns1123_subdomain_errors, go_quote
-from models.validation_rayjob import rayjob_crd_error, validate_rayjob_spec
+from models.validation.formats import dns1123_subdomain_errors, go_quote
+from models.validation.rayjob import rayjob_crd_error, validate_rayjob_spec
 
 __all__ = [
     "GATE_OFF",

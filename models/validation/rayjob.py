@@ -18,8 +18,8 @@ from models.rayjob import (
     JobSubmissionMode,
     RayJob,
 )
-from models.validation_formats import dns1035_label_errors, go_list
-from models.validation_raycluster import (
+from models.validation.formats import dns1035_label_errors, go_list
+from models.validation.raycluster import (
     is_autoscaling_enabled,
     is_k8s_token_auth_enabled,
     managed_by_value_error,

@@ -18,9 +18,9 @@ from typing import Any, Final
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import KUBERNETES_GONE
-from activities.kubernetes_async import AsyncApiServer
-from activities.kubernetes_resources import JOB, POD, RAYCLUSTER, Resource, trim_job, trim_object, trim_pod
-from activities.kubernetes_workloads import pick_head_pod
+from activities.kubernetes.async_api import AsyncApiServer
+from activities.kubernetes.resources import JOB, POD, RAYCLUSTER, Resource, trim_job, trim_object, trim_pod
+from activities.kubernetes.workloads import pick_head_pod
 from models.naming import CREATED_BY_RAYPILOT, LABEL_CREATED_BY, LABEL_NODE_TYPE
 from wire.kubernetes import Observation
 from wire.kubernetes_observer import ObservedKind, cached_object_key

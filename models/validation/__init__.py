@@ -16,14 +16,14 @@ from models.features import FeatureGates
 from models.raycluster import RayClusterSpec
 from models.rayjob import RayJob
 from models.rayservice import RayService
-from models.validation_raycluster import (
+from models.validation.raycluster import (
     CEL_MANAGED_BY_IMMUTABLE,
     CEL_MANAGED_BY_VALUE,
     managed_by_value_error,
     validate_created_cluster,
     validate_raycluster_spec,
 )
-from models.validation_rayjob import (
+from models.validation.rayjob import (
     CEL_DELETION_CONDITION_BOTH,
     CEL_DELETION_CONDITION_NONE,
     CEL_DELETION_STRATEGY_INCOMPLETE,
@@ -33,7 +33,7 @@ from models.validation_rayjob import (
     validate_rayjob_spec,
     validate_rayjob_status,
 )
-from models.validation_rayservice import (
+from models.validation.rayservice import (
     initializing_timeout_seconds,
     is_incremental_upgrade_enabled,
     validate_cluster_upgrade_options,

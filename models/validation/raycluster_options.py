@@ -15,7 +15,7 @@ from models.raycluster import (
     NetworkPolicyMode,
     RayClusterSpec,
 )
-from models.validation_formats import dns1123_label_errors, go_list, go_quote
+from models.validation.formats import dns1123_label_errors, go_list, go_quote
 
 __all__ = [
     "collector_options_error",
