@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
-.PHONY: install test lint typecheck unit reliability bench dev demo lock clean kube node-tools
+.PHONY: install test test-fast lint typecheck unit reliability bench dev demo lock clean kube node-tools
 
 install: $(STAMP)
 
@@ -39,6 +39,13 @@ unit: $(STAMP)
 
 # The real Kubernetes components first: a cold build shows its progress before any test starts.
 test: kube node-tools lint typecheck unit
+
+# The inner loop: decisions, workflows on the time-skipping server, replay, activities, the docs' blocks
+# (no real Ray, no real Kubernetes): about 2.5 minutes on 2 cores. `make test` stays the whole suite.
+FAST_TESTS := tests/unit tests/architecture tests/replay tests/workflows tests/controller tests/harness \
+	tests/activities tests/docs
+test-fast: $(STAMP)
+	$(BIN)/pytest $(XDIST) $(FAST_TESTS) $(PYTEST_ARGS)
 
 # The reliability suite (tests/reliability) at the issue's sizes: worker kills, API faults, dashboard outages,
 # bad input, secrets. Seeded (the seed is printed; RAYPILOT_RELIABILITY_SEED=N repeats a run); the figures
