@@ -31,15 +31,51 @@ def private_pools() -> Pools:
     )
 
 
-def private_second_octet(environ: Mapping[str, str]) -> int:
-    """N of 127.N.0.0/16: random in 100-250, or in this pytest-xdist worker's share of that range."""
+# Second octets this process has handed out: a new sandbox avoids them while others are left, so that two
+# sandboxes of one test process (one torn down late, say) do not share addresses either.
+_drawn_octets: set[int] = set()
+_drawn_lock = threading.Lock()
+_TCP_TABLE = Path("/proc/net/tcp")
+_LISTEN = "0A"
+
+
+def listening_loopback_octets(tcp_table: Path = _TCP_TABLE) -> set[int]:
+    """N of every 127.N.x.y address a TCP socket listens on in this network namespace, whichever process
+    holds it (an earlier sandbox's listener that outlived it, another test run's)."""
+    try:
+        lines = tcp_table.read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    octets: set[int] = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 4 or fields[3] != _LISTEN:
+            continue
+        address = bytes.fromhex(fields[1].split(":")[0])[::-1]  # the kernel prints it little-endian
+        if len(address) == 4 and address[0] == 127:
+            octets.add(address[1])
+    return octets
+
+
+def private_second_octet(
+    environ: Mapping[str, str], busy: Callable[[], set[int]] = listening_loopback_octets
+) -> int:
+    """N of 127.N.0.0/16: random in 100-250, or in this pytest-xdist worker's share of that range; never
+    one something listens in (`busy`), and one this process has not handed out yet while there are any."""
     first, last = 100, 250
     worker, count = environ.get("PYTEST_XDIST_WORKER", ""), environ.get("PYTEST_XDIST_WORKER_COUNT", "")
     if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 0:
         share = (last - first + 1) // int(count)
         first += int(worker[2:]) % int(count) * share
         last = first + share - 1
-    return random.randint(first, last)
+    share_octets = range(first, last + 1)
+    with _drawn_lock:
+        in_use = busy()
+        free = [n for n in share_octets if n not in in_use]
+        fresh = [n for n in free if n not in _drawn_octets]
+        chosen = random.choice(fresh or free or list(share_octets))
+        _drawn_octets.add(chosen)
+    return chosen
 
 
 class ConditionTimeout(AssertionError):

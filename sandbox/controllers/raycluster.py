@@ -211,6 +211,7 @@ class RayClusterController:
         present = {pod["metadata"]["name"] for pod in pods}
         stopping: list[HeadRuntime | WorkerEndpoint] = []
         if state.head is not None and state.head.pod_name not in present:
+            log.info("head pod %s is gone: its Ray head stops (its jobs with it)", state.head.pod_name)
             stopping.append(state.head)
             state.head = None
         for pod_name in [n for n in state.workers if n not in present]:
@@ -264,6 +265,9 @@ class RayClusterController:
         if (pod.get("status") or {}).get("phase", "Pending") == "Pending":
             return await self._start_head(cluster, state, pod)
         # A Running head pod without Ray behind it (its runtime was lost): report the container as terminated.
+        log.info(
+            "head pod %s runs no Ray head here: its container is reported terminated", pod["metadata"]["name"]
+        )
         mark_ray_container_terminated(
             self.store, pod, 137, "Error", "the Ray head is not running in this sandbox"
         )
@@ -319,6 +323,9 @@ class RayClusterController:
     async def _restart_in_place(self, pod: dict[str, Any], runtime: HeadRuntime) -> float | None:
         """The kubelet restarting a crashed Ray container (restartPolicy Always/OnFailure); a fault-injected
         stop waits for start_dashboard instead."""
+        log.info(
+            "head pod %s: the Ray container restarts in place (its jobs are lost)", pod["metadata"]["name"]
+        )
         try:
             await runtime.recover()
         except Exception as exc:

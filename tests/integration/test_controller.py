@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
 from tests.integration.stack import Stack
 from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
+from tests.workflows.history_digest import history_digest
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,9 +153,11 @@ async def wait_phase(
 
 
 async def phase_evidence(stack: Stack, env: dict[str, str], namespace: str, name: str) -> str:
-    """The object's status and each run of its workflow (status, and the `status` query where it answers)."""
+    """The object's status and each run of its workflow (status, and the `status` query where it answers);
+    the newest run's history in brief (what it saw and did)."""
     obj = get_object(env, namespace, name) or {}
     runs = []
+    digest: list[str] = []
     for run in await runs_of(stack, f"rayjob/{namespace}/{name}"):
         handle = stack.client.get_workflow_handle(run.id, run_id=run.run_id)
         try:
@@ -161,7 +165,10 @@ async def phase_evidence(stack: Stack, env: dict[str, str], namespace: str, name
         except Exception as error:  # a run that cannot answer says why
             queried = f"query failed: {error}"
         runs.append(f"run {run.run_id} {run.status}: {queried}")
-    return f"object status {obj.get('status')!r}; runs: {runs}"
+        if not digest:  # the list is newest first
+            digest = await history_digest(handle)
+    history = "\n".join(digest)
+    return f"object status {obj.get('status')!r}; runs: {runs}; the newest run's history:\n{history}"
 
 
 def rayclusters(env: dict[str, str], namespace: str) -> list[dict[str, Any]]:
@@ -375,13 +382,16 @@ def submitter_succeeded(env: dict[str, str], namespace: str, name: str) -> bool:
 
 
 async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued_with_no_second_run(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    simulated_stack: Stack, kube_env: dict[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Two RayJobs KubeRay left at once: `running` (its Ray job still runs) is continued on the same cluster,
     submitter Job and submission id to Complete, through a controller restarted mid-lifecycle, with one
     adopting run and nothing created twice; `ended` (its Ray job ended while nobody watched) is found
     ended, never submitted again, and its deletion rule applies (shutdownAfterJobFinishes: the cluster goes,
     the submitter Job stays for its logs)."""
+    # On a failure the sandbox's account of the Ray heads (a head stopped or restarted loses its jobs) is
+    # printed with the runs' histories.
+    caplog.set_level(logging.INFO, logger="sandbox.controllers")
     namespace = simulated_stack.namespace()
     (running_kuberay, before), (ended_kuberay, ended_before) = await asyncio.gather(
         kuberay_rayjob_leftovers(simulated_stack, namespace, "running", "sleep 6"),
