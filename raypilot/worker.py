@@ -27,6 +27,7 @@ from raypilot.metrics import collect_phase_gauges
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from raypilot.tracing import shutdown_tracing, worker_interceptors
+from raypilot.versioning import deployment_config_from_env
 from raypilot.workflow_runner import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
 from wire.observer import observer_shards_from_env
 from workflows.registry import WORKFLOWS
@@ -51,6 +52,7 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
     if runtime is not None:
         gauges = asyncio.create_task(collect_phase_gauges(client, runtime.metric_meter))
     dependencies = ActivityDependencies.from_env(temporal_client=client)
+    deployment = deployment_config_from_env(os.environ)
     # Kubernetes client calls block, so synchronous activities run on threads: one per activity slot.
     with ThreadPoolExecutor(max_workers=MAX_CONCURRENT_ACTIVITIES) as executor:
         try:
@@ -67,12 +69,14 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
                 max_heartbeat_throttle_interval=MAX_HEARTBEAT_THROTTLE,
                 default_heartbeat_throttle_interval=MAX_HEARTBEAT_THROTTLE,
+                deployment_config=deployment,
             ):
                 log.info(
-                    "worker started: address=%s namespace=%s task_queue=%s",
+                    "worker started: address=%s namespace=%s task_queue=%s version=%s",
                     settings.address,
                     settings.namespace,
                     settings.task_queue,
+                    deployment.version.to_canonical_string() if deployment is not None else "unversioned",
                 )
                 # The observers' activities (Ray job and Kubernetes) move to the workers there are now (a
                 # killed worker's would otherwise wait for its heartbeat timeout).
@@ -114,6 +118,7 @@ def main() -> int:
         operator_config_from_env(os.environ)
         dashboard_access_from_env(os.environ)
         observer_shards_from_env(os.environ)
+        deployment_config_from_env(os.environ)
     except (SettingsError, ValueError) as err:
         log.error("%s", err)
         return 2

@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import Interceptor, Worker
+from temporalio.worker import Interceptor, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from raypilot.workflow_runner import MAX_CONCURRENT_WORKFLOW_TASKS, workflow_runner
@@ -27,6 +27,7 @@ async def running_worker(
     replay_every_task: bool = True,
     interceptors: Sequence[Interceptor] = (),
     as_worker_py: bool = False,
+    deployment: WorkerDeploymentConfig | None = None,
 ) -> AsyncIterator[str]:
     """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
 
@@ -36,7 +37,8 @@ async def running_worker(
     raypilot/worker.py does instead (raypilot/workflow_runner.py: no sandbox; the bench's reference worker):
     the stacks that test raypilot as it is installed (CLI, integration, reliability) use it, since the
     sandbox builds a fresh copy of the workflow modules for every run, and a suite's worth of those starved
-    workflow tasks past their 10 s timeout on a busy machine.
+    workflow tasks past their 10 s timeout on a busy machine. `deployment`: the worker's build, for Worker
+    Versioning (raypilot/versioning.py).
     """
     if workflows is None:
         from workflows.registry import WORKFLOWS
@@ -58,5 +60,6 @@ async def running_worker(
             # As worker.py: cancellation reaches a wait within ~2 s instead of 0.8 x its heartbeat timeout.
             max_heartbeat_throttle_interval=timedelta(seconds=2),
             default_heartbeat_throttle_interval=timedelta(seconds=2),
+            deployment_config=deployment,
         ):
             yield queue

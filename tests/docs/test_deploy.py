@@ -62,6 +62,33 @@ def test_the_base_holds_the_worker_and_its_rbac(rendered: dict[tuple[str, str], 
     assert pod["serviceAccountName"] == "raypilot-worker"
 
 
+def test_a_versioned_build_stands_beside_another_with_its_own_names_pods_and_build_id() -> None:
+    """deploy/overlay-versioned: a build's Deployment selects only its own pods (two builds side by side
+    never share them), its RBAC objects carry its name, and the worker reads its build from its pod's label
+    (raypilot/versioning.py reads RAYPILOT_DEPLOYMENT_NAME and RAYPILOT_BUILD_ID)."""
+    overlay = kustomize(DEPLOY / "overlay-versioned")
+    assert set(overlay) == {
+        (kind, "raypilot-worker-1-0-0")
+        for kind in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Deployment")
+    }
+    binding = overlay[("ClusterRoleBinding", "raypilot-worker-1-0-0")]
+    assert binding["roleRef"]["name"] == "raypilot-worker-1-0-0"
+    assert binding["subjects"][0]["name"] == "raypilot-worker-1-0-0"
+    deployment = overlay[("Deployment", "raypilot-worker-1-0-0")]["spec"]
+    assert deployment["selector"]["matchLabels"]["raypilot.io/build"] == "1.0.0"
+    assert deployment["template"]["metadata"]["labels"]["raypilot.io/build"] == "1.0.0"
+    pod = deployment["template"]["spec"]
+    assert pod["serviceAccountName"] == "raypilot-worker-1-0-0"
+    (container,) = pod["containers"]
+    assert container["image"] == "raypilot-worker:1.0.0"
+    env = {item["name"]: item for item in container["env"]}
+    assert env["RAYPILOT_DEPLOYMENT_NAME"]["value"] == "raypilot"
+    build_from = env["RAYPILOT_BUILD_ID"]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert build_from == "metadata.labels['raypilot.io/build']"
+    # The Temporal API key's Secret is the cluster's, not renamed per build.
+    assert env["TEMPORAL_API_KEY"]["valueFrom"]["secretKeyRef"]["name"] == "raypilot-temporal"
+
+
 def test_the_example_overlay_moves_everything_into_its_namespace() -> None:
     """An overlay's `namespace:` also rewrites the binding's subject, or the worker would have no rights."""
     overlay = kustomize(DEPLOY / "overlay-example")

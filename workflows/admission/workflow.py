@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.admission import Admission, AdmissionChange, Ticket, enqueue, release
 
+from workflows.kit.builds import next_run_versioning, target_build_changed
 from workflows.kit.calls import IO, call, start
 from workflows.kit.waits import Waits
 
@@ -64,11 +65,13 @@ class RayClusterAdmissionWorkflow:
     async def run(self, carried: Admission | None) -> None:
         while True:
             await self._send_outbox()
-            if workflow.info().is_continue_as_new_suggested():
+            if workflow.info().is_continue_as_new_suggested() or target_build_changed():
                 await self.waits.stop()
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if not self.outbox:
-                    workflow.continue_as_new(self.admission)
+                    workflow.continue_as_new(
+                        self.admission, initial_versioning_behavior=next_run_versioning()
+                    )
             if self.admission.queue and self.waits_for_closed_runs:
                 await self._wait_for_a_closed_holder()
                 continue

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from wire.observer import WORKER_STARTED_SIGNAL
     from wire.packing import pack, unpack
 
+from workflows.kit.builds import next_run_versioning
 from workflows.kit.calls import IO, start
 from workflows.observer.loop import ObserverActivity, keep_observing
 
@@ -73,4 +74,6 @@ class KubernetesObserverWorkflow:
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
             packed = pack(self.book.watches, dict[str, ObjectWatch])
-            workflow.continue_as_new(args=[namespace, packed])
+            workflow.continue_as_new(
+                args=[namespace, packed], initial_versioning_behavior=next_run_versioning()
+            )

@@ -1,6 +1,6 @@
 """The loop both observer workflows run (the Ray job observer and the Kubernetes observer): keep one observer
 activity running while the book has watches, restart it at once when a worker starts, and tell the caller
-when to stop (idle) or continue as new (long history).
+when to stop (idle) or continue as new (long history, or a new build of raypilot to move to).
 
 A `worker-started` signal (sent by every worker when it starts, `activities.observer.restart_observers`)
 restarts the activity under a newer epoch: after a kill -9 its attempt would otherwise be retried only when
@@ -19,6 +19,8 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from wire.observer import next_epoch_ms
+
+from workflows.kit.builds import target_build_changed
 
 # How long an observer with no watch stays (a RayJob's next attempt or a new job on the cluster soon after
 # reuses it instead of starting a new run).
@@ -87,8 +89,10 @@ async def keep_observing(observer: ObserverActivity, has_watches: Callable[[], b
 
 
 def history_long() -> bool:
+    """Time to continue as new: a long history, or a new build of raypilot to move to (kit/builds.py)."""
     info = workflow.info()
-    return info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT
+    too_long = info.is_continue_as_new_suggested() or info.get_current_history_length() > HISTORY_LIMIT
+    return too_long or target_build_changed()
 
 
 def _retrieve(replaced: workflow.ActivityHandle[None]) -> None:

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from wire.packing import pack, unpack
 
+from workflows.kit.builds import next_run_versioning
 from workflows.kit.calls import IO, start
 from workflows.observer.loop import ObserverActivity, keep_observing
 
@@ -73,4 +74,7 @@ class RayJobObserverWorkflow:
         await keep_observing(self.observer, lambda: bool(self.book.watches))
         if self.book.watches:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            workflow.continue_as_new(args=[namespace, pack(self.book.watches, dict[str, JobWatch])])
+            packed = pack(self.book.watches, dict[str, JobWatch])
+            workflow.continue_as_new(
+                args=[namespace, packed], initial_versioning_behavior=next_run_versioning()
+            )

@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
+from workflows.kit.builds import next_run_versioning, target_build_changed
 from workflows.kit.calls import IO, call_without_input
 from workflows.kit.metrics import rayservice_status_changed
 
@@ -143,7 +144,9 @@ class RayServiceWorkflow:
                 await workflow.wait_condition(workflow.all_handlers_finished)
                 if not state.deleting:
                     state.run_number += 1
-                    workflow.continue_as_new(args=[state.manifest, state])
+                    workflow.continue_as_new(
+                        args=[state.manifest, state], initial_versioning_behavior=next_run_versioning()
+                    )
             if outcome.again and immediate < MAX_IMMEDIATE_PASSES:
                 immediate += 1
                 continue
@@ -171,6 +174,7 @@ class RayServiceWorkflow:
             info.is_continue_as_new_suggested(),
             info.get_current_history_length(),
             self._state.continue_as_new_at_history_length,
+            target_build_changed(),
         )
 
     async def _commit(

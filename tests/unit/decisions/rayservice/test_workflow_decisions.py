@@ -119,11 +119,19 @@ def test_rayservice_at_carries_generation_and_status() -> None:
 
 
 @pytest.mark.parametrize(
-    ("suggested", "length", "limit", "expected"),
-    [(True, 10, None, True), (False, 10, None, False), (False, 99, 100, False), (False, 100, 100, True)],
+    ("suggested", "length", "limit", "build_changed", "expected"),
+    [
+        (True, 10, None, False, True),
+        (False, 10, None, False, False),
+        (False, 99, 100, False, False),
+        (False, 100, 100, False, True),
+        (False, 10, None, True, True),  # a new current build of raypilot: move to it
+    ],
 )
-def test_should_continue_as_new(suggested: bool, length: int, limit: int | None, expected: bool) -> None:
-    assert should_continue_as_new(suggested, length, limit) is expected
+def test_should_continue_as_new(
+    suggested: bool, length: int, limit: int | None, build_changed: bool, expected: bool
+) -> None:
+    assert should_continue_as_new(suggested, length, limit, build_changed) is expected
 
 
 def test_an_unchanged_status_keeps_its_last_update_time_and_a_changed_one_is_stamped() -> None:
