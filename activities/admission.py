@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.waits import Heartbeater, quiet_heartbeat_interval
-from wire import names
+from wire import stubs
 from wire.admission import (
     ADMISSION_WORKFLOW,
     ENQUEUE_UPDATE,
@@ -24,6 +24,7 @@ from wire.admission import (
     OpenRuns,
     admission_workflow_id,
 )
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -35,7 +36,7 @@ class AdmissionActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.ENQUEUE_FOR_ADMISSION)
+    @implements(stubs.enqueue_for_admission)
     async def enqueue_for_admission(self, request: AdmissionRequest) -> AdmissionAnswer:
         """The `enqueue` update of the cluster's admission workflow, started when it is not running.
         Idempotent: asking again answers the run's current place."""
@@ -55,7 +56,7 @@ class AdmissionActivities:
             raise ApplicationError(f"Temporal: {error.message}", type=TEMPORAL_UNAVAILABLE) from None
         return answer
 
-    @activity.defn(name=names.CLOSED_RUNS)
+    @implements(stubs.closed_runs)
     async def closed_runs(self, request: OpenRuns) -> list[AdmissionTicket]:
         """The tickets whose RayJob run is no longer running (closed, or unknown to Temporal)."""
         client = self.dependencies.require_temporal_client()
@@ -73,7 +74,7 @@ class AdmissionActivities:
                 closed.append(ticket)
         return closed
 
-    @activity.defn(name=names.WAIT_RUNS_CLOSED)
+    @implements(stubs.wait_runs_closed)
     async def wait_runs_closed(self, request: OpenRuns) -> list[AdmissionTicket]:
         """Until at least one of the tickets' runs is no longer running (closed, or unknown to Temporal):
         those that closed. Each run's close is awaited with Temporal's long poll of its history (no request

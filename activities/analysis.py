@@ -20,8 +20,9 @@ import httpx
 from temporalio import activity
 
 from activities.dependencies import ActivityDependencies
-from wire import names
+from wire import stubs
 from wire.analysis import HttpProbeRequest, HttpProbeSamples, ProbeSample, PrometheusAnswer, PrometheusRequest
+from wire.stubs.common import implements
 
 __all__ = ["AnalysisActivities", "prometheus_answer"]
 
@@ -76,7 +77,7 @@ class AnalysisActivities:
         elapsed_ms = (time.monotonic() - started) * 1000
         return ProbeSample(status, round(elapsed_ms, 3))
 
-    @activity.defn(name=names.PROBE_HTTP)
+    @implements(stubs.probe_http)
     async def probe_http(self, request: HttpProbeRequest) -> HttpProbeSamples:
         """`samples` requests, one every `interval_seconds` (a slow answer delays the next one), with a
         heartbeat per sample: a retried attempt starts the window again."""
@@ -90,7 +91,7 @@ class AnalysisActivities:
                 await asyncio.sleep(max(0.0, next_at - time.monotonic()))
         return HttpProbeSamples(samples)
 
-    @activity.defn(name=names.QUERY_PROMETHEUS)
+    @implements(stubs.query_prometheus)
     async def query_prometheus(self, request: PrometheusRequest) -> PrometheusAnswer:
         url = f"{request.address.rstrip('/')}/api/v1/query?query={quote(request.query, safe='')}"
         try:

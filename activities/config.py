@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import os
 
-from temporalio import activity
-
 from models.operator import OperatorConfig, operator_config_from_env
-from wire.names import READ_OPERATOR_CONFIG
+from wire import stubs
+from wire.stubs.common import implements
 
 
-@activity.defn(name=READ_OPERATOR_CONFIG)
+@implements(stubs.read_operator_config)
 def read_operator_config() -> OperatorConfig:
     return operator_config_from_env(os.environ)

@@ -17,9 +17,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from models.naming import KIND_RAYJOB, MEMO_OUTCOME, ownership_labels
-from wire import names
+from wire import stubs
 from wire.cronjob import CronJobKey, CronJobRun, CronJobRuns, RayJobRunRef
 from wire.kubernetes import OWNED_KINDS
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -54,7 +55,7 @@ class CronJobRunActivities:
         self.dependencies = dependencies
         self.leftovers = leftovers
 
-    @activity.defn(name=names.LIST_CRONJOB_RUNS)
+    @implements(stubs.list_cronjob_runs)
     async def list_cronjob_runs(self, request: CronJobKey) -> CronJobRuns:
         """The latest run of each RayJob of the RayCronJob that still holds its RayJob (a run whose memo says
         `deleted` holds nothing), with the final status of the completed ones."""
@@ -81,7 +82,7 @@ class CronJobRunActivities:
             raise ApplicationError(f"Temporal: {error.message}", type=TEMPORAL_UNAVAILABLE) from None
         return CronJobRuns(tuple(runs))
 
-    @activity.defn(name=names.DELETE_FINISHED_RAYJOB)
+    @implements(stubs.delete_finished_rayjob)
     async def delete_finished_rayjob(self, request: RayJobRunRef) -> bool:
         """Deletes what a finished RayJob left in Kubernetes, then its closed runs from Temporal (the
         RayJob custom resource going away); False when it runs (never deleted here)."""
@@ -108,7 +109,7 @@ class CronJobRunActivities:
             raise ApplicationError(f"Temporal: {error.message}", type=TEMPORAL_UNAVAILABLE) from None
         return True
 
-    @activity.defn(name=names.REQUEST_RAYJOB_DELETION)
+    @implements(stubs.request_rayjob_deletion)
     async def request_rayjob_deletion(self, request: RayJobRunRef) -> bool:
         """Sends the `delete` update to a running RayJob and returns once it was accepted (the RayJob's
         workflow completes when its deletion is done); False when it does not run."""

@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.dashboard_client import DashboardClient, head_serve_healthy
 from activities.errors import RAY_JOB_STILL_RUNNING
-from wire import names
+from wire import stubs
 from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
@@ -28,6 +28,7 @@ from wire.dashboard import (
     SubmitJobResult,
     SubmittedJob,
 )
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -167,7 +168,7 @@ class DashboardActivities:
     async def _client(self, target: DashboardTarget) -> DashboardClient:
         return await DashboardClient.open(self.dependencies, target)
 
-    @activity.defn(name=names.SUBMIT_JOB)
+    @implements(stubs.submit_job)
     async def submit_job(self, request: SubmitJob) -> SubmitJobResult:
         """POST /api/jobs/. A submission id that exists already is success (created=False): the workflow
         chose it deterministically, so an earlier attempt of this activity submitted it."""
@@ -181,13 +182,13 @@ class DashboardActivities:
         activity.logger.info("submitted Ray job %s", submitted)
         return SubmitJobResult(submission_id=submitted, created=True)
 
-    @activity.defn(name=names.GET_JOB_INFO)
+    @implements(stubs.get_job_info)
     async def get_job_info(self, key: RayJobKey) -> JobInfoAnswer:
         """found / not_found / unavailable (a failed status check, which the workflow times out)."""
         client = await self._client(key.target)
         return await fetch_job_info(client, key.submission_id)
 
-    @activity.defn(name=names.LIST_SUBMITTED_JOBS)
+    @implements(stubs.list_submitted_jobs)
     async def list_submitted_jobs(self, target: DashboardTarget) -> list[SubmittedJob]:
         """GET /api/jobs/: every submitted Ray job with its entrypoint and metadata (an adopted RayJob finds
         KubeRay's submission among them). A failure raises, classified (the workflow's retries decide)."""
@@ -200,7 +201,7 @@ class DashboardActivities:
         listed = body if isinstance(body, list) else []
         return [submitted_job(details) for details in listed if isinstance(details, dict)]
 
-    @activity.defn(name=names.STOP_JOB)
+    @implements(stubs.stop_job)
     async def stop_job(self, key: RayJobKey) -> StopJobResult:
         """POST /api/jobs/<id>/stop. `stopped: false` is success when the job is terminal already; while it
         is still running a retryable RayJobStillRunning error asks for another try."""
@@ -223,7 +224,7 @@ class DashboardActivities:
             type=RAY_JOB_STILL_RUNNING,
         )
 
-    @activity.defn(name=names.DELETE_RAY_JOB)
+    @implements(stubs.delete_ray_job)
     async def delete_job(self, key: RayJobKey) -> bool:
         """DELETE /api/jobs/<id> (its record only; the job must be terminal). False when it did not exist."""
         client = await self._client(key.target)
@@ -231,7 +232,7 @@ class DashboardActivities:
         path = f"/api/jobs/{key.submission_id}"
         return await client.call("DELETE", path, what, none_if_missing=True) is not None
 
-    @activity.defn(name=names.GET_JOB_LOGS)
+    @implements(stubs.get_job_logs)
     async def get_job_logs(self, request: JobLogs) -> str:
         """The last `tail_chars` characters of the job's driver log ("" when the job does not exist)."""
         client = await self._client(request.target)
@@ -243,12 +244,12 @@ class DashboardActivities:
         logs = str(json_object(response).get("logs") or "")
         return logs[-request.tail_chars :] if request.tail_chars > 0 else ""
 
-    @activity.defn(name=names.GET_SERVE_APPLICATIONS)
+    @implements(stubs.get_serve_applications)
     async def get_serve_applications(self, target: DashboardTarget) -> dict[str, Any]:
         """GET /api/serve/applications/?api_type=declarative, trimmed (see `trim_serve_details`)."""
         return await fetch_serve_details(await self._client(target))
 
-    @activity.defn(name=names.PUT_SERVE_CONFIG)
+    @implements(stubs.put_serve_config)
     async def put_serve_config(self, request: PutServeConfig) -> None:
         """PUT /api/serve/applications/ (declarative: applications not listed are removed). A 4xx (a config
         Serve rejects) is permanent; Serve applies an accepted config asynchronously."""
@@ -258,6 +259,6 @@ class DashboardActivities:
             "applied Serve config with %d applications", len(request.config.get("applications") or [])
         )
 
-    @activity.defn(name=names.CHECK_SERVE_HEALTH)
+    @implements(stubs.check_serve_health)
     async def check_serve_health(self, head: HeadServeHealth) -> bool:
         return await head_serve_healthy(self.dependencies, head) is True

@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from temporalio import activity
-
 from activities.kubernetes.clusters import KubernetesActivityBase
 from activities.kubernetes.resources import GATEWAY, HTTPROUTE, trim_object
-from wire import names
+from wire import stubs
 from wire.kubernetes import CreateObject, DeleteObject, ObjectKey, UpdateSpec
+from wire.stubs.common import implements
 
 
 def _condition_true(conditions: Sequence[Mapping[str, Any]] | None, condition_type: str) -> bool:
@@ -45,39 +44,39 @@ def route_ready(route: Mapping[str, Any] | None, gateway_name: str, namespace: s
 
 
 class GatewayActivities(KubernetesActivityBase):
-    @activity.defn(name=names.CREATE_GATEWAY)
+    @implements(stubs.create_gateway)
     def create_gateway(self, request: CreateObject) -> dict[str, Any]:
         return trim_object(self._create(GATEWAY, request))
 
-    @activity.defn(name=names.GET_GATEWAY)
+    @implements(stubs.get_gateway)
     def get_gateway(self, key: ObjectKey) -> dict[str, Any] | None:
         found = self._get(GATEWAY, key)
         return trim_object(found) if found is not None else None
 
-    @activity.defn(name=names.UPDATE_GATEWAY_SPEC)
+    @implements(stubs.update_gateway_spec)
     def update_gateway_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         updated = self._update_spec(GATEWAY, request)
         return trim_object(updated) if updated is not None else None
 
-    @activity.defn(name=names.DELETE_GATEWAY)
+    @implements(stubs.delete_gateway)
     def delete_gateway(self, request: DeleteObject) -> bool:
         return self._delete(GATEWAY, request)
 
-    @activity.defn(name=names.CREATE_HTTPROUTE)
+    @implements(stubs.create_httproute)
     def create_httproute(self, request: CreateObject) -> dict[str, Any]:
         return trim_object(self._create(HTTPROUTE, request))
 
-    @activity.defn(name=names.GET_HTTPROUTE)
+    @implements(stubs.get_httproute)
     def get_httproute(self, key: ObjectKey) -> dict[str, Any] | None:
         found = self._get(HTTPROUTE, key)
         return trim_object(found) if found is not None else None
 
-    @activity.defn(name=names.UPDATE_HTTPROUTE_SPEC)
+    @implements(stubs.update_httproute_spec)
     def update_httproute_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         """Replace the route's spec (its weighted backendRefs); None when the route is gone."""
         updated = self._update_spec(HTTPROUTE, request)
         return trim_object(updated) if updated is not None else None
 
-    @activity.defn(name=names.DELETE_HTTPROUTE)
+    @implements(stubs.delete_httproute)
     def delete_httproute(self, request: DeleteObject) -> bool:
         return self._delete(HTTPROUTE, request)

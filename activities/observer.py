@@ -27,7 +27,7 @@ from temporalio.service import RPCError
 from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
 from activities.observer_fanout import signal_deliveries, unwatch_done
-from wire import names
+from wire import stubs
 from wire.dashboard import DashboardTarget, JobInfoAnswer
 from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW
 from wire.observer import (
@@ -52,6 +52,7 @@ from wire.observer import (
     observer_shards_from_env,
     observer_workflow_id,
 )
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -73,7 +74,7 @@ class ObserverActivities:
         # How many observers share a namespace's clusters (RAYPILOT_OBSERVER_SHARDS, read once).
         self.shards = shards if shards is not None else observer_shards_from_env(os.environ)
 
-    @activity.defn(name=names.WATCH_RAY_JOB)
+    @implements(stubs.watch_job)
     async def watch_job(self, request: JobWatch) -> bool:
         """Signal-with-start of the dashboard's observer workflow: idempotent (one observer per id; a watch
         already there is unchanged). False on a worker without a Temporal client (some embedded or test
@@ -94,7 +95,7 @@ class ObserverActivities:
         )
         return True
 
-    @activity.defn(name=names.OBSERVE_RAY_JOBS)
+    @implements(stubs.observe_jobs)
     async def observe_jobs(self, request: ObserveJobs) -> None:
         """Runs until cancelled (the observer workflow has no watch left) or the attempt's time is up (then
         retried at once, without a history event)."""

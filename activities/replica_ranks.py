@@ -18,12 +18,11 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any, Final
 
-from temporalio import activity
-
 from activities.dashboard_client import DashboardClient
 from activities.driver_jobs import DriverJobKind, driver_job_request, run_driver_job
-from wire import names
+from wire import stubs
 from wire.dashboard import ReadReplicaRanks, ReplicaRanks
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -101,7 +100,7 @@ class ReplicaRankActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.READ_REPLICA_RANKS)
+    @implements(stubs.read_replica_ranks)
     async def read_replica_ranks(self, request: ReadReplicaRanks) -> ReplicaRanks:
         """Submit the ranks driver (a submission id that exists already is this read's own job), poll it
         until terminal (heartbeating), read its log, delete its record. A job that failed (Serve not running,

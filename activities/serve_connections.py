@@ -26,12 +26,11 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Final
 
-from temporalio import activity
-
 from activities.dashboard_client import DashboardClient
 from activities.driver_jobs import DriverJobKind, run_driver_job
-from wire import names
+from wire import stubs
 from wire.drain import CloseServeConnections, ServeConnectionsClosing
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -115,7 +114,7 @@ class ServeConnectionActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.CLOSE_SERVE_CONNECTIONS)
+    @implements(stubs.close_serve_connections)
     async def close_serve_connections(self, request: CloseServeConnections) -> ServeConnectionsClosing:
         """Submit the driver (a submission id that exists already is this call's own job), poll it until
         terminal (heartbeating), read its log, delete its record. A job that failed is answered with

@@ -13,13 +13,13 @@ import asyncio
 from typing import Final
 
 import httpx
-from temporalio import activity
 
 from activities.dependencies import ActivityDependencies
 from activities.waits import Heartbeater
 from models.naming import HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS, HTTP_CLIENT_PROXY_TIMEOUT_SECONDS, LABEL_CLUSTER
-from wire import names
+from wire import stubs
 from wire.drain import ServeRequestsInFlight, WaitServeRequestsInFlight
+from wire.stubs.common import implements
 from wire.views import quiet_reads_after
 
 __all__ = ["ONGOING_HTTP_REQUESTS_GAUGE", "ServeDrainActivities", "ongoing_http_requests"]
@@ -49,12 +49,12 @@ class ServeDrainActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.READ_SERVE_REQUESTS_IN_FLIGHT)
+    @implements(stubs.read_serve_requests_in_flight)
     async def read_serve_requests_in_flight(self, request: ServeRequestsInFlight) -> int | None:
         """Read-only and safe to retry; a failing API server propagates (retried), an unreachable Pod not."""
         return await self._in_flight(request)
 
-    @activity.defn(name=names.WAIT_SERVE_REQUESTS_IN_FLIGHT)
+    @implements(stubs.wait_serve_requests_in_flight)
     async def wait_serve_requests_in_flight(self, request: WaitServeRequestsInFlight) -> int | None:
         """Reads every `poll_seconds` (sleeping first: the readings stay that far apart, which the drain
         decision relies on) until a reading changes the zero run the workflow holds; the readings that do

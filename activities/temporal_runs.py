@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from temporalio import activity
 from temporalio.client import WorkflowExecution, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.config import read_operator_config
 from models.naming import MEMO_GENERATION, MEMO_OUTCOME, MEMO_SPEC_HASH
-from wire import names
+from wire import stubs
 from wire.kubernetes import EarlierRun, EarlierRuns, RunStart
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -52,7 +52,7 @@ class TemporalRunActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.LATEST_EARLIER_RUN)
+    @implements(stubs.latest_earlier_run)
     async def latest_earlier_run(self, request: EarlierRuns) -> EarlierRun | None:
         """The newest closed earlier run of the id, with its memo and (completed) result; None: none."""
         client = self.dependencies.require_temporal_client()
@@ -79,7 +79,7 @@ class TemporalRunActivities:
             result=result,
         )
 
-    @activity.defn(name=names.READ_RUN_START)
+    @implements(stubs.read_run_start)
     async def read_run_start(self, request: EarlierRuns) -> RunStart:
         """The operator configuration and the newest closed earlier run, together: a RayJob run needs both
         before its first act, and each local activity is a billable marker in its history (P4b). The two

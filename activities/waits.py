@@ -40,7 +40,7 @@ from activities.kubernetes.resources import (
 )
 from activities.kubernetes.workloads import head_pod_selector, pick_head_pod
 from models.naming import LABEL_CLUSTER
-from wire import names
+from wire import stubs
 from wire.dashboard import (
     HeadServeHealth,
     JobInfoAnswer,
@@ -58,6 +58,7 @@ from wire.kubernetes import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
+from wire.stubs.common import implements
 from wire.views import (
     cluster_pods_view,
     gateway_view,
@@ -176,7 +177,7 @@ class KubernetesWaits:
                         raise
                     activity.logger.info("watch expired (%s); listing again", exc.message)
 
-    @activity.defn(name=names.WAIT_RAYCLUSTER)
+    @implements(stubs.wait_raycluster)
     async def wait_raycluster(self, request: WaitRayCluster) -> Observation:
         """Until the RayCluster's view differs from `last_view` ("change": appearing and disappearing are
         changes too), or it is ready ("ready": status.state ready; "head_ready": HeadPodReady) or gone.
@@ -206,7 +207,7 @@ class KubernetesWaits:
         # would otherwise copy the whole spec into its history at every change.
         return Observation(trim_object(current, spec=False) if current is not None else None, view)
 
-    @activity.defn(name=names.WAIT_SUBMITTER_JOB)
+    @implements(stubs.wait_submitter_job)
     async def wait_submitter_job(self, request: WaitObject) -> Observation:
         """Until the submitter Job's conditions (Complete/Failed/...) or existence differ from `last_view`.
         Heartbeat timeout ~30 s; start_to_close = the job's budget."""
@@ -220,7 +221,7 @@ class KubernetesWaits:
         )
         return Observation(trim_job(current) if current is not None else None, view)
 
-    @activity.defn(name=names.WAIT_READY_ENDPOINTS)
+    @implements(stubs.wait_ready_endpoints)
     async def wait_ready_endpoints(self, request: WaitReadyEndpoints) -> dict[str, int]:
         """Until the ready endpoints (numServeEndpoints) of any of the Services differ from `last_counts`;
         watches their EndpointSlices. Heartbeat timeout ~30 s."""
@@ -249,7 +250,7 @@ class KubernetesWaits:
         )
         return view
 
-    @activity.defn(name=names.WAIT_HEAD_POD)
+    @implements(stubs.wait_head_pod)
     async def wait_head_pod(self, request: WaitObject) -> Observation:
         """Until the head Pod of RayCluster `request.name` changes: another Pod, phase, IP, readiness, a
         container's state or restart count (SidecarMode submitter, Ray container health). Heartbeat
@@ -264,7 +265,7 @@ class KubernetesWaits:
         )
         return Observation(trim_pod(current) if current is not None else None, view)
 
-    @activity.defn(name=names.WAIT_CLUSTER_PODS)
+    @implements(stubs.wait_cluster_pods)
     async def wait_cluster_pods(self, request: WaitClusterPods) -> PodsObservation:
         """Until the Pods of RayCluster `request.cluster_name` differ from `last_view`: a Pod deleted, gone,
         created, Running or Ready (a roll of its Pods, raypilot.io/in-place-restart). Watches them; heartbeat
@@ -284,7 +285,7 @@ class DashboardWaits:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.WAIT_RAY_JOB)
+    @implements(stubs.wait_job)
     async def wait_job(self, request: WaitRayJob) -> JobInfoAnswer:
         """Poll GET /api/jobs/<id> every `poll_seconds` (heartbeating each poll) until the answer's (outcome,
         status, message) differs from `request.last` or the job is terminal. Heartbeat timeout ~3x
@@ -332,7 +333,7 @@ class DashboardWaits:
         view = serve_view(details, head_pod, healthy, request.check_head)
         return ServeObservation(details, error, head_pod, healthy, view)
 
-    @activity.defn(name=names.WAIT_SERVE)
+    @implements(stubs.wait_serve)
     async def wait_serve(self, request: WaitServe) -> ServeObservation:
         """Poll Serve (and the head Pod and its /-/healthz) every `poll_seconds` until the view differs from
         `last_view`, heartbeating (the latest view) every third of the heartbeat timeout from a background
@@ -351,7 +352,7 @@ class DashboardWaits:
                     return observation
                 await asyncio.sleep(request.poll_seconds)
 
-    @activity.defn(name=names.WAIT_GATEWAY)
+    @implements(stubs.wait_gateway)
     async def wait_gateway(self, request: WaitGateway) -> GatewayObservation:
         """Poll the Gateway (and the HTTPRoute) every `poll_seconds` until both are ready ("ready": Gateway
         Accepted+Programmed, the route's parent status for it Accepted+ResolvedRefs) or their statuses

@@ -30,7 +30,7 @@ from activities.kubernetes.resources import (
 )
 from models.base import INT32_MAX
 from models.naming import is_owned_by_this_rayjob
-from wire import names
+from wire import stubs
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
@@ -40,6 +40,7 @@ from wire.kubernetes import (
     ServiceEndpoints,
     UpdateSpec,
 )
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -205,23 +206,23 @@ class KubernetesActivityBase:
 
 
 class RayClusterActivities(KubernetesActivityBase):
-    @activity.defn(name=names.CREATE_RAYCLUSTER)
+    @implements(stubs.create_raycluster)
     def create_raycluster(self, request: CreateObject) -> dict[str, Any]:
         """Create the RayCluster (or return the existing one of that name)."""
         return trim_object(self._create(RAYCLUSTER, request))
 
-    @activity.defn(name=names.GET_RAYCLUSTER)
+    @implements(stubs.get_raycluster)
     def get_raycluster(self, key: ObjectKey) -> dict[str, Any] | None:
         found = self._get(RAYCLUSTER, key)
         return trim_object(found) if found is not None else None
 
-    @activity.defn(name=names.UPDATE_RAYCLUSTER_SPEC)
+    @implements(stubs.update_raycluster_spec)
     def update_raycluster_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         """In-place update: the spec replaced, labels/annotations merged; None when the cluster is gone."""
         updated = self._update_spec(RAYCLUSTER, request)
         return trim_object(updated) if updated is not None else None
 
-    @activity.defn(name=names.SUSPEND_WORKER_GROUPS)
+    @implements(stubs.suspend_worker_groups)
     def suspend_worker_groups(self, key: ObjectKey) -> dict[str, Any] | None:
         """`suspend: true` on every worker group (the DeleteWorkers deletion policy); None when gone."""
 
@@ -238,11 +239,11 @@ class RayClusterActivities(KubernetesActivityBase):
             updated = self.kube.update_with_retry(RAYCLUSTER, key.namespace, key.name, mutate)
         return trim_object(updated) if updated is not None else None
 
-    @activity.defn(name=names.DELETE_RAYCLUSTER)
+    @implements(stubs.delete_raycluster)
     def delete_raycluster(self, request: DeleteObject) -> bool:
         return self._delete(RAYCLUSTER, request)
 
-    @activity.defn(name=names.LIST_RAYCLUSTERS)
+    @implements(stubs.list_rayclusters)
     def list_rayclusters(self, request: ListObjects) -> list[dict[str, Any]]:
         """The RayClusters matching the label selector: metadata and status (no spec, to stay small)."""
         with kubernetes_errors(f"list {RAYCLUSTER.describe(request.namespace)}"):
@@ -251,27 +252,27 @@ class RayClusterActivities(KubernetesActivityBase):
 
 
 class ServiceActivities(KubernetesActivityBase):
-    @activity.defn(name=names.CREATE_SERVICE)
+    @implements(stubs.create_service)
     def create_service(self, request: CreateObject) -> dict[str, Any]:
         return trim_object(self._create(SERVICE, request))
 
-    @activity.defn(name=names.GET_SERVICE)
+    @implements(stubs.get_service)
     def get_service(self, key: ObjectKey) -> dict[str, Any] | None:
         found = self._get(SERVICE, key)
         return trim_object(found) if found is not None else None
 
-    @activity.defn(name=names.UPDATE_SERVICE_SPEC)
+    @implements(stubs.update_service_spec)
     def update_service_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         """Replace the Service's spec (e.g. switch its selector to another RayCluster), keeping the cluster
         IPs the API server allocated; None when the Service is gone."""
         updated = self._update_spec(SERVICE, request, _ALLOCATED_SERVICE_FIELDS)
         return trim_object(updated) if updated is not None else None
 
-    @activity.defn(name=names.DELETE_SERVICE)
+    @implements(stubs.delete_service)
     def delete_service(self, request: DeleteObject) -> bool:
         return self._delete(SERVICE, request)
 
-    @activity.defn(name=names.COUNT_READY_ENDPOINTS)
+    @implements(stubs.count_ready_endpoints)
     def count_ready_endpoints(self, request: ServiceEndpoints) -> int:
         """numServeEndpoints: the ready Pods behind the Service's EndpointSlices, counted as KubeRay does."""
         selector = f"kubernetes.io/service-name={request.service_name}"

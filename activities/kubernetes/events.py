@@ -22,8 +22,9 @@ from activities.kubernetes.resources import (
     object_ref,
 )
 from models.naming import ownership_label_selector
-from wire import names
+from wire import stubs
 from wire.kubernetes import CreateObject, OwnedObjects, RayResourceKey, RecordEvent
+from wire.stubs.common import implements
 
 
 def labelled_objects(
@@ -60,7 +61,7 @@ def _owner(request: OwnedObjects) -> str:
 
 
 class EventActivities(KubernetesActivityBase):
-    @activity.defn(name=names.RECORD_EVENT)
+    @implements(stubs.record_event)
     def record_event(self, request: RecordEvent) -> str:
         """Create the Event (once: its name is deterministic); returns its name."""
         body = event_body(request, datetime.now(UTC))
@@ -74,12 +75,12 @@ class OwnershipActivities(KubernetesActivityBase):
         with kubernetes_errors(f"list the objects of {_owner(request)}"):
             return labelled_objects(self.kube, request.namespace, selector, request.kinds, request.keep)
 
-    @activity.defn(name=names.LIST_OWNED_OBJECTS)
+    @implements(stubs.list_owned_objects)
     def list_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
         """kind/namespace/name/uid of every object with the owner's labels (docs/contract.md §5)."""
         return [object_ref(obj) for obj in self._owned(request)]
 
-    @activity.defn(name=names.DELETE_OWNED_OBJECTS)
+    @implements(stubs.delete_owned_objects)
     def delete_owned_objects(self, request: OwnedObjects) -> list[dict[str, str]]:
         """Delete every object with the owner's labels (kinds in the order given; names in `keep` stay);
         returns those whose deletion this call requested."""
@@ -95,7 +96,7 @@ class OwnershipActivities(KubernetesActivityBase):
         )
         return deleted
 
-    @activity.defn(name=names.DELETE_RAY_RESOURCE)
+    @implements(stubs.delete_ray_resource)
     def delete_ray_resource(self, key: RayResourceKey) -> bool:
         """Delete the RayJob/RayService custom resource itself (the DeleteSelf policy); False when there is
         none (a workflow started from the Temporal CLI has no custom resource)."""

@@ -24,7 +24,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes.workloads import head_pod_selector
 from activities.observer_fanout import signal_deliveries, unwatch_done
-from wire import names
+from wire import stubs
 from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
     KUBE_OBSERVED_SIGNAL,
@@ -45,6 +45,7 @@ from wire.kubernetes_observer import (
     object_deliveries,
 )
 from wire.observer import is_replaced
+from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -62,7 +63,7 @@ class KubernetesObserverActivities:
     def __init__(self, dependencies: ActivityDependencies) -> None:
         self.dependencies = dependencies
 
-    @activity.defn(name=names.WATCH_K8S_OBJECT)
+    @implements(stubs.watch_object)
     async def watch_object(self, request: ObjectWatch) -> bool:
         """Signal-with-start of the namespace's Kubernetes observer: idempotent (one observer per id; a
         watch registered again asks for its object's view again). False on a worker without a Temporal
@@ -82,7 +83,7 @@ class KubernetesObserverActivities:
         )
         return True
 
-    @activity.defn(name=names.OBSERVE_K8S_NAMESPACE)
+    @implements(stubs.observe_namespace)
     async def observe_namespace(self, request: ObserveKubernetes) -> None:
         """Runs until cancelled (no watch left) or the attempt's time is up (then retried at once)."""
         client = self.dependencies.require_temporal_client()

@@ -3,9 +3,9 @@
 `workflow.execute_activity(stubs.get_raycluster, key, ...)` schedules the activity registered under
 `names.GET_RAYCLUSTER`; the stub's parameter and return annotations let mypy check the argument and the
 result, and Temporal decodes the result into the annotated type (no `result_type` by hand). Each stub's
-docstring names its implementation in `activities/`, and `tests/architecture/test_activity_stubs.py` checks
-that both agree (name, parameter type, result type). Stubs are declared `async` whatever the implementation
-is: the workflow only awaits the call's result.
+docstring names its implementation in `activities/`, which is declared `@implements(stubs.<name>)`
+(`wire.stubs.common`): registered under the stub's name, its types held to the stub's by mypy. Stubs are
+declared `async` whatever the implementation is: the workflow only awaits the call's result.
 
 The stubs live by the kind of I/O their activity does (`kubernetes`, `gateway`, `dashboard`, `waits`,
 `temporal`, `analysis`); this module names them all, so a workflow reaches every one as `stubs.<name>`.
