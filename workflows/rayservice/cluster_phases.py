@@ -1,9 +1,8 @@
 """The phases of a RayService pass that act on its RayClusters themselves: delete the dangling ones once due
 (drained first, held by a blue-green gate), delete every owned object for a suspend, and create the pending
-cluster or update a cluster in place (reconcile.py runs them in KubeRay's order).
-
-A base of `RayServiceReconciler`: the methods are the reconciler's, moved here unchanged; the attributes
-they read besides the part's are the reconciler's own (declared below, set in its `__init__`).
+cluster or update a cluster in place (the reconciler, reconcile.py, runs them in KubeRay's order). A dangling
+cluster is drained first (`ClusterDrains`) and may be held by a blue-green gate (`RolloutPlan`): the parts the
+reconciler hands in.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from datetime import datetime
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from models.operator import OperatorConfig
     from models.raycluster import RayCluster
     from models.rayservice import RayService
     from workflows.decisions.rayservice.cleanup import (
@@ -29,19 +29,33 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.observed_clusters import cluster_names
     from workflows.decisions.rayservice.suspend import complete_suspend, suspending_in_progress
+    from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.drain import ClusterDrains
-    from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.part import Commit, RayServicePart
     from workflows.rayservice.rollout import RolloutPlan
+    from workflows.rayservice.state import RayServiceState
+    from workflows.rayservice.world import RayServiceWorld
 
 
 class ClusterPhases(RayServicePart):
-    # Set by RayServiceReconciler.__init__ (see there).
-    drains: ClusterDrains
-    rollout: RolloutPlan
+    def __init__(
+        self,
+        state: RayServiceState,
+        world: RayServiceWorld,
+        calls: RayServiceCalls,
+        config: OperatorConfig,
+        commit: Commit,
+        *,
+        drains: ClusterDrains,
+        rollout: RolloutPlan,
+    ) -> None:
+        super().__init__(state, world, calls, config, commit)
+        self.drains = drains
+        self.rollout = rollout
 
     # ---- dangling clusters ---------------------------------------------------------------------------------
 
-    async def _clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
+    async def clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
         state = self.state
         active_name, pending_name = cluster_names(state.status)
         plan = plan_dangling_cluster_cleanup(
@@ -73,7 +87,7 @@ class ClusterPhases(RayServicePart):
 
     # ---- suspend -------------------------------------------------------------------------------------------
 
-    async def _suspend(self, now: datetime) -> None:
+    async def suspend(self, now: datetime) -> None:
         """Delete every owned object; Suspended once they are all gone (Suspending is already recorded, so
         this completes even if spec.suspend flips back meanwhile)."""
         state = self.state
@@ -97,7 +111,7 @@ class ClusterPhases(RayServicePart):
 
     # ---- RayClusters ---------------------------------------------------------------------------------------
 
-    async def _reconcile_clusters(
+    async def reconcile_clusters(
         self, rayservice: RayService
     ) -> tuple[RayCluster | None, RayCluster | None, list[RayServiceEvent]]:
         state, world = self.state, self.world

@@ -62,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.cluster_phases import ClusterPhases
     from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.incremental import IncrementalUpgrade
-    from workflows.rayservice.part import Commit
+    from workflows.rayservice.part import Commit, RayServicePart
     from workflows.rayservice.pod_restart import PodRestarts
     from workflows.rayservice.rollout import RolloutPlan
     from workflows.rayservice.serving import RayServiceServing, ServeResult
@@ -101,7 +101,7 @@ class _PassSeen:
     unapplied: UnappliedSpec | None = None
 
 
-class RayServiceReconciler(ClusterPhases):
+class RayServiceReconciler(RayServicePart):
     def __init__(
         self,
         state: RayServiceState,
@@ -117,6 +117,9 @@ class RayServiceReconciler(ClusterPhases):
         self.rollout = RolloutPlan(state, world, calls, config, commit)
         # A due dangling cluster is first drained (drain.py).
         self.drains = ClusterDrains(state, world, calls, config, commit)
+        self.clusters = ClusterPhases(
+            state, world, calls, config, commit, drains=self.drains, rollout=self.rollout
+        )
         # (manifest, generation, gates, the RayService parsed from them): a spec generation is parsed once.
         self._goal: tuple[dict[str, Any], int, FeatureGates, RayService] | None = None
 
@@ -144,7 +147,7 @@ class RayServiceReconciler(ClusterPhases):
             rayservice = self.rayservice()
         names_before = cluster_names(self.state.status)
         self.state.serve_config_cache = prune_serve_config_cache(self.state.serve_config_cache, *names_before)
-        cleanup_due = await self._clean_up_dangling_clusters(rayservice, now)
+        cleanup_due = await self.clusters.clean_up_dangling_clusters(rayservice, now)
         stopped = await self._suspend_or_resume(rayservice, now)
         if stopped is not None:
             return stopped
@@ -173,7 +176,7 @@ class RayServiceReconciler(ClusterPhases):
             await self.commit(begin_suspending(state.status, state.generation, now), [])
             return PassOutcome(again=True)
         if action == SuspendAction.DELETE_OWNED:
-            await self._suspend(now)
+            await self.clusters.suspend(now)
             return PassOutcome(again=True)
         if action == SuspendAction.STAY_SUSPENDED:
             return PassOutcome()
@@ -193,7 +196,7 @@ class RayServiceReconciler(ClusterPhases):
     async def _reconcile_clusters_and_serve(self, rayservice: RayService, now: datetime) -> _PassSeen:
         """The RayClusters, an incremental rollback, the head Pods' serve labels, then Serve on the pending
         cluster and (when it is to serve, or an incremental upgrade runs) on the active one."""
-        active, pending, events = await self._reconcile_clusters(rayservice)
+        active, pending, events = await self.clusters.reconcile_clusters(rayservice)
         incremental = is_incremental_upgrade_enabled(rayservice.spec, self.config)
         if incremental:
             events += await self.incremental.reconcile_rollback(rayservice, active, pending, now)
