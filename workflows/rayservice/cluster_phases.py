@@ -13,7 +13,6 @@ from datetime import datetime
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.operator import OperatorConfig
     from models.raycluster import RayCluster
     from models.rayservice import RayService
     from workflows.decisions.rayservice.cleanup import (
@@ -29,27 +28,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.observed_clusters import cluster_names
     from workflows.decisions.rayservice.suspend import complete_suspend, suspending_in_progress
-    from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.drain import ClusterDrains
-    from workflows.rayservice.part import Commit, RayServicePart
+    from workflows.rayservice.part import PassContext, RayServicePart
     from workflows.rayservice.rollout import RolloutPlan
-    from workflows.rayservice.state import RayServiceState
-    from workflows.rayservice.world import RayServiceWorld
 
 
 class ClusterPhases(RayServicePart):
-    def __init__(
-        self,
-        state: RayServiceState,
-        world: RayServiceWorld,
-        calls: RayServiceCalls,
-        config: OperatorConfig,
-        commit: Commit,
-        *,
-        drains: ClusterDrains,
-        rollout: RolloutPlan,
-    ) -> None:
-        super().__init__(state, world, calls, config, commit)
+    def __init__(self, context: PassContext, *, drains: ClusterDrains, rollout: RolloutPlan) -> None:
+        super().__init__(context)
         self.drains = drains
         self.rollout = rollout
 

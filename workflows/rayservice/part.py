@@ -4,6 +4,7 @@ config and `commit`."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from temporalio import workflow
@@ -25,17 +26,23 @@ class Commit(Protocol):
     ) -> None: ...
 
 
+@dataclass(frozen=True)
+class PassContext:
+    """What a pass's parts share: the workflow's state, its view of the world, the calls, the config and
+    `commit`."""
+
+    state: RayServiceState
+    world: RayServiceWorld
+    calls: RayServiceCalls
+    config: OperatorConfig
+    commit: Commit
+
+
 class RayServicePart:
-    def __init__(
-        self,
-        state: RayServiceState,
-        world: RayServiceWorld,
-        calls: RayServiceCalls,
-        config: OperatorConfig,
-        commit: Commit,
-    ) -> None:
-        self.state = state
-        self.world = world
-        self.calls = calls
-        self.config = config
-        self.commit = commit
+    def __init__(self, context: PassContext) -> None:
+        self.context = context
+        self.state = context.state
+        self.world = context.world
+        self.calls = context.calls
+        self.config = context.config
+        self.commit = context.commit

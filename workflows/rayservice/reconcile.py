@@ -19,7 +19,6 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models.features import FeatureGates
     from models.meta import is_condition_true
-    from models.operator import OperatorConfig
     from models.raycluster import RayCluster
     from models.rayservice import RayService, RayServiceConditionType
     from workflows.decisions.rayservice.cluster import (
@@ -58,16 +57,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.upgrade.controls import settle_upgrade_controls
     from workflows.decisions.upgrade.incremental import complete_incremental_rollback
-    from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.cluster_phases import ClusterPhases
     from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.incremental import IncrementalUpgrade
-    from workflows.rayservice.part import Commit, RayServicePart
+    from workflows.rayservice.part import PassContext, RayServicePart
     from workflows.rayservice.pod_restart import PodRestarts
     from workflows.rayservice.rollout import RolloutPlan
     from workflows.rayservice.serving import RayServiceServing, ServeResult
-    from workflows.rayservice.state import RayServiceState
-    from workflows.rayservice.world import RayServiceWorld
 
 __all__ = ["PassOutcome", "RayServiceReconciler"]
 
@@ -102,24 +98,15 @@ class _PassSeen:
 
 
 class RayServiceReconciler(RayServicePart):
-    def __init__(
-        self,
-        state: RayServiceState,
-        world: RayServiceWorld,
-        calls: RayServiceCalls,
-        config: OperatorConfig,
-        commit: Commit,
-    ) -> None:
-        super().__init__(state, world, calls, config, commit)
-        self.incremental = IncrementalUpgrade(state, world, calls, config, commit)
-        self.serving = RayServiceServing(state, world, calls, config, commit)
-        self.restarts = PodRestarts(state, world, calls, config, commit)
-        self.rollout = RolloutPlan(state, world, calls, config, commit)
+    def __init__(self, context: PassContext) -> None:
+        super().__init__(context)
+        self.incremental = IncrementalUpgrade(context)
+        self.serving = RayServiceServing(context)
+        self.restarts = PodRestarts(context)
+        self.rollout = RolloutPlan(context)
         # A due dangling cluster is first drained (drain.py).
-        self.drains = ClusterDrains(state, world, calls, config, commit)
-        self.clusters = ClusterPhases(
-            state, world, calls, config, commit, drains=self.drains, rollout=self.rollout
-        )
+        self.drains = ClusterDrains(context)
+        self.clusters = ClusterPhases(context, drains=self.drains, rollout=self.rollout)
         # (manifest, generation, gates, the RayService parsed from them): a spec generation is parsed once.
         self._goal: tuple[dict[str, Any], int, FeatureGates, RayService] | None = None
 

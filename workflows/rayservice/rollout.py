@@ -58,7 +58,7 @@ class RolloutPlan(RayServicePart):
         """The measured gates (http, prometheus) share this part's state, world and calls."""
         found = getattr(self, "_gates", None)
         if found is None:
-            found = AnalysisGates(self.state, self.world, self.calls, self.config, self.commit)
+            found = AnalysisGates(self.context)
             self._gates = found
         return found
 
@@ -67,7 +67,7 @@ class RolloutPlan(RayServicePart):
         """Per-step deadlines and the head Pod crash loop."""
         found = getattr(self, "_health", None)
         if found is None:
-            found = RolloutHealth(self.state, self.world, self.calls, self.config, self.commit)
+            found = RolloutHealth(self.context)
             self._health = found
         return found
 

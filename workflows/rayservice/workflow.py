@@ -66,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.decisions.upgrade.revisions import revision_rows
     from workflows.rayservice.calls import RayServiceCalls
+    from workflows.rayservice.part import PassContext
     from workflows.rayservice.reconcile import RayServiceReconciler
     from workflows.rayservice.revisions import RevisionKeeper
     from workflows.rayservice.start import (
@@ -130,7 +131,7 @@ class RayServiceWorkflow:
             start_from_adopted_cluster(state)
         calls = self._calls
         world = RayServiceWorld(calls)
-        reconciler = RayServiceReconciler(state, world, calls, config, self._commit)
+        reconciler = RayServiceReconciler(PassContext(state, world, calls, config, self._commit))
         immediate = 0
         while not state.deleting:
             seen = self._changes
