@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from wire.observer import next_epoch_ms
 
-from workflows.kit.builds import target_build_changed
+from workflows.kit.builds import next_run_versioning, target_build_changed
 
 # How long an observer with no watch stays (a RayJob's next attempt or a new job on the cluster soon after
 # reuses it instead of starting a new run).
@@ -86,6 +86,22 @@ async def keep_observing(observer: ObserverActivity, has_watches: Callable[[], b
             break
     observing.cancel()
     observing.add_done_callback(_retrieve)  # the run ends without awaiting it
+
+
+async def observe_then_continue(
+    observer: ObserverActivity,
+    namespace: str,
+    watches: Callable[[], dict[str, Any]],
+    packed: Callable[[], str],
+) -> None:
+    """An observer workflow's run: observe while there are watches; once the run should end with watches
+    left (a long history, a new build), continue as new with them packed (`packed`)."""
+    await keep_observing(observer, lambda: bool(watches()))
+    if watches():
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        workflow.continue_as_new(
+            args=[namespace, packed()], initial_versioning_behavior=next_run_versioning()
+        )
 
 
 def history_long() -> bool:

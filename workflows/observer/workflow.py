@@ -32,9 +32,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from wire.packing import pack, unpack
 
-from workflows.kit.builds import next_run_versioning
 from workflows.kit.calls import IO, start
-from workflows.observer.loop import ObserverActivity, keep_observing
+from workflows.observer.loop import ObserverActivity, observe_then_continue
 
 
 @workflow.defn(name=OBSERVER_WORKFLOW)
@@ -71,10 +70,9 @@ class RayJobObserverWorkflow:
 
     @workflow.run
     async def run(self, namespace: str, packed_watches: str = "") -> None:
-        await keep_observing(self.observer, lambda: bool(self.book.watches))
-        if self.book.watches:
-            await workflow.wait_condition(workflow.all_handlers_finished)
-            packed = pack(self.book.watches, dict[str, JobWatch])
-            workflow.continue_as_new(
-                args=[namespace, packed], initial_versioning_behavior=next_run_versioning()
-            )
+        await observe_then_continue(
+            self.observer,
+            namespace,
+            lambda: self.book.watches,
+            lambda: pack(self.book.watches, dict[str, JobWatch]),
+        )
