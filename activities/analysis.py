@@ -2,10 +2,10 @@
 RayCluster's Serve endpoint through its own head Service, and a Prometheus instant query.
 
 Both only measure and are read-only, so safe to retry; neither decides: the workflow judges the samples or
-the value against the gate's thresholds (`workflows/decisions/upgrade/gates.py`). A probe that gets no
-answer is a sample like any other (status 0), not an error; Prometheus that cannot be asked, or refuses the
-query, is an answer with `error` set, which the gate's `onError` setting turns into a failure or an
-inconclusive run.
+the value against the gate's thresholds (`workflows/decisions/rayservice/upgrade/gates.py`). A probe that
+gets no answer is a sample like any other (status 0), not an error; Prometheus that cannot be asked, or
+refuses the query, is an answer with `error` set, which the gate's `onError` setting turns into a failure or
+an inconclusive run.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Inputs and results of the analysis-gate activities of `raypilot.io/rollout` (issue #18).
 
 The activities only measure (observe); the verdict is a pure decision of the workflow
-(`workflows/decisions/upgrade/gates.py`), so a threshold change never needs a new activity.
+(`workflows/decisions/rayservice/upgrade/gates.py`), so a threshold change never needs a new activity.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from activities.analysis import AnalysisActivities
 from activities.registry import ActivityDependencies
 from models.rollout import PrometheusQuery
 from wire.analysis import PrometheusAnswer, PrometheusRequest
-from workflows.decisions.upgrade.gates import prometheus_verdict
+from workflows.decisions.rayservice.upgrade.gates import prometheus_verdict
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = [

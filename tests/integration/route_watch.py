@@ -19,7 +19,7 @@ from raypilot.cli.demo_rayservice import gateway_url
 from raypilot.cli.demo_support import read_custom
 from raypilot.load import FAILED, SteadyLoad
 from sandbox.testing import wait_until
-from workflows.decisions.upgrade.gateway import is_http_route_ready
+from workflows.decisions.rayservice.upgrade.gateway import is_http_route_ready
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 

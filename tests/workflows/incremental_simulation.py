@@ -24,7 +24,7 @@ from models.rayservice import (
     RayServiceStatus,
     RayServiceStatuses,
 )
-from workflows.decisions.upgrade.incremental import (
+from workflows.decisions.rayservice.upgrade.incremental import (
     TrafficMoment,
     capacity_step,
     complete_incremental_rollback,

@@ -123,9 +123,9 @@ async def test_staged_rules_run_workers_then_cluster_then_self_at_their_times(
     [
         # Back after the Workers and Cluster deadlines: only DeleteCluster runs, DeleteWorkers never (its aim
         # holds once the cluster is gone); DeleteSelf still runs at its own due time.
-        (60, P.DELETE_CLUSTER, [(P.DELETE_SELF, 60)]),
+        (90, P.DELETE_CLUSTER, [(P.DELETE_SELF, 90)]),
         # Back after every deadline: DeleteSelf runs directly.
-        (8, P.DELETE_SELF, []),
+        (32, P.DELETE_SELF, []),
     ],
 )
 async def test_after_downtime_only_the_most_impactful_overdue_rule_runs(
@@ -138,19 +138,20 @@ async def test_after_downtime_only_the_most_impactful_overdue_rule_runs(
     env = time_skipping_env
     world = TimedWorld(clock=env.get_current_time)
     manifest = with_rules(
-        rule(P.DELETE_WORKERS, 6, "SUCCEEDED"),
-        rule(P.DELETE_CLUSTER, 7, "SUCCEEDED"),
+        rule(P.DELETE_WORKERS, 30, "SUCCEEDED"),
+        rule(P.DELETE_CLUSTER, 31, "SUCCEEDED"),
         rule(P.DELETE_SELF, self_ttl, "SUCCEEDED"),
     )
     async with fake_worker(env.client, activities=world.activities()) as queue:
         handle = await start(env.client, manifest, queue)
-        # Time runs at wall-clock speed while no result is awaited: the first rule is due 6 s after the end,
-        # time enough to stop the worker before it.
+        # Time runs at wall-clock speed while no result is awaited: the first rule is due 30 s after the end,
+        # time enough to stop the worker before it even on a busy machine.
         finished = await until_phase(handle, "Complete")
     assert world.deletion_calls() == []
-    # No worker: the first timer fires on the server and nobody acts on it. The test server never skips time
-    # while a workflow task is pending, so this downtime passes in real time: keep it short.
-    await env.sleep(timedelta(seconds=9))
+    # No worker: time skips to the first timer, which fires on the server with nobody to act on it. The test
+    # server never skips time while a workflow task is pending, so the rest of the downtime passes in real
+    # time: keep it short.
+    await env.sleep(timedelta(seconds=33))
     back_at = await env.get_current_time()
     async with fake_worker(env.client, activities=world.activities(), task_queue=queue):
         result: dict[str, Any] = await handle.result()
@@ -163,7 +164,7 @@ async def test_after_downtime_only_the_most_impactful_overdue_rule_runs(
     assert world.called(names.SUSPEND_WORKER_GROUPS) == []
     assert_effect(world, expected[-1][0], result["rayClusterName"])
     # The timer for the first rule, and one for each rule still to come after the recovery.
-    dues = [due_after_end(result, 6), *(due_after_end(result, ttl) for _, ttl in later)]
+    dues = [due_after_end(result, 30), *(due_after_end(result, ttl) for _, ttl in later)]
     assert_timers_set_for(await deletion_timer_windows(handle), dues)
 
 

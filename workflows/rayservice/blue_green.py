@@ -1,7 +1,7 @@
 """The gates of a NewCluster (blue-green) upgrade in a RayService pass (`raypilot.io/rollout`, issue #18):
 before the Service switch (`prePromotionAnalysis`, `autoPromotionEnabled: false`) and after it
-(`postPromotionAnalysis`, holding the old cluster's deletion). Decisions in decisions/upgrade/blue_green.py;
-measured gates run through `AnalysisGates`.
+(`postPromotionAnalysis`, holding the old cluster's deletion). Decisions in
+decisions/rayservice/upgrade/blue_green.py; measured gates run through `AnalysisGates`.
 """
 
 from __future__ import annotations
@@ -15,21 +15,21 @@ with workflow.unsafe.imports_passed_through():
     from models.rollout import RolloutSettings
     from workflows.decisions.rayservice.cleanup import CleanupPlan
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
-    from workflows.decisions.upgrade.analysis import (
+    from workflows.decisions.rayservice.upgrade.analysis import (
         AnalysisResult,
         analysis_failed,
         analysis_result,
         with_analysis_condition,
     )
-    from workflows.decisions.upgrade.blue_green import (
+    from workflows.decisions.rayservice.upgrade.blue_green import (
         PostPromotion,
         awaiting_promotion,
         post_promotion_step,
         pre_promotion_step,
         switched_back,
     )
-    from workflows.decisions.upgrade.gates import INCONCLUSIVE_RETRY_SECONDS
-    from workflows.decisions.upgrade.incremental import complete_incremental_rollback
+    from workflows.decisions.rayservice.upgrade.gates import INCONCLUSIVE_RETRY_SECONDS
+    from workflows.decisions.rayservice.upgrade.incremental import complete_incremental_rollback
     from workflows.rayservice.gates import AnalysisGates
 
 __all__ = ["BlueGreenGates"]

@@ -5,7 +5,7 @@ A gate is asked at a point of the upgrade (`step N` of a plan, `prePromotion`, `
 has no verdict there yet for that cluster it runs now, in the pass (an activity for the whole probe
 window), and its run is kept in the workflow state (`RayServiceState.gate_runs`, by point), so a later
 pass, a replay or a new run after continue-as-new does not measure again. The verdicts are decided in
-decisions/upgrade/gates.py.
+decisions/rayservice/upgrade/gates.py.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from wire.analysis import HttpProbeRequest, PrometheusRequest
     from workflows.decisions.rayservice.observed_clusters import head_service_of
     from workflows.decisions.rayservice.services import serve_port
-    from workflows.decisions.upgrade.analysis import AnalysisResult
-    from workflows.decisions.upgrade.gates import (
+    from workflows.decisions.rayservice.upgrade.analysis import AnalysisResult
+    from workflows.decisions.rayservice.upgrade.gates import (
         GateRun,
         gate_results,
         gate_retry_at,

@@ -26,13 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.serve import target_capacity_config
     from workflows.decisions.rayservice.services import per_cluster_serve_service_to_create
-    from workflows.decisions.rayservice.upgrade_status import default_target_capacities
-    from workflows.decisions.rayservice.watches import (
-        Watch,
-        view_key,
-    )
-    from workflows.decisions.upgrade.controls import upgrade_detail_line
-    from workflows.decisions.upgrade.gateway import (
+    from workflows.decisions.rayservice.upgrade.controls import upgrade_detail_line
+    from workflows.decisions.rayservice.upgrade.gateway import (
         desired_http_route,
         gateway_manifest,
         gateway_update,
@@ -40,13 +35,21 @@ with workflow.unsafe.imports_passed_through():
         is_gateway_ready,
         is_http_route_ready,
     )
-    from workflows.decisions.upgrade.header_canary import header_canary_needs_capacity, with_header_canary
-    from workflows.decisions.upgrade.incremental import (
+    from workflows.decisions.rayservice.upgrade.header_canary import (
+        header_canary_needs_capacity,
+        with_header_canary,
+    )
+    from workflows.decisions.rayservice.upgrade.incremental import (
         TrafficMoment,
         TrafficStep,
         capacity_step,
         rollback_state,
         target_capacity_update_needed,
+    )
+    from workflows.decisions.rayservice.upgrade_status import default_target_capacities
+    from workflows.decisions.rayservice.watches import (
+        Watch,
+        view_key,
     )
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
@@ -65,7 +68,8 @@ def _rolling_back(status: RayServiceStatuses) -> bool:
 class IncrementalUpgrade(RayServicePart):
     # The traffic step this reconcile decided, if any.
     traffic: TrafficStep | None = None
-    # raypilot.io/rollout headerCanary for this pass (None without it): decisions/upgrade/header_canary.py.
+    # raypilot.io/rollout headerCanary for this pass (None without it):
+    # decisions/rayservice/upgrade/header_canary.py.
     header_canary: HeaderCanary | None = None
     # raypilot.io/rollout (rollout.py): the step plan's traffic ceiling and the end of its timed pause.
     plan_target: int | None = None

@@ -49,14 +49,14 @@ with workflow.unsafe.imports_passed_through():
         suspend_action,
     )
     from workflows.decisions.rayservice.timeout import initializing_deadline
+    from workflows.decisions.rayservice.upgrade.controls import settle_upgrade_controls
+    from workflows.decisions.rayservice.upgrade.incremental import complete_incremental_rollback
     from workflows.decisions.rayservice.upgrade_status import should_finish_aborted_upgrade
     from workflows.decisions.rayservice.watches import (
         Watch,
         desired_watches,
         earliest_deadline,
     )
-    from workflows.decisions.upgrade.controls import settle_upgrade_controls
-    from workflows.decisions.upgrade.incremental import complete_incremental_rollback
     from workflows.rayservice.cluster_phases import ClusterPhases
     from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.incremental import IncrementalUpgrade

@@ -2,8 +2,8 @@
 
 Before each pass the spec the pass acts on is recorded as a revision (once per generation) and an accepted
 in-place undo makes the previous cluster the pending one again; after each pass the newest revision is
-settled from what the pass left (decisions/upgrade/revisions.py). Neither adds a command: the history is
-workflow state, and the moved cluster names are acted on by the pass.
+settled from what the pass left (decisions/rayservice/upgrade/revisions.py). Neither adds a command: the
+history is workflow state, and the moved cluster names are acted on by the pass.
 """
 
 from __future__ import annotations
@@ -22,8 +22,12 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.manifest import next_generation
     from workflows.decisions.rayservice.observed_clusters import cluster_names
-    from workflows.decisions.upgrade.retry import retried_controls, retried_revisions, retry_rejection
-    from workflows.decisions.upgrade.revisions import (
+    from workflows.decisions.rayservice.upgrade.retry import (
+        retried_controls,
+        retried_revisions,
+        retry_rejection,
+    )
+    from workflows.decisions.rayservice.upgrade.revisions import (
         DEFAULT_REVISION_HISTORY_LIMIT,
         Revision,
         RevisionsSeen,
@@ -31,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         served_config,
         settle_revisions,
     )
-    from workflows.decisions.upgrade.undo import (
+    from workflows.decisions.rayservice.upgrade.undo import (
         UndoKind,
         UndoPlan,
         UndoRejected,

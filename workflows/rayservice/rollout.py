@@ -2,9 +2,9 @@
 progress deadline of any upgrade (asked at the end of a pass, once the pending cluster's readiness is known).
 
 Asked once per pass, after the capacity step and before the HTTPRoute is written: the plan's decision
-(decisions/upgrade/step_plan.py) gives the traffic ceiling for this moment (the traffic decision takes it
-through `TrafficMoment.plan_target`), the end of a timed pause (one more deadline for the workflow's timer),
-and whether an indefinite pause sets the pause control now.
+(decisions/rayservice/upgrade/step_plan.py) gives the traffic ceiling for this moment (the traffic decision
+takes it through `TrafficMoment.plan_target`), the end of a timed pause (one more deadline for the
+workflow's timer), and whether an indefinite pause sets the pause control now.
 """
 
 from __future__ import annotations
@@ -20,24 +20,24 @@ with workflow.unsafe.imports_passed_through():
     from models.rollout import HeaderCanary, RolloutSettings, rollout_settings
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
-    from workflows.decisions.upgrade.analysis import (
+    from workflows.decisions.rayservice.upgrade.analysis import (
         analysis_failed,
         analysis_result,
         with_analysis_condition,
     )
-    from workflows.decisions.upgrade.progress_deadline import (
+    from workflows.decisions.rayservice.upgrade.progress_deadline import (
         deadline_exceeded,
         new_cluster_ready_in_time,
         progress_deadline_verdict,
     )
-    from workflows.decisions.upgrade.step_plan import (
+    from workflows.decisions.rayservice.upgrade.step_plan import (
         StepAction,
         StepProgress,
         next_step_action,
         paused_by_plan,
         with_step_condition,
     )
-    from workflows.decisions.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
+    from workflows.decisions.rayservice.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
     from workflows.rayservice.blue_green import BlueGreenGates
     from workflows.rayservice.gates import AnalysisGates
     from workflows.rayservice.part import RayServicePart

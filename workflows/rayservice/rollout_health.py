@@ -1,5 +1,5 @@
 """Per-step deadlines and the head Pod crash loop of `raypilot.io/rollout` in a RayService pass (issue #18).
-Decisions in decisions/upgrade/step_deadline.py and crash_loop.py."""
+Decisions in decisions/rayservice/upgrade/step_deadline.py and crash_loop.py."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ with workflow.unsafe.imports_passed_through():
     from models.rollout import RolloutSettings
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
-    from workflows.decisions.rayservice.watches import earliest_deadline
-    from workflows.decisions.upgrade.crash_loop import head_crash_loop, head_crash_loop_upgrade
-    from workflows.decisions.upgrade.step_deadline import (
+    from workflows.decisions.rayservice.upgrade.crash_loop import head_crash_loop, head_crash_loop_upgrade
+    from workflows.decisions.rayservice.upgrade.step_deadline import (
         step_clock,
         step_deadline_exceeded,
         step_deadline_verdict,
     )
-    from workflows.decisions.upgrade.step_plan import StepAction
+    from workflows.decisions.rayservice.upgrade.step_plan import StepAction
+    from workflows.decisions.rayservice.watches import earliest_deadline
     from workflows.rayservice.part import RayServicePart
 
 __all__ = ["RolloutHealth"]

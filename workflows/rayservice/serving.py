@@ -45,8 +45,8 @@ with workflow.unsafe.imports_passed_through():
         serve_service_manifest,
     )
     from workflows.decisions.rayservice.status import serve_endpoint_services
+    from workflows.decisions.rayservice.upgrade.aborted_spec import serve_config_while_aborted
     from workflows.decisions.rayservice.watches import view_key
-    from workflows.decisions.upgrade.aborted_spec import serve_config_while_aborted
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
@@ -62,7 +62,8 @@ class ServeResult:
 class RayServiceServing(RayServicePart):
     def _wanted_config(self, rayservice: RayService, name: str, incremental: bool) -> str:
         """The Serve config `name` should run: the active cluster keeps its own during an incremental
-        rollback, and an aborted spec's config is not submitted to it (decisions/upgrade/aborted_spec.py)."""
+        rollback, and an aborted spec's config is not submitted to it
+        (decisions/rayservice/upgrade/aborted_spec.py)."""
         spec_config = rayservice.spec.serve_config_v2
         state = self.state
         cache = state.serve_config_cache

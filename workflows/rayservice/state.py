@@ -21,12 +21,12 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
     from workflows.decisions.rayservice.pod_restart import PodRestart
-    from workflows.decisions.upgrade.blue_green import PostPromotion
-    from workflows.decisions.upgrade.controls import UpgradeControls
-    from workflows.decisions.upgrade.gates import GateRun
-    from workflows.decisions.upgrade.revisions import Revision
-    from workflows.decisions.upgrade.step_deadline import StepClock
-    from workflows.decisions.upgrade.step_plan import StepProgress
+    from workflows.decisions.rayservice.upgrade.blue_green import PostPromotion
+    from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+    from workflows.decisions.rayservice.upgrade.gates import GateRun
+    from workflows.decisions.rayservice.upgrade.revisions import Revision
+    from workflows.decisions.rayservice.upgrade.step_deadline import StepClock
+    from workflows.decisions.rayservice.upgrade.step_plan import StepProgress
 
 __all__ = ["RayServiceState"]
 
@@ -70,8 +70,9 @@ class RayServiceState:
     # and step) whose deadline was acted on.
     step_clock: StepClock | None = None
     step_deadline_settled: str = ""
-    # raypilot.io/rollout revision history (decisions/upgrade/revisions.py), oldest first; an undo accepted
-    # and not acted on yet: the revision it goes back to, and the still running cluster to serve again.
+    # raypilot.io/rollout revision history (decisions/rayservice/upgrade/revisions.py), oldest first; an undo
+    # accepted and not acted on yet: the revision it goes back to, and the still running cluster to serve
+    # again.
     revisions: list[Revision] = field(default_factory=list)
     undo_of: int | None = None
     undo_cluster: str = ""

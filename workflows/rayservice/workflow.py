@@ -10,7 +10,7 @@ the test knob), after every handler finished, carrying its whole state (state.py
 Handlers (docs/contract.md §3): query `status`; updates `apply` (validated by its validator: an invalid or
 mismatched manifest is rejected with ValidationFailed and changes nothing; the newest accepted manifest wins)
 and `delete` (delete every owned object, then complete); and the upgrade controls
-(decisions/upgrade/controls.py).
+(decisions/rayservice/upgrade/controls.py).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ with workflow.unsafe.imports_passed_through():
     import wire.analysis
     import wire.dashboard
     import wire.kubernetes  # noqa: F401
-    import workflows.decisions.upgrade.blue_green
-    import workflows.decisions.upgrade.controls
-    import workflows.decisions.upgrade.gates
-    import workflows.decisions.upgrade.revisions
-    import workflows.decisions.upgrade.step_deadline
-    import workflows.decisions.upgrade.step_plan  # noqa: F401
+    import workflows.decisions.rayservice.upgrade.blue_green
+    import workflows.decisions.rayservice.upgrade.controls
+    import workflows.decisions.rayservice.upgrade.gates
+    import workflows.decisions.rayservice.upgrade.revisions
+    import workflows.decisions.rayservice.upgrade.step_deadline
+    import workflows.decisions.rayservice.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
     from models.operator import OperatorConfig
@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
         stamp_status_update,
         status_query,
     )
-    from workflows.decisions.upgrade.controls import (
+    from workflows.decisions.rayservice.upgrade.controls import (
         UPGRADE_CONTROL_CONDITION,
         UpgradeControlRejected,
         UpgradeControls,
@@ -64,7 +64,7 @@ with workflow.unsafe.imports_passed_through():
         promote_upgrade,
         resume_upgrade,
     )
-    from workflows.decisions.upgrade.revisions import revision_rows
+    from workflows.decisions.rayservice.upgrade.revisions import revision_rows
     from workflows.rayservice.calls import RayServiceCalls
     from workflows.rayservice.part import PassContext
     from workflows.rayservice.reconcile import RayServiceReconciler

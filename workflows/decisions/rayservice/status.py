@@ -36,8 +36,8 @@ from workflows.decisions.rayservice.cluster import (
     should_prepare_new_cluster,
 )
 from workflows.decisions.rayservice.conditions import RayServiceEvent, calculate_conditions, service_status
-from workflows.decisions.upgrade.gateway import weights_from_http_route
-from workflows.decisions.upgrade.incremental import (
+from workflows.decisions.rayservice.upgrade.gateway import weights_from_http_route
+from workflows.decisions.rayservice.upgrade.incremental import (
     complete_incremental_rollback,
     initial_pending_target_capacity,
     is_incremental_upgrade_complete,

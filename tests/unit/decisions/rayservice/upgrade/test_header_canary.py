@@ -12,7 +12,10 @@ from models.meta import ConditionStatus
 from models.rayservice import RayServiceConditionType, RayServiceStatus, RayServiceStatuses
 from models.rollout import HeaderCanary
 from workflows.decisions.rayservice.conditions import set_condition
-from workflows.decisions.upgrade.header_canary import header_canary_needs_capacity, with_header_canary
+from workflows.decisions.rayservice.upgrade.header_canary import (
+    header_canary_needs_capacity,
+    with_header_canary,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CANARY = HeaderCanary(name="x-canary", value="yes")
@@ -109,7 +112,7 @@ def test_the_header_canary_example_is_valid() -> None:
 
     from models.rollout import ANNOTATION_ROLLOUT, rollout_settings
 
-    text = (Path(__file__).parents[4] / "examples" / "rollout" / "header-canary.yaml").read_text()
+    text = (Path(__file__).parents[5] / "examples" / "rollout" / "header-canary.yaml").read_text()
     settings = rollout_settings({ANNOTATION_ROLLOUT: text})
     assert settings is not None
     assert settings.header_canary == CANARY.model_copy(update={"value": "1"})

@@ -20,12 +20,12 @@ from models.meta import ConditionStatus, is_condition_true
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
 from models.rollout import OnProgressDeadline
 from workflows.decisions.rayservice.conditions import RayServiceEvent
-from workflows.decisions.upgrade.automatic_rollback import (
+from workflows.decisions.rayservice.upgrade.automatic_rollback import (
     ROLLOUT_PROGRESSING_CONDITION,  # named here too: the condition this deadline sets, as callers know it
     rollback_or_keep_waiting,
     with_rollout_progressing,
 )
-from workflows.decisions.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
 
 __all__ = [
     "REASON_NEW_CLUSTER_READY",

@@ -36,7 +36,7 @@ from models.naming import (
 from models.raycluster import RayCluster
 from models.rayservice import RayService
 from workflows.decisions.rayservice.services import serve_port
-from workflows.decisions.upgrade.incremental import TrafficMoment, TrafficStep, traffic_step
+from workflows.decisions.rayservice.upgrade.incremental import TrafficMoment, TrafficStep, traffic_step
 
 __all__ = [
     "GATEWAY_API_VERSION",

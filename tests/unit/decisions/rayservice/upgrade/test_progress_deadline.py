@@ -10,8 +10,8 @@ from models.meta import ConditionStatus, is_condition_true
 from models.rayservice import RayServiceConditionType, RayServiceStatus, RayServiceStatuses
 from models.rollout import OnProgressDeadline
 from workflows.decisions.rayservice.conditions import set_condition
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import (
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.progress_deadline import (
     ROLLOUT_PROGRESSING_CONDITION,
     DeadlineVerdict,
     deadline_exceeded,

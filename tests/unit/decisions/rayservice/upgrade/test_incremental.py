@@ -10,7 +10,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition, is_condition_true
 from models.rayservice import ClusterUpgradeOptions, RayServiceStatus, RayServiceStatuses
-from workflows.decisions.upgrade.incremental import (
+from workflows.decisions.rayservice.upgrade.incremental import (
     CapacityStep,
     TrafficMoment,
     capacity_step,

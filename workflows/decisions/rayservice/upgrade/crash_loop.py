@@ -17,8 +17,8 @@ from typing import Any, Final
 from models.rayservice import RayServiceStatuses
 from models.rollout import OnUnhealthy
 from workflows.decisions.rayservice.conditions import RayServiceEvent
-from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
-from workflows.decisions.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.automatic_rollback import rollback_or_keep_waiting
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
 
 __all__ = ["HEAD_RESTART_LIMIT", "REASON_HEAD_POD_CRASH_LOOP", "head_crash_loop", "head_crash_loop_upgrade"]
 

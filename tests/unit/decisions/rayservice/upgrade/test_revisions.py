@@ -12,10 +12,10 @@ import pytest
 from models.meta import ConditionStatus
 from models.rayservice import RayServiceStatus, RayServiceStatuses
 from workflows.decisions.rayservice.conditions import set_condition
-from workflows.decisions.upgrade.aborted_spec import serve_config_while_aborted
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.retry import retried_controls, retried_revisions, retry_rejection
-from workflows.decisions.upgrade.revisions import (
+from workflows.decisions.rayservice.upgrade.aborted_spec import serve_config_while_aborted
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.retry import retried_controls, retried_revisions, retry_rejection
+from workflows.decisions.rayservice.upgrade.revisions import (
     Revision,
     RevisionsSeen,
     record_revision,
@@ -23,7 +23,7 @@ from workflows.decisions.upgrade.revisions import (
     served_config,
     settle_revisions,
 )
-from workflows.decisions.upgrade.undo import (
+from workflows.decisions.rayservice.upgrade.undo import (
     UndoKind,
     UndoRejected,
     UndoWorld,

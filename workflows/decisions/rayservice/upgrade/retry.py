@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from models.meta import is_condition_true
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.revisions import Revision, RevisionOutcome
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.revisions import Revision, RevisionOutcome
 
 __all__ = ["retried_controls", "retried_revisions", "retry_rejection"]
 

@@ -28,7 +28,7 @@ from typing import Final
 from models.meta import ConditionStatus, is_condition_true
 from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses
 from workflows.decisions.rayservice.conditions import remove_condition, set_condition
-from workflows.decisions.upgrade.incremental import MESSAGE_UPGRADE_ABORTED, REASON_UPGRADE_ABORTED
+from workflows.decisions.rayservice.upgrade.incremental import MESSAGE_UPGRADE_ABORTED, REASON_UPGRADE_ABORTED
 
 __all__ = [
     "UPGRADE_CONTROL_CONDITION",

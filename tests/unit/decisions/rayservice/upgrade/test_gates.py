@@ -1,4 +1,4 @@
-"""The verdicts of the measured analysis gates (decisions/upgrade/gates.py), by table."""
+"""The verdicts of the measured analysis gates (decisions/rayservice/upgrade/gates.py), by table."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from activities.analysis import prometheus_answer
 from models.rollout import Analysis, HttpProbe, PrometheusQuery
 from wire.analysis import ProbeSample, PrometheusAnswer
-from workflows.decisions.upgrade.gates import (
+from workflows.decisions.rayservice.upgrade.gates import (
     GateRun,
     condition_holds,
     gate_results,

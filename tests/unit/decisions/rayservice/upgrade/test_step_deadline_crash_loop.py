@@ -1,5 +1,5 @@
-"""Per-step deadlines and the head Pod crash loop (decisions/upgrade/step_deadline.py, crash_loop.py), by
-table."""
+"""Per-step deadlines and the head Pod crash loop (decisions/rayservice/upgrade/step_deadline.py,
+crash_loop.py), by table."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from models.rayservice import RayServiceStatuses
 from models.rollout import OnProgressDeadline, OnUnhealthy, RolloutStep
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.crash_loop import head_crash_loop, head_crash_loop_upgrade
-from workflows.decisions.upgrade.step_deadline import (
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.crash_loop import head_crash_loop, head_crash_loop_upgrade
+from workflows.decisions.rayservice.upgrade.step_deadline import (
     StepClock,
     step_clock,
     step_deadline_exceeded,

@@ -17,7 +17,7 @@ from models.meta import ConditionStatus
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
 from models.rollout import OnProgressDeadline, OnUnhealthy
 from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition
-from workflows.decisions.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
 
 __all__ = [
     "ROLLOUT_PROGRESSING_CONDITION",

@@ -21,8 +21,8 @@ from typing import Final, Literal
 from models.meta import ConditionStatus
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
 from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
-from workflows.decisions.upgrade.analysis import REASON_ANALYSIS_FAILED, AnalysisResult
-from workflows.decisions.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
+from workflows.decisions.rayservice.upgrade.analysis import REASON_ANALYSIS_FAILED, AnalysisResult
+from workflows.decisions.rayservice.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
 
 __all__ = [
     "REASON_AWAITING_PROMOTION",

@@ -22,8 +22,8 @@ from models.meta import ConditionStatus
 from models.rayservice import RayService, RayServiceStatuses
 from models.rollout import RolloutStep, pause_seconds
 from workflows.decisions.rayservice.conditions import remove_condition, set_condition
-from workflows.decisions.upgrade.analysis import AnalysisResult
-from workflows.decisions.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
+from workflows.decisions.rayservice.upgrade.analysis import AnalysisResult
+from workflows.decisions.rayservice.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
 
 __all__ = [
     "FULL_TRAFFIC",

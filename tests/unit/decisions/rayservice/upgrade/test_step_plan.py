@@ -9,10 +9,10 @@ import pytest
 
 from models.rayservice import AppStatus, ClusterUpgradeOptions, RayServiceStatus, RayServiceStatuses
 from models.rollout import Analysis, HttpProbe, RolloutStep, ServeStatusCheck
-from workflows.decisions.upgrade.analysis import AnalysisResult, analysis_result
-from workflows.decisions.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
-from workflows.decisions.upgrade.incremental import TrafficMoment, traffic_step
-from workflows.decisions.upgrade.step_plan import (
+from workflows.decisions.rayservice.upgrade.analysis import AnalysisResult, analysis_result
+from workflows.decisions.rayservice.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
+from workflows.decisions.rayservice.upgrade.incremental import TrafficMoment, traffic_step
+from workflows.decisions.rayservice.upgrade.step_plan import (
     REASON_PAUSED_BY_PLAN,
     StepAction,
     StepProgress,

@@ -10,8 +10,8 @@ import pytest
 from models.meta import ConditionStatus
 from models.rayservice import RayServiceStatus, RayServiceStatuses
 from models.rollout import OnProgressDeadline, OnUnhealthy
-from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
-from workflows.decisions.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.automatic_rollback import rollback_or_keep_waiting
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 PAUSED = UpgradeControls(paused=True)

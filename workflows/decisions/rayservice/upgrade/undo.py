@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from models.rayservice import RayServiceStatus, RayServiceStatuses
-from workflows.decisions.upgrade.incremental import initial_pending_target_capacity
-from workflows.decisions.upgrade.revisions import Revision, RevisionOutcome
+from workflows.decisions.rayservice.upgrade.incremental import initial_pending_target_capacity
+from workflows.decisions.rayservice.upgrade.revisions import Revision, RevisionOutcome
 
 __all__ = [
     "UndoKind",

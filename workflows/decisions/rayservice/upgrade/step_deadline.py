@@ -18,9 +18,9 @@ from typing import Final
 from models.rayservice import RayServiceStatuses
 from models.rollout import OnProgressDeadline, RolloutStep
 from workflows.decisions.rayservice.conditions import RayServiceEvent
-from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.progress_deadline import DeadlineVerdict
+from workflows.decisions.rayservice.upgrade.automatic_rollback import rollback_or_keep_waiting
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.progress_deadline import DeadlineVerdict
 
 __all__ = [
     "REASON_STEP_DEADLINE_EXCEEDED",

@@ -11,7 +11,7 @@ import pytest
 
 from models.raycluster import RayCluster
 from models.rayservice import RayService
-from workflows.decisions.upgrade.gateway import (
+from workflows.decisions.rayservice.upgrade.gateway import (
     RouteBackend,
     desired_http_route,
     gateway_manifest,
@@ -23,7 +23,7 @@ from workflows.decisions.upgrade.gateway import (
     is_http_route_ready,
     weights_from_http_route,
 )
-from workflows.decisions.upgrade.incremental import TrafficMoment
+from workflows.decisions.rayservice.upgrade.incremental import TrafficMoment
 
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 LONG_AGO = NOW - timedelta(seconds=31)  # more than intervalSeconds (30) ago

@@ -20,9 +20,12 @@ from models.meta import ConditionStatus
 from models.rayservice import AppStatus, RayServiceStatuses
 from models.rollout import Analysis
 from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition
-from workflows.decisions.upgrade.automatic_rollback import automatic_rollback_controls, rollback_in_progress
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.unhealthy import UNHEALTHY_APP_STATUSES
+from workflows.decisions.rayservice.upgrade.automatic_rollback import (
+    automatic_rollback_controls,
+    rollback_in_progress,
+)
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.unhealthy import UNHEALTHY_APP_STATUSES
 
 __all__ = [
     "REASON_ANALYSIS_FAILED",

@@ -8,7 +8,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition, is_condition_true
 from models.rayservice import RayService
-from workflows.decisions.upgrade.controls import (
+from workflows.decisions.rayservice.upgrade.controls import (
     UpgradeControlRejected,
     UpgradeControls,
     abort_upgrade,

@@ -19,8 +19,8 @@ from models.meta import is_condition_true
 from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStatuses
 from models.rollout import OnUnhealthy
 from workflows.decisions.rayservice.conditions import RayServiceEvent
-from workflows.decisions.upgrade.automatic_rollback import rollback_or_keep_waiting
-from workflows.decisions.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.automatic_rollback import rollback_or_keep_waiting
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
 
 __all__ = [
     "REASON_NEW_CLUSTER_UNHEALTHY",

@@ -1,11 +1,15 @@
-"""The blue-green gates' decisions (decisions/upgrade/blue_green.py), by table."""
+"""The blue-green gates' decisions (decisions/rayservice/upgrade/blue_green.py), by table."""
 
 from __future__ import annotations
 
 import pytest
 
-from workflows.decisions.upgrade.analysis import AnalysisResult
-from workflows.decisions.upgrade.blue_green import PostPromotion, post_promotion_step, pre_promotion_step
+from workflows.decisions.rayservice.upgrade.analysis import AnalysisResult
+from workflows.decisions.rayservice.upgrade.blue_green import (
+    PostPromotion,
+    post_promotion_step,
+    pre_promotion_step,
+)
 
 
 def result(verdict: str) -> AnalysisResult:

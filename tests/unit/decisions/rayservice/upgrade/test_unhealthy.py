@@ -11,8 +11,8 @@ from models.meta import ConditionStatus, is_condition_true
 from models.rayservice import AppStatus, RayServiceConditionType, RayServiceStatus, RayServiceStatuses
 from models.rollout import OnUnhealthy
 from workflows.decisions.rayservice.conditions import set_condition
-from workflows.decisions.upgrade.controls import UpgradeControls
-from workflows.decisions.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
+from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
+from workflows.decisions.rayservice.upgrade.unhealthy import unhealthy_applications, unhealthy_upgrade
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 Type = RayServiceConditionType

@@ -26,7 +26,7 @@ from typing import Final, Literal
 
 from models.rollout import Analysis, HttpProbe, OnGateError, PrometheusQuery
 from wire.analysis import ProbeSample, PrometheusAnswer
-from workflows.decisions.upgrade.analysis import AnalysisResult
+from workflows.decisions.rayservice.upgrade.analysis import AnalysisResult
 
 __all__ = [
     "INCONCLUSIVE_RETRY_SECONDS",
