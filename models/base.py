@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cache
-from typing import Annotated, Any, TypeVar, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -63,43 +63,35 @@ def _non_nullable_keys(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(keys)
 
 
-class SpecModel(_KubernetesModel):
-    """A part of a spec or of a status raypilot writes: unknown fields are an error."""
-
-    model_config = ConfigDict(
+def _camel_case_config(extra: Literal["forbid", "allow", "ignore"]) -> ConfigDict:
+    """Kubernetes JSON: camelCase keys (snake_case attribute names accepted too), checked on assignment;
+    `extra` says what happens to a key the model does not declare."""
+    return ConfigDict(
         alias_generator=to_camel,
         validate_by_name=True,
         validate_by_alias=True,
         serialize_by_alias=True,
         validate_assignment=True,
-        extra="forbid",
+        extra=extra,
     )
+
+
+class SpecModel(_KubernetesModel):
+    """A part of a spec or of a status raypilot writes: unknown fields are an error."""
+
+    model_config = _camel_case_config("forbid")
 
 
 class PassthroughModel(_KubernetesModel):
     """A Kubernetes shape raypilot only partly reads: unknown fields are kept and dumped unchanged."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        validate_assignment=True,
-        extra="allow",
-    )
+    model_config = _camel_case_config("allow")
 
 
 class ForeignStatusModel(_KubernetesModel):
     """A status another controller writes: unknown keys are ignored so newer writers never break us."""
 
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        validate_by_name=True,
-        validate_by_alias=True,
-        serialize_by_alias=True,
-        validate_assignment=True,
-        extra="ignore",
-    )
+    model_config = _camel_case_config("ignore")
 
 
 def _as_utc(value: datetime) -> datetime:

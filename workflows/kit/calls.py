@@ -86,6 +86,12 @@ _STEP_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(seconds=1), backoff_coefficient=2.0, maximum_interval=timedelta(seconds=20)
 )
 _WAIT_ATTEMPT: Final = timedelta(hours=1)
+# A RayService watch: a worker without the wait activity (NotFoundError) is not asked again.
+_WATCH_RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_interval=timedelta(seconds=60),
+    non_retryable_error_types=["NotFoundError"],
+)
 _WAIT_HEARTBEAT: Final = timedelta(seconds=30)
 # Quiet watches heartbeat every third of this (activities/waits.py: quiet_heartbeat_interval).
 QUIET_WATCH_HEARTBEAT: Final = timedelta(minutes=3)
@@ -129,22 +135,14 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
         local=False,
         start_to_close=_WAIT_ATTEMPT,
         heartbeat=_WAIT_HEARTBEAT,
-        retry=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
-            maximum_interval=timedelta(seconds=60),
-            non_retryable_error_types=["NotFoundError"],
-        ),
+        retry=_WATCH_RETRY,
         confirm_cancel=True,
     ),
     IO.QUIET_WATCH: CallPolicy(
         local=False,
         start_to_close=timedelta(hours=6),
         heartbeat=QUIET_WATCH_HEARTBEAT,
-        retry=RetryPolicy(
-            initial_interval=timedelta(seconds=1),
-            maximum_interval=timedelta(seconds=60),
-            non_retryable_error_types=["NotFoundError"],
-        ),
+        retry=_WATCH_RETRY,
         confirm_cancel=True,
     ),
     IO.OBSERVE: CallPolicy(

@@ -74,30 +74,35 @@ class Deadline:
 
 def active_deadline(job: RayJob) -> Deadline | None:
     """activeDeadlineSeconds, counted from this attempt's startTime."""
-    seconds = job.spec.active_deadline_seconds
-    start = job.status.start_time
-    if seconds is None or start is None:
-        return None
-    message = (
-        f"The RayJob has passed the activeDeadlineSeconds. StartTime: {go_time_string(start)}. "
-        f"ActiveDeadlineSeconds: {seconds}"
+    return _from_start_time(
+        job, job.spec.active_deadline_seconds, "activeDeadlineSeconds", JobFailedReason.DEADLINE_EXCEEDED
     )
-    failed = Transition(JobDeploymentStatus.FAILED, JobFailedReason.DEADLINE_EXCEEDED, message)
-    return Deadline("activeDeadlineSeconds", start + timedelta(seconds=seconds), failed)
 
 
 def pre_running_deadline(job: RayJob) -> Deadline | None:
     """preRunningDeadlineSeconds: the time allowed to reach Running, counted from startTime."""
-    seconds = job.spec.pre_running_deadline_seconds
+    return _from_start_time(
+        job,
+        job.spec.pre_running_deadline_seconds,
+        "preRunningDeadlineSeconds",
+        JobFailedReason.PRE_RUNNING_DEADLINE_EXCEEDED,
+    )
+
+
+def _from_start_time(
+    job: RayJob, seconds: int | None, field: str, reason: JobFailedReason
+) -> Deadline | None:
+    """A deadline of `seconds` after this attempt's startTime (none until both are known), failing the job
+    with KubeRay's message for `field`."""
     start = job.status.start_time
     if seconds is None or start is None:
         return None
     message = (
-        f"The RayJob has passed the preRunningDeadlineSeconds. StartTime: {go_time_string(start)}. "
-        f"PreRunningDeadlineSeconds: {seconds}"
+        f"The RayJob has passed the {field}. StartTime: {go_time_string(start)}. "
+        f"{field[0].upper()}{field[1:]}: {seconds}"
     )
-    failed = Transition(JobDeploymentStatus.FAILED, JobFailedReason.PRE_RUNNING_DEADLINE_EXCEEDED, message)
-    return Deadline("preRunningDeadlineSeconds", start + timedelta(seconds=seconds), failed)
+    failed = Transition(JobDeploymentStatus.FAILED, reason, message)
+    return Deadline(field, start + timedelta(seconds=seconds), failed)
 
 
 def transition_grace_deadline(job: RayJob, grace_seconds: int) -> Deadline | None:
