@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.features import FeatureGates
-from tests.unit import test_validation_raycluster as raycluster_rules
-from tests.unit import test_validation_rayjob as rayjob_rules
-from tests.unit import test_validation_rayservice as rayservice_rules
+from tests.unit.models.validation import test_raycluster as raycluster_rules
+from tests.unit.models.validation import test_rayjob as rayjob_rules
+from tests.unit.models.validation import test_rayservice as rayservice_rules
 
 MIB = 1 << 20
 # The names of the rule tables' base manifests (a case with another name is about the name).

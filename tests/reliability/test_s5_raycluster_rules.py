@@ -1,5 +1,5 @@
 """S5 for the RayCluster rule table: every case KubeRay's ValidateRayClusterSpec rejects (the unit table of
-tests/unit/test_validation_raycluster.py), as a RayService's rayClusterConfig, through the three doors:
+tests/unit/models/validation/test_raycluster.py), as a RayService's rayClusterConfig, through the three doors:
 `raypilot apply`, the temporal CLI and the `apply` update of a live RayService.
 
 Each case is judged under the feature gates its table row names (the operator's RAYPILOT_FEATURE_GATES: the
@@ -39,7 +39,7 @@ from tests.reliability.test_s5_bad_input import (
     temporal_start,
     workflow_failure,
 )
-from tests.unit import test_validation_raycluster as raycluster_rules
+from tests.unit.models.validation import test_raycluster as raycluster_rules
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 120)]
 
