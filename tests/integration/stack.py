@@ -27,9 +27,12 @@ from models.naming import workflow_id
 from raypilot.testing.worker import running_worker
 from sandbox.cluster import RayMode
 from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread, private_pools, wait_until
+from sandbox.testing import ConditionTimeout, SandboxThread, private_pools, wait_until
+from tests.workflows.history_digest import history_digest
 
 WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"}
+# How much of a run's history a timed-out wait shows (its most recent events).
+HISTORY_LINES_SHOWN = 60
 
 
 @dataclass
@@ -86,13 +89,22 @@ class Stack:
         within: float = 60.0,
         what: str = "status",
     ) -> dict[str, Any]:
-        """Poll the `status` query until `holds` is true for it; returns that status."""
+        """Poll the `status` query until `holds` is true for it; returns that status. On a timeout the failure
+        shows the last status and the end of the run's history (what it was doing)."""
+        last: dict[str, Any] = {}
 
         async def probe() -> dict[str, Any] | None:
-            status = await self.status(handle)
-            return status if holds(status) else None
+            nonlocal last
+            last = await self.status(handle)
+            return last if holds(last) else None
 
-        return await wait_until(probe, within=within, interval=0.2, what=what)
+        try:
+            return await wait_until(probe, within=within, interval=0.2, what=what)
+        except ConditionTimeout as timeout:
+            digest = await history_digest(handle)
+            recent = "\n".join(digest[-HISTORY_LINES_SHOWN:])
+            message = f"{timeout}; last status {last!r}; the run's last events:\n{recent}"
+            raise ConditionTimeout(message) from None
 
     def exists(self, plural: str, namespace: str, name: str) -> bool:
         try:

@@ -80,3 +80,13 @@ async def reliability_stack(
         finally:
             cluster.sandbox.faults.clear()
             api_client.close()
+
+
+@pytest.fixture(autouse=True)
+def no_fault_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The package shares one sandbox: whatever faults a test injected are cleared when it ends, also when it
+    failed or timed out before clearing them itself, so the next test starts on a sound API and dashboard."""
+    yield
+    if "reliability_stack" in request.fixturenames:
+        stack: Stack = request.getfixturevalue("reliability_stack")
+        stack.cluster.sandbox.faults.clear()

@@ -28,6 +28,8 @@ from tests.reliability.upgrade import upgrade_under_load
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 150)]
 
 LATENCY_SECONDS = 0.5 if FULL else 0.05
+# The waits of a RayService's life, scaled with the latency of the full runs.
+PATIENCE = 6.0 if FULL else 1.0
 RETRY_AFTER_SECONDS = 2
 
 
@@ -125,20 +127,23 @@ async def test_rayservice_lifecycles_survive_a_faulty_api(reliability_stack: Sta
 async def upgrade_then_delete(stack: Stack, ledger: Ledger, namespace: str, name: str) -> tuple[str, str]:
     """A RayService's whole life: v1 running, a NewCluster upgrade to v2, the old cluster gone, `delete`.
     Returns the names of its two RayClusters."""
+    # The three waits together stay within the file's 150 s timeout, so that a stall fails here, with the
+    # run's history, not at pytest's timeout (an undisturbed life takes about 25 s).
     handle = await stack.start(rayservice(namespace, name, "v1"))
-    first = active_cluster(await stack.wait_status(handle, is_running, within=120, what="v1 running"))
+    running = await stack.wait_status(handle, is_running, within=60 * PATIENCE, what="v1 running")
+    first = active_cluster(running)
     assert await handle.execute_update("apply", rayservice(namespace, name, "v2")) == {"generation": 2}
 
     def upgraded(status: dict[str, Any]) -> bool:
         return is_running(status) and active_cluster(status) != first and not pending_cluster(status)
 
-    second = active_cluster(await stack.wait_status(handle, upgraded, within=180, what="v2 active"))
+    second = active_cluster(await stack.wait_status(handle, upgraded, within=60 * PATIENCE, what="v2 active"))
 
     async def old_cluster_gone() -> bool:
         names = [c["metadata"]["name"] for c in store_list(stack, "ray.io/v1", "RayCluster", namespace)]
         return names == [second]
 
-    await wait_until(old_cluster_gone, within=60, interval=0.2, what="only the v2 cluster left")
+    await wait_until(old_cluster_gone, within=25 * PATIENCE, interval=0.2, what="only the v2 cluster left")
     await handle.execute_update("delete")
     await handle.result()
     await ledger.record(handle)
