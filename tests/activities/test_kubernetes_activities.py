@@ -181,6 +181,31 @@ def test_injected_api_errors_are_classified(
     assert (delay.total_seconds() if delay else None) == delay_seconds
 
 
+def test_a_read_is_sent_again_after_a_server_error_and_a_write_is_not(
+    deps: ActivityDependencies, namespace: str, cluster: SandboxThread, faults: Any
+) -> None:
+    """Two 500s on a list are absorbed inside the activity (three answers asked for); a third fails it,
+    classified; a create that meets a 500 fails at once (Temporal retries it, the create being idempotent)."""
+    activities = RayClusterActivities(deps)
+    run(activities.create_raycluster, CreateObject(raycluster_manifest("svc-1", namespace, workers=0), OWNER))
+    listing = ListObjects(namespace, OWNER.label_selector())
+    set_faults(cluster, [{"verbs": ["list"], "resources": ["rayclusters"], "status": 500, "times": 2}])
+    assert [item["metadata"]["name"] for item in run(activities.list_rayclusters, listing)] == ["svc-1"]
+    assert [rule["injected"] for rule in faults.to_json()["rules"]] == [2]
+
+    set_faults(cluster, [{"verbs": ["list"], "resources": ["rayclusters"], "status": 500, "times": 3}])
+    with pytest.raises(ApplicationError) as raised:
+        run(activities.list_rayclusters, listing)
+    assert raised.value.type == errors.KUBERNETES_SERVER_ERROR
+
+    set_faults(cluster, [{"verbs": ["create"], "resources": ["rayclusters"], "status": 500, "times": 2}])
+    second = CreateObject(raycluster_manifest("svc-2", namespace, workers=0), OWNER)
+    with pytest.raises(ApplicationError) as raised:
+        run(activities.create_raycluster, second)
+    assert raised.value.type == errors.KUBERNETES_SERVER_ERROR
+    assert [rule["injected"] for rule in faults.to_json()["rules"]] == [1]
+
+
 def test_invalid_object_is_a_permanent_error(deps: ActivityDependencies, namespace: str) -> None:
     body = service_body("Not_A_Name", namespace, "a")
     with pytest.raises(ApplicationError) as raised:
