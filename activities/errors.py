@@ -3,7 +3,8 @@
 Permanent answers (a request that will never succeed as it is: 400, 401, 403, 404 where it is not a success,
 405, 410, 422 and other 4xx) become non-retryable `ApplicationError`s; the rest is retried by the activity's
 retry policy: 409 conflicts, 408, 5xx and transport errors with its backoff, 429 and 503 after the server's
-Retry-After when it gives one. The error `type` names what happened so workflows can match it
+Retry-After when it gives one (a Kubernetes read meets a 5xx or no answer twice inside the activity first:
+activities/kubernetes/client.py). The error `type` names what happened so workflows can match it
 (`non_retryable_error_types` and `except ActivityError` compare type names).
 
 Messages never carry credentials: Bearer tokens and any secret value the caller names are masked, and long

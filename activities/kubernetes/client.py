@@ -30,8 +30,8 @@ MERGE_PATCH: Final = "application/merge-patch+json"
 REQUEST_TIMEOUT: Final = (5.0, 30.0)  # (connect, read) seconds
 CONFLICT_ATTEMPTS: Final = 5
 CONNECTION_POOL_SIZE: Final = 32
-# Only connection failures are retried inside a call (e.g. a pooled connection the server closed). A 429/503
-# with Retry-After is not slept on here: it surfaces as an error whose next_retry_delay tells Temporal.
+# urllib3 retries connection failures inside a request (e.g. a pooled connection the server closed). A 429 or
+# 503 is not slept on here: it surfaces as an error whose next_retry_delay (Retry-After) tells Temporal.
 # A read that meets a server error or no answer is sent again after a short pause, twice at most, before it
 # fails its activity: an activity that reads several kinds (an owner's objects, one list per kind) would
 # otherwise fail whole on any one of them, and each failed attempt lengthens Temporal's backoff (seen: a
