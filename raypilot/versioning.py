@@ -46,6 +46,6 @@ def deployment_config_from_env(env: Mapping[str, str]) -> WorkerDeploymentConfig
     return WorkerDeploymentConfig(
         version=WorkerDeploymentVersion(deployment_name=name, build_id=build),
         use_worker_versioning=True,
-        # Every workflow type names its own behaviour; a new type without one is pinned, the safe default.
+        # No workflow type names a behaviour of its own (see above): every run is pinned to its build.
         default_versioning_behavior=VersioningBehavior.PINNED,
     )
