@@ -140,8 +140,12 @@ REAL_RAY_FILES = frozenset(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test marked `ray` in a file missing from REAL_RAY_FILES would start real heads beside another
-    worker's: stop the run, naming the file."""
+    """A test on the process's real stack is marked `realkube` (`make test-fast` leaves those out). A test
+    marked `ray` in a file missing from REAL_RAY_FILES would start real heads beside another worker's: stop
+    the run, naming the file."""
+    for item in items:
+        if "real_kube_of_simulated_ray" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.realkube)
     unlisted = sorted(
         {
             item.nodeid.split("::")[0]

@@ -6,7 +6,8 @@ to kube-apiserver, and injects what the sandbox's own API server injects (sandbo
 cut after that long, as a load balancer's idle timeout or an API server's restart cuts it.
 
 It runs on a thread of its own with its own event loop (`fault_proxy(plane)`), so a test's event loop being
-busy never slows the API down.
+busy never slows the API down; `on_loop` reads or changes its rules and its count of requests there, since
+neither is safe to touch from another thread while requests come in.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import asyncio
 import contextlib
 import ssl
 import threading
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import aiohttp
 import yaml
@@ -34,6 +38,8 @@ _HOP_BY_HOP = frozenset(
     {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host", "content-length"}
 )
 _CHUNK = 64 * 1024
+_ON_LOOP_WITHIN_S = 30.0
+T = TypeVar("T")
 
 
 def request_info(method: str, path: str, query: Mapping[str, str]) -> tuple[str, str]:
@@ -91,13 +97,31 @@ class FaultProxy:
     port: int
     faults: FaultInjector
     drop_watches_after_s: float | None = None
+    # "verb resource" of every request that names a resource, faulted or forwarded ("list jobs")
+    requests: Counter[str] = field(default_factory=Counter, init=False)
     _session: aiohttp.ClientSession | None = field(default=None, init=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
 
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
+    def on_loop(self, step: Callable[[FaultProxy], T]) -> T:
+        """`step(self)`'s result, run on the proxy's own loop between two requests."""
+        assert self._loop is not None, "the proxy is not serving"
+        done: Future[T] = Future()
+
+        def run() -> None:
+            try:
+                done.set_result(step(self))
+            except BaseException as error:
+                done.set_exception(error)
+
+        self._loop.call_soon_threadsafe(run)
+        return done.result(_ON_LOOP_WITHIN_S)
+
     async def serve(self, stop: asyncio.Event, listening: threading.Event) -> None:
+        self._loop = asyncio.get_running_loop()
         upstream_tls = ssl.create_default_context(cafile=str(self.ca_file))
         serving_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         serving_tls.load_cert_chain(str(self.cert_file), str(self.key_file))
@@ -118,6 +142,8 @@ class FaultProxy:
         if request.path.rstrip("/") == FAULTS_PATH:
             return await self._faults_endpoint(request)
         verb, resource = request_info(request.method, request.path, request.query)
+        if resource:
+            self.requests[f"{verb} {resource}"] += 1
         fault = self.faults.decide(verb, resource) if resource else None
         if fault is not None:
             if fault.latency_seconds:

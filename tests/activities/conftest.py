@@ -1,11 +1,15 @@
-"""Fixtures for the activity tests: one simulated sandbox per module (its Kubernetes API, controllers and
-simulated Ray dashboards on a background thread), activity dependencies pointing at it, a fresh namespace per
-test, and helpers to run activities in an ActivityEnvironment that records heartbeats.
+"""Fixtures for the activity tests: the real stack of the test process (`real_kube_of_simulated_ray`,
+tests/conftest.py: etcd, kube-apiserver, KubeRay's operator, pods of simulated Ray), reached by the
+activities as the worker reaches it (its ServiceAccount, deploy/'s RBAC) through a fault proxy of the
+module's own; namespaces made by the admin and removed with the module; and helpers to run activities in an
+ActivityEnvironment that records heartbeats.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -14,38 +18,88 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, config
 from temporalio.testing import ActivityEnvironment
 
-import sandbox.store
 from activities.kubernetes.clusters import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
-from sandbox.faults import FaultInjector
-from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread, private_pools, raycluster_manifest
+from sandbox.faults import FaultRule
+from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
+from sandbox.testing import raycluster_manifest
+from tests.kubes import RealKube
+from tests.readiness import with_quick_readiness
 from wire.kubernetes import CreateObject, WaitRayCluster
 
+# Every namespace the activity tests make carries it, so a module's end removes what its tests left.
+TEST_NAMESPACE_LABEL = "raypilot.test/activities"
+# A node name the real stack's node agent does not answer to: a Pod bound to it stays as the test made it.
+NOBODYS_NODE = "nobodys-node"
+RAY_IMAGE = "rayproject/ray:2.60.0"
+
+
+@dataclass(frozen=True)
+class ActivityKube:
+    """The real stack as the activity tests see it: the admin's client to arrange things, and the worker's
+    kubeconfig through `proxy` for the activities, whose faults and counted requests the tests set and
+    read."""
+
+    kube: RealKube
+    proxy: FaultProxy
+    kubeconfig_path: Path
+
+    def api_client(self) -> client.ApiClient:
+        return config.new_client_from_config(config_file=str(self.kube.admin))
+
+    def set_faults(self, rules: list[dict[str, Any]]) -> None:
+        """Replaces the API fault rules (the sandbox's JSON rules, sandbox/faults.py)."""
+        self.proxy.on_loop(lambda proxy: proxy.faults.load_json(rules))
+
+    def add_fault(self, rule: FaultRule) -> None:
+        self.proxy.on_loop(lambda proxy: proxy.faults.add(rule))
+
+    def injected(self) -> list[int]:
+        """How many times each rule has injected its fault so far."""
+        rules = self.proxy.on_loop(lambda proxy: proxy.faults.to_json()["rules"])
+        return [rule["injected"] for rule in rules]
+
+    def requests(self, verb_and_resource: str) -> int:
+        """How many `verb_and_resource` requests ("list jobs") the activities have made so far."""
+        return self.proxy.on_loop(lambda proxy: proxy.requests[verb_and_resource])
+
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxThread]:
-    workdir: Path = tmp_path_factory.mktemp("sandbox")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sandbox.store, "standard_pools", private_pools)
-        with SandboxThread(
-            workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()}
-        ) as thread:
-            yield thread
+def cluster(
+    real_kube_of_simulated_ray: RealKube, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ActivityKube]:
+    kube = real_kube_of_simulated_ray
+    with fault_proxy(kube.plane) as proxy:
+        path = tmp_path_factory.mktemp("activities") / "worker.kubeconfig"
+        yield ActivityKube(kube, proxy, proxied_kubeconfig(kube.installed.worker, proxy, path))
 
 
 @pytest.fixture(scope="module")
-def core_api(cluster: SandboxThread) -> Iterator[client.CoreV1Api]:
+def core_api(cluster: ActivityKube) -> Iterator[client.CoreV1Api]:
     api_client = cluster.api_client()
-    yield client.CoreV1Api(api_client)
-    api_client.close()
+    core = client.CoreV1Api(api_client)
+    yield core
+    # What the module's tests left (RayClusters whose pods run simulated Ray heads) goes with it; the
+    # garbage collector and the node agent finish it in the background.
+    with contextlib.closing(api_client):
+        for item in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
+            core.delete_namespace(item.metadata.name, propagation_policy="Background")
 
 
-def make_dependencies(cluster: SandboxThread, access: str) -> ActivityDependencies:
+@pytest.fixture(autouse=True)
+def no_fault_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    # Only for tests on the stack: the rest need none (and run in `make test-fast`).
+    cluster = request.getfixturevalue("cluster") if "cluster" in request.fixturenames else None
+    yield
+    if cluster is not None:
+        cluster.set_faults([])
+
+
+def make_dependencies(cluster: ActivityKube, access: str) -> ActivityDependencies:
     return ActivityDependencies.from_env(
         {
             "KUBECONFIG": str(cluster.kubeconfig_path),
@@ -56,38 +110,52 @@ def make_dependencies(cluster: SandboxThread, access: str) -> ActivityDependenci
 
 
 @pytest.fixture(scope="module")
-async def deps(cluster: SandboxThread) -> AsyncIterator[ActivityDependencies]:
+async def deps(cluster: ActivityKube) -> AsyncIterator[ActivityDependencies]:
     """Dependencies reaching the dashboards through the API server's service proxy (a worker outside)."""
     dependencies = make_dependencies(cluster, "proxy")
     yield dependencies
     await dependencies.aclose()
 
 
-@pytest.fixture
-def namespace(core_api: client.CoreV1Api) -> str:
+def new_namespace(core_api: client.CoreV1Api) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
-    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    labels = {TEST_NAMESPACE_LABEL: "true"}
+    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels)))
     return name
 
 
 @pytest.fixture
-def faults(cluster: SandboxThread) -> Iterator[FaultInjector]:
-    injector = cluster.sandbox.faults
-    yield injector
-
-    async def clear() -> None:
-        injector.clear()
-
-    cluster.call(clear)
+def namespace(core_api: client.CoreV1Api) -> str:
+    return new_namespace(core_api)
 
 
-def set_faults(cluster: SandboxThread, rules: list[dict[str, Any]]) -> None:
-    """Replace the API fault rules from the sandbox's own loop (the injector is not thread-safe)."""
+def small_raycluster(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    """A RayCluster without workers, its spec updated with `spec`, whose pods are ready as soon as simulated
+    Ray answers (tests/readiness.py)."""
+    body = raycluster_manifest(name, namespace, workers=0)
+    body["spec"].update(spec)
+    with_quick_readiness(body["spec"])
+    return body
 
-    async def load() -> None:
-        cluster.sandbox.faults.load_json(rules)
 
-    cluster.call(load)
+def unscheduled_pod(name: str, labels: dict[str, str]) -> client.V1Pod:
+    """A Pod bound to a node nobody runs, so that nothing but the test changes it."""
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1PodSpec(
+            node_name=NOBODYS_NODE, containers=[client.V1Container(name="ray", image=RAY_IMAGE)]
+        ),
+    )
+
+
+def running_pod(name: str, labels: dict[str, str]) -> client.V1Pod:
+    """A Pod the node runs; with no readiness probe it is ready once its container runs (and until then a
+    not-ready endpoint of the Services that select it)."""
+    container = client.V1Container(name="serve", image=RAY_IMAGE, command=["sleep", "600"])
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1PodSpec(containers=[container], termination_grace_period_seconds=0),
+    )
 
 
 @dataclass
@@ -101,25 +169,33 @@ class RecordingEnvironment:
         self.env.on_heartbeat = lambda *details: self.heartbeats.append(details[0] if details else None)
 
     def with_heartbeat_timeout(self, seconds: float) -> RecordingEnvironment:
-        import dataclasses
-
         self.env.info = dataclasses.replace(self.env.info, heartbeat_timeout=timedelta(seconds=seconds))
         return self
 
 
 async def ready_raycluster(
-    deps: ActivityDependencies, core_api: client.CoreV1Api, **spec: Any
+    deps: ActivityDependencies, core_api: client.CoreV1Api, *, head_token: str | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """A RayCluster `rc` without workers (its spec updated with `spec`) in a new namespace, once ready:
-    (the namespace, the RayCluster as the wait saw it)."""
-    namespace = f"t-{uuid.uuid4().hex[:8]}"
-    core_api.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    body = raycluster_manifest("rc", namespace, workers=0)
-    body["spec"].update(spec)
+    """A RayCluster `rc` without workers in a new namespace, once ready: (the namespace, the RayCluster as
+    the wait saw it). With `head_token`, its Ray asks for that token, kept in the Secret `rc` as a user of
+    KubeRay 1.5 sets token auth up (its `authOptions` came in a later KubeRay)."""
+    namespace = new_namespace(core_api)
+    body = small_raycluster("rc", namespace)
+    if head_token is not None:
+        secret = client.V1Secret(
+            metadata=client.V1ObjectMeta(name="rc"), string_data={"auth_token": head_token}
+        )
+        core_api.create_namespaced_secret(namespace, secret)
+        token_ref = {"secretKeyRef": {"name": "rc", "key": "auth_token"}}
+        head = body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+        head["env"] += [
+            {"name": "RAY_AUTH_MODE", "value": "token"},
+            {"name": "RAY_AUTH_TOKEN", "valueFrom": token_ref},
+        ]
     await asyncio.to_thread(
         ActivityEnvironment().run, RayClusterActivities(deps).create_raycluster, CreateObject(body)
     )
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(60):
         ready = await RecordingEnvironment().env.run(
             KubernetesWaits(deps).wait_raycluster, WaitRayCluster(namespace, "rc", until="ready")
         )

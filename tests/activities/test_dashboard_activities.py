@@ -1,14 +1,14 @@
-"""Ray Dashboard activities against a token-auth RayCluster of the simulated sandbox, reached through the
-Kubernetes API server's service proxy (and directly at the head pod's address): Jobs, Serve, health, and
-that the Ray token never leaves the activity."""
+"""Ray Dashboard activities against a token-auth RayCluster of simulated Ray on the real stack, reached
+through the Kubernetes API server's service proxy (and directly at the head pod's address): Jobs, Serve,
+health, and that the Ray token never leaves the activity."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import logging
+import secrets
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -24,8 +24,7 @@ from activities.dashboard import DashboardActivities
 from activities.observer import ObserverActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits
-from sandbox.testing import SandboxThread
-from tests.activities.conftest import RecordingEnvironment, make_dependencies, ready_raycluster
+from tests.activities.conftest import ActivityKube, RecordingEnvironment, make_dependencies, ready_raycluster
 from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
@@ -71,18 +70,17 @@ class RayHead:
 
 
 @pytest.fixture(scope="module")
-async def head(cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api) -> RayHead:
-    """A ready RayCluster `rc` with `authOptions.mode: token` (the sandbox makes its token Secret `rc`)."""
-    namespace, raycluster = await ready_raycluster(deps, core_api, authOptions={"mode": "token"})
+async def head(cluster: ActivityKube, deps: ActivityDependencies, core_api: client.CoreV1Api) -> RayHead:
+    """A ready RayCluster `rc` whose Ray asks for a token, kept in its Secret `rc`."""
+    token = secrets.token_hex(16)
+    namespace, raycluster = await ready_raycluster(deps, core_api, head_token=token)
     head_status = raycluster["status"]["head"]
-    secret = core_api.read_namespaced_secret("rc", namespace)
-    token = base64.b64decode(secret.data["auth_token"]).decode()
     target = DashboardTarget(namespace=namespace, head_service="rc-head-svc", auth_secret="rc")
     return RayHead(namespace, target, token, head_status["podName"], head_status["podIP"])
 
 
 @pytest.fixture(scope="module")
-async def direct_deps(cluster: SandboxThread) -> AsyncIterator[ActivityDependencies]:
+async def direct_deps(cluster: ActivityKube) -> AsyncIterator[ActivityDependencies]:
     dependencies = make_dependencies(cluster, "direct")
     yield dependencies
     await dependencies.aclose()

@@ -1,4 +1,4 @@
-"""Kubernetes activities against the sandbox's API server, through the real activity code: idempotent
+"""Kubernetes activities against the real API server, through the real activity code: idempotent
 creates and deletes, conflict retries, ownership, events, cleanup by labels, and classified errors."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from activities.kubernetes.event_body import event_name
 from activities.kubernetes.events import EventActivities, OwnershipActivities
 from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
-from sandbox.testing import SandboxThread, raycluster_manifest
-from tests.activities.conftest import set_faults
+from tests.activities.conftest import ActivityKube, small_raycluster
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
@@ -56,7 +55,7 @@ def service_body(name: str, namespace: str, cluster: str) -> dict[str, Any]:
 
 def test_create_is_idempotent_and_adds_ownership(deps: ActivityDependencies, namespace: str) -> None:
     activities = RayClusterActivities(deps)
-    request = CreateObject(body=raycluster_manifest("svc-abcde", namespace, workers=0), ownership=OWNER)
+    request = CreateObject(body=small_raycluster("svc-abcde", namespace), ownership=OWNER)
     first = run(activities.create_raycluster, request)
     second = run(activities.create_raycluster, request)
     assert second["metadata"]["uid"] == first["metadata"]["uid"]
@@ -71,9 +70,9 @@ def test_create_is_idempotent_and_adds_ownership(deps: ActivityDependencies, nam
 
 
 def test_create_survives_an_injected_conflict(
-    deps: ActivityDependencies, namespace: str, cluster: SandboxThread, faults: Any
+    deps: ActivityDependencies, namespace: str, cluster: ActivityKube
 ) -> None:
-    set_faults(cluster, [{"verbs": ["create"], "resources": ["services"], "status": 409, "times": 1}])
+    cluster.set_faults([{"verbs": ["create"], "resources": ["services"], "status": 409, "times": 1}])
     created = run(
         ServiceActivities(deps).create_service, CreateObject(body=service_body("s", namespace, "a"))
     )
@@ -91,7 +90,7 @@ def test_owner_reference_is_added_once(deps: ActivityDependencies, namespace: st
 
 def test_delete_is_idempotent(deps: ActivityDependencies, namespace: str) -> None:
     activities = RayClusterActivities(deps)
-    run(activities.create_raycluster, CreateObject(body=raycluster_manifest("gone", namespace, workers=0)))
+    run(activities.create_raycluster, CreateObject(body=small_raycluster("gone", namespace)))
     assert run(activities.delete_raycluster, DeleteObject(namespace, "gone")) is True
     assert run(activities.delete_raycluster, DeleteObject(namespace, "gone")) is False
     assert run(activities.get_raycluster, ObjectKey(namespace, "gone")) is None
@@ -105,11 +104,11 @@ def test_delete_with_a_stale_uid_spares_the_namesake(deps: ActivityDependencies,
 
 
 def test_update_spec_retries_conflicts_and_keeps_the_cluster_ip(
-    deps: ActivityDependencies, namespace: str, cluster: SandboxThread, faults: Any
+    deps: ActivityDependencies, namespace: str, cluster: ActivityKube
 ) -> None:
     activities = ServiceActivities(deps)
     created = run(activities.create_service, CreateObject(body=service_body("head-svc", namespace, "old")))
-    set_faults(cluster, [{"verbs": ["update"], "resources": ["services"], "status": 409, "times": 2}])
+    cluster.set_faults([{"verbs": ["update"], "resources": ["services"], "status": 409, "times": 2}])
     desired = service_body("head-svc", namespace, "new")["spec"]
     updated = run(
         activities.update_service_spec,
@@ -133,13 +132,13 @@ def test_update_of_a_missing_object_returns_none(deps: ActivityDependencies, nam
 
 def test_suspend_worker_groups(deps: ActivityDependencies, namespace: str) -> None:
     activities = RayClusterActivities(deps)
-    body = raycluster_manifest("rc", namespace, workers=0)
+    body = small_raycluster("rc", namespace)
     body["spec"]["workerGroupSpecs"].append({**body["spec"]["workerGroupSpecs"][0], "groupName": "more"})
     run(activities.create_raycluster, CreateObject(body=body))
     suspended = run(activities.suspend_worker_groups, ObjectKey(namespace, "rc"))
     assert [group["suspend"] for group in suspended["spec"]["workerGroupSpecs"]] == [True, True]
     again = run(activities.suspend_worker_groups, ObjectKey(namespace, "rc"))
-    # The sandbox's controller writes the status meanwhile; the spec (generation) stays as it was.
+    # KubeRay writes the status meanwhile; the spec (generation) stays as it was.
     assert again["metadata"]["generation"] == suspended["metadata"]["generation"]
     assert again["spec"] == suspended["spec"]
     assert run(activities.suspend_worker_groups, ObjectKey(namespace, "absent")) is None
@@ -147,8 +146,8 @@ def test_suspend_worker_groups(deps: ActivityDependencies, namespace: str) -> No
 
 def test_list_rayclusters_by_label_without_spec(deps: ActivityDependencies, namespace: str) -> None:
     activities = RayClusterActivities(deps)
-    run(activities.create_raycluster, CreateObject(raycluster_manifest("svc-1", namespace, workers=0), OWNER))
-    run(activities.create_raycluster, CreateObject(raycluster_manifest("other", namespace, workers=0)))
+    run(activities.create_raycluster, CreateObject(small_raycluster("svc-1", namespace), OWNER))
+    run(activities.create_raycluster, CreateObject(small_raycluster("other", namespace)))
     found = run(activities.list_rayclusters, ListObjects(namespace, OWNER.label_selector()))
     assert [item["metadata"]["name"] for item in found] == ["svc-1"]
     assert "spec" not in found[0]
@@ -165,14 +164,13 @@ def test_list_rayclusters_by_label_without_spec(deps: ActivityDependencies, name
 def test_injected_api_errors_are_classified(
     deps: ActivityDependencies,
     namespace: str,
-    cluster: SandboxThread,
-    faults: Any,
+    cluster: ActivityKube,
     rule: dict[str, Any],
     error_type: str,
     non_retryable: bool,
     delay_seconds: int | None,
 ) -> None:
-    set_faults(cluster, [{"verbs": ["get"], "resources": ["rayclusters"], **rule}])
+    cluster.set_faults([{"verbs": ["get"], "resources": ["rayclusters"], **rule}])
     with pytest.raises(ApplicationError) as raised:
         run(RayClusterActivities(deps).get_raycluster, ObjectKey(namespace, "any"))
     assert raised.value.type == error_type
@@ -182,28 +180,28 @@ def test_injected_api_errors_are_classified(
 
 
 def test_a_read_is_sent_again_after_a_server_error_and_a_write_is_not(
-    deps: ActivityDependencies, namespace: str, cluster: SandboxThread, faults: Any
+    deps: ActivityDependencies, namespace: str, cluster: ActivityKube
 ) -> None:
     """Two 500s on a list are absorbed inside the activity (three answers asked for); a third fails it,
     classified; a create that meets a 500 fails at once (Temporal retries it, the create being idempotent)."""
     activities = RayClusterActivities(deps)
-    run(activities.create_raycluster, CreateObject(raycluster_manifest("svc-1", namespace, workers=0), OWNER))
+    run(activities.create_raycluster, CreateObject(small_raycluster("svc-1", namespace), OWNER))
     listing = ListObjects(namespace, OWNER.label_selector())
-    set_faults(cluster, [{"verbs": ["list"], "resources": ["rayclusters"], "status": 500, "times": 2}])
+    cluster.set_faults([{"verbs": ["list"], "resources": ["rayclusters"], "status": 500, "times": 2}])
     assert [item["metadata"]["name"] for item in run(activities.list_rayclusters, listing)] == ["svc-1"]
-    assert [rule["injected"] for rule in faults.to_json()["rules"]] == [2]
+    assert cluster.injected() == [2]
 
-    set_faults(cluster, [{"verbs": ["list"], "resources": ["rayclusters"], "status": 500, "times": 3}])
+    cluster.set_faults([{"verbs": ["list"], "resources": ["rayclusters"], "status": 500, "times": 3}])
     with pytest.raises(ApplicationError) as raised:
         run(activities.list_rayclusters, listing)
     assert raised.value.type == errors.KUBERNETES_SERVER_ERROR
 
-    set_faults(cluster, [{"verbs": ["create"], "resources": ["rayclusters"], "status": 500, "times": 2}])
-    second = CreateObject(raycluster_manifest("svc-2", namespace, workers=0), OWNER)
+    cluster.set_faults([{"verbs": ["create"], "resources": ["rayclusters"], "status": 500, "times": 2}])
+    second = CreateObject(small_raycluster("svc-2", namespace), OWNER)
     with pytest.raises(ApplicationError) as raised:
         run(activities.create_raycluster, second)
     assert raised.value.type == errors.KUBERNETES_SERVER_ERROR
-    assert [rule["injected"] for rule in faults.to_json()["rules"]] == [1]
+    assert cluster.injected() == [1]
 
 
 def test_invalid_object_is_a_permanent_error(deps: ActivityDependencies, namespace: str) -> None:
@@ -248,7 +246,7 @@ def test_owned_objects_are_listed_and_deleted_by_labels(deps: ActivityDependenci
     run(services.create_service, CreateObject(service_body("svc-head-svc", namespace, "a"), OWNER))
     run(services.create_service, CreateObject(service_body("svc-serve-svc", namespace, "a"), OWNER))
     run(services.create_service, CreateObject(service_body("unrelated", namespace, "a")))
-    run(clusters.create_raycluster, CreateObject(raycluster_manifest("svc-x", namespace, workers=0), OWNER))
+    run(clusters.create_raycluster, CreateObject(small_raycluster("svc-x", namespace), OWNER))
     ownership = OwnershipActivities(deps)
     request = OwnedObjects(namespace, "RayService", "svc", keep=("svc-head-svc",))
     listed = run(ownership.list_owned_objects, request)

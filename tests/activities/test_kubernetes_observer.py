@@ -1,4 +1,4 @@
-"""The Kubernetes observer's activity against the simulated sandbox (its real list and watch requests, so the
+"""The Kubernetes observer's activity against the real API server (its real list and watch requests, so the
 RBAC audit knows them), with the Temporal side in memory: a RayCluster watch gets only the view that ends
 its wait, a submitter Job watch gets its end, a head Pod watch its Pod, and an expired watch (410 Gone)
 relists without losing a change."""
@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -19,8 +18,9 @@ from activities.kubernetes.clusters import RayClusterActivities
 from activities.kubernetes.observer import KubernetesObserverActivities
 from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
-from sandbox.faults import FaultInjector, FaultRule
-from sandbox.testing import SandboxThread, raycluster_manifest, wait_until
+from sandbox.faults import FaultRule
+from sandbox.testing import wait_until
+from tests.activities.conftest import ActivityKube, small_raycluster
 from tests.activities.test_kubernetes_activities import submitter_body
 from wire.kubernetes import CreateObject, Ownership
 from wire.kubernetes_observer import (
@@ -82,10 +82,9 @@ async def _observing(deps: ActivityDependencies, namespace: str, temporal: _Obse
 
 
 async def test_the_observer_follows_clusters_jobs_and_head_pods(
-    cluster: SandboxThread,
+    cluster: ActivityKube,
     deps: ActivityDependencies,
     namespace: str,
-    faults: FaultInjector,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Watches end after a second (instead of a minute), so the test sees one renewed into a 410 Gone.
@@ -94,7 +93,7 @@ async def test_the_observer_follows_clusters_jobs_and_head_pods(
     created = await asyncio.to_thread(
         ActivityEnvironment().run,
         RayClusterActivities(deps).create_raycluster,
-        CreateObject(raycluster_manifest("rc", namespace, workers=0), OWNER),
+        CreateObject(small_raycluster("rc", namespace), OWNER),
     )
     temporal.book.watch(ObjectWatch("RayCluster", namespace, "rc", "rayjob/ns/obs", "ready"))
     async with _observing(deps, namespace, temporal), asyncio.timeout(30):
@@ -113,9 +112,11 @@ async def test_the_observer_follows_clusters_jobs_and_head_pods(
 
         # The Jobs' watch expires (410 Gone when renewed, as after a compaction): the observer lists again
         # and still sees the Job's end.
-        lists_before = Counter(cluster.sandbox.api.requests)["list jobs"]
-        faults.add(FaultRule(frozenset({"watch"}), frozenset({"jobs"}), error_rate=1.0, status=410, times=1))
-        await _until(lambda: Counter(cluster.sandbox.api.requests)["list jobs"] > lists_before)
+        lists_before = cluster.requests("list jobs")
+        cluster.add_fault(
+            FaultRule(frozenset({"watch"}), frozenset({"jobs"}), error_rate=1.0, status=410, times=1)
+        )
+        await _until(lambda: cluster.requests("list jobs") > lists_before)
         job = await asyncio.to_thread(
             ActivityEnvironment().run,
             WorkloadActivities(deps).create_job,

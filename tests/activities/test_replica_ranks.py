@@ -22,8 +22,7 @@ from activities.replica_ranks import (
 )
 from activities.waits import DashboardWaits
 from sandbox.ray.simulated_serve import RANKS_DRIVER_CALL, RANKS_OUTPUT_PREFIX
-from sandbox.testing import SandboxThread
-from tests.activities.conftest import RecordingEnvironment, ready_raycluster
+from tests.activities.conftest import ActivityKube, RecordingEnvironment, ready_raycluster
 from wire.dashboard import (
     DashboardTarget,
     PutServeConfig,
@@ -77,7 +76,7 @@ def test_parse_ranks_output(logs: str, expected: object) -> None:
 
 @pytest.fixture(scope="module")
 async def target(
-    cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api
+    cluster: ActivityKube, deps: ActivityDependencies, core_api: client.CoreV1Api
 ) -> DashboardTarget:
     namespace, _ = await ready_raycluster(deps, core_api)
     return DashboardTarget(namespace=namespace, head_service="rc-head-svc")

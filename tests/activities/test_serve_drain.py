@@ -14,8 +14,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.dashboard import DashboardActivities
 from activities.registry import ActivityDependencies
 from activities.serve_drain import ServeDrainActivities, ongoing_http_requests
-from sandbox.testing import SandboxThread
-from tests.activities.conftest import RecordingEnvironment, make_dependencies, ready_raycluster
+from tests.activities.conftest import ActivityKube, RecordingEnvironment, make_dependencies, ready_raycluster
 from wire.dashboard import DashboardTarget, PutServeConfig
 from wire.drain import ServeRequestsInFlight, WaitServeRequestsInFlight
 
@@ -72,7 +71,7 @@ async def serving_cluster(deps: ActivityDependencies, core_api: client.CoreV1Api
 
 
 async def test_requests_in_flight_are_read_through_the_pod_proxy_and_directly(
-    cluster: SandboxThread, deps: ActivityDependencies, core_api: client.CoreV1Api
+    cluster: ActivityKube, deps: ActivityDependencies, core_api: client.CoreV1Api
 ) -> None:
     namespace, pod_ip = await serving_cluster(deps, core_api)
     direct = make_dependencies(cluster, "direct")

@@ -15,7 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.registry import ActivityDependencies, build_activities
 from raypilot.testing.worker import running_worker
-from sandbox.testing import raycluster_manifest
+from tests.activities.conftest import small_raycluster
 from wire import names
 from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
 
@@ -30,7 +30,7 @@ class ActivityProbe:
     async def run(self, namespace: str) -> dict[str, Any]:
         created = await workflow.execute_activity(
             names.CREATE_RAYCLUSTER,
-            CreateObject(body=raycluster_manifest("probe", namespace, workers=0)),
+            CreateObject(body=small_raycluster("probe", namespace)),
             result_type=dict,
             start_to_close_timeout=timedelta(seconds=20),
             retry_policy=NO_RETRY,

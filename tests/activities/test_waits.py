@@ -1,5 +1,5 @@
-"""The waits on the sandbox: they return on a change (or on reaching their goal) and not before, heartbeat
-the latest view, and end at once when cancelled."""
+"""The waits against the real API server and simulated Ray: they return on a change (or on reaching their
+goal) and not before, heartbeat the latest view, and end at once when cancelled."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from activities.kubernetes.resources import RAYCLUSTER
 from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits, KubernetesWaits
-from sandbox.testing import SandboxThread, raycluster_manifest, wait_until
-from tests.activities.conftest import RecordingEnvironment
+from sandbox.testing import wait_until
+from tests.activities.conftest import RecordingEnvironment, running_pod, small_raycluster, unscheduled_pod
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
@@ -42,9 +42,9 @@ def run_sync(fn: Any, arg: Any) -> Any:
 async def create_cluster(
     deps: ActivityDependencies, namespace: str, name: str, *, suspend: bool = False
 ) -> dict[str, Any]:
-    body = raycluster_manifest(name, namespace, workers=0)
+    body = small_raycluster(name, namespace)
     if suspend:
-        body["spec"]["suspend"] = True  # the sandbox keeps it without pods: never ready
+        body["spec"]["suspend"] = True  # KubeRay keeps it without pods: never ready
     created: dict[str, Any] = await asyncio.to_thread(
         run_sync, RayClusterActivities(deps).create_raycluster, CreateObject(body)
     )
@@ -133,15 +133,12 @@ async def test_wait_is_cancelled_promptly(deps: ActivityDependencies, namespace:
     assert time.monotonic() - started < 1.0
 
 
-async def test_watch_from_a_compacted_version_is_gone(
-    deps: ActivityDependencies, namespace: str, cluster: SandboxThread
+async def test_watch_from_a_version_the_server_no_longer_has_is_gone(
+    deps: ActivityDependencies, namespace: str
 ) -> None:
+    # Version 1 is older than anything the API server's watch cache holds for RayClusters, as a version
+    # compacted away is: the server answers "too old resource version".
     await create_cluster(deps, namespace, "rc")
-
-    async def compact() -> None:
-        cluster.sandbox.store.compact()
-
-    cluster.call(compact)
     api = deps.apiserver()
     with pytest.raises(ApplicationError) as raised:
         async for _ in api.watch(RAYCLUSTER.path(namespace), {"resourceVersion": "1"}, 5, "watch"):
@@ -183,12 +180,7 @@ async def test_wait_submitter_job_until_it_completes(
 async def test_wait_head_pod_returns_when_the_pod_goes(
     deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api, recording: RecordingEnvironment
 ) -> None:
-    pod = client.V1Pod(
-        metadata=client.V1ObjectMeta(
-            name="rc-head", labels={"ray.io/cluster": "rc", "ray.io/node-type": "head"}
-        ),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
-    )
+    pod = unscheduled_pod("rc-head", {"ray.io/cluster": "rc", "ray.io/node-type": "head"})
     core_api.create_namespaced_pod(namespace, pod)
     waits = KubernetesWaits(deps)
     first = await recording.env.run(waits.wait_head_pod, WaitObject(namespace, "rc"))
@@ -270,23 +262,8 @@ async def test_wait_ready_endpoints_returns_when_a_ready_pod_appears(
     )
     await asyncio.sleep(0.2)
     assert not waiting.done()
-    pod = client.V1Pod(
-        metadata=client.V1ObjectMeta(name="serve-pod", labels={"app": "serve"}),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
-    )
-    core_api.create_namespaced_pod(namespace, pod)
-    core_api.patch_namespaced_pod_status(
-        "serve-pod",
-        namespace,
-        {
-            "status": {
-                "phase": "Running",
-                "podIP": "127.0.3.250",
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }
-        },
-    )
-    async with asyncio.timeout(10):
+    core_api.create_namespaced_pod(namespace, running_pod("serve-pod", {"app": "serve"}))
+    async with asyncio.timeout(30):
         assert await waiting == {"serve": 1}
 
 
@@ -295,16 +272,8 @@ async def test_wait_cluster_pods_returns_when_a_pod_goes_and_not_before(
 ) -> None:
     for name, node_type in (("rc-head", "head"), ("rc-worker", "worker")):
         labels = {"ray.io/cluster": "rc", "ray.io/node-type": node_type, "ray.io/group": "g"}
-        pod = client.V1Pod(
-            metadata=client.V1ObjectMeta(name=name, labels=labels),
-            spec=client.V1PodSpec(containers=[client.V1Container(name="ray", image="x")]),
-        )
-        core_api.create_namespaced_pod(namespace, pod)
-    other = client.V1Pod(
-        metadata=client.V1ObjectMeta(name="elsewhere", labels={"ray.io/cluster": "other"}),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="ray", image="x")]),
-    )
-    core_api.create_namespaced_pod(namespace, other)
+        core_api.create_namespaced_pod(namespace, unscheduled_pod(name, labels))
+    core_api.create_namespaced_pod(namespace, unscheduled_pod("elsewhere", {"ray.io/cluster": "other"}))
     waits = KubernetesWaits(deps)
     first = await recording.env.run(waits.wait_cluster_pods, WaitClusterPods(namespace, "rc"))
     assert sorted(pod["metadata"]["name"] for pod in first.pods) == ["rc-head", "rc-worker"]

@@ -1,4 +1,4 @@
-"""The activity tests' sandbox fixtures (one simulated sandbox per module), for the exercises here."""
+"""The activity tests' fixtures (the real stack through a fault proxy per module), for the exercises here."""
 
 from tests.activities.conftest import cluster, core_api, deps, namespace, recording
 

@@ -22,7 +22,7 @@ from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.testing import raycluster_manifest, wait_until
-from tests.activities.conftest import RecordingEnvironment
+from tests.activities.conftest import RecordingEnvironment, running_pod, small_raycluster, unscheduled_pod
 from wire.cronjob import RayJobRunRef
 from wire.kubernetes import (
     ClusterPods,
@@ -92,7 +92,7 @@ def test_gateway_and_route_are_read_updated_and_deleted(deps: ActivityDependenci
 
 def test_raycluster_spec_update_in_place(deps: ActivityDependencies, namespace: str) -> None:
     clusters = RayClusterActivities(deps)
-    created = run(clusters.create_raycluster, CreateObject(raycluster_manifest("rc", namespace, workers=0)))
+    created = run(clusters.create_raycluster, CreateObject(small_raycluster("rc", namespace)))
     spec = created["spec"]
     spec["workerGroupSpecs"][0]["replicas"] = 1
     spec["workerGroupSpecs"][0]["minReplicas"] = 1
@@ -114,6 +114,14 @@ def test_cluster_pods_are_listed_and_one_is_deleted(deps: ActivityDependencies, 
     worker = next(p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker")
     name, uid = worker["metadata"]["name"], worker["metadata"]["uid"]
     assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is True
+
+    def worker_gone() -> bool:  # once the node has stopped its containers (its grace period)
+        return all(
+            p["metadata"]["uid"] != uid
+            for p in run(workloads.list_cluster_pods, ClusterPods(namespace, "roll"))
+        )
+
+    asyncio.run(wait_until(worker_gone, within=60, what="the deleted worker pod gone"))
     assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is False
 
 
@@ -132,22 +140,13 @@ def job_body(namespace: str) -> dict[str, Any]:
     }
 
 
-def pod(name: str, labels: dict[str, str]) -> client.V1Pod:
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name, labels=labels),
-        spec=client.V1PodSpec(containers=[client.V1Container(name="ray-head", image="x")]),
-    )
-
-
 def make_ready_serve_endpoint(core_api: client.CoreV1Api, namespace: str) -> None:
     service = client.V1Service(
         metadata=client.V1ObjectMeta(name="serve"),
         spec=client.V1ServiceSpec(selector={"app": "serve"}, ports=[client.V1ServicePort(port=8000)]),
     )
     core_api.create_namespaced_service(namespace, service)
-    core_api.create_namespaced_pod(namespace, pod("serve-pod", {"app": "serve"}))
-    ready = {"phase": "Running", "podIP": "127.0.3.251", "conditions": [{"type": "Ready", "status": "True"}]}
-    core_api.patch_namespaced_pod_status("serve-pod", namespace, {"status": ready})
+    core_api.create_namespaced_pod(namespace, running_pod("serve-pod", {"app": "serve"}))
 
 
 WAITS_THAT_WATCH = ["raycluster", "submitter_job", "head_pod", "ready_endpoints", "cluster_pods"]
@@ -170,7 +169,7 @@ async def test_each_wait_watches_until_its_object_appears(
             WaitRayCluster(namespace, "rc", raycluster_view(None)),
             lambda: run(
                 RayClusterActivities(deps).create_raycluster,
-                CreateObject(raycluster_manifest("rc", namespace, workers=0)),
+                CreateObject(small_raycluster("rc", namespace)),
             ),
         ),
         "submitter_job": (
@@ -182,7 +181,7 @@ async def test_each_wait_watches_until_its_object_appears(
             waits.wait_head_pod,
             WaitObject(namespace, "rc", pod_view(None)),
             lambda: core_api.create_namespaced_pod(
-                namespace, pod("rc-head", {"ray.io/cluster": "rc", "ray.io/node-type": "head"})
+                namespace, unscheduled_pod("rc-head", {"ray.io/cluster": "rc", "ray.io/node-type": "head"})
             ),
         ),
         "ready_endpoints": (
@@ -194,7 +193,8 @@ async def test_each_wait_watches_until_its_object_appears(
             waits.wait_cluster_pods,
             WaitClusterPods(namespace, "rc", cluster_pods_view([])),
             lambda: core_api.create_namespaced_pod(
-                namespace, pod("rc-worker", {"ray.io/cluster": "rc", "ray.io/node-type": "worker"})
+                namespace,
+                unscheduled_pod("rc-worker", {"ray.io/cluster": "rc", "ray.io/node-type": "worker"}),
             ),
         ),
     }
@@ -255,9 +255,7 @@ async def test_a_finished_rayjob_of_a_raycronjob_is_deleted_with_what_it_left(
     deps: ActivityDependencies, namespace: str
 ) -> None:
     ownership = Ownership("RayJob", "nightly-29926905", "rayjob/x/nightly-29926905")
-    created = CreateObject(
-        raycluster_manifest("nightly-29926905-abcde", namespace, workers=0), ownership=ownership
-    )
+    created = CreateObject(small_raycluster("nightly-29926905-abcde", namespace), ownership=ownership)
     await asyncio.to_thread(run, RayClusterActivities(deps).create_raycluster, created)
     deps.temporal_client = _TemporalWithoutRuns()  # type: ignore[assignment]
     ref = RayJobRunRef(namespace, "nightly-29926905", f"rayjob/{namespace}/nightly-29926905")

@@ -168,7 +168,7 @@ async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once
     manifest = example("rayjob-k8sjobmode", namespace, rename="job")
     manifest["spec"]["shutdownAfterJobFinishes"] = True
     with uids_seen(plane, namespace) as seen:
-        proxy.faults.set_rules(FAULTS, seed=FAULT_SEED)
+        proxy.on_loop(lambda running: running.faults.set_rules(FAULTS, seed=FAULT_SEED))
         try:
             handle = await start(dev_server_env, manifest, queue)
             result: dict[str, Any] = await asyncio.wait_for(handle.result(), WITHIN_S)
@@ -179,9 +179,9 @@ async def test_a_rayjob_completes_through_a_faulty_api_creating_each_object_once
             await wait_until(cluster_gone, within=120, interval=1.0, what="the RayCluster gone")
         finally:
             injected = Counter[int]()
-            for rule in proxy.faults.to_json()["rules"]:
+            for rule in proxy.on_loop(lambda running: running.faults.to_json()["rules"]):
                 injected[rule["status"]] += rule["injected"]
-            proxy.faults.clear()
+            proxy.on_loop(lambda running: running.faults.clear())
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
     assert all(injected[code] for code in (500, 409, 429)), injected  # the run was disturbed
     assert (len(seen["RayCluster"]), len(seen["Job"])) == (1, 1), seen
