@@ -14,7 +14,6 @@ Requests: the GETs of each cluster's dashboard on its job routes over the run (t
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import time
 from typing import Any
@@ -26,36 +25,11 @@ from bench.jobs_support import SHARED_CLUSTER, results_in_order, selector_rayjob
 from bench.p3_detection import LATENCY_TARGET_S, RATE_TARGET, sleeps, wait_completed_at
 from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
-from sandbox.ray.simulated import DASHBOARD_REQUESTS_COUNTER
 from sandbox.testing import raycluster_manifest
-from tests.integration.rayjob_support import create_raycluster, dashboard, through_api_server
+from tests.integration.rayjob_support import create_raycluster, dashboard, head_pod_name, job_reads
 from tests.integration.stack import Stack, kubeconfig_worker
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
-JOB_READS = re.compile(
-    rf'^{DASHBOARD_REQUESTS_COUNTER}\{{[^}}]*endpoint="/api/jobs/(?:\{{job_id\}})?",method="GET"\}} (\S+)$',
-    re.MULTILINE,
-)
-
-
-def head_pod(stack: Stack, namespace: str) -> str:
-    selector = f"ray.io/cluster={SHARED_CLUSTER},ray.io/node-type=head"
-    [pod] = stack.core.list_namespaced_pod(namespace, label_selector=selector).items
-    return str(pod.metadata.name)
-
-
-def job_reads_in(exposition: str) -> int:
-    """The GETs of /api/jobs/ (lists) and /api/jobs/{id} (one job's reads) in a dashboard's counter."""
-    return int(sum(float(value) for value in JOB_READS.findall(exposition)))
-
-
-async def job_reads(stack: Stack, namespace: str, pod: str) -> int:
-    """The dashboard's job reads so far (its metrics port, 8080 in a Pod)."""
-    host = stack.api_client.configuration.host.rstrip("/")
-    url = f"{host}/api/v1/namespaces/{namespace}/pods/{pod}:8080/proxy/metrics"
-    answer = await through_api_server(stack, "GET", url)
-    answer.raise_for_status()
-    return job_reads_in(answer.text)
 
 
 async def ray_job(stack: Stack, namespace: str, submission_id: str) -> dict[str, Any]:
@@ -105,8 +79,10 @@ async def run(context: BenchContext) -> list[Figure]:
             ours, theirs = stack.namespace(), stack.namespace()
             for namespace in (ours, theirs):
                 await create_raycluster(stack, raycluster_manifest(SHARED_CLUSTER, namespace, workers=0))
-            pods = {namespace: head_pod(stack, namespace) for namespace in (ours, theirs)}
-            before = {ns: await job_reads(stack, ns, pod) for ns, pod in pods.items()}
+            pods = {
+                namespace: head_pod_name(stack, namespace, SHARED_CLUSTER) for namespace in (ours, theirs)
+            }
+            before = {ns: (await job_reads(stack, ns, pod)).total() for ns, pod in pods.items()}
             kuberay_seen: dict[str, float] = {}
             watching = threading.Thread(
                 target=watch_kuberay_ends, args=(stack, theirs, count, kuberay_seen), daemon=True
@@ -126,7 +102,7 @@ async def run(context: BenchContext) -> list[Figure]:
             results = await results_in_order(handles, "P3K raypilot's jobs ended")
             await asyncio.to_thread(watching.join, 600)
             assert len(kuberay_seen) == count, f"KubeRay ended {len(kuberay_seen)} of {count} RayJobs"
-            after = {ns: await job_reads(stack, ns, pod) for ns, pod in pods.items()}
+            after = {ns: (await job_reads(stack, ns, pod)).total() for ns, pod in pods.items()}
             ours_latency: list[float] = []
             ours_running = 0.0
             for handle, result in zip(handles, results, strict=True):

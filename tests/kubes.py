@@ -35,10 +35,13 @@ class RealKube:
         return self.plane.audit_log
 
     @contextlib.asynccontextmanager
-    async def admin_and_worker(self, client: Client) -> AsyncIterator[tuple[ApiClient, str]]:
+    async def admin_and_worker(
+        self, client: Client, task_queue: str | None = None
+    ) -> AsyncIterator[tuple[ApiClient, str]]:
         """For the block: an API client with the admin's kubeconfig, and a worker with raypilot's
-        ServiceAccount (deploy/'s RBAC) on a task queue of its own."""
+        ServiceAccount (deploy/'s RBAC) on `task_queue` (a worker started again there resumes its
+        workflows), or on a task queue of its own."""
         api_client = config.new_client_from_config(config_file=str(self.admin))
         with contextlib.closing(api_client):
-            async with kubeconfig_worker(client, self.installed.worker) as task_queue:
+            async with kubeconfig_worker(client, self.installed.worker, task_queue) as task_queue:
                 yield api_client, task_queue

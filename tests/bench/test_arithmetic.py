@@ -30,13 +30,13 @@ from bench.arithmetic import (
     ratio,
     signal_times,
 )
-from bench.p3_kuberay import job_reads_in
 from bench.p4_history import cost_of, heartbeat_call_period_s, observers_cost
 from bench.p7_own_clusters import OwnClusterPoint
 from bench.p7_scale import own_clusters_met
 from bench.progress import Progress, bar_text
 from bench.suite import record_text
 from sandbox.ray.simulated import dashboard_requests_exposition
+from tests.integration.rayjob_support import job_reads_in
 
 HISTORIES = Path(__file__).parents[1] / "replay" / "histories"
 
@@ -388,5 +388,6 @@ def test_p3k_counts_the_job_reads_of_a_dashboards_request_counter() -> None:
             {"GET /api/jobs/{job_id}": 7, "GET /api/jobs/": 2, "POST /api/jobs/": 3, "GET /api/version": 4}
         )
     )
-    assert job_reads_in("# TYPE ray_serve_num_ongoing_http_requests gauge\n" + exposition) == 9
-    assert job_reads_in("") == 0
+    reads = job_reads_in("# TYPE ray_serve_num_ongoing_http_requests gauge\n" + exposition)
+    assert reads == Counter({"/api/jobs/{job_id}": 7, "/api/jobs/": 2})
+    assert job_reads_in("") == Counter()

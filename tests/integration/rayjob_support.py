@@ -4,7 +4,9 @@ dashboard (through the API server's service proxy, as `kubectl proxy` users reac
 from __future__ import annotations
 
 import copy
+import re
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from kubernetes import watch
 from temporalio.client import WorkflowHandle
 
 from activities.kubernetes.async_api import ssl_context
+from sandbox.ray.simulated import DASHBOARD_REQUESTS_COUNTER
 from sandbox.testing import ready_raycluster, wait_until
 from tests.integration.stack import Stack
 from tests.readiness import with_quick_readiness
@@ -86,6 +89,37 @@ async def dashboard(
 ) -> httpx.Response:
     """One request to a RayCluster's dashboard through the API server."""
     return await through_api_server(stack, method, dashboard_base(stack, namespace, service) + path, body)
+
+
+# The GETs of a simulated head's job routes, by route (`/api/jobs/`, a list; `/api/jobs/{job_id}`, one job),
+# in the request counter it exports on its metrics port as Ray's dashboard does.
+JOB_READS = re.compile(
+    rf'^{DASHBOARD_REQUESTS_COUNTER}\{{[^}}]*endpoint="(/api/jobs/(?:\{{job_id\}})?)",method="GET"\}} (\S+)$',
+    re.MULTILINE,
+)
+
+
+def job_reads_in(exposition: str) -> Counter[str]:
+    """The job routes' GETs in a dashboard's metrics exposition, by route."""
+    reads = Counter[str]()
+    for route, value in JOB_READS.findall(exposition):
+        reads[route] += int(float(value))
+    return reads
+
+
+def head_pod_name(stack: Stack, namespace: str, cluster: str) -> str:
+    selector = f"ray.io/cluster={cluster},ray.io/node-type=head"
+    [pod] = stack.core.list_namespaced_pod(namespace, label_selector=selector).items
+    return str(pod.metadata.name)
+
+
+async def job_reads(stack: Stack, namespace: str, pod: str) -> Counter[str]:
+    """The job routes' GETs a head Pod's dashboard has answered so far (its metrics port, 8080 in a Pod)."""
+    host = stack.api_client.configuration.host.rstrip("/")
+    url = f"{host}/api/v1/namespaces/{namespace}/pods/{pod}:8080/proxy/metrics"
+    answer = await through_api_server(stack, "GET", url)
+    answer.raise_for_status()
+    return job_reads_in(answer.text)
 
 
 async def submit_ray_job(

@@ -3,13 +3,16 @@ AND the Temporal server were stopped after the job completed and started again, 
 while both were down runs as soon as they are back.
 
 The test runs a dev server of its own on a database file, so it can stop it (SIGTERM by PID) and start it
-again on the same file. The sandbox stays up throughout, as a Kubernetes cluster would; a deletion is timed by
-a watch on the RayClusters of the job's namespace. One restart serves both cases: the jobs run side by side.
+again on the same file. The real stack (kube-apiserver, KubeRay's operator, pods of simulated Ray) stays up
+throughout, as a Kubernetes cluster would; the worker runs as raypilot's ServiceAccount; a deletion is timed
+by a watch on the RayClusters of the job's namespace. One restart serves both cases: the jobs run side by
+side.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import signal
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import config
 from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError
@@ -31,7 +35,8 @@ from raypilot.cli.stack import wait_for_port
 from raypilot.testing.binaries import temporal_cli
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time, rayjob_events
-from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from tests.integration.stack import Stack, kubeconfig_worker
+from tests.kubes import RealKube
 from tests.workflows.timer_dues import deletion_timer_firings, deletion_timer_windows
 from wire.names import DELETE_RAYCLUSTER, GET_RAYCLUSTER
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
@@ -155,21 +160,21 @@ async def assert_woken_then_deleted(handle: WorkflowHandle[Any, Any], not_before
     assert acts[:2] == [GET_RAYCLUSTER, DELETE_RAYCLUSTER], acts
 
 
-async def test_deletion_timers_survive_a_server_and_worker_restart(tmp_path: Path) -> None:
-    async with running_sandbox_thread(tmp_path / "sandbox", "simulated") as cluster:
-        api_client = cluster.api_client()
-        try:
-            async with own_dev_server(tmp_path) as server:
-                await run_restart_scenario(server, Stack(cluster, await server.start(), "", api_client))
-        finally:
-            api_client.close()
+async def test_deletion_timers_survive_a_server_and_worker_restart(
+    tmp_path: Path, real_kube_of_simulated_ray: RealKube
+) -> None:
+    api_client = config.new_client_from_config(config_file=str(real_kube_of_simulated_ray.admin))
+    with contextlib.closing(api_client):
+        async with own_dev_server(tmp_path) as server:
+            stack = Stack(None, await server.start(), "", api_client)
+            await run_restart_scenario(server, stack, real_kube_of_simulated_ray.installed.worker)
 
 
-async def run_restart_scenario(server: DevServer, stack: Stack) -> None:
+async def run_restart_scenario(server: DevServer, stack: Stack, worker_kubeconfig: Path) -> None:
     later, overdue = stack.namespace(), stack.namespace()
     later_deleted, overdue_deleted = watch_deletion(stack, later), watch_deletion(stack, overdue)
 
-    async with sandbox_worker(stack.client, stack.cluster) as task_queue:
+    async with kubeconfig_worker(stack.client, worker_kubeconfig) as task_queue:
         stack = dataclasses.replace(stack, task_queue=task_queue)
         later_handle = await stack.start(delete_cluster_after(later, TTL_AFTER_RESTART))
         overdue_handle = await stack.start(delete_cluster_after(overdue, TTL_WHILE_DOWN))
@@ -186,9 +191,9 @@ async def run_restart_scenario(server: DevServer, stack: Stack) -> None:
     assert not overdue_deleted.done(), "deleted while the server and the worker were down"
     restarted_at = datetime.now(UTC)
     client = await server.start()
-    async with sandbox_worker(client, stack.cluster, task_queue=stack.task_queue):
+    async with kubeconfig_worker(client, worker_kubeconfig, stack.task_queue):
         back_at = time.time()
-        # How soon each deletion came after its timer fired is the machine's load (server, worker and sandbox
+        # How soon each deletion came after its timer fired is the machine's load (server, worker and stack
         # all starting on 2 cores: 11 s once with a core held busy). What is decided is read from the
         # history: when each timer fired, and that the workflow it woke deleted the RayCluster next.
         overdue_deleted_at = await overdue_deleted

@@ -1,15 +1,16 @@
-"""The cluster observer end to end (real worker, real activities, simulated sandbox on the dev server): one
-observer serves every RayJob of a shared RayCluster, the dashboard sees one list per tick instead of one GET
-per job, and a worker restart (the observer activity retried on the new worker) loses no job's end."""
+"""The cluster observer end to end (real worker as its ServiceAccount, real activities, the real stack with
+simulated Ray, the dev server): one observer serves every RayJob of a shared RayCluster, the dashboard sees
+one list per tick instead of one GET per job (its own request counter, read through the API server), and a
+worker restart (the observer activity retried on the new worker) loses no job's end."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +20,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from bench.jobs_support import SHARED_CLUSTER, selector_rayjob
 from models.naming import head_service_name
-from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.testing import raycluster_manifest, wait_until
-from tests.integration.rayjob_support import create_raycluster
-from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from tests.integration.rayjob_support import create_raycluster, head_pod_name, job_reads
+from tests.integration.stack import Stack
+from tests.kubes import RealKube
 from wire.observer import DEFAULT_OBSERVER_SHARDS, OBSERVER_WORKFLOW, observer_shard, observer_workflow_id
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
@@ -42,31 +43,16 @@ def observer_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAYPILOT_JOB_OBSERVER", "true")
 
 
-@pytest.fixture(scope="module")
-async def sandbox_and_client(
-    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[tuple[Any, Client]]:
-    async with running_sandbox_thread(tmp_path_factory.mktemp("observer"), "simulated") as cluster:
-        yield cluster, dev_server_env.client
-
-
-def _dashboard(cluster: Any, namespace: str) -> SimulatedDashboard:
-    runtime = cluster.sandbox.rayclusters.head_runtime(namespace, SHARED_CLUSTER)
-    assert runtime is not None
-    head = runtime.head
-    assert isinstance(head, SimulatedDashboard)
-    return head
+@contextlib.asynccontextmanager
+async def worker_stack(kube: RealKube, client: Client, task_queue: str | None = None) -> AsyncIterator[Stack]:
+    """A worker as raypilot's ServiceAccount (on `task_queue`, or one of its own), for the block."""
+    async with kube.admin_and_worker(client, task_queue) as (api_client, queue):
+        yield Stack(None, client, queue, api_client)
 
 
 async def _start_jobs(stack: Stack, namespace: str, entrypoint: str) -> list[WorkflowHandle[Any, Any]]:
-    api = stack.api_client
-    assert api is not None
     await create_raycluster(stack, raycluster_manifest(SHARED_CLUSTER, namespace, workers=0))
     return [await stack.start(selector_rayjob(namespace, f"obs-{i}", entrypoint)) for i in range(JOBS)]
-
-
-def _stack(cluster: Any, client: Client, task_queue: str) -> Stack:
-    return Stack(cluster, client, task_queue, cluster.api_client())
 
 
 async def _all_running(stack: Stack, handles: list[WorkflowHandle[Any, Any]]) -> bool:
@@ -74,18 +60,21 @@ async def _all_running(stack: Stack, handles: list[WorkflowHandle[Any, Any]]) ->
     return all(status.get("jobStatus") == "RUNNING" for status in statuses)
 
 
-async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client: tuple[Any, Client]) -> None:
-    cluster, client = sandbox_and_client
-    async with sandbox_worker(client, cluster) as task_queue:
-        stack = _stack(cluster, client, task_queue)
+async def test_one_observer_serves_every_rayjob_of_a_cluster(
+    real_kube_of_simulated_ray: RealKube, dev_server_env: WorkflowEnvironment
+) -> None:
+    client = dev_server_env.client
+    async with worker_stack(real_kube_of_simulated_ray, client) as stack:
+        task_queue = stack.task_queue
         namespace = stack.namespace()
         handles = await _start_jobs(stack, namespace, "sleep 4")
-        dashboard = _dashboard(cluster, namespace)
-        before = Counter(dashboard.requests)
+        head = head_pod_name(stack, namespace, SHARED_CLUSTER)
+        before = await job_reads(stack, namespace, head)
         started = time.monotonic()
         results = await asyncio.gather(*(handle.result() for handle in handles))
         elapsed = time.monotonic() - started
-        requests = Counter(dashboard.requests) - before
+        reads = await job_reads(stack, namespace, head)
+        reads.subtract(before)
         shard = observer_shard(head_service_name(SHARED_CLUSTER), DEFAULT_OBSERVER_SHARDS)
         observer_id = observer_workflow_id(task_queue, namespace, shard)
         kinds = Counter(event.event_type for event in (await handles[0].fetch_history()).events)
@@ -99,8 +88,8 @@ async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client:
     # One observer for the namespace's clusters, whatever the number of RayJobs.
     assert {execution.id for execution in observers} == {observer_id}
     # The jobs were read by the list, once per tick for all of them: no job's own GET while they ran.
-    assert requests["GET /api/jobs/{job_id}"] == 0, requests
-    assert 1 <= requests["GET /api/jobs/"] <= elapsed + LIST_SLACK, (requests, elapsed)
+    assert reads["/api/jobs/{job_id}"] == 0, reads
+    assert 1 <= reads["/api/jobs/"] <= elapsed + LIST_SLACK, (reads, elapsed)
     # A typical lifecycle's history (HTTPMode on a selected cluster, PENDING -> RUNNING -> SUCCEEDED): no
     # wait activity at all, one signal per change of the Ray job's view that the workflow saw (at most the
     # three states; a state shorter than a tick is never seen), the acts as local activity markers.
@@ -110,17 +99,16 @@ async def test_one_observer_serves_every_rayjob_of_a_cluster(sandbox_and_client:
 
 
 async def test_a_worker_restart_loses_no_job_end(
-    sandbox_and_client: tuple[Any, Client], tmp_path: Path
+    real_kube_of_simulated_ray: RealKube, dev_server_env: WorkflowEnvironment
 ) -> None:
-    cluster, client = sandbox_and_client
+    client = dev_server_env.client
     task_queue = f"test-{uuid.uuid4()}"
-    async with sandbox_worker(client, cluster, task_queue):
-        stack = _stack(cluster, client, task_queue)
+    async with worker_stack(real_kube_of_simulated_ray, client, task_queue) as stack:
         namespace = stack.namespace()
         handles = await _start_jobs(stack, namespace, "sleep 8")
         await wait_until(lambda: _all_running(stack, handles), within=60, interval=0.3, what="all RUNNING")
     # The worker is gone (its observer activity with it) while every job runs; they end meanwhile or soon.
-    async with sandbox_worker(client, cluster, task_queue):
+    async with worker_stack(real_kube_of_simulated_ray, client, task_queue):
         results = await asyncio.wait_for(asyncio.gather(*(handle.result() for handle in handles)), 120)
     for result in results:
         assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), result
