@@ -46,6 +46,7 @@ __all__ = [
     "service_status",
     "set_condition",
     "with_condition",
+    "without_condition",
 ]
 
 Ready: Final = RayServiceConditionType.READY
@@ -133,6 +134,13 @@ def with_condition(
     """A copy of `status` with one condition set (at the status' observedGeneration, as `_set`)."""
     result = status.model_copy(deep=True)
     _set(result, condition_type, value, reason, message, now)
+    return result
+
+
+def without_condition(status: RayServiceStatuses, condition_type: str) -> RayServiceStatuses:
+    """A copy of `status` without the condition of `condition_type`."""
+    result = status.model_copy(deep=True)
+    result.conditions = remove_condition(result.conditions, condition_type)
     return result
 
 

@@ -25,7 +25,7 @@ from models.naming import LABEL_NODE_TYPE
 from models.raycluster import RayClusterSpec
 from models.rayservice import RayServiceStatuses
 from models.rayservice_annotations import ANNOTATION_IN_PLACE_RESTART
-from workflows.decisions.rayservice.conditions import RayServiceEvent, remove_condition, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition, without_condition
 
 __all__ = [
     "ANNOTATION_IN_PLACE_RESTART",
@@ -185,13 +185,8 @@ def with_pod_restart_condition(
 ) -> RayServiceStatuses:
     """`InPlaceRestart` True with the progress while a roll runs, False with the last message once done
     (empty message: the condition is removed, e.g. the annotation went away)."""
-    result = status.model_copy(deep=True)
     if not message:
-        result.conditions = remove_condition(result.conditions, IN_PLACE_RESTART_CONDITION)
-        return result
+        return without_condition(status, IN_PLACE_RESTART_CONDITION)
     value = ConditionStatus.TRUE if restarting else ConditionStatus.FALSE
     reason = "RestartingPods" if restarting else "RestartComplete"
-    result.conditions = set_condition(
-        result.conditions, IN_PLACE_RESTART_CONDITION, value, reason, message, result.observed_generation, now
-    )
-    return result
+    return with_condition(status, IN_PLACE_RESTART_CONDITION, value, reason, message, now)

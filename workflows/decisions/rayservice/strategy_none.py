@@ -27,7 +27,7 @@ from workflows.decisions.rayservice.cluster import (
     is_zero_downtime_upgrade_enabled,
     should_update_cluster,
 )
-from workflows.decisions.rayservice.conditions import RayServiceEvent, remove_condition, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition, without_condition
 
 __all__ = [
     "CLUSTER_SPEC_NOT_APPLIED_CONDITION",
@@ -92,19 +92,15 @@ def with_unapplied_spec_condition(
     if unapplied is None:
         if current is None:
             return status, []
-        result = status.model_copy(deep=True)
-        result.conditions = remove_condition(result.conditions, CLUSTER_SPEC_NOT_APPLIED_CONDITION)
-        return result, []
+        return without_condition(status, CLUSTER_SPEC_NOT_APPLIED_CONDITION), []
     if current is not None and current.message == unapplied.message:
         return status, []
-    result = status.model_copy(deep=True)
-    result.conditions = set_condition(
-        result.conditions,
+    result = with_condition(
+        status,
         CLUSTER_SPEC_NOT_APPLIED_CONDITION,
         ConditionStatus.TRUE,
         REASON_ZERO_DOWNTIME_DISABLED,
         unapplied.message,
-        result.observed_generation,
         now,
     )
     return result, [RayServiceEvent("Warning", EVENT_REASON_SPEC_NOT_APPLIED, unapplied.message)]

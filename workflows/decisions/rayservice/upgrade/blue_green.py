@@ -20,7 +20,7 @@ from typing import Final, Literal
 
 from models.meta import ConditionStatus
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
-from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition
+from workflows.decisions.rayservice.conditions import RayServiceEvent, set_condition, with_condition
 from workflows.decisions.rayservice.upgrade.analysis import REASON_ANALYSIS_FAILED, AnalysisResult
 from workflows.decisions.rayservice.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
 
@@ -89,15 +89,8 @@ def awaiting_promotion(
         f"RayCluster {cluster} is ready; the Service switch waits for promote (raypilot.io/rollout "
         "autoPromotionEnabled: false)."
     )
-    result = status.model_copy(deep=True)
-    result.conditions = set_condition(
-        result.conditions,
-        UPGRADE_CONTROL_CONDITION,
-        ConditionStatus.TRUE,
-        REASON_AWAITING_PROMOTION,
-        message,
-        result.observed_generation,
-        now,
+    result = with_condition(
+        status, UPGRADE_CONTROL_CONDITION, ConditionStatus.TRUE, REASON_AWAITING_PROMOTION, message, now
     )
     paused = dataclasses.replace(controls, paused=True)
     return paused, result, RayServiceEvent("Normal", REASON_AWAITING_PROMOTION, message)

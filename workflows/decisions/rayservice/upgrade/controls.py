@@ -27,7 +27,7 @@ from typing import Final
 
 from models.meta import ConditionStatus, is_condition_true
 from models.rayservice import RayService, RayServiceConditionType, RayServiceStatuses
-from workflows.decisions.rayservice.conditions import remove_condition, set_condition
+from workflows.decisions.rayservice.conditions import set_condition, with_condition, without_condition
 from workflows.decisions.rayservice.upgrade.incremental import MESSAGE_UPGRADE_ABORTED, REASON_UPGRADE_ABORTED
 
 __all__ = [
@@ -77,11 +77,7 @@ def _check_upgrading(control: str, rayservice: RayService) -> None:
 def _record(
     status: RayServiceStatuses, value: ConditionStatus, reason: str, message: str, now: datetime
 ) -> RayServiceStatuses:
-    result = status.model_copy(deep=True)
-    result.conditions = set_condition(
-        result.conditions, UPGRADE_CONTROL_CONDITION, value, reason, message, result.observed_generation, now
-    )
-    return result
+    return with_condition(status, UPGRADE_CONTROL_CONDITION, value, reason, message, now)
 
 
 def pause_upgrade(
@@ -163,9 +159,7 @@ def settle_upgrade_controls(
     aborted = controls.aborted_goal_hash if controls.aborted_goal_hash == goal_hash else None
     if _upgrading(status):
         return dataclasses.replace(controls, aborted_goal_hash=aborted), status
-    settled = status.model_copy(deep=True)
-    settled.conditions = remove_condition(settled.conditions, UPGRADE_CONTROL_CONDITION)
-    return UpgradeControls(aborted_goal_hash=aborted), settled
+    return UpgradeControls(aborted_goal_hash=aborted), without_condition(status, UPGRADE_CONTROL_CONDITION)
 
 
 _WAITING_TEXT: Final[dict[str, str]] = {

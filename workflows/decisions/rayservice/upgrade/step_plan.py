@@ -21,7 +21,7 @@ from typing import Final, Literal
 from models.meta import ConditionStatus
 from models.rayservice import RayService, RayServiceStatuses
 from models.rollout import RolloutStep, pause_seconds
-from workflows.decisions.rayservice.conditions import remove_condition, set_condition
+from workflows.decisions.rayservice.conditions import with_condition, without_condition
 from workflows.decisions.rayservice.upgrade.analysis import AnalysisResult
 from workflows.decisions.rayservice.upgrade.controls import UPGRADE_CONTROL_CONDITION, UpgradeControls
 
@@ -144,18 +144,16 @@ def paused_by_plan(
     saying which step paused; unchanged when the upgrade is paused already."""
     if controls.paused:
         return controls, rayservice.status
-    status = rayservice.status.model_copy(deep=True)
     message = (
         f"Upgrade paused by step {step_number} of raypilot.io/rollout (an indefinite pause); "
         "resume continues the plan, promote finishes the upgrade."
     )
-    status.conditions = set_condition(
-        status.conditions,
+    status = with_condition(
+        rayservice.status,
         UPGRADE_CONTROL_CONDITION,
         ConditionStatus.TRUE,
         REASON_PAUSED_BY_PLAN,
         message,
-        status.observed_generation,
         now,
     )
     return dataclasses.replace(controls, paused=True), status
@@ -169,18 +167,8 @@ def with_step_condition(
     if action is None:
         if not any(condition.type == ROLLOUT_STEP_CONDITION for condition in status.conditions):
             return status
-        result = status.model_copy(deep=True)
-        result.conditions = remove_condition(result.conditions, ROLLOUT_STEP_CONDITION)
-        return result
-    result = status.model_copy(deep=True)
+        return without_condition(status, ROLLOUT_STEP_CONDITION)
     reason = "StepPlanComplete" if action.waiting_for == "complete" else "WalkingStepPlan"
-    result.conditions = set_condition(
-        result.conditions,
-        ROLLOUT_STEP_CONDITION,
-        ConditionStatus.TRUE,
-        reason,
-        step_plan_line(action, steps),
-        result.observed_generation,
-        now,
+    return with_condition(
+        status, ROLLOUT_STEP_CONDITION, ConditionStatus.TRUE, reason, step_plan_line(action, steps), now
     )
-    return result
