@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-import yaml
 from pydantic import Field
 
 from models.base import SpecModel, Time
 from models.meta import ObjectMeta
 from models.raycluster import RAY_API_VERSION
 from models.rayjob import RayJobSpec
+from models.yaml_annotation import annotation_object
 
 __all__ = [
     "ANNOTATION_SCHEDULE",
@@ -91,15 +91,9 @@ _INTEGER_FIELDS: Final = {
 
 def schedule_settings(annotations: dict[str, str]) -> ScheduleSettings:
     """The `raypilot.io/schedule` annotation read and checked; ValueError with a message naming the field."""
-    text = annotations.get(ANNOTATION_SCHEDULE)
-    if text is None or not text.strip():
+    loaded = annotation_object(annotations, ANNOTATION_SCHEDULE, "concurrencyPolicy: Forbid")
+    if loaded is None:
         return ScheduleSettings()
-    try:
-        loaded: Any = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ValueError(f"{ANNOTATION_SCHEDULE}: invalid YAML or JSON: {error}") from None
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{ANNOTATION_SCHEDULE}: must be an object, e.g. concurrencyPolicy: Forbid")
     unknown = sorted(set(loaded) - {"concurrencyPolicy", *_INTEGER_FIELDS})
     if unknown:
         raise ValueError(f'{ANNOTATION_SCHEDULE}: unknown field "{unknown[0]}"')

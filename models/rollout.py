@@ -26,12 +26,12 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Final
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from models.base import SpecModel
 from models.manifest import format_validation_error
 from models.validation.formats import parse_go_duration_seconds
+from models.yaml_annotation import annotation_object
 
 __all__ = [
     "ANNOTATION_ROLLOUT",
@@ -206,15 +206,9 @@ class RolloutSettings(SpecModel):
 
 def rollout_settings(annotations: Mapping[str, str]) -> RolloutSettings | None:
     """The annotation read and checked (None without it); ValueError with a message naming the field."""
-    text = annotations.get(ANNOTATION_ROLLOUT)
-    if text is None or not text.strip():
+    loaded = annotation_object(annotations, ANNOTATION_ROLLOUT, "steps: [{traffic: 5}]")
+    if loaded is None:
         return None
-    try:
-        loaded: Any = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ValueError(f"{ANNOTATION_ROLLOUT}: invalid YAML or JSON: {error}") from None
-    if not isinstance(loaded, dict):
-        raise ValueError(f"{ANNOTATION_ROLLOUT}: must be an object, e.g. steps: [{{traffic: 5}}]")
     try:
         return RolloutSettings.model_validate(loaded)
     except ValidationError as error:
