@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.hashing import cluster_hash_annotations, cluster_spec_hash
+from models.meta import ObjectMeta
 from models.naming import (
     KIND_RAYSERVICE,
     LABEL_CLUSTER,
@@ -72,11 +73,13 @@ def active_cluster(
     return clusters[0] if len(clusters) == 1 else None
 
 
-def _ownership(rayservice: RayService, owner: dict[str, Any] | None) -> dict[str, Any]:
-    meta = rayservice.metadata
+def adopted_metadata(kind: str, meta: ObjectMeta, owner: dict[str, Any] | None) -> dict[str, Any]:
+    """The metadata an adopted leftover of the RayJob or RayService (`kind`, `meta`) is patched with:
+    raypilot's ownership labels, its workflow's id and, with a raypilot.io object (`owner`), a controller
+    ownerReference to it."""
     metadata: dict[str, Any] = {
-        "labels": ownership_labels(KIND_RAYSERVICE, meta.name),
-        "annotations": workflow_annotations(workflow_id(KIND_RAYSERVICE, meta.namespace, meta.name)),
+        "labels": ownership_labels(kind, meta.name),
+        "annotations": workflow_annotations(workflow_id(kind, meta.namespace, meta.name)),
     }
     if owner is not None:
         metadata["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
@@ -116,7 +119,7 @@ def adoption_plan(
     desired = rayservice.spec.ray_cluster_config
     actual = RayClusterSpec.model_validate(cluster.get("spec") or {})
     matches = cluster_spec_hash(as_stored(actual)) == cluster_spec_hash(as_stored(desired))
-    ownership = _ownership(rayservice, owner)
+    ownership = adopted_metadata(KIND_RAYSERVICE, rayservice.metadata, owner)
     cluster_meta = {
         **ownership,
         "annotations": {

@@ -28,14 +28,11 @@ from models.naming import (
     ANNOTATION_WORKFLOW_ID,
     KIND_RAYJOB,
     ownership_label_selector,
-    ownership_labels,
     submitter_job_name,
-    workflow_annotations,
-    workflow_id,
 )
 from models.rayjob import JobSubmissionMode, RayJob
 from models.source import AdoptedRayJob
-from raypilot.adopt.plan import ObjectPatch
+from raypilot.adopt.plan import ObjectPatch, adopted_metadata
 
 SUBMISSION_ID_ENV: Final = "RAY_JOB_SUBMISSION_ID"
 
@@ -97,17 +94,6 @@ def _split(text: Any) -> list[str]:
         return str(text).split()
 
 
-def _ownership_patch(job: RayJob, owner: dict[str, Any] | None) -> dict[str, Any]:
-    meta = job.metadata
-    metadata: dict[str, Any] = {
-        "labels": ownership_labels(KIND_RAYJOB, meta.name),
-        "annotations": workflow_annotations(workflow_id(KIND_RAYJOB, meta.namespace, meta.name)),
-    }
-    if owner is not None:
-        metadata["ownerReferences"] = [{**owner, "controller": True, "blockOwnerDeletion": True}]
-    return {"metadata": metadata}
-
-
 def rayjob_adoption_plan(
     job: RayJob,
     clusters: list[dict[str, Any]],
@@ -162,7 +148,7 @@ def rayjob_adoption_plan(
         start_time=str(started or ""),
         lookup=lookup,
     )
-    patch = _ownership_patch(job, owner)
+    patch = {"metadata": adopted_metadata(KIND_RAYJOB, job.metadata, owner)}
     patches = [ObjectPatch(kind, str(_meta(obj).get("name")), patch) for kind, obj in kuberays]
     return RayJobAdoptionPlan(adopted=adopted, patches=patches)
 
