@@ -41,13 +41,7 @@ from activities.kubernetes.resources import (
 from activities.kubernetes.workloads import head_pod_selector, pick_head_pod
 from models.naming import LABEL_CLUSTER
 from wire import stubs
-from wire.dashboard import (
-    HeadServeHealth,
-    JobInfoAnswer,
-    ServeObservation,
-    WaitRayJob,
-    WaitServe,
-)
+from wire.dashboard import HeadServeHealth, JobInfoAnswer, ServeObservation, WaitRayJob, WaitServe
 from wire.kubernetes import (
     GatewayObservation,
     Observation,
@@ -177,6 +171,24 @@ class KubernetesWaits:
                         raise
                     activity.logger.info("watch expired (%s); listing again", exc.message)
 
+    async def _watch_named(
+        self,
+        resource: Resource,
+        namespace: str,
+        name: str,
+        view_of: Callable[[dict[str, Any] | None], View],
+        done: Callable[[View], bool],
+    ) -> tuple[dict[str, Any] | None, View]:
+        """`_watch_until` of the one object of `resource` called `name` (None while it does not exist)."""
+        return await self._watch_until(
+            resource,
+            namespace,
+            {"fieldSelector": f"metadata.name={name}"},
+            lambda items: next(iter(items), None),
+            view_of,
+            done,
+        )
+
     @implements(stubs.wait_raycluster)
     async def wait_raycluster(self, request: WaitRayCluster) -> Observation:
         """Until the RayCluster's view differs from `last_view` ("change": appearing and disappearing are
@@ -195,13 +207,8 @@ class KubernetesWaits:
                 return goal(view)
             return not view["exists"] or goal(view)
 
-        current, view = await self._watch_until(
-            RAYCLUSTER,
-            request.namespace,
-            {"fieldSelector": f"metadata.name={request.name}"},
-            lambda items: next(iter(items), None),
-            raycluster_view,
-            done,
+        current, view = await self._watch_named(
+            RAYCLUSTER, request.namespace, request.name, raycluster_view, done
         )
         # Metadata and status only: the workflow knows the spec it asked for, and a long-lived workflow
         # would otherwise copy the whole spec into its history at every change.
@@ -211,13 +218,8 @@ class KubernetesWaits:
     async def wait_submitter_job(self, request: WaitObject) -> Observation:
         """Until the submitter Job's conditions (Complete/Failed/...) or existence differ from `last_view`.
         Heartbeat timeout ~30 s; start_to_close = the job's budget."""
-        current, view = await self._watch_until(
-            JOB,
-            request.namespace,
-            {"fieldSelector": f"metadata.name={request.name}"},
-            lambda items: next(iter(items), None),
-            job_view,
-            lambda view: view != request.last_view,
+        current, view = await self._watch_named(
+            JOB, request.namespace, request.name, job_view, lambda view: view != request.last_view
         )
         return Observation(trim_job(current) if current is not None else None, view)
 
