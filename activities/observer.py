@@ -20,13 +20,12 @@ from typing import TYPE_CHECKING, Any, Final
 import httpx
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
 from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
-from activities.observer_fanout import signal_deliveries, unwatch_done
+from activities.observer_fanout import register_watch, signal_deliveries, unwatch_done
 from wire import stubs
 from wire.dashboard import DashboardTarget, JobInfoAnswer
 from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW
@@ -79,21 +78,11 @@ class ObserverActivities:
         """Signal-with-start of the dashboard's observer workflow: idempotent (one observer per id; a watch
         already there is unchanged). False on a worker without a Temporal client (some embedded or test
         workers): the RayJob then polls its job itself, as with RAYPILOT_JOB_OBSERVER=false."""
-        client = self.dependencies.temporal_client
-        if client is None:
-            return False
-        task_queue = activity.info().task_queue
+        namespace = request.target.namespace
         shard = observer_shard(request.target.head_service, self.shards)
-        await client.start_workflow(
-            OBSERVER_WORKFLOW,
-            request.target.namespace,
-            id=observer_workflow_id(task_queue, request.target.namespace, shard),
-            task_queue=task_queue,
-            start_signal=WATCH_SIGNAL,
-            start_signal_args=[request],
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
-        return True
+        observer_id = observer_workflow_id(activity.info().task_queue, namespace, shard)
+        client = self.dependencies.temporal_client
+        return await register_watch(client, OBSERVER_WORKFLOW, namespace, observer_id, WATCH_SIGNAL, request)
 
     @implements(stubs.observe_jobs)
     async def observe_jobs(self, request: ObserveJobs) -> None:

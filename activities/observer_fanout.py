@@ -1,5 +1,6 @@
-"""How an observer activity (the Ray job observer's and the Kubernetes observer's) hands one round's views to
-the workflows that wait for them, and forgets the watches that are done.
+"""How a watch reaches its observer workflow (the Ray job observer's or the Kubernetes observer's), how that
+observer's activity hands one round's views to the workflows that wait for them, and how it forgets the
+watches that are done.
 
 A signal per delivery, at most `SIGNALS_IN_FLIGHT` at once (many workflows at once after a relist, but not
 thousands of RPCs in flight). A workflow that is gone (NotFound) waits for nothing any more: its watch is
@@ -14,10 +15,39 @@ import contextlib
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
+from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 SIGNALS_IN_FLIGHT: Final = 50
+
+
+async def register_watch(
+    client: Client | None,
+    observer_workflow: str,
+    namespace: str,
+    observer_id: str,
+    signal: str,
+    watch: object,
+) -> bool:
+    """Signal-with-start of the observer `observer_id` (workflow type `observer_workflow`, run for `namespace`
+    on this activity's task queue) with `watch`: idempotent, one observer per id. False on a worker without
+    a Temporal client (some embedded or test workers): the watching workflow then waits without the
+    observer."""
+    if client is None:
+        return False
+    task_queue = activity.info().task_queue
+    await client.start_workflow(
+        observer_workflow,
+        namespace,
+        id=observer_id,
+        task_queue=task_queue,
+        start_signal=signal,
+        start_signal_args=[watch],
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+    )
+    return True
 
 
 class Addressed(Protocol):

@@ -19,11 +19,10 @@ from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy
 
 from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes.workloads import head_pod_selector
-from activities.observer_fanout import signal_deliveries, unwatch_done
+from activities.observer_fanout import register_watch, signal_deliveries, unwatch_done
 from wire import stubs
 from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
@@ -68,20 +67,11 @@ class KubernetesObserverActivities:
         """Signal-with-start of the namespace's Kubernetes observer: idempotent (one observer per id; a
         watch registered again asks for its object's view again). False on a worker without a Temporal
         client: the RayJob then waits with the per-object wait activity."""
+        observer_id = kube_observer_workflow_id(activity.info().task_queue, request.namespace)
         client = self.dependencies.temporal_client
-        if client is None:
-            return False
-        task_queue = activity.info().task_queue
-        await client.start_workflow(
-            KUBE_OBSERVER_WORKFLOW,
-            request.namespace,
-            id=kube_observer_workflow_id(task_queue, request.namespace),
-            task_queue=task_queue,
-            start_signal=KUBE_WATCH_SIGNAL,
-            start_signal_args=[request],
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        return await register_watch(
+            client, KUBE_OBSERVER_WORKFLOW, request.namespace, observer_id, KUBE_WATCH_SIGNAL, request
         )
-        return True
 
     @implements(stubs.observe_namespace)
     async def observe_namespace(self, request: ObserveKubernetes) -> None:
