@@ -84,6 +84,24 @@ class LocalStack:
         self.processes.append((name, process))
         return log_path
 
+    def _spawn_until_logged(self, name: str, argv: list[str], env: dict[str, str], ready_text: str) -> None:
+        """Spawns `name` and waits until its log says `ready_text`; StackError when it exits first or takes
+        longer than WORKER_START_PATIENCE_SECONDS."""
+        log = self._spawn(name, argv, env)
+        process = self.processes[-1][1]
+        deadline = time.monotonic() + WORKER_START_PATIENCE_SECONDS
+        while ready_text not in log.read_text(errors="replace"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise StackError(f"the {name} did not start; see {log}")
+            time.sleep(0.2)
+
+    def _local_env(self, kubeconfig: Path) -> dict[str, str]:
+        """The environment of a process that talks to the local dev server, and to Kubernetes as
+        `kubeconfig`."""
+        # The local dev server wants none of the credentials a shell may hold for another Temporal.
+        inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
+        return {**inherited, "TEMPORAL_ADDRESS": self.temporal_address, "KUBECONFIG": str(kubeconfig)}
+
     def start_temporal(self) -> None:
         """A dev server with an empty database: workflows of an earlier demo would otherwise resume against a
         sandbox that no longer holds their objects."""
@@ -135,45 +153,22 @@ class LocalStack:
     def start_worker(self) -> None:
         if self.worker_kubeconfig is None:
             raise StackError("start the sandbox before the worker")
-        # The local dev server wants none of the credentials a shell may hold for another Temporal.
-        inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
-        env = {
-            **inherited,
-            "TEMPORAL_ADDRESS": self.temporal_address,
-            "KUBECONFIG": str(self.worker_kubeconfig),
-        }
+        env = self._local_env(self.worker_kubeconfig)
         if self.kube == "real":
             env["RAYPILOT_DASHBOARD_ACCESS"] = "proxy"  # pods' names do not resolve on this machine
         repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
         argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
-        log = self._spawn("worker", argv, env)
-        process = self.processes[-1][1]
         # Ready once it polls: the line worker.py logs inside its running Worker (imports take seconds).
-        deadline = time.monotonic() + WORKER_START_PATIENCE_SECONDS
-        while WORKER_READY_LINE not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise StackError(f"the worker did not start; see {log}")
-            time.sleep(0.2)
+        self._spawn_until_logged("worker", argv, env, WORKER_READY_LINE)
 
     def start_controller(self) -> None:
         """`raypilot controller` beside the worker (the raypilot.io CRDs installed first); ready once it leads
         and reached Temporal."""
         if self.controller_kubeconfig is None:
             raise StackError("start the sandbox before the controller")
-        inherited = {key: value for key, value in os.environ.items() if key not in REMOTE_TEMPORAL_SETTINGS}
-        env = {
-            **inherited,
-            "TEMPORAL_ADDRESS": self.temporal_address,
-            "KUBECONFIG": str(self.controller_kubeconfig),
-        }
         argv = [sys.executable, "-m", "raypilot.cli.main", "controller", "--status-interval", "0.5"]
-        log = self._spawn("controller", argv, env)
-        process = self.processes[-1][1]
-        deadline = time.monotonic() + WORKER_START_PATIENCE_SECONDS
-        while CONTROLLER_READY_TEXT not in log.read_text(errors="replace"):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise StackError(f"the controller did not start; see {log}")
-            time.sleep(0.2)
+        env = self._local_env(self.controller_kubeconfig)
+        self._spawn_until_logged("controller", argv, env, CONTROLLER_READY_TEXT)
 
     def stop(self) -> None:
         """Stops the worker, the sandbox and the dev server, newest first."""
