@@ -31,6 +31,7 @@ from pathlib import Path
 from aiohttp import web
 
 from sandbox.proxy import TcpForwarder
+from sandbox.ray.listening import serve_app
 from sandbox.ray.simulated import SimulatedDashboard
 from sandbox.ray.simulated_timings import TIMINGS_ENV, SimulationTimings
 
@@ -80,13 +81,6 @@ async def until_stopped() -> None:
     await stopped.wait()
 
 
-async def listen(app: web.Application, port: int) -> web.AppRunner:
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    await runner.setup()
-    await web.TCPSite(runner, EVERY_ADDRESS, port, reuse_address=True).start()
-    return runner
-
-
 def agent_app() -> web.Application:
     """The dashboard agent's health check, as KubeRay's probes read it."""
 
@@ -96,6 +90,12 @@ def agent_app() -> web.Application:
     app = web.Application()
     app.router.add_get("/api/local_raylet_healthz", healthy)
     return app
+
+
+async def serve_agent(params: Mapping[str, str]) -> web.AppRunner:
+    """The agent's health check on its port (`--dashboard-agent-listen-port`, 52365 by default)."""
+    port = int(params.get("dashboard-agent-listen-port") or 52365)
+    return await serve_app(agent_app(), EVERY_ADDRESS, port)
 
 
 async def accept_and_hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -121,7 +121,7 @@ async def run_head(params: Mapping[str, str], env: Mapping[str, str]) -> None:
     )
     await dashboard.start()
     gcs = await asyncio.start_server(accept_and_hold, EVERY_ADDRESS, int(params.get("port") or 6379))
-    agent = await listen(agent_app(), int(params.get("dashboard-agent-listen-port") or 52365))
+    agent = await serve_agent(params)
     print(f"simulated Ray head: dashboard {dashboard.dashboard_url}", flush=True)
     try:
         await until_stopped()
@@ -139,7 +139,7 @@ def gcs_address(params: Mapping[str, str]) -> tuple[str, int]:
 
 async def run_worker(params: Mapping[str, str]) -> None:
     head, _ = gcs_address(params)
-    agent = await listen(agent_app(), int(params.get("dashboard-agent-listen-port") or 52365))
+    agent = await serve_agent(params)
     # A worker's Serve proxy: every connection carried to the head's proxy, which routes to the replicas.
     serve = TcpForwarder(EVERY_ADDRESS, SERVE_PORT, lambda: (head, SERVE_PORT))
     await serve.start()

@@ -19,6 +19,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from sandbox.ray.listening import serve_app
+
 SERVE_APPLICATIONS_PATH = "/api/serve/applications/"
 MAX_BODY_BYTES = 200 * 1024 * 1024  # job working_dir packages may be up to ~100 MiB
 HOP_BY_HOP_HEADERS = frozenset(
@@ -81,9 +83,7 @@ class DashboardFront:
         self._session = aiohttp.ClientSession(
             auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None, sock_connect=5)
         )
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._listen_host, self._listen_port, reuse_address=True).start()
+        self._runner = await serve_app(app, self._listen_host, self._listen_port)
 
     async def stop(self) -> None:
         if self._runner is not None:

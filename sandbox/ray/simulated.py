@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
+from sandbox.ray.listening import serve_app
 from sandbox.ray.ports import claim_ports, release_ports, reserve_ports
 from sandbox.ray.real_params import auth_token
 from sandbox.ray.simulated_entrypoint import EntrypointPlan
@@ -173,17 +174,11 @@ class SimulatedDashboard:
         app.router.add_get("/api/authentication_mode", self._authentication_mode)
         self.jobs.add_routes(app)
         self.serve.add_routes(app)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, self._listen, self._ports["dashboard"], reuse_address=True).start()
+        self._runner = await serve_app(app, self._listen, self._ports["dashboard"])
         # The metrics export port (--metrics-export-port) with the Serve proxy's in-flight gauge.
         metrics = web.Application()
         metrics.router.add_get("/metrics", self._metrics)
-        self._metrics_runner = web.AppRunner(metrics, access_log=None, handle_signals=False)
-        await self._metrics_runner.setup()
-        await web.TCPSite(
-            self._metrics_runner, self._listen, self._ports["metrics"], reuse_address=True
-        ).start()
+        self._metrics_runner = await serve_app(metrics, self._listen, self._ports["metrics"])
 
     async def _metrics(self, request: web.Request) -> web.Response:
         serve = self.serve

@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from sandbox.apps.holds import HOLD_PARAM, held_until
+from sandbox.ray.listening import serve_app
 from sandbox.ray.simulated_entrypoint import EntrypointPlan, Step
 from sandbox.ray.simulated_replicas import world_size
 from sandbox.ray.simulated_serve_render import EMPTY_INSTANCE_DETAILS, ServeIdentity, instance_details
@@ -160,9 +161,7 @@ class SimulatedServe:
         self.state = SimulatedServeState(self._timings, head_env=self._head_env)
         proxy = web.Application()
         proxy.router.add_route("*", "/{tail:.*}", self._proxy_request)
-        self._proxy = web.AppRunner(proxy, access_log=None, handle_signals=False)
-        await self._proxy.setup()
-        await web.TCPSite(self._proxy, self._listen, self._port, reuse_address=True).start()
+        self._proxy = await serve_app(proxy, self._listen, self._port)
         self._loop_task = asyncio.create_task(self._control_loop())
 
     async def delete_applications(self, request: web.Request) -> web.Response:
