@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from temporalio import activity
-from temporalio.client import Client
 
-from raypilot.testing.rayjob_world import FakeWorld
+from raypilot.testing.observer_world import WatchTasks
 from wire import names
 from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
@@ -33,13 +32,7 @@ VIEWS: dict[str, Callable[[Any], dict[str, Any]]] = {
 }
 
 
-class FakeKubernetesObserver:
-    def __init__(self, world: FakeWorld, client: Client) -> None:
-        self.world = world
-        self.client = client
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self.signals_sent = 0
-
+class FakeKubernetesObserver(WatchTasks):
     @activity.defn(name=names.WATCH_K8S_OBJECT)
     async def watch_object(self, request: ObjectWatch) -> bool:
         self.world.calls.append((names.WATCH_K8S_OBJECT, request))
@@ -73,11 +66,6 @@ class FakeKubernetesObserver:
                     return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.world._changed.wait(), timeout=0.05)
-
-    async def stop(self) -> None:
-        for task in self.tasks.values():
-            task.cancel()
-        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
     def replace(self, activities: Sequence[Callable[..., Any]]) -> list[Callable[..., Any]]:
         """`activities` with this observer's registration in place of the fake world's (which has none)."""

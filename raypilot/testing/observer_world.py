@@ -18,15 +18,28 @@ from wire import names
 from wire.observer import OBSERVED_SIGNAL, JobWatch, ObservedJob
 
 
-class FakeObserver:
+class WatchTasks:
+    """What a fake observer runs on the fake world: one task per watch, signalling its workflow as the real
+    observer would (`signals_sent` counts the signals); `stop` ends them all."""
+
+    def __init__(self, world: FakeWorld, client: Client) -> None:
+        self.world = world
+        self.client = client
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.signals_sent = 0
+
+    async def stop(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+
+
+class FakeObserver(WatchTasks):
     def __init__(self, world: FakeWorld, client: Client, env: WorkflowEnvironment | None = None) -> None:
         """With a time-skipping `env`, the fake jobs follow the test server's clock and a job that must stay
         RUNNING makes the server skip to its end (nothing else would: the waiting workflow has no timer)."""
-        self.world = world
-        self.client = client
+        super().__init__(world, client)
         self.env = env
-        self.tasks: dict[str, asyncio.Task[None]] = {}
-        self.signals_sent = 0
 
     @activity.defn(name=names.WATCH_RAY_JOB)
     async def watch_job(self, request: JobWatch) -> bool:
@@ -65,11 +78,6 @@ class FakeObserver:
                     return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.world._changed.wait(), timeout=0.05)
-
-    async def stop(self) -> None:
-        for task in self.tasks.values():
-            task.cancel()
-        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
 
     def activities(self) -> list[Callable[..., Any]]:
         return [*self.world.activities(), self.watch_job]
