@@ -11,7 +11,9 @@ per object instead of polling.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -110,53 +112,52 @@ class ReleaseSteps(RayJobPart):
 
     async def _delete_cluster(self, cluster_name: str) -> dict[str, Any]:
         """Asks for the RayCluster's deletion; returns its view afterwards (GONE once it is)."""
-        deleted_event = rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
-        # Posted by the delete itself, also when the read below fails: the deletion was asked for. The
-        # `events` query keeps it only once the read succeeded.
-        request = DeleteObject(self.core.namespace, cluster_name, event=self.core.act_event(deleted_event))
-        try:
-            deleted = await call(stubs.delete_raycluster, request, IO.STEP)
-            remaining = (
-                await call(stubs.get_raycluster, ObjectKey(self.core.namespace, cluster_name), IO.STEP)
-                if deleted
-                else None
-            )
-        except ActivityError as error:
-            self.core.record(
-                rayjob_event(
-                    EventReason.FAILED_TO_DELETE_RAYCLUSTER,
-                    self.core.namespace,
-                    cluster_name,
-                    str(error.cause or error),
-                )
-            )
-            raise
-        if deleted:
-            self.core.acted(deleted_event)
-        return raycluster_view(remaining) if remaining is not None else GONE
+        return await self._delete(_RAYCLUSTER, cluster_name)
 
     async def _delete_submitter(self) -> dict[str, Any]:
-        job_name = submitter_job_name(self.core.name)
-        deleted_event = rayjob_event(EventReason.DELETED_RAYJOB_SUBMITTER, self.core.namespace, job_name)
-        # As the cluster's above: posted by the delete, kept for the query once the read succeeded.
-        request = DeleteObject(self.core.namespace, job_name, event=self.core.act_event(deleted_event))
+        """Asks for the submitter Job's deletion; returns its view afterwards (GONE once it is)."""
+        return await self._delete(_SUBMITTER, submitter_job_name(self.core.name))
+
+    async def _delete(self, kind: _Released, name: str) -> dict[str, Any]:
+        deleted_event = rayjob_event(kind.deleted, self.core.namespace, name)
+        # Posted by the delete itself, also when the read below fails: the deletion was asked for. The
+        # `events` query keeps it only once the read succeeded.
+        request = DeleteObject(self.core.namespace, name, event=self.core.act_event(deleted_event))
         try:
-            deleted = await call(stubs.delete_job, request, IO.STEP)
-            remaining = (
-                await call(stubs.get_job, ObjectKey(self.core.namespace, job_name), IO.STEP)
-                if deleted
-                else None
-            )
+            deleted = await call(kind.delete, request, IO.STEP)
+            key = ObjectKey(self.core.namespace, name)
+            remaining = await call(kind.get, key, IO.STEP) if deleted else None
         except ActivityError as error:
-            self.core.record(
-                rayjob_event(
-                    EventReason.FAILED_TO_DELETE_RAYJOB_SUBMITTER,
-                    self.core.namespace,
-                    job_name,
-                    str(error.cause or error),
-                )
-            )
+            self.core.record(rayjob_event(kind.failed, self.core.namespace, name, str(error.cause or error)))
             raise
         if deleted:
             self.core.acted(deleted_event)
-        return job_view(remaining) if remaining is not None else GONE
+        return kind.view(remaining) if remaining is not None else GONE
+
+
+@dataclass(frozen=True)
+class _Released:
+    """What releasing one kind of the RayJob's objects calls, how it views what remains, and the Events'
+    reasons."""
+
+    delete: Callable[[DeleteObject], Awaitable[bool]]
+    get: Callable[[ObjectKey], Awaitable[dict[str, Any] | None]]
+    view: Callable[[dict[str, Any]], dict[str, Any]]
+    deleted: EventReason
+    failed: EventReason
+
+
+_RAYCLUSTER: Final = _Released(
+    stubs.delete_raycluster,
+    stubs.get_raycluster,
+    raycluster_view,
+    EventReason.DELETED_RAYCLUSTER,
+    EventReason.FAILED_TO_DELETE_RAYCLUSTER,
+)
+_SUBMITTER: Final = _Released(
+    stubs.delete_job,
+    stubs.get_job,
+    job_view,
+    EventReason.DELETED_RAYJOB_SUBMITTER,
+    EventReason.FAILED_TO_DELETE_RAYJOB_SUBMITTER,
+)
