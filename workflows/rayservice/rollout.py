@@ -10,6 +10,7 @@ workflow's timer), and whether an indefinite pause sets the pause control now.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from datetime import datetime
 
 from temporalio import workflow
@@ -53,32 +54,20 @@ def step_point(index: int) -> str:
 
 
 class RolloutPlan(RayServicePart):
-    @property
+    @functools.cached_property
     def gates(self) -> AnalysisGates:
         """The measured gates (http, prometheus) share this part's state, world and calls."""
-        found = getattr(self, "_gates", None)
-        if found is None:
-            found = AnalysisGates(self.context)
-            self._gates = found
-        return found
+        return AnalysisGates(self.context)
 
-    @property
+    @functools.cached_property
     def health(self) -> RolloutHealth:
         """Per-step deadlines and the head Pod crash loop."""
-        found = getattr(self, "_health", None)
-        if found is None:
-            found = RolloutHealth(self.context)
-            self._health = found
-        return found
+        return RolloutHealth(self.context)
 
-    @property
+    @functools.cached_property
     def blue_green(self) -> BlueGreenGates:
         """The gates of a NewCluster upgrade, before and after the Service switch."""
-        found = getattr(self, "_blue_green", None)
-        if found is None:
-            found = BlueGreenGates(self.gates)
-            self._blue_green = found
-        return found
+        return BlueGreenGates(self.gates)
 
     def settings(self, rayservice: RayService) -> RolloutSettings | None:
         try:
