@@ -192,20 +192,26 @@ class FakeActivities:
 
     @activity.defn(name=names.WAIT_SUBMITTER_JOB)
     async def wait_submitter_job(self, request: WaitObject) -> Observation:
-        def observe() -> Observation | None:
-            job = self.world.jobs.get(request.name)
-            view = job_view(job)
-            return Observation(copy.deepcopy(job), view) if view != request.last_view else None
-
-        result: Observation = await self.world._until(observe)
-        return result
+        return await self._until_view_changes(request, lambda: self.world.jobs.get(request.name), job_view)
 
     @activity.defn(name=names.WAIT_HEAD_POD)
     async def wait_head_pod(self, request: WaitObject) -> Observation:
+        return await self._until_view_changes(
+            request, lambda: self.world.head_pods.get(request.name), pod_view
+        )
+
+    async def _until_view_changes(
+        self,
+        request: WaitObject,
+        find: Callable[[], dict[str, Any] | None],
+        view_of: Callable[[dict[str, Any] | None], dict[str, Any]],
+    ) -> Observation:
+        """The object `find` returns once its view differs from the one the workflow holds."""
+
         def observe() -> Observation | None:
-            pod = self.world.head_pods.get(request.name)
-            view = pod_view(pod)
-            return Observation(copy.deepcopy(pod), view) if view != request.last_view else None
+            found = find()
+            view = view_of(found)
+            return Observation(copy.deepcopy(found), view) if view != request.last_view else None
 
         result: Observation = await self.world._until(observe)
         return result
