@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.errors import SECRET_MISSING, http_error, redact, retry_after_seconds
 from models.naming import HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS, HTTP_CLIENT_PROXY_TIMEOUT_SECONDS
-from wire.dashboard import AUTH_TOKEN_SECRET_KEY, DashboardTarget, HeadServeHealth
+from wire.dashboard import DashboardTarget, HeadServeHealth
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -34,12 +34,12 @@ async def read_ray_token(dependencies: ActivityDependencies, target: DashboardTa
     if not target.auth_secret:
         return None
     token = await dependencies.apiserver().read_secret_value(
-        target.namespace, target.auth_secret, AUTH_TOKEN_SECRET_KEY
+        target.namespace, target.auth_secret, target.auth_secret_key
     )
     if not token:
         raise ApplicationError(
             f'Ray auth token not found: secret "{target.auth_secret}" in namespace "{target.namespace}" '
-            f"has no key {AUTH_TOKEN_SECRET_KEY}",
+            f"has no key {target.auth_secret_key}",
             type=SECRET_MISSING,
         )
     return token

@@ -18,13 +18,32 @@ TERMINAL_JOB_STATUSES: Final = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
 AUTH_TOKEN_SECRET_KEY: Final = "auth_token"
 
 
-def auth_secret_name(cluster_name: str, spec: RayClusterSpec) -> str | None:
-    """The Secret with the cluster's Ray auth token (key `auth_token`): authOptions.secretName, else the
-    cluster's name; None when the cluster does not use token auth."""
+@dataclass(frozen=True)
+class RayTokenSecret:
+    """Where a cluster's Ray auth token is: a Secret's key."""
+
+    name: str
+    key: str = AUTH_TOKEN_SECRET_KEY
+
+
+def ray_token_secret(cluster_name: str, spec: RayClusterSpec) -> RayTokenSecret | None:
+    """The Secret with the cluster's Ray auth token, None when its Ray asks for none.
+
+    With `authOptions.mode: token`, KubeRay keeps the token in authOptions.secretName, else in a Secret named
+    after the cluster (key `auth_token`). A KubeRay without authOptions (1.5 and older) prunes the field, and
+    its users turn token auth on in the head's Ray container itself: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN
+    from a Secret's key, which is then where the token is."""
     options = spec.auth_options
-    if options is None or options.mode != AuthMode.TOKEN:
+    if options is not None and options.mode == AuthMode.TOKEN:
+        return RayTokenSecret(options.secret_name or cluster_name)
+    containers = spec.head_group_spec.template.spec.containers
+    if not containers or (containers[0].env_value("RAY_AUTH_MODE") or "").lower() != "token":
         return None
-    return options.secret_name or cluster_name
+    source = next((var.value_from for var in containers[0].env if var.name == "RAY_AUTH_TOKEN"), None)
+    reference = (source or {}).get("secretKeyRef") or {}
+    if not reference.get("name"):
+        return None
+    return RayTokenSecret(str(reference["name"]), str(reference.get("key") or AUTH_TOKEN_SECRET_KEY))
 
 
 @dataclass(frozen=True)
@@ -37,6 +56,13 @@ class DashboardTarget:
     dashboard_port: int = DEFAULT_DASHBOARD_PORT
     port_name: str = "dashboard"  # the head Service port the API server's proxy goes through
     auth_secret: str | None = None
+    auth_secret_key: str = AUTH_TOKEN_SECRET_KEY
+
+    @staticmethod
+    def token_fields(cluster_name: str, spec: RayClusterSpec) -> dict[str, str]:
+        """`auth_secret` and `auth_secret_key` for a cluster (none when its Ray asks for no token)."""
+        secret = ray_token_secret(cluster_name, spec)
+        return {} if secret is None else {"auth_secret": secret.name, "auth_secret_key": secret.key}
 
     def direct_address(self, cluster_domain: str) -> str:
         if self.dashboard_url:

@@ -21,7 +21,8 @@ from wire.dashboard import (
     HeadServeHealth,
     JobInfoAnswer,
     RayJobKey,
-    auth_secret_name,
+    RayTokenSecret,
+    ray_token_secret,
 )
 
 RAY_TOKEN = "ray-token-abc"
@@ -143,20 +144,49 @@ def test_dashboard_access_rejects_other_values() -> None:
         dashboard_access_from_env({"RAYPILOT_DASHBOARD_ACCESS": "sideways"})
 
 
+TOKEN_FROM_SECRET = {
+    "name": "RAY_AUTH_TOKEN",
+    "valueFrom": {"secretKeyRef": {"name": "ray-token", "key": "t"}},
+}
+
+
 @pytest.mark.parametrize(
-    ("auth_options", "expected"),
+    ("auth_options", "head_env", "expected"),
     [
-        (None, None),
-        ({"mode": "disabled"}, None),
-        ({"mode": "token"}, "rc"),
-        ({"mode": "token", "secretName": "my-token"}, "my-token"),
+        (None, [], None),
+        ({"mode": "disabled"}, [], None),
+        ({"mode": "token"}, [], RayTokenSecret("rc")),
+        ({"mode": "token", "secretName": "my-token"}, [], RayTokenSecret("my-token")),
+        # Token auth set up in the Ray container, as under a KubeRay without authOptions (1.5 and older).
+        (
+            None,
+            [{"name": "RAY_AUTH_MODE", "value": "token"}, TOKEN_FROM_SECRET],
+            RayTokenSecret("ray-token", "t"),
+        ),
+        (
+            None,
+            [{"name": "RAY_AUTH_MODE", "value": "TOKEN"}, TOKEN_FROM_SECRET],
+            RayTokenSecret("ray-token", "t"),
+        ),
+        (None, [TOKEN_FROM_SECRET], None),  # the token is there, but Ray does not ask for it
+        (None, [{"name": "RAY_AUTH_MODE", "value": "token"}, {"name": "RAY_AUTH_TOKEN", "value": "x"}], None),
+        (
+            {"mode": "token"},
+            [{"name": "RAY_AUTH_MODE", "value": "token"}, TOKEN_FROM_SECRET],
+            RayTokenSecret("rc"),
+        ),
     ],
 )
-def test_auth_secret_name(auth_options: dict[str, Any] | None, expected: str | None) -> None:
-    spec: dict[str, Any] = {"headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": []}}}}
+def test_the_ray_token_is_in_the_secret_the_cluster_names(
+    auth_options: dict[str, Any] | None, head_env: list[dict[str, Any]], expected: RayTokenSecret | None
+) -> None:
+    head = {"name": "ray-head", "env": head_env}
+    spec: dict[str, Any] = {
+        "headGroupSpec": {"rayStartParams": {}, "template": {"spec": {"containers": [head]}}}
+    }
     if auth_options is not None:
         spec["authOptions"] = auth_options
-    assert auth_secret_name("rc", RayClusterSpec.model_validate(spec)) == expected
+    assert ray_token_secret("rc", RayClusterSpec.model_validate(spec)) == expected
 
 
 @pytest.mark.parametrize(

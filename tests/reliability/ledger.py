@@ -7,19 +7,10 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
-
-from tests.integration.stack import kubeconfig_worker
-
-# Credentials of the worker's kubeconfig (the sandbox accepts any): it must never leave the worker.
-KUBECONFIG_TOKEN: Final = "kubeconfig-bearer-e1b6f0d2c9a84f7d"
-
+from temporalio.client import WorkflowHandle
 
 _PAYLOAD_DATA = re.compile(r'"data": "([A-Za-z0-9+/]+={0,2})"')
 
@@ -41,7 +32,7 @@ class Ledger:
     histories: dict[str, str] = field(default_factory=dict)  # "<workflow id>@<run id>" -> history JSON
     search_attributes: dict[str, str] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
-    secrets: set[str] = field(default_factory=lambda: {KUBECONFIG_TOKEN})
+    secrets: set[str] = field(default_factory=set)
 
     async def record(self, handle: WorkflowHandle[Any, Any]) -> None:
         """Keep the history and search attributes of every run of this workflow id."""
@@ -65,13 +56,3 @@ class Ledger:
         return [
             f"{where}: {secret[:6]}..." for where, text in places for secret in self.secrets if secret in text
         ]
-
-
-@asynccontextmanager
-async def secret_worker(
-    client: Client, kubeconfig: Path, task_queue: str | None = None
-) -> AsyncIterator[str]:
-    """A worker whose Kubernetes credentials (a bearer token the scan looks for) come from `kubeconfig`;
-    yields its task queue."""
-    async with kubeconfig_worker(client, kubeconfig, task_queue) as queue:
-        yield queue

@@ -1,10 +1,12 @@
-"""What is left in a namespace, read from the sandbox's store itself (not over HTTP, so the API faults a test
-injects never disturb its own checks), and the Events a workflow recorded."""
+"""What is left in a namespace, read by the API server's admin straight from kube-apiserver (not through the
+worker's fault proxy, so the API faults a test injects never disturb its own checks), and the Events raypilot
+recorded."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any, Final
@@ -22,13 +24,16 @@ OWNED_KINDS: Final = (
 )
 
 
-def store_list(stack: Stack, api_version: str, kind: str, namespace: str) -> list[dict[str, Any]]:
-    store = stack.cluster.sandbox.store
-
-    async def listed() -> list[dict[str, Any]]:
-        return store.list(api_version, kind, namespace)
-
-    return stack.cluster.call(listed)
+def store_list(stack: Stack, api_version: str, kind: str, namespace: str | None) -> list[dict[str, Any]]:
+    """Every `kind` object of `namespace`, or of every namespace (the kinds here are all plural with an
+    `s`)."""
+    group = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    where = f"/namespaces/{namespace}" if namespace else ""
+    request = stack.api_client.param_serialize("GET", f"{group}{where}/{kind.lower()}s", auth_settings=[])
+    response = stack.api_client.call_api(*request)
+    listed = json.loads(response.read())
+    assert response.status == 200, listed
+    return list(listed["items"])
 
 
 def leftovers(stack: Stack, namespace: str) -> list[str]:
@@ -55,7 +60,13 @@ def difference(left: Counter[str], undisturbed: Counter[str]) -> list[str]:
 
 
 def event_reasons(stack: Stack, namespace: str) -> list[str]:
-    return [str(event.get("reason")) for event in store_list(stack, "v1", "Event", namespace)]
+    """The reasons of raypilot's Events: those about its RayJobs and RayServices (KubeRay posts its own, about
+    the RayClusters it reconciles)."""
+    return [
+        str(event.get("reason"))
+        for event in store_list(stack, "v1", "Event", namespace)
+        if (event.get("involvedObject") or {}).get("kind") in ("RayJob", "RayService")
+    ]
 
 
 def created_count(stack: Stack, namespace: str, reason: str) -> int:
@@ -71,7 +82,8 @@ async def names_seen(stack: Stack, namespace: str, kind: str = "RayCluster") -> 
 
     async def sample() -> None:
         while True:
-            seen.update(obj["metadata"]["name"] for obj in store_list(stack, "ray.io/v1", kind, namespace))
+            listed = await asyncio.to_thread(store_list, stack, "ray.io/v1", kind, namespace)
+            seen.update(obj["metadata"]["name"] for obj in listed)
             await asyncio.sleep(0.1)
 
     sampler = asyncio.create_task(sample())

@@ -1,5 +1,6 @@
 """S1(a): `kill -9` of the worker process at seeded random points of an incremental upgrade
-(NewClusterWithIncrementalUpgrade) under load through the sandbox's Gateway, restarting it each time.
+(NewClusterWithIncrementalUpgrade) under load through the sandbox's Gateway controller, restarting it each
+time.
 
 Pass means the same end state as an undisturbed upgrade (v2 alone behind the HTTPRoute, exactly two
 RayClusters ever, the same objects per kind as before the upgrade: nothing orphaned or duplicated) and not one
@@ -21,6 +22,7 @@ from temporalio.common import TypedSearchAttributes
 
 from models.naming import workflow_id
 from tests.integration.stack import Stack
+from tests.reliability.conftest import WorkerApi
 from tests.reliability.figures import FULL, SEED, figure, sized
 from tests.reliability.ledger import Ledger
 from tests.reliability.test_s1_worker_kill import WorkerProcess, worker_process
@@ -32,7 +34,7 @@ pytestmark = [pytest.mark.devserver, pytest.mark.timeout(1800 if FULL else 480)]
 
 
 async def test_an_incremental_upgrade_under_load_survives_kill_9_of_its_worker(
-    reliability_stack: Stack, ledger: Ledger, tmp_path: Path
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger, tmp_path: Path
 ) -> None:
     stack = reliability_stack
     recorded = figure("S1", "kill -9 of the worker: incremental upgrade under load through the Gateway")
@@ -44,7 +46,7 @@ async def test_an_incremental_upgrade_under_load_survives_kill_9_of_its_worker(
         namespace = stack.namespace()
         kill_points = [round(chooser.uniform(0.2, 2.5), 2) for _ in range(kills_per_run)]
         landed: list[float] = []
-        async with worker_process(stack, tmp_path / f"worker-{run}.log") as worker:
+        async with worker_process(stack, worker_api.kubeconfig, tmp_path / f"worker-{run}.log") as worker:
 
             async def start(
                 manifest: dict[str, Any], worker: WorkerProcess = worker

@@ -1,5 +1,6 @@
 """S1: `kill -9` of the worker process at seeded random points of a RayJob's life (backoffLimit, failing
-attempts, a DeleteCluster rule with a TTL), restarting it each time, against the same sandbox and dev server.
+attempts, a DeleteCluster rule with a TTL), restarting it each time, against the same real stack and dev
+server.
 
 Pass means the same end state as an undisturbed run (Failed, one RayCluster per attempt and no duplicate,
 nothing left after the deletion rule) and the cluster deleted no earlier than endTime + TTL, and late only
@@ -25,6 +26,7 @@ from temporalio.client import WorkflowExecutionStatus
 
 from tests.integration.rayjob_support import example, parse_time
 from tests.integration.stack import Stack
+from tests.reliability.conftest import WorkerApi
 from tests.reliability.figures import FULL, SEED, figure, sized
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import leftovers, names_seen, store_list
@@ -49,10 +51,10 @@ def failing_rayjob(namespace: str, attempts: int) -> dict[str, Any]:
 class WorkerProcess:
     """`python worker.py` on its own task queue; `kill()` is kill -9; `start()` returns once it serves."""
 
-    def __init__(self, stack: Stack, log: Path) -> None:
+    def __init__(self, stack: Stack, kubeconfig: Path, log: Path) -> None:
         self.env = {
             **os.environ,
-            "KUBECONFIG": str(stack.cluster.kubeconfig_path),
+            "KUBECONFIG": str(kubeconfig),
             "RAYPILOT_DASHBOARD_ACCESS": "proxy",
             "TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
             "TEMPORAL_NAMESPACE": stack.client.namespace,
@@ -90,8 +92,9 @@ class WorkerProcess:
 
 
 @asynccontextmanager
-async def worker_process(stack: Stack, log: Path) -> AsyncIterator[WorkerProcess]:
-    worker = WorkerProcess(stack, log)
+async def worker_process(stack: Stack, kubeconfig: Path, log: Path) -> AsyncIterator[WorkerProcess]:
+    """`python worker.py` with `kubeconfig`'s credentials, for the block."""
+    worker = WorkerProcess(stack, kubeconfig, log)
     await worker.start()
     try:
         yield worker
@@ -117,7 +120,7 @@ async def record_emptied(stack: Stack, namespace: str, moments: list[float], sto
 
 
 async def test_a_rayjob_survives_kill_9_of_its_worker(
-    reliability_stack: Stack, ledger: Ledger, tmp_path: Path
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger, tmp_path: Path
 ) -> None:
     stack, attempts = reliability_stack, sized(2, 3)
     recorded = figure("S1", f"kill -9 of the worker: RayJob, {attempts} failing attempts, DeleteCluster TTL")
@@ -129,7 +132,7 @@ async def test_a_rayjob_survives_kill_9_of_its_worker(
         kill_points = [round(chooser.uniform(0.5, sized(2.5, 5.0)), 2) for _ in range(kills_per_run)]
         recorded.notes.append(f"run {run}: kills {kill_points} s after each start")
         async with (
-            worker_process(stack, tmp_path / f"worker-{run}.log") as worker,
+            worker_process(stack, worker_api.kubeconfig, tmp_path / f"worker-{run}.log") as worker,
             names_seen(stack, namespace) as clusters,
         ):
             started = await stack.client.start_workflow(

@@ -8,6 +8,7 @@ stops the worker too).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from datetime import UTC, datetime
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubernetes import config
 
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import parse_time
@@ -25,7 +27,7 @@ from tests.integration.rayservice_helpers import (
     pending_cluster,
     rayservice,
 )
-from tests.integration.stack import Stack, running_sandbox_thread, sandbox_worker
+from tests.integration.stack import Stack, kubeconfig_worker
 from tests.integration.test_rayjob_durability import (
     DevServer,
     assert_one_durable_timer,
@@ -35,11 +37,12 @@ from tests.integration.test_rayjob_durability import (
     own_dev_server,
     watch_deletion,
 )
+from tests.kubes import RealKube
 from tests.reliability.figures import FULL, figure
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import leftovers, names_seen
 
-# About 40 s each with its own dev server and sandbox: only in `make reliability` (`make test` budget).
+# About 40 s each with its own dev server: only in `make reliability` (`make test` budget).
 pytestmark = [
     pytest.mark.devserver,
     pytest.mark.timeout(600),
@@ -52,24 +55,21 @@ def upgrading(status: dict[str, Any]) -> bool:
 
 
 async def test_a_blue_green_upgrade_survives_a_server_and_worker_restart(
-    tmp_path: Path, ledger: Ledger
+    tmp_path: Path, real_kube_of_simulated_ray: RealKube, ledger: Ledger
 ) -> None:
     recorded = figure("S2", "Temporal server + worker restart during a blue-green upgrade")
-    async with running_sandbox_thread(tmp_path / "sandbox", "simulated") as cluster:
-        api_client = cluster.api_client()
-        try:
-            async with own_dev_server(tmp_path) as server:
-                stack = Stack(cluster, await server.start(), "", api_client)
-                await restart_during_upgrade(server, stack, ledger)
-        finally:
-            api_client.close()
+    kube = real_kube_of_simulated_ray
+    with contextlib.closing(config.new_client_from_config(config_file=str(kube.admin))) as api_client:
+        async with own_dev_server(tmp_path) as server:
+            stack = Stack(None, await server.start(), "", api_client)
+            await restart_during_upgrade(server, stack, kube.installed.worker, ledger)
     recorded.tried, recorded.survived = 1, 1
 
 
-async def restart_during_upgrade(server: DevServer, stack: Stack, ledger: Ledger) -> None:
+async def restart_during_upgrade(server: DevServer, stack: Stack, kubeconfig: Path, ledger: Ledger) -> None:
     namespace = stack.namespace()
     async with names_seen(stack, namespace) as clusters:
-        async with sandbox_worker(stack.client, stack.cluster) as task_queue:
+        async with kubeconfig_worker(stack.client, kubeconfig) as task_queue:
             stack = dataclasses.replace(stack, task_queue=task_queue)
             handle = await stack.start(rayservice(namespace, "restarted", "v1"))
             first = active_cluster(await stack.wait_status(handle, is_running, within=120, what="v1 running"))
@@ -78,7 +78,7 @@ async def restart_during_upgrade(server: DevServer, stack: Stack, ledger: Ledger
         await asyncio.to_thread(server.stop)
         client = await server.start()
         stack = dataclasses.replace(stack, client=client)
-        async with sandbox_worker(client, stack.cluster, task_queue=stack.task_queue):
+        async with kubeconfig_worker(client, kubeconfig, stack.task_queue):
             handle = client.get_workflow_handle(handle.id)
 
             def upgraded(status: dict[str, Any]) -> bool:
@@ -102,26 +102,25 @@ async def restart_during_upgrade(server: DevServer, stack: Stack, ledger: Ledger
 TTL_SECONDS = 15  # due well after the restart: the timer must fire on time on the restarted server
 
 
-async def test_a_rayjob_ttl_wait_survives_a_server_restart(tmp_path: Path, ledger: Ledger) -> None:
+async def test_a_rayjob_ttl_wait_survives_a_server_restart(
+    tmp_path: Path, real_kube_of_simulated_ray: RealKube, ledger: Ledger
+) -> None:
     """The Temporal server stops mid TTL wait (after the job finished, before endTime + TTL) and starts again
     on its database file; the worker stays up throughout and reconnects. The cluster goes at endTime + TTL."""
     recorded = figure("S2", "Temporal server restart during a RayJob's TTL wait (worker stays up)")
-    async with running_sandbox_thread(tmp_path / "sandbox", "simulated") as cluster:
-        api_client = cluster.api_client()
-        try:
-            async with own_dev_server(tmp_path) as server:
-                stack = Stack(cluster, await server.start(), "", api_client)
-                lag = await restart_during_ttl_wait(server, stack, ledger)
-        finally:
-            api_client.close()
+    kube = real_kube_of_simulated_ray
+    with contextlib.closing(config.new_client_from_config(config_file=str(kube.admin))) as api_client:
+        async with own_dev_server(tmp_path) as server:
+            stack = Stack(None, await server.start(), "", api_client)
+            lag = await restart_during_ttl_wait(server, stack, kube.installed.worker, ledger)
     recorded.tried, recorded.survived = 1, 1
     recorded.notes.append(f"deleted {lag:+.2f} s from endTime + TTL ({TTL_SECONDS} s)")
 
 
-async def restart_during_ttl_wait(server: DevServer, stack: Stack, ledger: Ledger) -> float:
+async def restart_during_ttl_wait(server: DevServer, stack: Stack, kubeconfig: Path, ledger: Ledger) -> float:
     namespace = stack.namespace()
     deleted = watch_deletion(stack, namespace)
-    async with sandbox_worker(stack.client, stack.cluster) as task_queue:
+    async with kubeconfig_worker(stack.client, kubeconfig) as task_queue:
         stack = dataclasses.replace(stack, task_queue=task_queue)
         handle = await stack.start(delete_cluster_after(namespace, TTL_SECONDS))
         due = parse_time((await stack.wait_status(handle, complete, within=60))["endTime"]) + TTL_SECONDS

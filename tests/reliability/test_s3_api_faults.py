@@ -1,4 +1,5 @@
-"""S3: full RayJob and RayService lifecycles through a faulty Kubernetes API (the sandbox's fault injector):
+"""S3: full RayJob and RayService lifecycles through a faulty Kubernetes API (a fault proxy in front of
+kube-apiserver, sandbox/realkube/faultproxy.py):
 10 % 5xx on every request, 409 on creates and updates, 429 with Retry-After, latency on every verb.
 
 Pass means every lifecycle ends as it would without faults, no object is duplicated or left behind, and a
@@ -20,6 +21,7 @@ from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
 from tests.integration.stack import Stack
+from tests.reliability.conftest import WorkerApi
 from tests.reliability.figures import FULL, SEED, Figure, figure, sized
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import created_count, difference, kinds_left, names_seen, store_list
@@ -48,20 +50,18 @@ def faulty_api(first_create_throttled: bool) -> list[FaultRule]:
     ]
 
 
-def inject(stack: Stack, rules: list[FaultRule], seed: int) -> None:
-    stack.cluster.sandbox.faults.set_rules(rules, seed=seed)
-
-
-def count_injected(stack: Stack, recorded: Figure) -> None:
-    for rule in stack.cluster.sandbox.faults.to_json()["rules"]:
+def count_injected(api: WorkerApi, recorded: Figure) -> None:
+    for rule in api.fault_rules():
         if rule["errorRate"]:
             recorded.faults[f"HTTP {rule['status']}"] += rule["injected"]
 
 
-def finish(stack: Stack, recorded: Figure, namespace: str, survived: bool, undisturbed: Counter[str]) -> None:
+def finish(
+    stack: Stack, api: WorkerApi, recorded: Figure, namespace: str, survived: bool, undisturbed: Counter[str]
+) -> None:
     """Clear the faults, compare what is left in `namespace` with an undisturbed run's and record the run."""
-    count_injected(stack, recorded)
-    stack.cluster.sandbox.faults.clear()
+    count_injected(api, recorded)
+    api.clear_faults()
     differs = difference(kinds_left(stack, namespace), undisturbed)
     recorded.tried += 1
     recorded.leaked += len(differs)
@@ -85,7 +85,9 @@ def rayjob(namespace: str, name: str) -> dict[str, Any]:
     )  # fmt: skip
 
 
-async def test_rayjob_lifecycles_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
+async def test_rayjob_lifecycles_survive_a_faulty_api(
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger
+) -> None:
     stack = reliability_stack
     recorded = figure("S3", "RayJob (K8sJobMode, shutdownAfterJobFinishes) on a faulty API")
     calm = stack.namespace()
@@ -95,7 +97,7 @@ async def test_rayjob_lifecycles_survive_a_faulty_api(reliability_stack: Stack, 
     waits: list[float] = []
     for run in range(sized(1, 5)):
         namespace = stack.namespace()
-        inject(stack, faulty_api(first_create_throttled=True), SEED + run)
+        worker_api.set_faults(faulty_api(first_create_throttled=True), SEED + run)
         started = time.monotonic()
         handle = await stack.start(rayjob(namespace, f"faulty-{run}"))
 
@@ -103,7 +105,7 @@ async def test_rayjob_lifecycles_survive_a_faulty_api(reliability_stack: Stack, 
         result = await handle.result()
         await ledger.record(handle)
         survived = (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED")
-        finish(stack, recorded, namespace, survived, undisturbed)
+        finish(stack, worker_api, recorded, namespace, survived, undisturbed)
         assert survived, result
         assert created_after >= RETRY_AFTER_SECONDS, f"RayCluster created {created_after:.2f} s after a 429"
         assert created_count(stack, namespace, "CreatedRayCluster") == 1
@@ -112,15 +114,17 @@ async def test_rayjob_lifecycles_survive_a_faulty_api(reliability_stack: Stack, 
     recorded.notes.append(f"Retry-After {RETRY_AFTER_SECONDS} s: first create {min(waits):.1f} s after a 429")
 
 
-async def test_rayservice_lifecycles_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
+async def test_rayservice_lifecycles_survive_a_faulty_api(
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger
+) -> None:
     stack = reliability_stack
     recorded = figure("S3", "RayService (NewCluster upgrade, delete) on a faulty API")
     for run in range(sized(1, 3)):
         namespace = stack.namespace()
-        inject(stack, faulty_api(first_create_throttled=False), SEED + 100 + run)
+        worker_api.set_faults(faulty_api(first_create_throttled=False), SEED + 100 + run)
         async with names_seen(stack, namespace) as clusters:
             first, second = await upgrade_then_delete(stack, ledger, namespace, f"faulty-{run}")
-        finish(stack, recorded, namespace, survived=True, undisturbed=Counter())
+        finish(stack, worker_api, recorded, namespace, survived=True, undisturbed=Counter())
         assert clusters == {first, second}, f"RayClusters created: {sorted(clusters)}"
 
 
@@ -150,7 +154,9 @@ async def upgrade_then_delete(stack: Stack, ledger: Ledger, namespace: str, name
     return first, second
 
 
-async def test_incremental_upgrades_survive_a_faulty_api(reliability_stack: Stack, ledger: Ledger) -> None:
+async def test_incremental_upgrades_survive_a_faulty_api(
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger
+) -> None:
     """An incremental upgrade under load through the Gateway while the API misbehaves: the faults go on from
     the first apply to the delete (full runs only: about 30 s each)."""
     if not FULL:
@@ -160,7 +166,7 @@ async def test_incremental_upgrades_survive_a_faulty_api(reliability_stack: Stac
     recorded.failed_requests = 0
     for run in range(3):
         namespace = stack.namespace()
-        inject(stack, faulty_api(first_create_throttled=False), SEED + 200 + run)
+        worker_api.set_faults(faulty_api(first_create_throttled=False), SEED + 200 + run)
 
         async def faults_stay_on(
             handle: WorkflowHandle[Any, Any], upgrading: Callable[[], Awaitable[bool]]
@@ -172,6 +178,13 @@ async def test_incremental_upgrades_survive_a_faulty_api(reliability_stack: Stac
         await handle.result()
         await ledger.record(handle)
         recorded.failed_requests += len(outcome.failures)
-        finish(stack, recorded, namespace, outcome.same_end_state() and not outcome.failures, Counter())
+        finish(
+            stack,
+            worker_api,
+            recorded,
+            namespace,
+            outcome.same_end_state() and not outcome.failures,
+            Counter(),
+        )
         assert outcome.same_end_state(), (outcome.leftover_difference(), outcome)
         assert not outcome.failures, outcome.failures[:20]

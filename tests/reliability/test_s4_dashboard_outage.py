@@ -18,6 +18,7 @@ import pytest
 from sandbox.faults import FaultRule
 from tests.integration.rayjob_support import example
 from tests.integration.stack import Stack
+from tests.reliability.conftest import WorkerApi
 from tests.reliability.figures import FULL, figure, sized
 from tests.reliability.ledger import Ledger
 
@@ -55,18 +56,18 @@ def status_check_timeout(monkeypatch: pytest.MonkeyPatch) -> int:
 
 
 async def test_an_outage_shorter_than_the_timeout_is_no_failure(
-    reliability_stack: Stack, ledger: Ledger, status_check_timeout: int
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger, status_check_timeout: int
 ) -> None:
     stack = reliability_stack
     recorded = figure("S4", f"dashboard down {SHORT_OUTAGE_SECONDS} s, timeout {status_check_timeout} s")
     namespace = stack.namespace()
     handle = await stack.start(httpmode_job(namespace, "outage-short", SHORT_OUTAGE_SECONDS + 6))
     await stack.wait_status(handle, running, within=60, what="the job running")
-    stack.cluster.sandbox.faults.set_rules([DASHBOARD_DOWN])
+    worker_api.set_faults([DASHBOARD_DOWN])
     try:
         during = await phases_until(stack, handle, SHORT_OUTAGE_SECONDS)
     finally:
-        stack.cluster.sandbox.faults.clear()
+        worker_api.clear_faults()
     result = await handle.result()
     await ledger.record(handle)
     recorded.tried = 1
@@ -81,19 +82,19 @@ async def test_an_outage_shorter_than_the_timeout_is_no_failure(
 
 
 async def test_an_outage_past_the_timeout_fails_as_kuberay_does(
-    reliability_stack: Stack, ledger: Ledger, status_check_timeout: int
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger, status_check_timeout: int
 ) -> None:
     stack = reliability_stack
     recorded = figure("S4", f"dashboard down past the timeout ({status_check_timeout} s)")
     namespace = stack.namespace()
     handle = await stack.start(httpmode_job(namespace, "outage-long", 10 * status_check_timeout))
     await stack.wait_status(handle, running, within=60, what="the job running")
-    stack.cluster.sandbox.faults.set_rules([DASHBOARD_DOWN])
+    worker_api.set_faults([DASHBOARD_DOWN])
     down_at = time.monotonic()
     try:
         result = await asyncio.wait_for(handle.result(), timeout=status_check_timeout + 60)
     finally:
-        stack.cluster.sandbox.faults.clear()
+        worker_api.clear_faults()
     failed_after = time.monotonic() - down_at
     await ledger.record(handle)
     recorded.tried = 1

@@ -72,7 +72,7 @@ async def test_raypilot_apply_rejects_every_raycluster_rule(reliability_stack: S
         message = stderr.getvalue().strip().removeprefix("error: ") if code == 2 else f"exit {code}"
         check(recorded, case, "raypilot apply", message, problems)
     assert (await stack.client.count_workflows()).count == workflows_before.count, "a workflow was started"
-    assert objects_everywhere(stack) == objects_before, "an object was created"
+    assert not objects_everywhere(stack) - objects_before, "an object was created"
     assert not problems, "\n".join(problems)
 
 
@@ -99,7 +99,7 @@ async def test_temporal_cli_start_rejects_every_raycluster_rule(
         handle = stack.client.get_workflow_handle(path.stem)
         check(recorded, case, "temporal CLI", await workflow_failure(handle), problems)
         await ledger.record(handle)
-    assert objects_everywhere(stack) == objects_before, "an object was created"
+    assert not objects_everywhere(stack) - objects_before, "an object was created"
     assert not problems, "\n".join(problems)
 
 

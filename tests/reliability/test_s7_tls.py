@@ -23,6 +23,7 @@ from raypilot.testing.worker import running_worker
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.stack import Stack
+from tests.reliability.conftest import WorkerApi
 from tests.reliability.figures import figure
 from tests.reliability.ledger import Ledger
 from tests.reliability.tls import Pair, api_key_front, certificate_authority, issued, tls_front
@@ -68,14 +69,14 @@ async def raypilot(env: dict[str, str], *argv: str) -> tuple[int, str, str]:
 
 
 async def test_worker_and_cli_work_over_mutual_tls(
-    reliability_stack: Stack, front: TlsFront, tmp_path: Path
+    reliability_stack: Stack, worker_api: WorkerApi, front: TlsFront, tmp_path: Path
 ) -> None:
     recorded = figure("S7", "worker and CLI over mTLS; a stranger's certificate refused")
     stack, task_queue = reliability_stack, "tls-" + tmp_path.name
     env = front.env(front.client, task_queue)
     client = await connect(TemporalSettings.from_env(env))
     dependencies = ActivityDependencies.from_env(
-        {"KUBECONFIG": str(stack.cluster.kubeconfig_path), "RAYPILOT_DASHBOARD_ACCESS": "proxy"}
+        {"KUBECONFIG": str(worker_api.kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy"}
     )
     namespace = stack.namespace()
     manifest = tmp_path / "rayjob.json"
@@ -116,7 +117,7 @@ API_KEY = "temporal-api-key-7c1d9e42b05f4a8e"  # the S6 scan looks for it too
 
 
 async def test_worker_and_cli_work_with_an_api_key(
-    reliability_stack: Stack, ledger: Ledger, tmp_path: Path
+    reliability_stack: Stack, worker_api: WorkerApi, ledger: Ledger, tmp_path: Path
 ) -> None:
     """TEMPORAL_API_KEY (and TEMPORAL_TLS_CA for the front's own CA; Temporal Cloud's is a public one)
     against a TLS endpoint that refuses a call without the key; a wrong key is refused with a clear error."""
@@ -136,7 +137,7 @@ async def test_worker_and_cli_work_with_an_api_key(
         }
         client = await connect(TemporalSettings.from_env(env))
         dependencies = ActivityDependencies.from_env(
-            {"KUBECONFIG": str(stack.cluster.kubeconfig_path), "RAYPILOT_DASHBOARD_ACCESS": "proxy"},
+            {"KUBECONFIG": str(worker_api.kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy"},
             temporal_client=client,
         )
         namespace = stack.namespace()

@@ -19,7 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from models.raycluster import RayCluster
     from models.rayservice import RayService
-    from wire.dashboard import DashboardTarget, ReplicaRanks, ServeObservation, auth_secret_name
+    from wire.dashboard import DashboardTarget, ReplicaRanks, ServeObservation
     from wire.kubernetes import GatewayObservation, Observation, PodsObservation
     from workflows.decisions.rayservice.drain import DRAIN_POLL
     from workflows.decisions.rayservice.observed_clusters import (
@@ -48,7 +48,7 @@ def dashboard_target(cluster: RayCluster) -> DashboardTarget:
         namespace=cluster.metadata.namespace,
         head_service=head_service_of(name),
         dashboard_port=dashboard_port(cluster),
-        auth_secret=auth_secret_name(name, cluster.spec),
+        **DashboardTarget.token_fields(name, cluster.spec),
     )
 
 

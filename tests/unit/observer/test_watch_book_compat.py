@@ -2,7 +2,8 @@
 run continued as new by older code hands it to the new run as its `book` argument, and the observer activity
 of one release may read the `watches` answer of a workflow task run by another. So the JSON below, written
 by the `WatchBook` and `ObjectWatchBook` (and their query answers) from before the merge, must decode into
-the new classes with every watch typed, re-encode to the same bytes, and behave as a book."""
+the new classes with every watch typed, re-encode to the same bytes (but for the fields added since, with
+their defaults), and behave as a book."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ TARGET = (
     '{"namespace":"ns","head_service":"head-svc","dashboard_url":"head-svc.ns:8265","dashboard_port":8265,'
     '"port_name":"dashboard","auth_secret":null}'
 )
+# The target as this code encodes it: DashboardTarget.auth_secret_key came later, with the old key as default.
+TARGET_NOW = TARGET.removesuffix("}") + ',"auth_secret_key":"auth_token"}'
 WATCH_A = f'{{"target":{TARGET},"submission_id":"a","workflow_id":"rayjob/ns/a"}}'
 WATCH_C = f'{{"target":{TARGET},"submission_id":"c","workflow_id":"rayjob/ns/c"}}'
 # Three registrations, then "b" unwatched.
@@ -75,7 +78,7 @@ def test_a_ray_job_book_of_older_code_decodes_as_the_observer_receives_it() -> N
     assert book == WatchBook(
         {"head-svc/a": a, "head-svc/c": c}, {"head-svc/a": 1, "head-svc/c": 3}, {"head-svc/b": 4}, 4
     )
-    assert encoded(book) == JOB_BOOK
+    assert encoded(book) == JOB_BOOK.replace(TARGET, TARGET_NOW)
     # It goes on as a book: a repeated registration is ignored, a removal is remembered in order.
     book.watch(a)
     book.unwatch("head-svc/a")
@@ -85,7 +88,7 @@ def test_a_ray_job_book_of_older_code_decodes_as_the_observer_receives_it() -> N
 def test_a_ray_job_watches_answer_of_older_code_decodes_for_the_activity() -> None:
     changes = decoded(JOB_CHANGES, WatchChanges)
     assert isinstance(changes.added["head-svc/c"], JobWatch)
-    assert encoded(changes) == JOB_CHANGES
+    assert encoded(changes) == JOB_CHANGES.replace(TARGET, TARGET_NOW)
     known = apply_watch_changes(decoded(JOB_BOOK, WatchBook).watches, changes)
     assert sorted(known) == ["head-svc/a", "head-svc/c"]
 

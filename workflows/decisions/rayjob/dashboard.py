@@ -30,7 +30,7 @@ from models.naming import (
 )
 from models.raycluster import RayClusterSpec, RayClusterStatus
 from models.rayjob import RayJob
-from wire.dashboard import DashboardTarget, auth_secret_name
+from wire.dashboard import DashboardTarget
 from workflows.decisions.rayjob.cluster import cluster_head_service_name
 
 
@@ -61,7 +61,7 @@ def dashboard_target(job: RayJob, cluster_spec: RayClusterSpec) -> DashboardTarg
         head_service=cluster_head_service_name(cluster_name, cluster_spec),
         dashboard_url=status.dashboard_url,
         dashboard_port=_dashboard_port(status.dashboard_url),
-        auth_secret=auth_secret_name(cluster_name, cluster_spec),
+        **DashboardTarget.token_fields(cluster_name, cluster_spec),
     )
 
 
