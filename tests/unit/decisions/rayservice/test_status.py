@@ -17,6 +17,7 @@ from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceStatuses
 from workflows.decisions.rayservice.status import (
     StatusInputs,
+    StatusOutcome,
     calculate_status,
     rayservice_serve_service_name,
     serve_endpoint_services,
@@ -65,6 +66,32 @@ def cluster(name: str, ray_version: str = "2.60.0", head_ready: bool = True) -> 
     return built
 
 
+def one_pass(rs: RayService, seed: int = 1, **observed: Any) -> StatusOutcome:
+    """calculateStatus at NOW with the default config; `observed`: the rest of StatusInputs."""
+    return calculate_status(
+        StatusInputs(rayservice=rs, config=CONFIG, now=NOW, rand=random.Random(seed), **observed)
+    )
+
+
+def split_route(active_weight: int, pending_weight: int) -> dict[str, Any]:
+    """The HTTPRoute of an incremental upgrade from svc-a (active) to svc-b (pending)."""
+    backends = [
+        {"name": "svc-a-serve-svc", "weight": active_weight},
+        {"name": "svc-b-serve-svc", "weight": pending_weight},
+    ]
+    return {"spec": {"rules": [{"backendRefs": backends}]}}
+
+
+def a_active_b_pending() -> dict[str, Any]:
+    """Mid-upgrade clusters: svc-a (2.60.0) active, svc-b (2.61.0) pending, Serve reconciled on both."""
+    return {
+        "active": cluster("svc-a"),
+        "pending": cluster("svc-b", "2.61.0"),
+        "active_applications": {},
+        "pending_applications": {},
+    }
+
+
 def condition(status: RayServiceStatuses, condition_type: str) -> tuple[str, str]:
     found = find_condition(status.conditions, condition_type)
     assert found is not None
@@ -72,28 +99,13 @@ def condition(status: RayServiceStatuses, condition_type: str) -> tuple[str, str
 
 
 def test_a_new_rayservice_chooses_its_first_cluster() -> None:
-    outcome = calculate_status(
-        StatusInputs(
-            rayservice=rayservice(),
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(7),
-        )
-    )
+    outcome = one_pass(rayservice(), seed=7)
     name = outcome.new_pending_cluster
     assert name is not None
     assert name.startswith("svc-")
     assert len(name) == 9
     assert (
-        outcome.new_pending_cluster
-        == calculate_status(
-            StatusInputs(
-                rayservice=rayservice(),
-                config=CONFIG,
-                now=NOW,
-                rand=random.Random(7),
-            )
-        ).new_pending_cluster
+        outcome.new_pending_cluster == one_pass(rayservice(), seed=7).new_pending_cluster
     )  # deterministic for the same random source (replay-safe)
     status = outcome.status
     assert status.pending_service_status.ray_cluster_name == name
@@ -106,14 +118,7 @@ def test_a_new_rayservice_chooses_its_first_cluster() -> None:
 
 def test_first_incremental_cluster_starts_at_full_capacity() -> None:
     rs = rayservice(strategy=INCREMENTAL)
-    outcome = calculate_status(
-        StatusInputs(
-            rayservice=rs,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(1),
-        )
-    )
+    outcome = one_pass(rs)
     assert outcome.status.pending_service_status.target_capacity == 100
 
 
@@ -125,17 +130,12 @@ def test_first_deployment_is_promoted_once_the_services_select_it() -> None:
         }
     )
     apps = {"app": {"status": "RUNNING"}}
-    outcome = calculate_status(
-        StatusInputs(
-            rayservice=rs,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(1),
-            pending=cluster("svc-first"),
-            pending_applications=apps,
-            services_cluster="svc-first",
-            serve_endpoints={"svc-serve-svc": 2},
-        )
+    outcome = one_pass(
+        rs,
+        pending=cluster("svc-first"),
+        pending_applications=apps,
+        services_cluster="svc-first",
+        serve_endpoints={"svc-serve-svc": 2},
     )
     status = outcome.status
     assert outcome.promoted is True
@@ -157,17 +157,13 @@ def test_blue_green_upgrade_then_switch() -> None:
     }
     rs = rayservice("2.61.0", status=serving)
     old = cluster("svc-old", "2.60.0")
-    prepared = calculate_status(
-        StatusInputs(
-            rayservice=rs,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(3),
-            active=old,
-            active_applications={},
-            services_cluster="svc-old",
-            serve_endpoints={"svc-serve-svc": 1},
-        )
+    prepared = one_pass(
+        rs,
+        seed=3,
+        active=old,
+        active_applications={},
+        services_cluster="svc-old",
+        serve_endpoints={"svc-serve-svc": 1},
     )
     new_name = prepared.new_pending_cluster
     assert new_name is not None
@@ -175,18 +171,14 @@ def test_blue_green_upgrade_then_switch() -> None:
     assert condition(prepared.status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
 
     upgrading = rs.model_copy(update={"status": prepared.status})
-    switched = calculate_status(
-        StatusInputs(
-            rayservice=upgrading,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(3),
-            active=old,
-            pending=cluster(new_name, "2.61.0"),
-            pending_applications={},
-            services_cluster=new_name,
-            serve_endpoints={"svc-serve-svc": 1},
-        )
+    switched = one_pass(
+        upgrading,
+        seed=3,
+        active=old,
+        pending=cluster(new_name, "2.61.0"),
+        pending_applications={},
+        services_cluster=new_name,
+        serve_endpoints={"svc-serve-svc": 1},
     )
     assert switched.promoted is True
     assert switched.new_pending_cluster is None
@@ -210,67 +202,22 @@ def test_incremental_weights_are_read_back_with_their_migration_time() -> None:
         "pendingServiceStatus": {"rayClusterName": "svc-b", "targetCapacity": 50, "trafficRoutedPercent": 0},
     }
     rs = rayservice("2.61.0", INCREMENTAL, status)
-    route = {
-        "spec": {
-            "rules": [
-                {
-                    "backendRefs": [
-                        {"name": "svc-a-serve-svc", "weight": 75},
-                        {"name": "svc-b-serve-svc", "weight": 25},
-                    ]
-                }
-            ]
-        }
-    }
     endpoints = {"svc-a-serve-svc": 2, "svc-b-serve-svc": 1, "svc-serve-svc": 9}
-    outcome = calculate_status(
-        StatusInputs(
-            rayservice=rs,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(1),
-            active=cluster("svc-a"),
-            pending=cluster("svc-b", "2.61.0"),
-            active_applications={},
-            pending_applications={},
-            services_cluster="svc-a",
-            serve_endpoints=endpoints,
-            http_route=route,
+
+    def pass_with_route_weights(active_weight: int, pending_weight: int) -> StatusOutcome:
+        route = split_route(active_weight, pending_weight)
+        return one_pass(
+            rs, **a_active_b_pending(), services_cluster="svc-a", serve_endpoints=endpoints, http_route=route
         )
-    )
+
+    outcome = pass_with_route_weights(75, 25)
     active, pending = outcome.status.active_service_status, outcome.status.pending_service_status
     assert (active.traffic_routed_percent, active.last_traffic_migrated_time) == (75, NOW)
     assert (pending.traffic_routed_percent, pending.last_traffic_migrated_time) == (25, NOW)
     assert outcome.promoted is False
     assert outcome.status.num_serve_endpoints == 3  # both per-cluster Services, not the RayService-level one
 
-    unchanged_route = {
-        "spec": {
-            "rules": [
-                {
-                    "backendRefs": [
-                        {"name": "svc-a-serve-svc", "weight": 100},
-                        {"name": "svc-b-serve-svc", "weight": 0},
-                    ]
-                }
-            ]
-        }
-    }
-    again = calculate_status(
-        StatusInputs(
-            rayservice=rs,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(1),
-            active=cluster("svc-a"),
-            pending=cluster("svc-b", "2.61.0"),
-            active_applications={},
-            pending_applications={},
-            services_cluster="svc-a",
-            serve_endpoints=endpoints,
-            http_route=unchanged_route,
-        )
-    )
+    again = pass_with_route_weights(100, 0)
     assert again.status.active_service_status.last_traffic_migrated_time == earlier
     assert again.status.pending_service_status.last_traffic_migrated_time is None  # 0 -> 0: no migration
 
@@ -289,18 +236,7 @@ def test_rollback_completion_then_a_fresh_upgrade_for_a_third_spec() -> None:
         "pendingServiceStatus": {"rayClusterName": "svc-b", "targetCapacity": 0, "trafficRoutedPercent": 0},
     }
     rs = rayservice("2.62.0", INCREMENTAL, status)  # spec C; active runs A (2.60.0), pending B (2.61.0)
-    outcome = calculate_status(
-        StatusInputs(
-            rayservice=rs,
-            config=CONFIG,
-            now=NOW,
-            rand=random.Random(5),
-            active=cluster("svc-a"),
-            pending=cluster("svc-b", "2.61.0"),
-            active_applications={},
-            pending_applications={},
-        )
-    )
+    outcome = one_pass(rs, seed=5, **a_active_b_pending())
     assert find_condition(outcome.status.conditions, "RollbackInProgress") is None
     assert outcome.new_pending_cluster not in (None, "svc-b")
     assert outcome.status.pending_service_status.ray_cluster_name == outcome.new_pending_cluster
