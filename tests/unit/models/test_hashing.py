@@ -15,30 +15,16 @@ from models.hashing import (
     json_hash,
 )
 from models.raycluster import RayClusterSpec
+from tests.unit.kuberay_documents import kuberay_test_cluster
 
 BASE32_HEX = set(string.digits + "ABCDEFGHIJKLMNOPQRSTUV")
 
 
 def base_spec_json() -> dict[str, Any]:
     """KubeRay's test base: one worker group with one replica."""
-    return {
-        "rayVersion": "2.9.0",
-        "headGroupSpec": {
-            "rayStartParams": {"dashboard-host": "0.0.0.0"},
-            "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}},
-        },
-        "workerGroupSpecs": [
-            {
-                "groupName": "small-group",
-                "replicas": 1,
-                "minReplicas": 0,
-                "maxReplicas": 5,
-                "template": {
-                    "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.9.0"}]}
-                },
-            }
-        ],
-    }
+    return kuberay_test_cluster(
+        "2.9.0", "rayproject/ray:2.9.0", head_start_params={"dashboard-host": "0.0.0.0"}
+    )
 
 
 def spec(mutate: Callable[[dict[str, Any]], None] | None = None) -> RayClusterSpec:

@@ -16,6 +16,7 @@ from models.naming import ANNOTATION_HASH, ANNOTATION_KUBERAY_VERSION, ANNOTATIO
 from models.operator import OperatorConfig
 from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceUpgradeStrategy
+from tests.unit.kuberay_documents import kuberay_test_cluster
 from workflows.decisions.rayservice.cluster import (
     ServiceClusters,
     in_place_cluster_update,
@@ -31,24 +32,7 @@ GATE_OFF = OperatorConfig(feature_gates=FeatureGates(ray_service_incremental_upg
 
 
 def spec_json() -> dict[str, Any]:
-    return {
-        "rayVersion": "2.9.0",
-        "headGroupSpec": {
-            "rayStartParams": {},
-            "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9.0"}]}},
-        },
-        "workerGroupSpecs": [
-            {
-                "groupName": "small-group",
-                "replicas": 1,
-                "minReplicas": 0,
-                "maxReplicas": 5,
-                "template": {
-                    "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.9.0"}]}
-                },
-            }
-        ],
-    }
+    return kuberay_test_cluster("2.9.0", "rayproject/ray:2.9.0")
 
 
 Mutation = Callable[[dict[str, Any]], None]

@@ -10,6 +10,7 @@ import pytest
 from models.features import FeatureGates
 from models.raycluster import RayClusterSpec
 from models.validation import validate_created_cluster, validate_raycluster_spec
+from tests.unit.kuberay_documents import kuberay_test_cluster, patched
 
 V2 = "RAY_enable_autoscaler_v2"
 ALL_GATES = FeatureGates(
@@ -21,25 +22,7 @@ ALL_GATES = FeatureGates(
 
 
 def base() -> dict[str, Any]:
-    return {
-        "rayVersion": "2.60.0",
-        "headGroupSpec": {
-            "rayStartParams": {},
-            "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}},
-        },
-        "workerGroupSpecs": [
-            {
-                "groupName": "small-group",
-                "replicas": 1,
-                "minReplicas": 0,
-                "maxReplicas": 5,
-                "rayStartParams": {},
-                "template": {
-                    "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.60.0"}]}
-                },
-            }
-        ],
-    }
+    return kuberay_test_cluster("2.60.0", "rayproject/ray:2.60.0")
 
 
 HEAD = "headGroupSpec"
@@ -50,21 +33,6 @@ WORKER_POD = "workerGroupSpecs.0.template.spec"
 WORKER_CONTAINER = "workerGroupSpecs.0.template.spec.containers.0"
 AUTOSCALING = {"enableInTreeAutoscaling": True}
 AUTOSCALING_V2 = {"enableInTreeAutoscaling": True, "autoscalerOptions": {"version": "v2"}}
-
-
-def patched(document: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `document` with each dotted path ("a.0.b") set to its value."""
-    result = copy.deepcopy(document)
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        node: Any = result
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        if isinstance(node, list):
-            node[int(last)] = value
-        else:
-            node[last] = value
-    return result
 
 
 def env(*pairs: tuple[str, str]) -> list[dict[str, str]]:

@@ -19,6 +19,7 @@ from models.validation import (
     validate_rayjob_spec,
     validate_rayjob_status,
 )
+from tests.unit.kuberay_documents import DELETE, DNS1035_LABEL_RULE, kuberay_test_cluster, patched, sample
 
 J = "The RayJob spec is invalid: "
 REQUIRES_BOTH = J + " ".join(
@@ -27,61 +28,11 @@ REQUIRES_BOTH = J + " ".join(
         "OR the deletionRules field (cannot be empty)",
     ]
 )
-DNS1035 = (
-    "[a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
-    "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
-    "validation "
-    "is '[a-z]([-a-z0-9]*[a-z0-9])?')]"
-)
 
 
 def base() -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": "sample-job", "namespace": "default"},
-        "spec": {
-            "entrypoint": "python -c 'print(1)'",
-            "rayClusterSpec": {
-                "rayVersion": "2.60.0",
-                "headGroupSpec": {
-                    "rayStartParams": {},
-                    "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}},
-                },
-                "workerGroupSpecs": [
-                    {
-                        "groupName": "small-group",
-                        "replicas": 1,
-                        "minReplicas": 1,
-                        "maxReplicas": 3,
-                        "template": {
-                            "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray"}]}
-                        },
-                    }
-                ],
-            },
-        },
-    }
-
-
-DELETE = object()
-
-
-def patched(document: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `document` with each dotted path ("a.0.b") set to its value (DELETE removes it)."""
-    result = copy.deepcopy(document)
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        node: Any = result
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        if value is DELETE:
-            del node[last]
-        elif isinstance(node, list):
-            node[int(last)] = value
-        else:
-            node[last] = value
-    return result
+    cluster = kuberay_test_cluster("2.60.0", "rayproject/ray", min_replicas=1, max_replicas=3)
+    return sample("RayJob", "sample-job", {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": cluster})
 
 
 def rayjob(changes: dict[str, Any]) -> RayJob:
@@ -193,7 +144,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     (
         "name not a DNS-1035 label",
         {"metadata.name": "1-job"},
-        "The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: " + DNS1035,
+        "The RayJob metadata is invalid: RayJob name should be a valid DNS1035 label: " + DNS1035_LABEL_RULE,
     ),
     # ValidateRayJobSpec, in order
     (

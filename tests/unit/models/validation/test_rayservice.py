@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from models.features import FeatureGates
 from models.rayservice import RayService
 from models.validation import CEL_MANAGED_BY_VALUE, initializing_timeout_seconds, validate_rayservice
+from tests.unit.kuberay_documents import DNS1035_LABEL_RULE, kuberay_test_cluster, patched, sample
 
 S = "The RayService spec is invalid: "
 M = "The RayService metadata is invalid: "
@@ -17,47 +17,10 @@ TIMEOUT = "ray.io/initializing-timeout"
 
 
 def base() -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayService",
-        "metadata": {"name": "sample-service", "namespace": "default"},
-        "spec": {
-            "serveConfigV2": "applications: []\n",
-            "rayClusterConfig": {
-                "rayVersion": "2.60.0",
-                "headGroupSpec": {
-                    "rayStartParams": {},
-                    "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray"}]}},
-                },
-                "workerGroupSpecs": [
-                    {
-                        "groupName": "small-group",
-                        "replicas": 1,
-                        "minReplicas": 1,
-                        "maxReplicas": 3,
-                        "template": {
-                            "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray"}]}
-                        },
-                    }
-                ],
-            },
-        },
-    }
-
-
-def patched(document: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """A copy of `document` with each dotted path ("a.0.b") set to its value."""
-    result = copy.deepcopy(document)
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        node: Any = result
-        for part in parents:
-            node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
-        if isinstance(node, list):
-            node[int(last)] = value
-        else:
-            node[last] = value
-    return result
+    cluster = kuberay_test_cluster("2.60.0", "rayproject/ray", min_replicas=1, max_replicas=3)
+    return sample(
+        "RayService", "sample-service", {"serveConfigV2": "applications: []\n", "rayClusterConfig": cluster}
+    )
 
 
 def rayservice(changes: dict[str, Any]) -> RayService:
@@ -103,10 +66,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
     (
         "name not a DNS-1035 label",
         {"metadata.name": "my_service"},
-        M + "RayService name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower case "
-        "alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric "
-        "character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
-        "'[a-z]([-a-z0-9]*[a-z0-9])?')]",
+        M + "RayService name should be a valid DNS1035 label: " + DNS1035_LABEL_RULE,
     ),
     ("timeout as a Go duration", {"metadata.annotations": {TIMEOUT: "5m"}}, None),
     ("timeout in seconds", {"metadata.annotations": {TIMEOUT: "300"}}, None),
