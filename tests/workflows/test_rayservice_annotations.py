@@ -12,6 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from models.rayservice_annotations import ANNOTATION_IN_PLACE_RESTART, MAX_DRAIN_ANNOTATION
 from raypilot.testing.rayservice_scenarios import rayservice_manifest, running_rayservice, until_ready
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply
 
 
 @pytest.mark.parametrize(
@@ -43,7 +44,7 @@ async def test_apply_with_an_unusable_annotation_is_rejected(time_skipping_env: 
         created = list(world.log)
         bad = rayservice_manifest(version="v2", annotations={MAX_DRAIN_ANNOTATION: "soon"})
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
-            await handle.execute_update("apply", bad, result_type=dict)
+            await apply(handle, bad)
         cause = rejected.value.cause
         assert isinstance(cause, ApplicationError)
         assert MAX_DRAIN_ANNOTATION in cause.message

@@ -4,33 +4,28 @@ a failed post-promotion analysis switches the Services back and keeps the old cl
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.rollout import ANNOTATION_ROLLOUT
-from raypilot.testing.rayservice_scenarios import (
-    condition_of,
-    eventually,
-    rayservice_manifest,
-    running_rayservice,
-    status_of,
-    until_ready,
-)
+from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
 from tests.workflows.fakes_gates import FAILING, GatedWorld
+from tests.workflows.upgrade_support import (
+    active_cluster,
+    apply,
+    promoted_away_from,
+    ready_cluster,
+    rolled_back_to,
+    rollout_manifest,
+)
 
 PROBE = {"name": "probe", "http": {"path": "/", "samples": 20, "minSuccessRate": 0.95}}
 SERVE = "svc-serve-svc"
 
 
 def blue_green(version: str, **rollout: Any) -> dict[str, Any]:
-    return rayservice_manifest(
-        version=version,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps({"analyses": [PROBE], **rollout})},
-    )
+    return rollout_manifest(version, {"analyses": [PROBE], **rollout}, incremental=False)
 
 
 async def test_a_failed_pre_promotion_analysis_rolls_back_before_the_switch(
@@ -38,17 +33,10 @@ async def test_a_failed_pre_promotion_analysis_rolls_back_before_the_switch(
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
     async with running_rayservice(env, world, blue_green("v1", prePromotionAnalysis="probe")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        old = await ready_cluster(env, handle)
         world.samples = FAILING
-        await handle.execute_update("apply", blue_green("v2", prePromotionAnalysis="probe"), result_type=dict)
-
-        async def rolled_back() -> bool:
-            status = await status_of(handle)
-            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
-                "rayClusterName"
-            )
-
-        await eventually(env, rolled_back, step=timedelta(milliseconds=500))
+        await apply(handle, blue_green("v2", prePromotionAnalysis="probe"))
+        await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert [act.detail["selector"]["ray.io/cluster"] for act in world.acts("update", "Service")] == []
@@ -66,8 +54,8 @@ async def test_manual_promotion_holds_the_switch_until_promote(
     env, world = time_skipping_env, GatedWorld()
     manual = {"autoPromotionEnabled": False, "prePromotionAnalysis": "probe"}
     async with running_rayservice(env, world, blue_green("v1", **manual)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", blue_green("v2", **manual), result_type=dict)
+        old = await ready_cluster(env, handle)
+        await apply(handle, blue_green("v2", **manual))
 
         async def awaiting() -> bool:
             return condition_of(await status_of(handle), "UpgradeControl") == ("True", "AwaitingPromotion")
@@ -77,12 +65,8 @@ async def test_manual_promotion_holds_the_switch_until_promote(
         assert world.selected_cluster(SERVE) == old
         assert condition_of(await status_of(handle), "RolloutAnalysis") == ("True", "AnalysisPassed")
         await handle.execute_update("promote", result_type=dict)
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
-
-        await eventually(env, promoted, step=timedelta(milliseconds=500))
-        new = (await status_of(handle))["activeServiceStatus"]["rayClusterName"]
+        await eventually(env, promoted_away_from(handle, old), step=timedelta(milliseconds=500))
+        new = await active_cluster(handle)
     assert world.selected_cluster(SERVE) == new
     assert [e.type for e in world.events if e.reason == "AwaitingPromotion"] == ["Normal"]
     assert len(world.probes) == 1
@@ -93,11 +77,9 @@ async def test_a_failed_post_promotion_analysis_switches_back_and_keeps_the_old_
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
     async with running_rayservice(env, world, blue_green("v1", postPromotionAnalysis="probe")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        old = await ready_cluster(env, handle)
         world.samples = FAILING
-        await handle.execute_update(
-            "apply", blue_green("v2", postPromotionAnalysis="probe"), result_type=dict
-        )
+        await apply(handle, blue_green("v2", postPromotionAnalysis="probe"))
 
         async def switched_back() -> bool:
             return bool(world.probes) and world.selected_cluster(SERVE) == old

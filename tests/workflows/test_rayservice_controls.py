@@ -27,6 +27,7 @@ from raypilot.testing.rayservice_scenarios import (
     upgrade_sequence,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply, cluster_deleted, promoted_to, ready_cluster
 from workflows.search_attributes import RAY_PHASE
 
 
@@ -34,14 +35,14 @@ async def start_upgrade(
     env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle
 ) -> tuple[str, str, int]:
     """Deploy v1, apply v2 and return (old cluster, new cluster, log position at the apply)."""
-    old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    old = await ready_cluster(env, handle)
 
     async def routed() -> bool:
         return world.route is not None
 
     await eventually(env, routed)
     since = len(world.log)
-    await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+    await apply(handle, incremental_manifest("v2"))
     new = ""
 
     async def traffic_started() -> bool:
@@ -52,6 +53,23 @@ async def start_upgrade(
 
     await eventually(env, traffic_started)
     return old, new, since
+
+
+async def start_new_cluster_upgrade_held_deploying(
+    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle
+) -> str:
+    """Deploy v1 (NewCluster strategy), apply v2 whose Serve stays DEPLOYING, and return the old cluster once
+    the new one reported it (its Serve wait settled: a control cannot race its completion)."""
+    old = await ready_cluster(env, handle)
+    world.serve_mode_for_new_clusters = "deploying"
+    await apply(handle, rayservice_manifest(version="v2", deletion_delay=10))
+
+    async def deploying() -> bool:
+        apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
+        return apps.get("app", {}).get("status") == "DEPLOYING"
+
+    await eventually(env, deploying)
+    return old
 
 
 async def control(handle: Handle, name: str) -> dict[str, Any]:
@@ -90,11 +108,7 @@ async def test_pause_freezes_traffic_and_capacity_until_resume(
         with pytest.raises(WorkflowUpdateFailedError):
             await control(handle, "pause")
         await control(handle, "resume")
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
-
-        await eventually(env, promoted)
+        await eventually(env, promoted_to(handle, new))
         final = await until_ready(env, handle)
     assert condition_of(final, "UpgradeControl") == ("", "")
     assert upgrade_sequence(world, since, new)[-1] == ("active_capacity", 0)
@@ -109,11 +123,7 @@ async def test_promote_finishes_the_upgrade_without_waiting_for_intervals(
         _, new, _ = await start_upgrade(env, world, handle)
         started = await env.get_current_time()
         await control(handle, "promote")
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
-
-        await eventually(env, promoted, step=timedelta(milliseconds=500))
+        await eventually(env, promoted_to(handle, new), step=timedelta(milliseconds=500))
         took = await env.get_current_time() - started
     # The remaining steps would take at least three intervals of 10 s.
     assert took < timedelta(seconds=10)
@@ -132,11 +142,7 @@ async def test_abort_rolls_back_to_the_active_cluster_and_deletes_the_new_one(
         assert condition_of(rolling_back, "RollbackInProgress") == ("True", "UpgradeAborted")
         described = await handle.describe()
         assert described.typed_search_attributes.get(RAY_PHASE) == "RollingBack"
-
-        async def new_cluster_gone() -> bool:
-            return new not in world.clusters
-
-        await eventually(env, new_cluster_gone)
+        await eventually(env, cluster_deleted(world, new))
         final = await until_ready(env, handle)
         await env.sleep(timedelta(minutes=2))
         after = await status_of(handle)
@@ -157,7 +163,7 @@ async def test_a_reverted_spec_rolls_back_traffic_and_capacity(
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, incremental_manifest()) as handle:
         old, new, since = await start_upgrade(env, world, handle)
-        await handle.execute_update("apply", incremental_manifest("v1"), result_type=dict)
+        await apply(handle, incremental_manifest("v1"))
         rolling_back: dict[str, Any] = {}
 
         async def is_rolling_back() -> bool:
@@ -167,11 +173,7 @@ async def test_a_reverted_spec_rolls_back_traffic_and_capacity(
 
         await eventually(env, is_rolling_back, step=timedelta(milliseconds=200))
         assert condition_of(rolling_back, "RollbackInProgress")[1] == "DesiredClusterSpecChanged"
-
-        async def new_cluster_gone() -> bool:
-            return new not in world.clusters
-
-        await eventually(env, new_cluster_gone)
+        await eventually(env, cluster_deleted(world, new))
         final = await until_ready(env, handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert final["activeServiceStatus"]["trafficRoutedPercent"] == 100
@@ -186,18 +188,7 @@ async def test_new_cluster_upgrade_abort_drops_the_pending_cluster(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        world.serve_mode_for_new_clusters = "deploying"
-        await handle.execute_update(
-            "apply", rayservice_manifest(version="v2", deletion_delay=10), result_type=dict
-        )
-
-        async def deploying() -> bool:
-            # Serve on the new cluster reported (its wait settled: aborting cannot race its completion).
-            apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
-            return apps.get("app", {}).get("status") == "DEPLOYING"
-
-        await eventually(env, deploying)
+        old = await start_new_cluster_upgrade_held_deploying(env, world, handle)
         await control(handle, "abort")
 
         async def only_old() -> bool:
@@ -214,8 +205,8 @@ async def test_incremental_gate_off_falls_back_to_new_cluster(time_skipping_env:
     env = time_skipping_env
     world = FakeRayWorld(OperatorConfig(feature_gates=FeatureGates(ray_service_incremental_upgrade=False)))
     async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+        old = await ready_cluster(env, handle)
+        await apply(handle, incremental_manifest("v2"))
 
         async def switched() -> bool:
             return world.selected_cluster("svc-serve-svc") not in ("", old)
@@ -230,17 +221,7 @@ async def test_new_cluster_promote_is_rejected_and_the_upgrade_still_waits_for_r
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        world.serve_mode_for_new_clusters = "deploying"
-        await handle.execute_update(
-            "apply", rayservice_manifest(version="v2", deletion_delay=10), result_type=dict
-        )
-
-        async def deploying() -> bool:
-            apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
-            return apps.get("app", {}).get("status") == "DEPLOYING"
-
-        await eventually(env, deploying)
+        old = await start_new_cluster_upgrade_held_deploying(env, world, handle)
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await control(handle, "promote")
         await env.sleep(timedelta(minutes=2))
@@ -252,11 +233,7 @@ async def test_new_cluster_promote_is_rejected_and_the_upgrade_still_waits_for_r
         assert world.selected_cluster("svc-serve-svc") == old
         world.serve_mode_for_new_clusters = "running"
         world.clusters[new].serve_mode = "running"
-
-        async def switched() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
-
-        await eventually(env, switched)
+        await eventually(env, promoted_to(handle, new))
     cause = rejected.value.cause
     assert isinstance(cause, ApplicationError)
     assert cause.type == "UpgradeControlRejected"

@@ -18,10 +18,10 @@ from raypilot.testing.rayservice_scenarios import (
     rayservice_manifest,
     running_rayservice,
     status_of,
-    until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.fakes_drain import DrainingWorld
+from tests.workflows.upgrade_support import apply, ready_cluster
 from wire.drain import ServeConnectionsClosing
 from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION, QUIET_READS_NEEDED
 from workflows.rayservice.drain import CLOSING_MARGIN
@@ -36,8 +36,8 @@ def manifest(version: str, max_drain_s: int | None) -> dict[str, Any]:
 
 async def switch_to_v2(env: WorkflowEnvironment, handle: Any, max_drain_s: int | None) -> str:
     """Runs v1, applies v2 and returns the old cluster once the new one is active."""
-    old = str((await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"])
-    await handle.execute_update("apply", manifest("v2", max_drain_s), result_type=dict)
+    old = str(await ready_cluster(env, handle))
+    await apply(handle, manifest("v2", max_drain_s))
 
     async def switched() -> bool:
         status = await status_of(handle)
@@ -230,7 +230,7 @@ async def test_a_held_drain_follows_its_annotation_when_it_changes(
         await eventually(env, read_times(world, old, 5), step=DRAIN_POLL)
         reads_before = len(world.reads)
         last_read = world.reads[-1][0]
-        await handle.execute_update("apply", manifest("v2", max_drain_after), result_type=dict)
+        await apply(handle, manifest("v2", max_drain_after))
 
         await eventually(env, gone(world, old), step=timedelta(milliseconds=500))
     assert deletion_time(world, old) - last_read < DRAIN_POLL + timedelta(seconds=1)

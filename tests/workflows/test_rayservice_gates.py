@@ -4,24 +4,26 @@ AnalysisFailed and the measured values; an inconclusive Prometheus run is asked 
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
     Handle,
     condition_of,
     eventually,
-    rayservice_manifest,
     running_rayservice,
     status_of,
-    until_ready,
 )
 from tests.workflows.fakes_gates import FAILING, GatedWorld
+from tests.workflows.upgrade_support import (
+    apply,
+    pending_cluster,
+    promoted_away_from,
+    ready_cluster,
+    rollout_manifest,
+)
 from wire.analysis import PrometheusAnswer
 
 PROBE = {"name": "probe", "http": {"path": "/healthz?deep=1", "samples": 20, "minSuccessRate": 0.95}}
@@ -31,24 +33,18 @@ ERRORS = {
 }
 
 
-def gated(version: str, analysis: dict[str, Any], incremental: bool = True) -> dict[str, Any]:
+def gated(version: str, analysis: dict[str, Any]) -> dict[str, Any]:
+    """An incremental upgrade that runs `analysis` once 10 % of the traffic reaches the new cluster."""
     rollout = {
         "steps": [{"traffic": 10}, {"analysis": analysis["name"]}, {"traffic": 50}],
         "analyses": [analysis],
     }
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL if incremental else None,
-        autoscaling=incremental,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)},
-    )
+    return rollout_manifest(version, rollout)
 
 
 async def upgraded_or_rolled_back(env: WorkflowEnvironment, handle: Handle, old: str) -> dict[str, Any]:
     async def ended() -> bool:
-        status = await status_of(handle)
-        return not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+        return not await pending_cluster(handle)
 
     await eventually(env, ended, step=timedelta(milliseconds=500))
     return await status_of(handle)
@@ -57,13 +53,9 @@ async def upgraded_or_rolled_back(env: WorkflowEnvironment, handle: Handle, old:
 async def test_a_passing_http_probe_lets_the_plan_go_on(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, GatedWorld()
     async with running_rayservice(env, world, gated("v1", PROBE)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", gated("v2", PROBE), result_type=dict)
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] not in (old, None)
-
-        await eventually(env, promoted, step=timedelta(seconds=1))
+        old = await ready_cluster(env, handle)
+        await apply(handle, gated("v2", PROBE))
+        await eventually(env, promoted_away_from(handle, old), step=timedelta(seconds=1))
         final = await upgraded_or_rolled_back(env, handle, old)
         new = final["activeServiceStatus"]["rayClusterName"]
 
@@ -89,9 +81,9 @@ async def test_a_failing_http_probe_rolls_back_with_the_measured_values(
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
     async with running_rayservice(env, world, gated("v1", PROBE)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        old = await ready_cluster(env, handle)
         world.samples = FAILING
-        await handle.execute_update("apply", gated("v2", PROBE), result_type=dict)
+        await apply(handle, gated("v2", PROBE))
         final = await upgraded_or_rolled_back(env, handle, old)
 
         async def new_cluster_deleted() -> bool:
@@ -115,9 +107,9 @@ async def test_prometheus_gate_fails_on_its_value_and_waits_when_inconclusive(
     env, world = time_skipping_env, GatedWorld()
     inconclusive = {**ERRORS, "prometheus": {**ERRORS["prometheus"], "onError": "Inconclusive"}}
     async with running_rayservice(env, world, gated("v1", inconclusive)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        old = await ready_cluster(env, handle)
         world.prometheus = PrometheusAnswer(error="Prometheus unreachable: ConnectError: refused")
-        await handle.execute_update("apply", gated("v2", inconclusive), result_type=dict)
+        await apply(handle, gated("v2", inconclusive))
 
         async def asked_twice() -> bool:
             return len(world.queries) >= 2

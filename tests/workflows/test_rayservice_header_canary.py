@@ -20,6 +20,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply, ready_cluster
 
 CANARY = {"name": "x-canary", "value": "v2"}
 
@@ -60,8 +61,8 @@ async def test_the_header_rule_reaches_the_pending_cluster_before_any_weighted_t
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+        old = await ready_cluster(env, handle)
+        await apply(handle, manifest("v2"))
         new = await paused_with_a_pending_cluster(env, handle)
 
         async def canary_ready() -> bool:  # the route is written after the pass' status: wait for both
@@ -94,8 +95,8 @@ async def test_the_header_rule_reaches_the_pending_cluster_before_any_weighted_t
 async def test_the_header_rule_goes_at_abort(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+        old = await ready_cluster(env, handle)
+        await apply(handle, manifest("v2"))
         await paused_with_a_pending_cluster(env, handle)
 
         async def two_rules() -> bool:
@@ -116,6 +117,6 @@ async def test_without_the_setting_the_route_has_only_kuberays_rule(
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1", canary=None)) as handle:
         await until_ready(env, handle)
-        await handle.execute_update("apply", manifest("v2", canary=None), result_type=dict)
+        await apply(handle, manifest("v2", canary=None))
         await paused_with_a_pending_cluster(env, handle)
     assert len(rules(world)) == 1

@@ -18,6 +18,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply, ready_cluster
 from workflows.rayservice.state import RayServiceState
 
 
@@ -33,10 +34,10 @@ async def test_continue_as_new_carries_a_spec_still_being_rolled_out(
     manifest = rayservice_manifest(deletion_delay=5)
     knob = RayServiceState(manifest=manifest, continue_as_new_at_history_length=60)
     async with running_rayservice(env, world, manifest, carried=knob) as handle:
-        first = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        first = await ready_cluster(env, handle)
         world.serve_mode_for_new_clusters = "deploying"
         upgrade = rayservice_manifest(version="v2", deletion_delay=5)
-        await handle.execute_update("apply", upgrade, result_type=dict)
+        await apply(handle, upgrade)
         status: dict[str, Any] = {}
 
         async def pending_created() -> bool:

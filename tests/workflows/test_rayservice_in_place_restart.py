@@ -19,6 +19,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply, ready_cluster
 
 NONE = {"type": "None"}
 RESTART = {"raypilot.io/in-place-restart": "true"}
@@ -33,12 +34,12 @@ async def test_in_place_restart_rolls_worker_groups_then_the_head_waiting_for_se
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        cluster = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        cluster = await ready_cluster(env, handle)
         fake = world.clusters[cluster]
         old_hash = fake.body["metadata"]["annotations"]["ray.io/hash-without-replicas-and-workers-to-delete"]
         # Serve is not RUNNING after the first group restarted: the roll waits.
         world.serve_mode_after_pod_delete = "deploying"
-        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+        await apply(handle, manifest("v2"))
 
         async def deleted(count: int) -> bool:
             return len(world.acts("delete", "Pod")) >= count
@@ -91,10 +92,10 @@ async def test_a_roll_writes_no_history_while_it_waits_for_serve(
     end of the roll (about 11 per 2 s while Serve was held), the waits about 225."""
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        cluster = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        cluster = await ready_cluster(env, handle)
         world.serve_mode_after_pod_delete = "deploying"
         before_apply = await history_length(handle)
-        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+        await apply(handle, manifest("v2"))
 
         async def holding() -> bool:
             message = (await status_of(handle))["conditions"]
@@ -130,8 +131,8 @@ async def test_without_a_pods_wait_the_roll_checks_every_two_seconds(
     env, world = time_skipping_env, FakeRayWorld()
     world.pods_wait_registered = False
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        cluster = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", manifest("v2"), result_type=dict)
+        cluster = await ready_cluster(env, handle)
+        await apply(handle, manifest("v2"))
 
         async def finished() -> bool:
             return condition_of(await status_of(handle), "InPlaceRestart") == ("False", "RestartComplete")

@@ -19,11 +19,11 @@ from raypilot.testing.rayservice_scenarios import (
     running_rayservice,
     status_of,
     timed_sequence,
-    until_ready,
     upgrade_sequence,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.incremental_simulation import expected_upgrade_steps
+from tests.workflows.upgrade_support import apply, ready_cluster
 
 
 async def history_length(env: WorkflowEnvironment) -> int:
@@ -42,7 +42,7 @@ async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        old = await ready_cluster(env, handle)
 
         async def routed() -> bool:
             return world.route is not None
@@ -52,7 +52,7 @@ async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
         assert world.gateway["spec"]["gatewayClassName"] == "istio"
         before = await history_length(env)
         since = len(world.log)
-        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
+        await apply(handle, incremental_manifest("v2"))
         upgrading: dict[str, Any] = {}
 
         async def is_upgrading() -> bool:

@@ -22,6 +22,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply, ready_cluster
 from wire import names
 from workflows.search_attributes import RAY_PHASE
 
@@ -31,8 +32,8 @@ async def test_suspend_deletes_everything_owned_and_resume_starts_over(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        first = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", rayservice_manifest(suspend=True), result_type=dict)
+        first = await ready_cluster(env, handle)
+        await apply(handle, rayservice_manifest(suspend=True))
         suspended: dict[str, Any] = {}
 
         async def is_suspended() -> bool:
@@ -48,7 +49,7 @@ async def test_suspend_deletes_everything_owned_and_resume_starts_over(
         assert "activeServiceStatus" not in suspended
         assert suspended.get("numServeEndpoints", 0) == 0
 
-        await handle.execute_update("apply", rayservice_manifest(suspend=False), result_type=dict)
+        await apply(handle, rayservice_manifest(suspend=False))
         resumed = await until_ready(env, handle)
     assert condition_of(resumed, "Suspended") == ("False", "RayServiceResumed")
     [second] = world.live_clusters()
@@ -85,7 +86,7 @@ async def test_initializing_timeout_is_terminal_and_cleans_up(time_skipping_env:
         await eventually(env, cleaned_up, step=timedelta(seconds=10))
         # A valid new spec does not bring it back (KubeRay: delete and recreate the RayService).
         world.serve_mode_for_new_clusters = "running"
-        await handle.execute_update("apply", rayservice_manifest(version="v2"), result_type=dict)
+        await apply(handle, rayservice_manifest(version="v2"))
         await env.sleep(timedelta(minutes=2))
         after = await status_of(handle)
         description = await handle.describe()
@@ -192,12 +193,12 @@ async def test_apply_rejects_invalid_or_mismatched_manifests_and_changes_nothing
             ({"apiVersion": "ray.io/v1", "kind": "RayJob"}, "unsupported kind"),
         ):
             with pytest.raises(WorkflowUpdateFailedError) as rejected:
-                await handle.execute_update("apply", manifest, result_type=dict)
+                await apply(handle, manifest)
             cause = rejected.value.cause
             assert isinstance(cause, ApplicationError)
             assert cause.type == "ValidationFailed"
             assert message in cause.message
-        same = await handle.execute_update("apply", rayservice_manifest(), result_type=dict)
+        same = await apply(handle, rayservice_manifest())
         assert same == {"generation": 1}
         await env.sleep(timedelta(minutes=1))
         after = await status_of(handle)
@@ -210,7 +211,7 @@ async def test_applications_lost_by_a_head_restart_are_submitted_again(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        cluster = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        cluster = await ready_cluster(env, handle)
         world.restart_head(cluster)
 
         async def resubmitted() -> bool:

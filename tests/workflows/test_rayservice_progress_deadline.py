@@ -4,7 +4,6 @@ upgrade keeps waiting; one that is ready in time is said so."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -15,7 +14,6 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
     Handle,
     condition_of,
     eventually,
@@ -25,16 +23,15 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-
-
-def manifest(version: str, rollout: dict[str, Any], incremental: bool = True) -> dict[str, Any]:
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL if incremental else None,
-        autoscaling=incremental,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)},
-    )
+from tests.workflows.upgrade_support import (
+    apply,
+    pending_cluster,
+    promoted_away_from,
+    promoted_to,
+    ready_cluster,
+    rolled_back_to,
+    rollout_manifest,
+)
 
 
 async def advance(
@@ -53,27 +50,15 @@ def condition_message(status: dict[str, Any], condition_type: str) -> str:
 async def upgrade_to_a_cluster_that_never_serves(
     env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle, v2: dict[str, Any]
 ) -> tuple[str, str]:
-    old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    old = await ready_cluster(env, handle)
     world.serve_mode_for_new_clusters = "deploying"
-    await handle.execute_update("apply", v2, result_type=dict)
-    new = ""
+    await apply(handle, v2)
 
     async def pending() -> bool:
-        nonlocal new
-        new = ((await status_of(handle)).get("pendingServiceStatus") or {}).get("rayClusterName", "")
-        return bool(new)
+        return bool(await pending_cluster(handle))
 
     await eventually(env, pending, step=timedelta(milliseconds=200))
-    return old, new
-
-
-async def only_old_left(world: FakeRayWorld, handle: Handle, old: str) -> bool:
-    """The new cluster dropped: gone from the world and from the status. The status too, because the new
-    cluster's name is in it a pass before the cluster exists (a full run found only the old one then)."""
-    status = await status_of(handle)
-    return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
-        "rayClusterName"
-    )
+    return old, await pending_cluster(handle)
 
 
 async def test_incremental_upgrade_past_the_deadline_rolls_back(
@@ -81,14 +66,16 @@ async def test_incremental_upgrade_past_the_deadline_rolls_back(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 120}
-    async with running_rayservice(env, world, manifest("v1", rollout)) as handle:
-        old, new = await upgrade_to_a_cluster_that_never_serves(env, world, handle, manifest("v2", rollout))
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
+        old, new = await upgrade_to_a_cluster_that_never_serves(
+            env, world, handle, rollout_manifest("v2", rollout)
+        )
         await advance(env, timedelta(seconds=100))
         waiting = await status_of(handle)
         assert waiting["pendingServiceStatus"]["rayClusterName"] == new  # before the deadline: still waiting
         assert condition_of(waiting, "RolloutProgressing") == ("", "")
 
-        await eventually(env, lambda: only_old_left(world, handle, old))
+        await eventually(env, rolled_back_to(world, handle, old))
         final = await status_of(handle)
         await advance(env, timedelta(minutes=5))  # the aborted spec is not tried again
         assert world.live_clusters() == [old]
@@ -114,12 +101,12 @@ async def test_new_cluster_upgrade_past_the_deadline_drops_the_new_cluster(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 60}
-    async with running_rayservice(env, world, manifest("v1", rollout, incremental=False)) as handle:
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
         old, _ = await upgrade_to_a_cluster_that_never_serves(
-            env, world, handle, manifest("v2", rollout, incremental=False)
+            env, world, handle, rollout_manifest("v2", rollout, incremental=False)
         )
 
-        await eventually(env, lambda: only_old_left(world, handle, old))
+        await eventually(env, rolled_back_to(world, handle, old))
         final = await status_of(handle)
     assert condition_of(final, "RolloutProgressing") == ("False", "ProgressDeadlineExceeded")
     assert condition_of(final, "Ready")[0] == "True"
@@ -130,9 +117,9 @@ async def test_degraded_keeps_waiting_and_the_upgrade_completes_once_ready(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 60, "onProgressDeadline": "Degraded"}
-    async with running_rayservice(env, world, manifest("v1", rollout, incremental=False)) as handle:
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
         old, new = await upgrade_to_a_cluster_that_never_serves(
-            env, world, handle, manifest("v2", rollout, incremental=False)
+            env, world, handle, rollout_manifest("v2", rollout, incremental=False)
         )
 
         async def degraded() -> bool:
@@ -143,25 +130,17 @@ async def test_degraded_keeps_waiting_and_the_upgrade_completes_once_ready(
         await eventually(env, degraded)
         assert sorted(world.live_clusters()) == sorted([old, new])  # still waiting for the new cluster
         world.clusters[new].serve_mode = "running"
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
-
-        await eventually(env, promoted)
+        await eventually(env, promoted_to(handle, new))
     assert [e.type for e in world.events if e.reason == "ProgressDeadlineExceeded"] == ["Warning"]
 
 
 async def test_a_cluster_ready_in_time_is_said_so(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 600}
-    async with running_rayservice(env, world, manifest("v1", rollout, incremental=False)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", manifest("v2", rollout, incremental=False), result_type=dict)
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
-
-        await eventually(env, promoted)
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
+        old = await ready_cluster(env, handle)
+        await apply(handle, rollout_manifest("v2", rollout, incremental=False))
+        await eventually(env, promoted_away_from(handle, old))
         final = await status_of(handle)
     assert condition_of(final, "RolloutProgressing") == ("True", "NewClusterReady")
 
@@ -184,7 +163,7 @@ async def test_a_bad_rollout_annotation_fails_the_start_and_is_rejected_by_apply
     async with running_rayservice(env, world, rayservice_manifest()) as handle:
         await until_ready(env, handle)
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
-            await handle.execute_update("apply", bad, result_type=dict)
+            await apply(handle, bad)
         assert (await status_of(handle))["observedGeneration"] == 1
     cause = rejected.value.cause
     assert isinstance(cause, ApplicationError)

@@ -3,26 +3,28 @@ non-linear weights, a timed pause held by a durable timer, and an indefinite pau
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
     Handle,
     condition_of,
     eventually,
-    rayservice_manifest,
     running_rayservice,
     status_of,
     timed_sequence,
-    until_ready,
     upgrade_sequence,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import (
+    apply,
+    promoted_away_from,
+    ready_cluster,
+    rolled_back_to,
+    rollout_manifest,
+)
 
 PLAN = {
     "steps": [
@@ -35,13 +37,7 @@ PLAN = {
 
 
 def planned(version: str, plan: dict[str, Any] | None = None) -> dict[str, Any]:
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL,
-        autoscaling=True,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(plan or PLAN)},
-    )
+    return rollout_manifest(version, plan or PLAN)
 
 
 async def pending_of(handle: Handle) -> dict[str, Any]:
@@ -53,14 +49,14 @@ async def test_the_plan_is_walked_exactly_and_an_indefinite_pause_waits_for_resu
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, planned("v1")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        old = await ready_cluster(env, handle)
 
         async def routed() -> bool:
             return world.route is not None
 
         await eventually(env, routed)
         since = len(world.log)
-        await handle.execute_update("apply", planned("v2"), result_type=dict)
+        await apply(handle, planned("v2"))
 
         async def at_25() -> bool:
             return (await pending_of(handle)).get("trafficRoutedPercent") == 25
@@ -108,8 +104,8 @@ async def test_promote_during_an_indefinite_pause_finishes_the_upgrade(
     env, world = time_skipping_env, FakeRayWorld()
     plan = {"steps": [{"traffic": 10, "pause": "indefinite"}, {"traffic": 60}]}
     async with running_rayservice(env, world, planned("v1", plan)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", planned("v2", plan), result_type=dict)
+        old = await ready_cluster(env, handle)
+        await apply(handle, planned("v2", plan))
 
         async def paused_at_10() -> bool:
             status = await status_of(handle)
@@ -119,11 +115,7 @@ async def test_promote_during_an_indefinite_pause_finishes_the_upgrade(
 
         await eventually(env, paused_at_10)
         await handle.execute_update("promote", result_type=dict)
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
-
-        await eventually(env, promoted)
+        await eventually(env, promoted_away_from(handle, old))
 
 
 GATED = {
@@ -138,13 +130,9 @@ async def test_a_passing_serve_status_gate_lets_the_plan_go_on(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, planned("v1", GATED)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", planned("v2", GATED), result_type=dict)
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] != old
-
-        await eventually(env, promoted)
+        old = await ready_cluster(env, handle)
+        await apply(handle, planned("v2", GATED))
+        await eventually(env, promoted_away_from(handle, old))
         final = await status_of(handle)
     assert condition_of(final, "RolloutAnalysis") == ("True", "AnalysisPassed")
     message = next(c["message"] for c in final["conditions"] if c["type"] == "RolloutAnalysis")
@@ -158,8 +146,8 @@ async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: Workflo
         "steps": [{"traffic": 10}, {"pause": "1m"}, {"analysis": "serve-healthy"}, {"traffic": 50}],
     }
     async with running_rayservice(env, world, planned("v1", plan)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", planned("v2", plan), result_type=dict)
+        old = await ready_cluster(env, handle)
+        await apply(handle, planned("v2", plan))
 
         async def at_10() -> bool:
             return (await pending_of(handle)).get("trafficRoutedPercent") == 10
@@ -168,15 +156,9 @@ async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: Workflo
         new = (await pending_of(handle))["rayClusterName"]
         world.clusters[new].serve_mode = "failed"  # v2 breaks while it takes 10 % of the traffic
 
-        async def rolled_back() -> bool:
-            status = await status_of(handle)
-            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
-                "rayClusterName"
-            )
-
         # Steps of 5 s: the 1 min pause and the gate take workflow time, and each step is a query and a
         # time skip (at 1 s steps, 400 of them outlasted the test's timeout once on a loaded machine).
-        await eventually(env, rolled_back, step=timedelta(seconds=5))
+        await eventually(env, rolled_back_to(world, handle, old), step=timedelta(seconds=5))
         final = await status_of(handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")

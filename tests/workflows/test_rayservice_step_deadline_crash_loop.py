@@ -4,56 +4,36 @@ cluster whose head Pod crash-loops is rolled back (onUnhealthy: Abort)."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.rollout import ANNOTATION_ROLLOUT
-from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
-    condition_of,
-    eventually,
-    rayservice_manifest,
-    running_rayservice,
-    status_of,
-    until_ready,
-)
+from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
-
-
-def manifest(version: str, rollout: dict[str, Any], incremental: bool) -> dict[str, Any]:
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL if incremental else None,
-        autoscaling=incremental,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)},
-    )
+from tests.workflows.upgrade_support import (
+    apply,
+    pending_cluster,
+    ready_cluster,
+    rolled_back_to,
+    rollout_manifest,
+)
 
 
 async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 10, "progressDeadlineSeconds": 60}, {"traffic": 50}]}
-    async with running_rayservice(env, world, manifest("v1", rollout, True)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, True)) as handle:
+        old = await ready_cluster(env, handle)
         world.serve_mode_for_new_clusters = "deploying"  # v2's replicas never come up: no traffic moves
-        await handle.execute_update("apply", manifest("v2", rollout, True), result_type=dict)
+        await apply(handle, rollout_manifest("v2", rollout, True))
 
         async def pending() -> bool:
-            return bool(((await status_of(handle)).get("pendingServiceStatus") or {}).get("rayClusterName"))
+            return bool(await pending_cluster(handle))
 
         await eventually(env, pending, step=timedelta(milliseconds=500))
         began = await env.get_current_time()
-
-        async def rolled_back() -> bool:
-            status = await status_of(handle)
-            return world.live_clusters() == [old] and not (status.get("pendingServiceStatus") or {}).get(
-                "rayClusterName"
-            )
-
-        await eventually(env, rolled_back, step=timedelta(seconds=5))
+        await eventually(env, rolled_back_to(world, handle, old), step=timedelta(seconds=5))
         final = await status_of(handle)
     assert condition_of(final, "RolloutProgressing") == ("False", "StepDeadlineExceeded")
     (event,) = [e for e in world.events if e.reason == "StepDeadlineExceeded"]
@@ -82,10 +62,10 @@ def crash_looping_head(name: str) -> dict[str, Any]:
 async def test_a_crash_looping_head_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"onUnhealthy": "Abort"}
-    async with running_rayservice(env, world, manifest("v1", rollout, False)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, False)) as handle:
+        old = await ready_cluster(env, handle)
         world.serve_mode_for_new_clusters = "deploying"
-        await handle.execute_update("apply", manifest("v2", rollout, False), result_type=dict)
+        await apply(handle, rollout_manifest("v2", rollout, False))
 
         async def created() -> bool:
             return len(world.clusters) == 2

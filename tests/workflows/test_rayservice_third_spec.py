@@ -24,6 +24,7 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
+from tests.workflows.upgrade_support import apply
 from workflows.rayservice.workflow import RayServiceWorkflow
 
 
@@ -60,7 +61,7 @@ async def upgrade_under_way(env: WorkflowEnvironment, world: FakeRayWorld, handl
         return world.route is not None
 
     await eventually(env, routed)
-    await handle.execute_update("apply", spec("v2"), result_type=dict)
+    await apply(handle, spec("v2"))
     new = ""
 
     async def traffic_started() -> bool:
@@ -97,7 +98,7 @@ async def test_a_third_spec_rolls_back_to_the_original_then_upgrades_to_it(
         )
         old, second = await upgrade_under_way(env, world, handle)
         since = len(world.log)
-        await handle.execute_update("apply", spec("v3"), result_type=dict)
+        await apply(handle, spec("v3"))
         during = await rolling_back(env, handle)
         assert names_of(during) == (old, second)
 
@@ -145,12 +146,12 @@ async def test_a_revert_after_a_worker_restart_rolls_back_and_a_third_spec_then_
         old, second = await upgrade_under_way(env, world, handle)
     # The worker is gone; a new one replays the history and goes on.
     async with worker():
-        await handle.execute_update("apply", spec("v1"), result_type=dict)
+        await apply(handle, spec("v1"))
         during = await rolling_back(env, handle)
         assert condition_of(during, "RollbackInProgress") == ("True", "DesiredClusterSpecChanged")
     async with worker(replay_every_task=False):
         since = len(world.log)
-        await handle.execute_update("apply", spec("v3"), result_type=dict)
+        await apply(handle, spec("v3"))
 
         async def back_on_old_then_third() -> bool:
             active, pending = names_of(await status_of(handle))

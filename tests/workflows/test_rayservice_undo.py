@@ -23,6 +23,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply
 from workflows.rayservice.state import RayServiceState
 
 DELAY = 60
@@ -56,7 +57,7 @@ def outcomes(status: dict[str, Any]) -> list[tuple[int, str]]:
 
 async def upgraded(env: WorkflowEnvironment, handle: Handle, version: str, **options: Any) -> str:
     """Applies `version` and waits until it is promoted; the new active cluster."""
-    await handle.execute_update("apply", manifest(version, **options), result_type=dict)
+    await apply(handle, manifest(version, **options))
 
     async def promoted() -> bool:
         return outcomes(await status_of(handle))[-1][1] == "Promoted"
@@ -189,7 +190,7 @@ async def test_retry_starts_a_rolled_back_upgrade_of_the_same_spec_again(
             await handle.execute_update("retry", result_type=dict)
         assert "no aborted upgrade of the current spec of RayService default/svc" in str(refused.value.cause)
         world.serve_mode_for_new_clusters = "failed"
-        await handle.execute_update("apply", manifest("v2", rollout=rollout), result_type=dict)
+        await apply(handle, manifest("v2", rollout=rollout))
 
         async def rolled_back() -> bool:
             status = await status_of(handle)

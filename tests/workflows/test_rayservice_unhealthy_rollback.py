@@ -4,49 +4,30 @@ waiting (Wait); without the annotation the upgrade waits, as in KubeRay."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.rollout import ANNOTATION_ROLLOUT
-from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
-    condition_of,
-    eventually,
-    rayservice_manifest,
-    running_rayservice,
-    status_of,
-    until_ready,
-)
+from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
-
-
-def manifest(version: str, rollout: dict[str, Any] | None, incremental: bool = True) -> dict[str, Any]:
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL if incremental else None,
-        autoscaling=incremental,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)} if rollout is not None else None,
-    )
+from tests.workflows.upgrade_support import (
+    apply,
+    promoted_to,
+    ready_cluster,
+    rolled_back_to,
+    rollout_manifest,
+)
 
 
 async def test_a_failed_new_cluster_is_rolled_back_at_once(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 10}, {"pause": "indefinite"}]}
-    async with running_rayservice(env, world, manifest("v1", rollout)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
+        old = await ready_cluster(env, handle)
         world.serve_mode_for_new_clusters = "failed"
-        await handle.execute_update("apply", manifest("v2", rollout), result_type=dict)
-
-        async def rolled_back() -> bool:
-            status = await status_of(handle)
-            pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
-            return world.live_clusters() == [old] and not pending
-
-        await eventually(env, rolled_back, step=timedelta(milliseconds=500))
+        await apply(handle, rollout_manifest("v2", rollout))
+        await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert condition_of(final, "RolloutProgressing") == ("False", "NewClusterUnhealthy")
@@ -59,10 +40,10 @@ async def test_a_failed_new_cluster_is_rolled_back_at_once(time_skipping_env: Wo
 async def test_wait_keeps_the_upgrade_waiting(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"onUnhealthy": "Wait"}
-    async with running_rayservice(env, world, manifest("v1", rollout, incremental=False)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
+        old = await ready_cluster(env, handle)
         world.serve_mode_for_new_clusters = "failed"
-        await handle.execute_update("apply", manifest("v2", rollout, incremental=False), result_type=dict)
+        await apply(handle, rollout_manifest("v2", rollout, incremental=False))
 
         async def said_so() -> bool:
             return condition_of(await status_of(handle), "RolloutProgressing")[1] == "NewClusterUnhealthy"
@@ -71,11 +52,7 @@ async def test_wait_keeps_the_upgrade_waiting(time_skipping_env: WorkflowEnviron
         new = (await status_of(handle))["pendingServiceStatus"]["rayClusterName"]
         assert sorted(world.live_clusters()) == sorted([old, new])
         world.clusters[new].serve_mode = "running"  # Serve recovered
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
-
-        await eventually(env, promoted)
+        await eventually(env, promoted_to(handle, new))
     assert [e.type for e in world.events if e.reason == "NewClusterUnhealthy"] == ["Warning"]
 
 
@@ -84,9 +61,9 @@ async def test_traffic_goes_back_to_the_old_cluster_at_once(time_skipping_env: W
     back, without waiting intervalSeconds between steps of stepSizePercent as a reverted spec does."""
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 50}, {"pause": "10m"}]}
-    async with running_rayservice(env, world, manifest("v1", rollout)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", manifest("v2", rollout), result_type=dict)
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
+        old = await ready_cluster(env, handle)
+        await apply(handle, rollout_manifest("v2", rollout))
 
         async def old_at_half_capacity() -> bool:
             active = (await status_of(handle))["activeServiceStatus"]

@@ -14,7 +14,6 @@ from temporalio.testing import WorkflowEnvironment
 from models.operator import OperatorConfig
 from raypilot.testing.rayservice_scenarios import (
     SERVE_CONFIG_V1,
-    Handle,
     condition_of,
     eventually,
     rayservice_manifest,
@@ -23,6 +22,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.upgrade_support import apply
 
 
 def active_of(status: dict[str, Any]) -> str:
@@ -31,11 +31,6 @@ def active_of(status: dict[str, Any]) -> str:
 
 def pending_of(status: dict[str, Any]) -> str:
     return str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-
-async def apply(handle: Handle, manifest: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = await handle.execute_update("apply", manifest, result_type=dict)
-    return result
 
 
 async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_cluster_after_the_delay(
