@@ -26,10 +26,22 @@ from tests.workflows.fakes_raycronjob import (
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
+Worker = AbstractAsyncContextManager[str]
 TICK = "raycronjob/jobs/nightly-2026-11-25T13:45:00Z"
 # 2026-11-25T13:45:00Z in Unix minutes.
 RAYJOB_ID = "rayjob/jobs/nightly-29926905"
 WORKFLOWS = [RayCronJobTickWorkflow, FakeRayJobWorkflow]
+
+
+@pytest.fixture
+def world(time_skipping_env: WorkflowEnvironment) -> FakeCronJobWorld:
+    return FakeCronJobWorld(time_skipping_env.client)
+
+
+@pytest.fixture
+def ticking(fake_worker: FakeWorker, world: FakeCronJobWorld) -> Worker:
+    """A worker (to enter) of the tick workflow and a fake RayJobWorkflow over the world; gives its queue."""
+    return fake_worker(world.client, activities=world.activities(), workflows=WORKFLOWS)
 
 
 async def tick(client: Client, queue: str, manifest: dict[str, Any], tick_id: str = TICK) -> dict[str, Any]:
@@ -40,11 +52,10 @@ async def tick(client: Client, queue: str, manifest: dict[str, Any], tick_id: st
 
 
 async def test_a_tick_runs_one_rayjob_with_the_contracts_id_label_and_annotation(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+    world: FakeCronJobWorld, ticking: Worker
 ) -> None:
-    client = time_skipping_env.client
-    world = FakeCronJobWorld(client)
-    async with fake_worker(client, activities=world.activities(), workflows=WORKFLOWS) as queue:
+    client = world.client
+    async with ticking as queue:
         result = await tick(client, queue, cronjob_manifest())
         rayjob = await client.get_workflow_handle(RAYJOB_ID).result()
     assert result == {
@@ -63,12 +74,9 @@ async def test_a_tick_runs_one_rayjob_with_the_contracts_id_label_and_annotation
     }
 
 
-async def test_a_tick_fired_again_runs_nothing_twice(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
-) -> None:
-    client = time_skipping_env.client
-    world = FakeCronJobWorld(client)
-    async with fake_worker(client, activities=world.activities(), workflows=WORKFLOWS) as queue:
+async def test_a_tick_fired_again_runs_nothing_twice(world: FakeCronJobWorld, ticking: Worker) -> None:
+    client = world.client
+    async with ticking as queue:
         first = await tick(client, queue, cronjob_manifest())
         first_run = (await client.get_workflow_handle(RAYJOB_ID).describe()).run_id
         again = await tick(client, queue, cronjob_manifest())
@@ -88,11 +96,10 @@ async def test_a_tick_fired_again_runs_nothing_twice(
 
 
 async def test_a_cancelled_tick_deletes_its_rayjob_and_waits_for_it(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+    world: FakeCronJobWorld, ticking: Worker
 ) -> None:
-    client = time_skipping_env.client
-    world = FakeCronJobWorld(client)
-    async with fake_worker(client, activities=world.activities(), workflows=WORKFLOWS) as queue:
+    client = world.client
+    async with ticking as queue:
         handle = await client.start_workflow(
             "RayCronJobTick", cronjob_manifest(entrypoint="run 5"), id=TICK, task_queue=queue
         )
@@ -110,10 +117,9 @@ async def test_a_cancelled_tick_deletes_its_rayjob_and_waits_for_it(
 
 
 async def test_history_limits_delete_the_oldest_finished_rayjobs(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+    world: FakeCronJobWorld, ticking: Worker
 ) -> None:
-    client = time_skipping_env.client
-    world = FakeCronJobWorld(client)
+    client = world.client
     world.runs = [
         finished_run(29926900),
         finished_run(29926901),
@@ -123,7 +129,7 @@ async def test_history_limits_delete_the_oldest_finished_rayjobs(
     ]
     limits = '{"successfulJobsHistoryLimit": 2, "failedJobsHistoryLimit": 1}'
     manifest = cronjob_manifest(annotations={"raypilot.io/schedule": limits})
-    async with fake_worker(client, activities=world.activities(), workflows=WORKFLOWS) as queue:
+    async with ticking as queue:
         result = await tick(client, queue, manifest)
     assert result["pruned"] == ["nightly-29926900", "nightly-29926901", "nightly-29926902"]
     # Its own RayJob (29926905, succeeded) counts: the two newest successes and the newest failure stay.
@@ -135,11 +141,10 @@ async def test_history_limits_delete_the_oldest_finished_rayjobs(
 
 
 async def test_a_rayjob_that_fails_or_is_invalid_ends_the_tick_normally(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+    world: FakeCronJobWorld, ticking: Worker
 ) -> None:
-    client = time_skipping_env.client
-    world = FakeCronJobWorld(client)
-    async with fake_worker(client, activities=world.activities(), workflows=WORKFLOWS) as queue:
+    client = world.client
+    async with ticking as queue:
         failed = await tick(client, queue, cronjob_manifest(entrypoint="fail"))
         invalid = await tick(
             client,
