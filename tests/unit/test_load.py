@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
 
 from raypilot.load import FAILED, SteadyLoad, share
+
+
+@asynccontextmanager
+async def local_server(answer: Callable[[web.Request], Awaitable[web.Response]]) -> AsyncIterator[str]:
+    """Serves `answer` at / on a free local port; gives its URL."""
+    app = web.Application()
+    app.router.add_get("/", answer)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        await runner.cleanup()
 
 
 @pytest.fixture
@@ -22,15 +39,8 @@ async def server() -> AsyncIterator[str]:
             return web.Response(status=503)
         return web.json_response({"version": "v1" if calls["n"] % 2 else "v2"})
 
-    app = web.Application()
-    app.router.add_get("/", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}/"
-    await runner.cleanup()
+    async with local_server(answer) as url:
+        yield url
 
 
 async def test_counts_versions_and_failures(server: str) -> None:
@@ -63,18 +73,8 @@ async def test_keep_alive_off_opens_a_connection_per_request(
         connections.add(request.transport)
         return web.json_response({"version": "v1"})
 
-    app = web.Application()
-    app.router.add_get("/", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        async with SteadyLoad(f"http://127.0.0.1:{port}/", concurrency=2, keep_alive=keep_alive) as load:
-            await load.wait_for_requests(40)
-    finally:
-        await runner.cleanup()
+    async with local_server(answer) as url, SteadyLoad(url, concurrency=2, keep_alive=keep_alive) as load:
+        await load.wait_for_requests(40)
     assert load.counts() == {"v1": len(load.samples)}
     assert (len(connections) < len(load.samples)) is fewer_connections_than_requests
 
