@@ -10,6 +10,14 @@ from models.rayjob import RayJob
 GATES = FeatureGates()
 RESTART_GATE = FeatureGates(sidecar_submitter_restart=True)
 ENTRYPOINT = "echo no quote 'single quote' \"double quote\""
+# The template's submission fields emptied, as job_test.go's cases that test without them.
+TEMPLATE_JOB = {
+    "runtimeEnvYAML": "",
+    "metadata": {},
+    "entrypointNumCpus": 0,
+    "entrypointNumGpus": 0,
+    "entrypointResources": "",
+}
 
 
 def health(url: str) -> str:

@@ -7,17 +7,9 @@ from typing import Any
 import pytest
 
 from models.rayjob import RayJob
+from tests.unit.decisions.rayjob.kuberay_job_template import ENTRYPOINT, TEMPLATE_JOB
 from workflows.decisions.rayjob.http_submission import http_submit_request
 from workflows.decisions.rayjob.submitter import SubmitCommandError
-
-ENTRYPOINT = "echo no quote 'single quote' \"double quote\""
-TEMPLATE_JOB = {
-    "runtimeEnvYAML": "",
-    "metadata": {},
-    "entrypointNumCpus": 0,
-    "entrypointNumGpus": 0,
-    "entrypointResources": "",
-}
 
 
 def make_job(spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None) -> RayJob:

@@ -6,7 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from models.rayjob import RayJob
-from tests.unit.decisions.rayjob.kuberay_job_template import ENTRYPOINT, GATES, RESTART_GATE, health, make_job
+from tests.unit.decisions.rayjob.kuberay_job_template import (
+    ENTRYPOINT,
+    GATES,
+    RESTART_GATE,
+    TEMPLATE_JOB,
+    health,
+    make_job,
+)
 from workflows.decisions.rayjob.submitter import (
     submitter_container_for_sidecar,
     submitter_job_manifest,
@@ -14,13 +21,6 @@ from workflows.decisions.rayjob.submitter import (
 
 # ---- submitter Job (K8sJobMode) ----------------------------------------------------------------------
 
-TEMPLATE_JOB = {
-    "runtimeEnvYAML": "",
-    "metadata": {},
-    "entrypointNumCpus": 0,
-    "entrypointNumGpus": 0,
-    "entrypointResources": "",
-}
 EXPECTED_ARGS = (
     "until " + health("http://test-url/api/gcs_healthz") + " >/dev/null 2>&1 ; do echo "
     '"Waiting for Ray Dashboard GCS to become healthy at http://test-url ..." ; sleep 2 ; done ; '
