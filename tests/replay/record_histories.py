@@ -52,6 +52,7 @@ from tests.workflows.fakes_drain import DrainingWorld
 from tests.workflows.fakes_gates import FAILING, HEALTHY, GatedWorld
 from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from tests.workflows.test_rayjob_frontdoor import adopted_manifest, kuberay_world
+from tests.workflows.upgrade_support import promoted_to
 from wire import names
 from wire.kubernetes import EarlierRun
 
@@ -321,6 +322,19 @@ async def rayservice_in_place_restart(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def _upgrade_to_half_the_traffic(
+    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle, upgrade: dict[str, Any]
+) -> str:
+    """Once the incremental upgrade's route exists, applies `upgrade`; the new cluster once it has 50 %."""
+
+    async def routed() -> bool:
+        return world.route is not None
+
+    await eventually(env, routed)
+    await handle.execute_update("apply", upgrade)
+    return await _pending_cluster(env, handle, min_traffic=50)
+
+
 def _two_step_incremental(version: str) -> dict[str, Any]:
     """An incremental upgrade in two traffic steps of 50 % (the history stays small)."""
     manifest = copy.deepcopy(incremental_manifest(version))  # it shares the strategy dict of the fakes
@@ -334,21 +348,11 @@ async def rayservice_incremental_pause_resume(env: WorkflowEnvironment) -> Handl
     world = FakeRayWorld()
     async with running_rayservice(env, world, _two_step_incremental("v1")) as handle:
         await until_ready(env, handle)
-
-        async def routed() -> bool:
-            return world.route is not None
-
-        await eventually(env, routed)
-        await handle.execute_update("apply", _two_step_incremental("v2"))
-        new = await _pending_cluster(env, handle, min_traffic=50)
+        new = await _upgrade_to_half_the_traffic(env, world, handle, _two_step_incremental("v2"))
         await handle.execute_update("pause")
         await env.sleep(timedelta(minutes=1))
         await handle.execute_update("resume")
-
-        async def promoted() -> bool:
-            return bool((await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new)
-
-        await eventually(env, promoted)
+        await eventually(env, promoted_to(handle, new))
         await until_ready(env, handle)
     return handle
 
@@ -368,13 +372,7 @@ async def rayservice_incremental_third_spec(env: WorkflowEnvironment) -> Handle:
 
     async with running_rayservice(env, world, spec("v1")) as handle:
         first = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-
-        async def routed() -> bool:
-            return world.route is not None
-
-        await eventually(env, routed)
-        await handle.execute_update("apply", spec("v2"))
-        second = await _pending_cluster(env, handle, min_traffic=50)
+        second = await _upgrade_to_half_the_traffic(env, world, handle, spec("v2"))
         await handle.execute_update("apply", spec("v3"))
 
         async def third_serves() -> bool:
@@ -401,22 +399,32 @@ async def rayservice_rollout_plan(env: WorkflowEnvironment) -> Handle:
 
     async with running_rayservice(env, world, spec("v1")) as handle:
         await until_ready(env, handle)
-
-        async def routed() -> bool:
-            return world.route is not None
-
-        await eventually(env, routed)
-        await handle.execute_update("apply", spec("v2"))
-        new = await _pending_cluster(env, handle, min_traffic=50)
+        new = await _upgrade_to_half_the_traffic(env, world, handle, spec("v2"))
         await env.sleep(timedelta(minutes=1))
         await handle.execute_update("resume")
-
-        async def promoted() -> bool:
-            return bool((await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new)
-
-        await eventually(env, promoted)
+        await eventually(env, promoted_to(handle, new))
         await until_ready(env, handle)
     return handle
+
+
+async def _upgrade_rolled_back(
+    env: WorkflowEnvironment,
+    world: FakeRayWorld,
+    handle: Handle,
+    upgrade: dict[str, Any],
+    new_serve_mode: str,
+) -> None:
+    """Applies `upgrade` once ready; its new cluster's Serve stays `new_serve_mode`: waits until the upgrade
+    was rolled back (only the old cluster left, serving)."""
+    old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+    world.serve_mode_for_new_clusters = new_serve_mode
+    await handle.execute_update("apply", upgrade)
+
+    async def only_old() -> bool:
+        return world.live_clusters() == [old]
+
+    await eventually(env, only_old)
+    await until_ready(env, handle)
 
 
 async def rayservice_progress_deadline(env: WorkflowEnvironment) -> Handle:
@@ -425,15 +433,8 @@ async def rayservice_progress_deadline(env: WorkflowEnvironment) -> Handle:
     world = FakeRayWorld()
     rollout = {"raypilot.io/rollout": json.dumps({"progressDeadlineSeconds": 60})}
     async with running_rayservice(env, world, rayservice_manifest(annotations=rollout)) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        world.serve_mode_for_new_clusters = "deploying"
-        await handle.execute_update("apply", rayservice_manifest(version="v2", annotations=rollout))
-
-        async def only_old() -> bool:
-            return world.live_clusters() == [old]
-
-        await eventually(env, only_old)
-        await until_ready(env, handle)
+        v2 = rayservice_manifest(version="v2", annotations=rollout)
+        await _upgrade_rolled_back(env, world, handle, v2, new_serve_mode="deploying")
     return handle
 
 
@@ -448,15 +449,7 @@ async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
         return manifest
 
     async with running_rayservice(env, world, spec("v1")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        world.serve_mode_for_new_clusters = "failed"
-        await handle.execute_update("apply", spec("v2"))
-
-        async def only_old() -> bool:
-            return world.live_clusters() == [old]
-
-        await eventually(env, only_old)
-        await until_ready(env, handle)
+        await _upgrade_rolled_back(env, world, handle, spec("v2"), new_serve_mode="failed")
     return handle
 
 
@@ -535,11 +528,7 @@ async def rayservice_undo_in_place(env: WorkflowEnvironment) -> Handle:
         old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
         await handle.execute_update("apply", rayservice_manifest(version="v2", deletion_delay=30))
         new = await _pending_cluster(env, handle)
-
-        async def promoted() -> bool:
-            return (await status_of(handle))["activeServiceStatus"]["rayClusterName"] == new
-
-        await eventually(env, promoted, step=timedelta(milliseconds=500))
+        await eventually(env, promoted_to(handle, new), step=timedelta(milliseconds=500))
         await handle.execute_update("undo", {})
 
         async def back_and_v2_gone() -> bool:
