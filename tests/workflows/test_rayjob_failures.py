@@ -8,6 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from models.operator import OperatorConfig
@@ -101,36 +102,37 @@ async def test_retries_stop_at_backoff_limit_plus_one_attempts(
     assert len(world.called(names.CREATE_RAYCLUSTER)) == 3
 
 
-async def test_active_deadline_from_initializing_fails_without_retry(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+@pytest.mark.parametrize(
+    ("field", "seconds", "backoff_limit", "reason", "attempts"),
+    [
+        # activeDeadlineSeconds ends the RayJob: no retry although the backoffLimit allows two.
+        ("activeDeadlineSeconds", 3, 2, "DeadlineExceeded", 1),
+        # preRunningDeadlineSeconds fails one attempt: the next one gets a deadline of its own.
+        ("preRunningDeadlineSeconds", 60, 1, "PreRunningDeadlineExceeded", 2),
+    ],
+)
+async def test_a_deadline_passed_while_initializing_fails_the_attempt(
+    time_skipping_env: WorkflowEnvironment,
+    fake_worker: FakeWorker,
+    field: str,
+    seconds: int,
+    backoff_limit: int,
+    reason: str,
+    attempts: int,
 ) -> None:
     world = FakeWorld(clusters_become_ready=False)
-    manifest = rayjob_manifest(activeDeadlineSeconds=3, backoffLimit=2)
+    manifest = rayjob_manifest(**{field: seconds}, backoffLimit=backoff_limit)
     result = await _run(time_skipping_env, fake_worker, world, manifest)
 
-    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "DeadlineExceeded")
+    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", reason)
     start_time = _time(result["startTime"]).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    capitalized = field[0].upper() + field[1:]
     assert result["message"] == (
-        f"The RayJob has passed the activeDeadlineSeconds. StartTime: {start_time}. ActiveDeadlineSeconds: 3"
+        f"The RayJob has passed the {field}. StartTime: {start_time}. {capitalized}: {seconds}"
     )
-    assert _on_time(_elapsed(result), 3), _elapsed(result)
-    assert result["failed"] == 1
-    assert len(world.called(names.CREATE_RAYCLUSTER)) == 1
-
-
-async def test_pre_running_deadline_fails_and_is_retried(
-    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
-) -> None:
-    world = FakeWorld(clusters_become_ready=False)
-    manifest = rayjob_manifest(preRunningDeadlineSeconds=60, backoffLimit=1)
-    result = await _run(time_skipping_env, fake_worker, world, manifest)
-
-    assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "PreRunningDeadlineExceeded")
-    assert result["message"].startswith("The RayJob has passed the preRunningDeadlineSeconds. StartTime: ")
-    assert result["message"].endswith("PreRunningDeadlineSeconds: 60")
-    assert _on_time(_elapsed(result), 60), _elapsed(result)
-    assert result["failed"] == 2
-    assert len(world.called(names.CREATE_RAYCLUSTER)) == 2
+    assert _on_time(_elapsed(result), seconds), _elapsed(result)
+    assert result["failed"] == attempts
+    assert len(world.called(names.CREATE_RAYCLUSTER)) == attempts
 
 
 async def test_active_deadline_while_running(
