@@ -5,8 +5,10 @@ NewCluster."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from temporalio.client import WorkflowUpdateFailedError
@@ -27,32 +29,38 @@ from raypilot.testing.rayservice_scenarios import (
     upgrade_sequence,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, cluster_deleted, promoted_to, ready_cluster
+from tests.workflows.upgrade_support import (
+    apply,
+    cluster_deleted,
+    pending_of,
+    promoted_to,
+    ready_cluster,
+    routed,
+    status_when,
+    traffic_moved_to_pending,
+    with_condition,
+)
 from workflows.search_attributes import RAY_PHASE
 
 
-async def start_upgrade(
-    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle
-) -> tuple[str, str, int]:
-    """Deploy v1, apply v2 and return (old cluster, new cluster, log position at the apply)."""
-    old = await ready_cluster(env, handle)
+class Upgrade(NamedTuple):
+    handle: Handle
+    old: str
+    new: str
+    since: int
 
-    async def routed() -> bool:
-        return world.route is not None
 
-    await eventually(env, routed)
-    since = len(world.log)
-    await apply(handle, incremental_manifest("v2"))
-    new = ""
-
-    async def traffic_started() -> bool:
-        nonlocal new
-        status = await status_of(handle)
-        new = (status.get("pendingServiceStatus") or {}).get("rayClusterName", "")
-        return bool(new) and status["pendingServiceStatus"].get("trafficRoutedPercent", 0) >= 25
-
-    await eventually(env, traffic_started)
-    return old, new, since
+@asynccontextmanager
+async def upgrade_under_way(env: WorkflowEnvironment, world: FakeRayWorld) -> AsyncIterator[Upgrade]:
+    """Deploy v1 with the incremental strategy, apply v2, and give (handle, old cluster, new cluster, log
+    position at the apply) once traffic moves to the new cluster."""
+    async with running_rayservice(env, world, incremental_manifest()) as handle:
+        old = await ready_cluster(env, handle)
+        await eventually(env, routed(world))
+        since = len(world.log)
+        await apply(handle, incremental_manifest("v2"))
+        status = await status_when(env, handle, traffic_moved_to_pending)
+        yield Upgrade(handle, old, pending_of(status), since)
 
 
 async def start_new_cluster_upgrade_held_deploying(
@@ -96,8 +104,7 @@ async def test_pause_freezes_traffic_and_capacity_until_resume(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old, new, since = await start_upgrade(env, world, handle)
+    async with upgrade_under_way(env, world) as (handle, old, new, since):
         paused = await control(handle, "pause")
         assert "paused" in paused["message"].lower()
         frozen = upgrade_sequence(world, since, new)
@@ -119,8 +126,7 @@ async def test_promote_finishes_the_upgrade_without_waiting_for_intervals(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        _, new, _ = await start_upgrade(env, world, handle)
+    async with upgrade_under_way(env, world) as (handle, _, new, _):
         started = await env.get_current_time()
         await control(handle, "promote")
         await eventually(env, promoted_to(handle, new), step=timedelta(milliseconds=500))
@@ -135,8 +141,7 @@ async def test_abort_rolls_back_to_the_active_cluster_and_deletes_the_new_one(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old, new, _ = await start_upgrade(env, world, handle)
+    async with upgrade_under_way(env, world) as (handle, old, new, _):
         await control(handle, "abort")
         rolling_back = await status_of(handle)
         assert condition_of(rolling_back, "RollbackInProgress") == ("True", "UpgradeAborted")
@@ -161,17 +166,11 @@ async def test_a_reverted_spec_rolls_back_traffic_and_capacity(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old, new, since = await start_upgrade(env, world, handle)
+    async with upgrade_under_way(env, world) as (handle, old, new, since):
         await apply(handle, incremental_manifest("v1"))
-        rolling_back: dict[str, Any] = {}
-
-        async def is_rolling_back() -> bool:
-            nonlocal rolling_back
-            rolling_back = await status_of(handle)
-            return condition_of(rolling_back, "RollbackInProgress")[0] == "True"
-
-        await eventually(env, is_rolling_back, step=timedelta(milliseconds=200))
+        rolling_back = await status_when(
+            env, handle, with_condition("RollbackInProgress"), step=timedelta(milliseconds=200)
+        )
         assert condition_of(rolling_back, "RollbackInProgress")[1] == "DesiredClusterSpecChanged"
         await eventually(env, cluster_deleted(world, new))
         final = await until_ready(env, handle)

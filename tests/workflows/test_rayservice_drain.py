@@ -21,7 +21,7 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.fakes_drain import DrainingWorld
-from tests.workflows.upgrade_support import apply, ready_cluster
+from tests.workflows.upgrade_support import apply, cluster_deleted, ready_cluster
 from wire.drain import ServeConnectionsClosing
 from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION, QUIET_READS_NEEDED
 from workflows.rayservice.drain import CLOSING_MARGIN
@@ -65,15 +65,6 @@ def read_times(world: DrainingWorld, cluster: str, times: int) -> Callable[[], A
     return probe
 
 
-def gone(world: FakeRayWorld, cluster: str) -> Callable[[], Awaitable[bool]]:
-    """A probe: `cluster` was deleted."""
-
-    async def probe() -> bool:
-        return cluster not in world.clusters
-
-    return probe
-
-
 async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
@@ -87,7 +78,7 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
         assert old in world.clusters  # past the delay, but not drained
         world.in_flight[old] = 0
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     reads = [at for at, name, _ in world.reads if name == old]
     answers = [answer for _, name, answer in world.reads if name == old]
     # The first reading comes when the deletion delay ends (KubeRay's semantics kept), then one per poll.
@@ -109,7 +100,7 @@ async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests
         old = await switch_to_v2(env, handle, 60)
         world.in_flight[old] = 1  # a client that never stops (or a request that never ends)
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     waited = deletion_time(world, old) - switch_time(world)
     assert (
         timedelta(seconds=DELAY_S + 60)
@@ -125,7 +116,7 @@ async def test_unknown_in_flight_counts_are_not_drained(time_skipping_env: Workf
         old = await switch_to_v2(env, handle, 40)
         world.in_flight[old] = None
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     assert deletion_time(world, old) - switch_time(world) >= timedelta(seconds=DELAY_S + 40)
 
 
@@ -137,7 +128,7 @@ async def test_without_the_annotation_the_old_cluster_goes_at_the_delay_and_noth
         old = await switch_to_v2(env, handle, None)
         world.in_flight[old] = 5
 
-        await eventually(env, gone(world, old), step=timedelta(seconds=5))
+        await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=5))
     assert world.reads == []
     assert world.closings == []
     waited = deletion_time(world, old) - switch_time(world)
@@ -158,7 +149,7 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
         await eventually(env, read_times(world, old, 2), step=DRAIN_POLL)
         world.in_flight[old] = 0
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     [(asked_at, request)] = world.closings
     assert request.target.head_service == f"{old}-head-svc"
     assert request.submission_id == f"raypilot-close-connections-{old}"
@@ -174,7 +165,7 @@ async def test_a_failed_closing_does_not_stop_the_drain(time_skipping_env: Workf
     async with running_rayservice(env, world, manifest("v1", 60)) as handle:
         old = await switch_to_v2(env, handle, 60)
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     assert len(world.closings) == 1
     waited = deletion_time(world, old) - switch_time(world)
     # Three zero readings DRAIN_POLL apart after the delay, as without the closing.
@@ -208,7 +199,7 @@ async def test_a_drain_writes_no_history_while_requests_stay_in_flight(
         assert await history_length(handle) == drain_from  # (the loop: ~20 timers and 20 reads)
         world.in_flight[old] = 0
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
         drain = await history_length(handle) - drain_from
     answers = [answer for _, name, answer in world.reads if name == old]
     assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
@@ -232,7 +223,7 @@ async def test_a_held_drain_follows_its_annotation_when_it_changes(
         last_read = world.reads[-1][0]
         await apply(handle, manifest("v2", max_drain_after))
 
-        await eventually(env, gone(world, old), step=timedelta(milliseconds=500))
+        await eventually(env, cluster_deleted(world, old), step=timedelta(milliseconds=500))
     assert deletion_time(world, old) - last_read < DRAIN_POLL + timedelta(seconds=1)
     last_reads = [answer for _, name, answer in world.reads[reads_before:] if name == old]
     assert last_reads == ([2] if max_drain_after is not None else [])
@@ -252,7 +243,7 @@ async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
         await eventually(env, read_times(world, old, 4), step=DRAIN_POLL)
         world.in_flight[old] = 0
 
-        await eventually(env, gone(world, old), step=DRAIN_POLL)
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     reads = [at for at, name, _ in world.reads if name == old]
     answers = [answer for _, name, answer in world.reads if name == old]
     slack = timedelta(milliseconds=500)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
@@ -18,7 +17,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, ready_cluster
+from tests.workflows.upgrade_support import apply, pending_of, ready_cluster, status_when
 from workflows.rayservice.state import RayServiceState
 
 
@@ -38,14 +37,7 @@ async def test_continue_as_new_carries_a_spec_still_being_rolled_out(
         world.serve_mode_for_new_clusters = "deploying"
         upgrade = rayservice_manifest(version="v2", deletion_delay=5)
         await apply(handle, upgrade)
-        status: dict[str, Any] = {}
-
-        async def pending_created() -> bool:
-            nonlocal status
-            status = await status_of(handle)
-            return bool((status.get("pendingServiceStatus") or {}).get("rayClusterName"))
-
-        await eventually(env, pending_created)
+        status = await status_when(env, handle, lambda status: bool(pending_of(status)))
         pending = status["pendingServiceStatus"]["rayClusterName"]
         run_at_apply, _ = await current_run(env)
         # Serve on the pending cluster keeps changing (never ready) until the workflow continued as new.

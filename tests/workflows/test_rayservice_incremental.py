@@ -23,7 +23,14 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.incremental_simulation import expected_upgrade_steps
-from tests.workflows.upgrade_support import apply, ready_cluster
+from tests.workflows.upgrade_support import (
+    apply,
+    cluster_deleted,
+    ready_cluster,
+    routed,
+    status_when,
+    with_condition,
+)
 
 
 async def history_length(env: WorkflowEnvironment) -> int:
@@ -43,24 +50,15 @@ async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, incremental_manifest()) as handle:
         old = await ready_cluster(env, handle)
-
-        async def routed() -> bool:
-            return world.route is not None
-
-        await eventually(env, routed)
+        await eventually(env, routed(world))
         assert world.gateway is not None
         assert world.gateway["spec"]["gatewayClassName"] == "istio"
         before = await history_length(env)
         since = len(world.log)
         await apply(handle, incremental_manifest("v2"))
-        upgrading: dict[str, Any] = {}
-
-        async def is_upgrading() -> bool:
-            nonlocal upgrading
-            upgrading = await status_of(handle)
-            return condition_of(upgrading, "UpgradeInProgress")[0] == "True"
-
-        await eventually(env, is_upgrading, step=timedelta(milliseconds=200))
+        upgrading = await status_when(
+            env, handle, with_condition("UpgradeInProgress"), step=timedelta(milliseconds=200)
+        )
         new = upgrading["pendingServiceStatus"]["rayClusterName"]
         final: dict[str, Any] | None = None
 
@@ -71,7 +69,7 @@ async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
 
         await eventually(env, done)
         cost = await history_length(env) - before
-        await eventually(env, lambda: _gone(world, old))
+        await eventually(env, cluster_deleted(world, old))
     assert final is not None
     assert condition_of(final, "UpgradeInProgress") == ("False", "NoPendingCluster")
     expected = [(step.kind, step.value) for step in expected_upgrade_steps(50, 25) if step.kind != "promote"]
@@ -91,7 +89,3 @@ async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
     assert world.route["spec"]["rules"][0]["backendRefs"] == [
         {"name": f"{new}-serve-svc", "namespace": "default", "port": 8000, "weight": 100}
     ]
-
-
-async def _gone(world: FakeRayWorld, cluster: str) -> bool:
-    return cluster not in world.clusters

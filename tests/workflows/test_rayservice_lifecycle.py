@@ -22,7 +22,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, ready_cluster
+from tests.workflows.upgrade_support import apply, ready_cluster, status_when, with_condition
 from wire import names
 from workflows.search_attributes import RAY_PHASE
 
@@ -34,14 +34,7 @@ async def test_suspend_deletes_everything_owned_and_resume_starts_over(
     async with running_rayservice(env, world, rayservice_manifest()) as handle:
         first = await ready_cluster(env, handle)
         await apply(handle, rayservice_manifest(suspend=True))
-        suspended: dict[str, Any] = {}
-
-        async def is_suspended() -> bool:
-            nonlocal suspended
-            suspended = await status_of(handle)
-            return condition_of(suspended, "Suspended")[0] == "True"
-
-        await eventually(env, is_suspended)
+        suspended = await status_when(env, handle, with_condition("Suspended"))
         assert world.live_clusters() == []
         assert world.services == {}
         assert condition_of(suspended, "Suspending") == ("False", "SuspendComplete")
@@ -63,14 +56,12 @@ async def test_initializing_timeout_is_terminal_and_cleans_up(time_skipping_env:
     manifest = rayservice_manifest(annotations={"ray.io/initializing-timeout": "5m"})
     async with running_rayservice(env, world, manifest) as handle:
         started = await env.get_current_time()
-        failed: dict[str, Any] = {}
-
-        async def timed_out() -> bool:
-            nonlocal failed
-            failed = await status_of(handle)
-            return condition_of(failed, "Ready")[1] == "InitializingTimeout"
-
-        await eventually(env, timed_out, step=timedelta(seconds=10))
+        failed = await status_when(
+            env,
+            handle,
+            with_condition("Ready", status=None, reason="InitializingTimeout"),
+            step=timedelta(seconds=10),
+        )
         assert await env.get_current_time() - started < timedelta(minutes=5, seconds=15)
         ready = next(c for c in failed["conditions"] if c["type"] == "Ready")
         assert ready["message"].startswith(

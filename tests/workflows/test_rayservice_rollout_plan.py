@@ -24,6 +24,7 @@ from tests.workflows.upgrade_support import (
     ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    routed,
 )
 
 PLAN = {
@@ -50,11 +51,7 @@ async def test_the_plan_is_walked_exactly_and_an_indefinite_pause_waits_for_resu
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, planned("v1")) as handle:
         old = await ready_cluster(env, handle)
-
-        async def routed() -> bool:
-            return world.route is not None
-
-        await eventually(env, routed)
+        await eventually(env, routed(world))
         since = len(world.log)
         await apply(handle, planned("v2"))
 

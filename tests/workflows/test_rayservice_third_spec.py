@@ -24,7 +24,16 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
-from tests.workflows.upgrade_support import apply
+from tests.workflows.upgrade_support import (
+    active_of,
+    apply,
+    pending_of,
+    ready_cluster,
+    routed,
+    status_when,
+    traffic_moved_to_pending,
+    with_condition,
+)
 from workflows.rayservice.workflow import RayServiceWorkflow
 
 
@@ -47,43 +56,22 @@ def imports_put_to(world: FakeRayWorld, cluster: str, since: int = 0) -> set[str
 
 
 def names_of(status: dict[str, Any]) -> tuple[str, str]:
-    return (
-        str((status.get("activeServiceStatus") or {}).get("rayClusterName") or ""),
-        str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or ""),
-    )
+    return active_of(status), pending_of(status)
 
 
 async def upgrade_under_way(env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle) -> tuple[str, str]:
     """Deploy A, apply B and return (A's cluster, B's cluster) once traffic moves to B."""
-    old = names_of(await until_ready(env, handle))[0]
-
-    async def routed() -> bool:
-        return world.route is not None
-
-    await eventually(env, routed)
+    old = await ready_cluster(env, handle)
+    await eventually(env, routed(world))
     await apply(handle, spec("v2"))
-    new = ""
-
-    async def traffic_started() -> bool:
-        nonlocal new
-        status = await status_of(handle)
-        new = names_of(status)[1]
-        return bool(new) and status["pendingServiceStatus"].get("trafficRoutedPercent", 0) >= 25
-
-    await eventually(env, traffic_started, step=timedelta(milliseconds=500))
-    return old, new
+    status = await status_when(env, handle, traffic_moved_to_pending, step=timedelta(milliseconds=500))
+    return old, pending_of(status)
 
 
 async def rolling_back(env: WorkflowEnvironment, handle: Handle) -> dict[str, Any]:
-    status: dict[str, Any] = {}
-
-    async def started() -> bool:
-        nonlocal status
-        status = await status_of(handle)
-        return condition_of(status, "RollbackInProgress")[0] == "True"
-
-    await eventually(env, started, step=timedelta(milliseconds=200))
-    return status
+    return await status_when(
+        env, handle, with_condition("RollbackInProgress"), step=timedelta(milliseconds=200)
+    )
 
 
 async def test_a_third_spec_rolls_back_to_the_original_then_upgrades_to_it(

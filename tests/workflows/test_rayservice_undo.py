@@ -23,7 +23,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply
+from tests.workflows.upgrade_support import active_of, apply, cluster_deleted, ready_cluster
 from workflows.rayservice.state import RayServiceState
 
 DELAY = 60
@@ -47,10 +47,6 @@ def manifest(
     )
 
 
-def active_of(status: dict[str, Any]) -> str:
-    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
-
-
 def outcomes(status: dict[str, Any]) -> list[tuple[int, str]]:
     return [(row["revision"], row["outcome"]) for row in status.get("revisions") or []]
 
@@ -69,7 +65,7 @@ async def upgraded(env: WorkflowEnvironment, handle: Handle, version: str, **opt
 async def test_history_lists_each_revision_with_its_outcome(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        first = active_of(await until_ready(env, handle))
+        first = await ready_cluster(env, handle)
         second = await upgraded(env, handle, "v2")
         status = await status_of(handle)
         rows: list[dict[str, Any]] = await handle.query("revisions", result_type=list)
@@ -87,7 +83,7 @@ async def test_undo_inside_the_window_moves_traffic_back_without_a_new_cluster(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = active_of(await until_ready(env, handle))
+        old = await ready_cluster(env, handle)
         new = await upgraded(env, handle, "v2")
         created = len(world.acts("create", "RayCluster"))
         assert old in world.clusters  # kept for rayClusterDeletionDelaySeconds after the promotion
@@ -102,7 +98,7 @@ async def test_undo_inside_the_window_moves_traffic_back_without_a_new_cluster(
 
         await eventually(env, back_on_old, step=timedelta(milliseconds=200))
         assert await _now(env) - undone_at < timedelta(seconds=5)
-        await eventually(env, lambda: _gone(world, new))
+        await eventually(env, cluster_deleted(world, new))
         status = await status_of(handle)
     assert len(world.acts("create", "RayCluster")) == created  # no new cluster
     assert outcomes(status) == [(1, "Promoted"), (2, "Promoted"), (3, "Promoted")]
@@ -115,9 +111,9 @@ async def test_undo_outside_the_window_upgrades_a_new_cluster_to_the_old_spec(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = active_of(await until_ready(env, handle))
+        old = await ready_cluster(env, handle)
         new = await upgraded(env, handle, "v2")
-        await eventually(env, lambda: _gone(world, old), step=timedelta(seconds=10))  # the window passed
+        await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=10))  # the window passed
         result = await handle.execute_update("undo", {"toRevision": 1}, result_type=dict)
         assert result["how"] == "Upgrade"
 
@@ -163,7 +159,7 @@ async def test_incremental_undo_inside_the_window_promotes_the_old_cluster_at_on
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, manifest("v1", incremental=True)) as handle:
-        old = active_of(await until_ready(env, handle))
+        old = await ready_cluster(env, handle)
         await upgraded(env, handle, "v2", incremental=True)
         created = len(world.acts("create", "RayCluster"))
         result = await handle.execute_update("undo", {}, result_type=dict)
@@ -185,7 +181,7 @@ async def test_retry_starts_a_rolled_back_upgrade_of_the_same_spec_again(
     env, world = time_skipping_env, FakeRayWorld()
     rollout: dict[str, Any] = {"onUnhealthy": "Abort"}
     async with running_rayservice(env, world, manifest("v1", rollout=rollout)) as handle:
-        old = active_of(await until_ready(env, handle))
+        old = await ready_cluster(env, handle)
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("retry", result_type=dict)
         assert "no aborted upgrade of the current spec of RayService default/svc" in str(refused.value.cause)
@@ -214,7 +210,7 @@ async def test_the_history_is_carried_through_continue_as_new(time_skipping_env:
     env, world = time_skipping_env, FakeRayWorld()
     knob = RayServiceState(manifest=manifest("v1"), continue_as_new_at_history_length=72)
     async with running_rayservice(env, world, manifest("v1"), carried=knob) as handle:
-        old = active_of(await until_ready(env, handle))
+        old = await ready_cluster(env, handle)
         first_run = (await handle.describe()).run_id
         await upgraded(env, handle, "v2")
         assert (await handle.describe()).run_id != first_run  # continued as new during the upgrade
@@ -231,7 +227,3 @@ async def test_the_history_is_carried_through_continue_as_new(time_skipping_env:
 
 async def _now(env: WorkflowEnvironment) -> Any:
     return await env.get_current_time()
-
-
-async def _gone(world: FakeRayWorld, cluster: str) -> bool:
-    return cluster not in world.clusters

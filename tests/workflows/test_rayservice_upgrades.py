@@ -22,15 +22,14 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply
-
-
-def active_of(status: dict[str, Any]) -> str:
-    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
-
-
-def pending_of(status: dict[str, Any]) -> str:
-    return str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+from tests.workflows.upgrade_support import (
+    active_of,
+    apply,
+    cluster_deleted,
+    pending_of,
+    ready_cluster,
+    status_when,
+)
 
 
 async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_cluster_after_the_delay(
@@ -38,22 +37,17 @@ async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_c
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest(deletion_delay=30)) as handle:
-        old = active_of(await until_ready(env, handle))
+        old = await ready_cluster(env, handle)
         assert await apply(handle, rayservice_manifest(version="v2", deletion_delay=30)) == {"generation": 2}
 
-        upgrading: dict[str, Any] = {}
-
-        async def pending_created() -> bool:
-            nonlocal upgrading
-            upgrading = await status_of(handle)
-            return bool(pending_of(upgrading))
-
-        await eventually(env, pending_created, step=timedelta(milliseconds=100))
+        upgrading = await status_when(
+            env, handle, lambda status: bool(pending_of(status)), step=timedelta(milliseconds=100)
+        )
         new = pending_of(upgrading)
         status = await until_ready(env, handle)
         assert active_of(status) == new
         assert new != old
-        await eventually(env, lambda: _gone(world, old))
+        await eventually(env, cluster_deleted(world, old))
     assert world.selected_cluster("svc-head-svc") == new
     assert world.selected_cluster("svc-serve-svc") == new
     switched = world.acts("update", "Service")
@@ -68,16 +62,12 @@ async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_c
     assert [act.name for act in world.acts("put")] == [old, new]
 
 
-async def _gone(world: FakeRayWorld, cluster: str) -> bool:
-    return cluster not in world.clusters
-
-
 async def test_appended_worker_group_updates_the_active_cluster_in_place(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        cluster = active_of(await until_ready(env, handle))
+        cluster = await ready_cluster(env, handle)
         await apply(handle, rayservice_manifest(worker_groups=2))
 
         async def updated() -> bool:
@@ -100,7 +90,7 @@ async def _spec_change_without_upgrade(
     once the change was reported as not applied."""
     serve_v2 = SERVE_CONFIG_V1.replace("num_replicas: 2", "num_replicas: 3")
     async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
-        cluster = active_of(await until_ready(env, handle))
+        cluster = await ready_cluster(env, handle)
         await apply(handle, rayservice_manifest(version="v2", strategy=strategy, serve_config=serve_v2))
         status: dict[str, Any] = {}
 
@@ -172,7 +162,7 @@ async def test_serve_config_change_is_put_to_the_active_cluster_without_a_new_cl
     env, world = time_skipping_env, FakeRayWorld()
     serve_v2 = SERVE_CONFIG_V1.replace("num_replicas: 2", "num_replicas: 3")
     async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        cluster = active_of(await until_ready(env, handle))
+        cluster = await ready_cluster(env, handle)
         assert await apply(handle, rayservice_manifest(serve_config=serve_v2)) == {"generation": 2}
 
         async def three_replicas() -> bool:
@@ -199,33 +189,22 @@ async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
     manifest = rayservice_manifest(name, deletion_delay=1)
     workflow_id = f"rayservice/default/{name}"
     async with running_rayservice(env, world, manifest, workflow_id=workflow_id) as handle:
-        first = active_of(await until_ready(env, handle))
+        first = await ready_cluster(env, handle)
         world.serve_mode_for_new_clusters = "deploying"
         await apply(handle, rayservice_manifest(name, version="v2", deletion_delay=1))
-        status: dict[str, Any] = {}
-
-        async def pending_is_not(excluded: str) -> bool:
-            nonlocal status
-            status = await status_of(handle)
-            return pending_of(status) not in ("", excluded)
-
-        await eventually(env, lambda: pending_is_not(""))
+        status = await status_when(env, handle, lambda status: bool(pending_of(status)))
         second = pending_of(status)
         assert condition_of(status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")
         world.serve_mode_for_new_clusters = "running"
         third_spec = rayservice_manifest(name, version="v3", deletion_delay=1)
         assert await apply(handle, third_spec) == {"generation": 3}
-
-        async def third_serves() -> bool:
-            nonlocal status
-            status = await status_of(handle)
-            return active_of(status) not in (first, second) and not pending_of(status)
-
-        await eventually(env, third_serves)
+        status = await status_when(
+            env, handle, lambda status: active_of(status) not in (first, second) and not pending_of(status)
+        )
         third = active_of(status)
         final = await until_ready(env, handle)
-        await eventually(env, lambda: _gone(world, first))
-        await eventually(env, lambda: _gone(world, second))
+        await eventually(env, cluster_deleted(world, first))
+        await eventually(env, cluster_deleted(world, second))
     assert active_of(final) == third
     assert world.live_clusters() == [third]
     assert sorted(act.name for act in world.acts("delete", "RayCluster")) == sorted([first, second])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
@@ -14,6 +15,8 @@ from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.testing.rayservice_scenarios import (
     INCREMENTAL,
     Handle,
+    condition_of,
+    eventually,
     rayservice_manifest,
     status_of,
     until_ready,
@@ -48,14 +51,67 @@ async def apply(handle: Handle, manifest: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def active_of(status: dict[str, Any]) -> str:
+    """The active cluster's name in `status`, "" while there is none."""
+    return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+
+
+def pending_of(status: dict[str, Any]) -> str:
+    """The pending cluster's name in `status`, "" while there is none."""
+    return str((status.get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+
 async def active_cluster(handle: Handle) -> str:
-    """The active cluster's name, "" while there is none."""
-    return str(((await status_of(handle)).get("activeServiceStatus") or {}).get("rayClusterName") or "")
+    return active_of(await status_of(handle))
 
 
 async def pending_cluster(handle: Handle) -> str:
-    """The pending cluster's name, "" while there is none."""
-    return str(((await status_of(handle)).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+    return pending_of(await status_of(handle))
+
+
+async def status_when(
+    env: WorkflowEnvironment,
+    handle: Handle,
+    holds: Callable[[dict[str, Any]], bool],
+    step: timedelta = timedelta(seconds=1),
+) -> dict[str, Any]:
+    """Advances workflow time as `eventually` does until the status satisfies `holds`; that status."""
+    status: dict[str, Any] = {}
+
+    async def probe() -> bool:
+        nonlocal status
+        status = await status_of(handle)
+        return holds(status)
+
+    await eventually(env, probe, step=step)
+    return status
+
+
+def with_condition(
+    condition_type: str, *, status: str | None = "True", reason: str | None = None
+) -> Callable[[dict[str, Any]], bool]:
+    """For `status_when`: the condition has that status (None: any) and that reason (None: any)."""
+
+    def holds(rayservice_status: dict[str, Any]) -> bool:
+        found_status, found_reason = condition_of(rayservice_status, condition_type)
+        return status in (None, found_status) and reason in (None, found_reason)
+
+    return holds
+
+
+def traffic_moved_to_pending(status: dict[str, Any]) -> bool:
+    """The first traffic step of an incremental upgrade (25 % at the least) reached its pending cluster."""
+    pending = status.get("pendingServiceStatus") or {}
+    return bool(pending.get("rayClusterName")) and pending.get("trafficRoutedPercent", 0) >= 25
+
+
+def routed(world: FakeRayWorld) -> Probe:
+    """The HTTPRoute of an incremental upgrade exists (the upgrade can move traffic)."""
+
+    async def probe() -> bool:
+        return world.route is not None
+
+    return probe
 
 
 def promoted_to(handle: Handle, new: str) -> Probe:
@@ -75,6 +131,8 @@ def promoted_away_from(handle: Handle, old: str) -> Probe:
 
 
 def cluster_deleted(world: FakeRayWorld, name: str) -> Probe:
+    """`name` was deleted (it may still be in the status: see `rolled_back_to`)."""
+
     async def probe() -> bool:
         return name not in world.clusters
 
