@@ -1,10 +1,12 @@
-"""The documents the unit tests build their cases from: the RayClusterSpec of KubeRay's own tests, and the
-dotted-path patch a table case applies to a valid document."""
+"""The documents the unit tests build their cases from: the RayClusterSpec of KubeRay's own tests, the
+dotted-path patch a table case applies to a valid document, and those tables as pytest parameters."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+import pytest
 
 DNS1035_LABEL_RULE = (
     "[a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -55,6 +57,19 @@ def kuberay_test_cluster(
     }
 
 
+def deletion_rule(
+    policy: str, ttl: int = 0, job_status: str | None = None, deployment: str | None = None
+) -> dict[str, Any]:
+    """A RayJob deletionRules entry: `policy` `ttl` seconds after the job ends with that job status and/or
+    deployment status."""
+    condition: dict[str, Any] = {"ttlSeconds": ttl}
+    if job_status is not None:
+        condition["jobStatus"] = job_status
+    if deployment is not None:
+        condition["jobDeploymentStatus"] = deployment
+    return {"policy": policy, "condition": condition}
+
+
 def patched(document: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     """A copy of `document` with each dotted path ("a.0.b") set to its value (DELETE removes it)."""
     result = copy.deepcopy(document)
@@ -70,3 +85,8 @@ def patched(document: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]
         else:
             node[last] = value
     return result
+
+
+def named_cases(cases: list[tuple[str, dict[str, Any], str | None]]) -> list[Any]:
+    """(name, changes, expected message) rows as pytest parameters (changes, expected) with the name as id."""
+    return [pytest.param(changes, expected, id=name) for name, changes, expected in cases]

@@ -11,6 +11,7 @@ import pytest
 from models.features import FeatureGates
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType, RayJob
+from tests.unit.kuberay_documents import deletion_rule
 from workflows.decisions.rayjob.deletion import (
     ClusterDeletionObservation,
     DeletionMechanism,
@@ -42,16 +43,13 @@ def finished_job(
 
 def rule(
     policy: str, ttl: int = 0, job_status: str | None = "SUCCEEDED", deployment: str | None = None
-) -> dict:
-    condition: dict[str, Any] = {"ttlSeconds": ttl}
-    if job_status is not None and deployment is None:
-        condition["jobStatus"] = job_status
-    if deployment is not None:
-        condition["jobDeploymentStatus"] = deployment
-    return {"policy": policy, "condition": condition}
+) -> dict[str, Any]:
+    """A deletion rule for a SUCCEEDED job unless said otherwise; one on a deployment status has no job
+    status."""
+    return deletion_rule(policy, ttl, None if deployment is not None else job_status, deployment)
 
 
-def rules_spec(*rules: dict) -> dict[str, Any]:
+def rules_spec(*rules: dict[str, Any]) -> dict[str, Any]:
     return {"deletionStrategy": {"deletionRules": list(rules)}}
 
 

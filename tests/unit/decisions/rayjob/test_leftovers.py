@@ -10,6 +10,7 @@ import pytest
 
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType, RayJob
+from tests.unit.kuberay_documents import deletion_rule
 from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
 from workflows.decisions.rayjob.deletion import DeletionStep
 from workflows.decisions.rayjob.leftovers import (
@@ -26,18 +27,12 @@ CONFIG = OperatorConfig()
 P = DeletionPolicyType
 
 
-def rule(policy: str, job_status: str | None = None, deployment: str | None = None) -> dict[str, Any]:
-    condition: dict[str, Any] = {"ttlSeconds": 0}
-    if job_status is not None:
-        condition["jobStatus"] = job_status
-    if deployment is not None:
-        condition["jobDeploymentStatus"] = deployment
-    return {"policy": policy, "condition": condition}
-
-
 SUCCESS_AND_FAILURE_RULES = {
     "deletionStrategy": {
-        "deletionRules": [rule("DeleteCluster", "SUCCEEDED"), rule("DeleteCluster", "FAILED")]
+        "deletionRules": [
+            deletion_rule("DeleteCluster", job_status="SUCCEEDED"),
+            deletion_rule("DeleteCluster", job_status="FAILED"),
+        ]
     }
 }
 LEGACY = {
@@ -49,7 +44,7 @@ SUCCEEDED = ("SUCCEEDED", "Complete", None)
 
 
 def only(policy: str, deployment: str) -> dict[str, Any]:
-    return {"deletionStrategy": {"deletionRules": [rule(policy, deployment=deployment)]}}
+    return {"deletionStrategy": {"deletionRules": [deletion_rule(policy, deployment=deployment)]}}
 
 
 APP_FAILED = ("FAILED", "Failed", "AppFailed")

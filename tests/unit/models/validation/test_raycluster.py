@@ -10,7 +10,7 @@ import pytest
 from models.features import FeatureGates
 from models.raycluster import RayClusterSpec
 from models.validation import validate_created_cluster, validate_raycluster_spec
-from tests.unit.kuberay_documents import kuberay_test_cluster, patched
+from tests.unit.kuberay_documents import kuberay_test_cluster, named_cases, patched
 
 V2 = "RAY_enable_autoscaler_v2"
 ALL_GATES = FeatureGates(
@@ -528,7 +528,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "expected"), [(c, e) for _, c, e in CASES], ids=[n for n, _, _ in CASES])
+@pytest.mark.parametrize(("changes", "expected"), named_cases(CASES))
 def test_validate_raycluster_spec(changes: dict[str, Any], expected: str | None) -> None:
     changes = dict(changes)
     annotations = changes.pop("__annotations__", {})

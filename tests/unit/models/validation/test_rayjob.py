@@ -19,7 +19,15 @@ from models.validation import (
     validate_rayjob_spec,
     validate_rayjob_status,
 )
-from tests.unit.kuberay_documents import DELETE, DNS1035_LABEL_RULE, kuberay_test_cluster, patched, sample
+from tests.unit.kuberay_documents import (
+    DELETE,
+    DNS1035_LABEL_RULE,
+    kuberay_test_cluster,
+    named_cases,
+    patched,
+    sample,
+)
+from tests.unit.kuberay_documents import deletion_rule as rule  # short: the cases below are a table
 
 J = "The RayJob spec is invalid: "
 REQUIRES_BOTH = J + " ".join(
@@ -37,17 +45,6 @@ def base() -> dict[str, Any]:
 
 def rayjob(changes: dict[str, Any]) -> RayJob:
     return RayJob.model_validate(patched(base(), changes))
-
-
-def rule(
-    policy: str, ttl: int = 0, job_status: str | None = None, deployment: str | None = None
-) -> dict[str, Any]:
-    condition: dict[str, Any] = {"ttlSeconds": ttl}
-    if job_status is not None:
-        condition["jobStatus"] = job_status
-    if deployment is not None:
-        condition["jobDeploymentStatus"] = deployment
-    return {"policy": policy, "condition": condition}
 
 
 def rules(*items: dict[str, Any]) -> dict[str, Any]:
@@ -341,7 +338,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "expected"), [(c, e) for _, c, e in CASES], ids=[n for n, _, _ in CASES])
+@pytest.mark.parametrize(("changes", "expected"), named_cases(CASES))
 def test_validate_rayjob(changes: dict[str, Any], expected: str | None) -> None:
     assert validate_rayjob(rayjob(changes)) == expected
 

@@ -9,7 +9,13 @@ import pytest
 from models.features import FeatureGates
 from models.rayservice import RayService
 from models.validation import CEL_MANAGED_BY_VALUE, initializing_timeout_seconds, validate_rayservice
-from tests.unit.kuberay_documents import DNS1035_LABEL_RULE, kuberay_test_cluster, patched, sample
+from tests.unit.kuberay_documents import (
+    DNS1035_LABEL_RULE,
+    kuberay_test_cluster,
+    named_cases,
+    patched,
+    sample,
+)
 
 S = "The RayService spec is invalid: "
 M = "The RayService metadata is invalid: "
@@ -167,7 +173,7 @@ CASES: list[tuple[str, dict[str, Any], str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("changes", "expected"), [(c, e) for _, c, e in CASES], ids=[n for n, _, _ in CASES])
+@pytest.mark.parametrize(("changes", "expected"), named_cases(CASES))
 def test_validate_rayservice(changes: dict[str, Any], expected: str | None) -> None:
     assert validate_rayservice(rayservice(changes)) == expected
 
