@@ -121,7 +121,8 @@ async def test_a_deadline_passed_while_initializing_fails_the_attempt(
     attempts: int,
 ) -> None:
     world = FakeWorld(clusters_become_ready=False)
-    manifest = rayjob_manifest(**{field: seconds}, backoffLimit=backoff_limit)
+    deadline: dict[str, Any] = {field: seconds}
+    manifest = rayjob_manifest(**deadline, backoffLimit=backoff_limit)
     result = await _run(time_skipping_env, fake_worker, world, manifest)
 
     assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", reason)

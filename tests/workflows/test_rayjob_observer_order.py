@@ -16,19 +16,12 @@ from temporalio.testing import WorkflowEnvironment
 from models.operator import OperatorConfig
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
+from tests.workflows.fake_activities import with_fakes
 from wire import names
 from wire.dashboard import JobInfoAnswer, RayJobKey
 from wire.observer import OBSERVED_SIGNAL, JobWatch, ObservedJob
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
-
-
-def _replaced(world: FakeWorld, *fakes: Callable[..., Any]) -> list[Callable[..., Any]]:
-    replaced = {activity._Definition.must_from_callable(fake).name for fake in fakes}
-    kept = [
-        fn for fn in world.activities() if activity._Definition.must_from_callable(fn).name not in replaced
-    ]
-    return [*kept, *fakes]
 
 
 async def test_a_view_listed_before_a_direct_look_does_not_fail_a_finished_job(
@@ -61,7 +54,7 @@ async def test_a_view_listed_before_a_direct_look_does_not_fail_a_finished_job(
             raise ApplicationError("dashboard answered 403", non_retryable=True)
         return JobInfoAnswer("found", status="SUCCEEDED", message="Job finished successfully.")
 
-    activities = _replaced(world, late_observer, get_job_info)
+    activities = with_fakes(world, late_observer, get_job_info)
     async with fake_worker(client, activities=activities) as queue:
         handle = await start(client, rayjob_manifest(mode="K8sJobMode"), queue)
         result: dict[str, Any] = await handle.result()

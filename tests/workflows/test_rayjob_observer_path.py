@@ -16,6 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from models.operator import OperatorConfig
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
+from tests.workflows.fake_activities import with_fakes
 from wire import names
 from wire.dashboard import JobInfoAnswer, RayJobKey, WaitRayJob
 from wire.observer import JobWatch
@@ -26,15 +27,6 @@ ENDED: tuple[str, ...] = ("SUCCEEDED",)
 
 def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def _replaced(world: FakeWorld, *fakes: Callable[..., Any]) -> list[Callable[..., Any]]:
-    """The world's activities with `fakes` in place of those of the same names."""
-    replaced = {activity._Definition.must_from_callable(fake).name for fake in fakes}
-    kept = [
-        fn for fn in world.activities() if activity._Definition.must_from_callable(fn).name not in replaced
-    ]
-    return [*kept, *fakes]
 
 
 async def test_the_hourly_check_finds_an_end_no_observer_reported(
@@ -49,7 +41,7 @@ async def test_the_hourly_check_finds_an_end_no_observer_reported(
         watches.append(request)
         return True
 
-    async with fake_worker(time_skipping_env.client, activities=_replaced(world, silent_watch)) as queue:
+    async with fake_worker(time_skipping_env.client, activities=with_fakes(world, silent_watch)) as queue:
         handle = await start(time_skipping_env.client, rayjob_manifest(), queue)
         result: dict[str, Any] = await handle.result()
 
@@ -84,7 +76,7 @@ async def test_an_overdue_submitter_deadline_looks_at_the_job_before_failing_it(
         status = "RUNNING" if len(reads) == 1 else "SUCCEEDED"
         return JobInfoAnswer("found", status=status, message=f"Job is {status.lower()}")
 
-    fakes = _replaced(world, starved_wait, get_job_info)
+    fakes = with_fakes(world, starved_wait, get_job_info)
     async with fake_worker(time_skipping_env.client, activities=fakes) as queue:
         handle = await start(time_skipping_env.client, rayjob_manifest(mode="K8sJobMode"), queue)
         result: dict[str, Any] = await handle.result()
@@ -105,7 +97,7 @@ async def test_a_worker_without_an_observer_polls_the_job_itself(
     async def no_observer(request: JobWatch) -> bool:
         return False
 
-    async with fake_worker(time_skipping_env.client, activities=_replaced(world, no_observer)) as queue:
+    async with fake_worker(time_skipping_env.client, activities=with_fakes(world, no_observer)) as queue:
         handle = await start(time_skipping_env.client, rayjob_manifest(), queue)
         result: dict[str, Any] = await handle.result()
         scheduled = [
