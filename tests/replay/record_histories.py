@@ -52,7 +52,7 @@ from tests.workflows.fakes_drain import DrainingWorld
 from tests.workflows.fakes_gates import FAILING, HEALTHY, GatedWorld
 from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from tests.workflows.test_rayjob_frontdoor import adopted_manifest, kuberay_world
-from tests.workflows.upgrade_support import promoted_to
+from tests.workflows.upgrade_support import only_cluster_left, promoted_to
 from wire import names
 from wire.kubernetes import EarlierRun
 
@@ -419,11 +419,7 @@ async def _upgrade_rolled_back(
     old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
     world.serve_mode_for_new_clusters = new_serve_mode
     await handle.execute_update("apply", upgrade)
-
-    async def only_old() -> bool:
-        return world.live_clusters() == [old]
-
-    await eventually(env, only_old)
+    await eventually(env, only_cluster_left(world, old))
     await until_ready(env, handle)
 
 

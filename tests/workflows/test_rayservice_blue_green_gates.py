@@ -14,6 +14,7 @@ from tests.workflows.fakes_gates import FAILING, GatedWorld
 from tests.workflows.upgrade_support import (
     active_cluster,
     apply,
+    only_cluster_left,
     promoted_away_from,
     ready_cluster,
     rolled_back_to,
@@ -88,11 +89,7 @@ async def test_a_failed_post_promotion_analysis_switches_back_and_keeps_the_old_
         new = world.probes[0].service.removesuffix("-head-svc")
         switched = [act.detail["selector"]["ray.io/cluster"] for act in world.acts("update", "Service")]
         assert new in switched  # the Services did go to the new cluster first
-
-        async def new_cluster_deleted() -> bool:
-            return world.live_clusters() == [old]
-
-        await eventually(env, new_cluster_deleted, step=timedelta(milliseconds=500))
+        await eventually(env, only_cluster_left(world, old), step=timedelta(milliseconds=500))
         await env.sleep(timedelta(minutes=2))  # the same spec is not tried again
         final = await status_of(handle)
     assert world.live_clusters() == [old]

@@ -32,10 +32,12 @@ from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
     apply,
     cluster_deleted,
+    only_cluster_left,
     pending_of,
     promoted_to,
     ready_cluster,
     routed,
+    start_stuck_upgrade,
     status_when,
     traffic_moved_to_pending,
     with_condition,
@@ -63,21 +65,23 @@ async def upgrade_under_way(env: WorkflowEnvironment, world: FakeRayWorld) -> As
         yield Upgrade(handle, old, pending_of(status), since)
 
 
-async def start_new_cluster_upgrade_held_deploying(
-    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle
-) -> str:
-    """Deploy v1 (NewCluster strategy), apply v2 whose Serve stays DEPLOYING, and return the old cluster once
-    the new one reported it (its Serve wait settled: a control cannot race its completion)."""
-    old = await ready_cluster(env, handle)
-    world.serve_mode_for_new_clusters = "deploying"
-    await apply(handle, rayservice_manifest(version="v2", deletion_delay=10))
+@asynccontextmanager
+async def new_cluster_upgrade_held_deploying(
+    env: WorkflowEnvironment, world: FakeRayWorld
+) -> AsyncIterator[tuple[Handle, str]]:
+    """Deploy v1 (NewCluster strategy), apply v2 whose Serve stays DEPLOYING, and give (handle, old cluster)
+    once the new one reported it (its Serve wait settled: a control cannot race its completion)."""
+    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
+        old = await start_stuck_upgrade(
+            env, world, handle, rayservice_manifest(version="v2", deletion_delay=10), "deploying"
+        )
 
-    async def deploying() -> bool:
-        apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
-        return apps.get("app", {}).get("status") == "DEPLOYING"
+        async def deploying() -> bool:
+            apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
+            return apps.get("app", {}).get("status") == "DEPLOYING"
 
-    await eventually(env, deploying)
-    return old
+        await eventually(env, deploying)
+        yield handle, old
 
 
 async def control(handle: Handle, name: str) -> dict[str, Any]:
@@ -186,14 +190,9 @@ async def test_new_cluster_upgrade_abort_drops_the_pending_cluster(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
-        old = await start_new_cluster_upgrade_held_deploying(env, world, handle)
+    async with new_cluster_upgrade_held_deploying(env, world) as (handle, old):
         await control(handle, "abort")
-
-        async def only_old() -> bool:
-            return world.live_clusters() == [old]
-
-        await eventually(env, only_old)
+        await eventually(env, only_cluster_left(world, old))
         final = await status_of(handle)
     assert condition_of(final, "UpgradeInProgress")[0] == "False"
     assert condition_of(final, "Ready")[0] == "True"
@@ -219,8 +218,7 @@ async def test_new_cluster_promote_is_rejected_and_the_upgrade_still_waits_for_r
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
-        old = await start_new_cluster_upgrade_held_deploying(env, world, handle)
+    async with new_cluster_upgrade_held_deploying(env, world) as (handle, old):
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await control(handle, "promote")
         await env.sleep(timedelta(minutes=2))

@@ -19,6 +19,7 @@ from raypilot.testing.rayservice_scenarios import (
 from tests.workflows.fakes_gates import FAILING, GatedWorld
 from tests.workflows.upgrade_support import (
     apply,
+    only_cluster_left,
     pending_cluster,
     promoted_away_from,
     ready_cluster,
@@ -58,11 +59,7 @@ async def test_a_passing_http_probe_lets_the_plan_go_on(time_skipping_env: Workf
         await eventually(env, promoted_away_from(handle, old), step=timedelta(seconds=1))
         final = await upgraded_or_rolled_back(env, handle, old)
         new = final["activeServiceStatus"]["rayClusterName"]
-
-        async def old_cluster_deleted() -> bool:
-            return world.live_clusters() == [new]
-
-        await eventually(env, old_cluster_deleted, step=timedelta(seconds=2))
+        await eventually(env, only_cluster_left(world, new), step=timedelta(seconds=2))
     assert len(world.probes) == 1  # one run per cluster and step, kept in the state
     probe = world.probes[0]
     assert (probe.service, probe.port, probe.path, probe.samples) == (
@@ -85,11 +82,7 @@ async def test_a_failing_http_probe_rolls_back_with_the_measured_values(
         world.samples = FAILING
         await apply(handle, gated("v2", PROBE))
         final = await upgraded_or_rolled_back(env, handle, old)
-
-        async def new_cluster_deleted() -> bool:
-            return world.live_clusters() == [old]
-
-        await eventually(env, new_cluster_deleted, step=timedelta(milliseconds=500))
+        await eventually(env, only_cluster_left(world, old), step=timedelta(milliseconds=500))
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
     events = [e for e in world.events if e.reason == "AnalysisFailed"]

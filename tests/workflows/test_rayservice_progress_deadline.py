@@ -31,6 +31,7 @@ from tests.workflows.upgrade_support import (
     ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    start_stuck_upgrade,
 )
 
 
@@ -50,9 +51,7 @@ def condition_message(status: dict[str, Any], condition_type: str) -> str:
 async def upgrade_to_a_cluster_that_never_serves(
     env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle, v2: dict[str, Any]
 ) -> tuple[str, str]:
-    old = await ready_cluster(env, handle)
-    world.serve_mode_for_new_clusters = "deploying"
-    await apply(handle, v2)
+    old = await start_stuck_upgrade(env, world, handle, v2, "deploying")
 
     async def pending() -> bool:
         return bool(await pending_cluster(handle))

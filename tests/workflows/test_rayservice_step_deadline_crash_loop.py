@@ -12,11 +12,11 @@ from temporalio.testing import WorkflowEnvironment
 from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
-    apply,
+    only_cluster_left,
     pending_cluster,
-    ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    start_stuck_upgrade,
 )
 
 
@@ -24,9 +24,10 @@ async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEn
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 10, "progressDeadlineSeconds": 60}, {"traffic": 50}]}
     async with running_rayservice(env, world, rollout_manifest("v1", rollout, True)) as handle:
-        old = await ready_cluster(env, handle)
-        world.serve_mode_for_new_clusters = "deploying"  # v2's replicas never come up: no traffic moves
-        await apply(handle, rollout_manifest("v2", rollout, True))
+        # v2's replicas never come up: no traffic moves
+        old = await start_stuck_upgrade(
+            env, world, handle, rollout_manifest("v2", rollout, True), "deploying"
+        )
 
         async def pending() -> bool:
             return bool(await pending_cluster(handle))
@@ -63,9 +64,9 @@ async def test_a_crash_looping_head_rolls_back(time_skipping_env: WorkflowEnviro
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"onUnhealthy": "Abort"}
     async with running_rayservice(env, world, rollout_manifest("v1", rollout, False)) as handle:
-        old = await ready_cluster(env, handle)
-        world.serve_mode_for_new_clusters = "deploying"
-        await apply(handle, rollout_manifest("v2", rollout, False))
+        old = await start_stuck_upgrade(
+            env, world, handle, rollout_manifest("v2", rollout, False), "deploying"
+        )
 
         async def created() -> bool:
             return len(world.clusters) == 2
@@ -74,11 +75,7 @@ async def test_a_crash_looping_head_rolls_back(time_skipping_env: WorkflowEnviro
         new = next(name for name in world.clusters if name != old)
         world.clusters[new].head_pod = lambda: crash_looping_head(new)  # type: ignore[method-assign]
         world.clusters[new].serve_mode = "down"  # the dashboard goes with the head: the Serve wait returns
-
-        async def rolled_back() -> bool:
-            return world.live_clusters() == [old]
-
-        await eventually(env, rolled_back, step=timedelta(milliseconds=500))
+        await eventually(env, only_cluster_left(world, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
     assert condition_of(final, "RolloutProgressing") == ("False", "HeadPodCrashLoop")

@@ -17,6 +17,7 @@ from tests.workflows.upgrade_support import (
     ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    start_stuck_upgrade,
 )
 
 
@@ -24,9 +25,7 @@ async def test_a_failed_new_cluster_is_rolled_back_at_once(time_skipping_env: Wo
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 10}, {"pause": "indefinite"}]}
     async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
-        old = await ready_cluster(env, handle)
-        world.serve_mode_for_new_clusters = "failed"
-        await apply(handle, rollout_manifest("v2", rollout))
+        old = await start_stuck_upgrade(env, world, handle, rollout_manifest("v2", rollout), "failed")
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
     assert final["activeServiceStatus"]["rayClusterName"] == old
@@ -41,9 +40,9 @@ async def test_wait_keeps_the_upgrade_waiting(time_skipping_env: WorkflowEnviron
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"onUnhealthy": "Wait"}
     async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
-        old = await ready_cluster(env, handle)
-        world.serve_mode_for_new_clusters = "failed"
-        await apply(handle, rollout_manifest("v2", rollout, incremental=False))
+        old = await start_stuck_upgrade(
+            env, world, handle, rollout_manifest("v2", rollout, incremental=False), "failed"
+        )
 
         async def said_so() -> bool:
             return condition_of(await status_of(handle), "RolloutProgressing")[1] == "NewClusterUnhealthy"

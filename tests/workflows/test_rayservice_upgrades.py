@@ -28,6 +28,7 @@ from tests.workflows.upgrade_support import (
     cluster_deleted,
     pending_of,
     ready_cluster,
+    start_stuck_upgrade,
     status_when,
 )
 
@@ -189,9 +190,9 @@ async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
     manifest = rayservice_manifest(name, deletion_delay=1)
     workflow_id = f"rayservice/default/{name}"
     async with running_rayservice(env, world, manifest, workflow_id=workflow_id) as handle:
-        first = await ready_cluster(env, handle)
-        world.serve_mode_for_new_clusters = "deploying"
-        await apply(handle, rayservice_manifest(name, version="v2", deletion_delay=1))
+        first = await start_stuck_upgrade(
+            env, world, handle, rayservice_manifest(name, version="v2", deletion_delay=1), "deploying"
+        )
         status = await status_when(env, handle, lambda status: bool(pending_of(status)))
         second = pending_of(status)
         assert condition_of(status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")

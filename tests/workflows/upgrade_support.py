@@ -51,6 +51,17 @@ async def apply(handle: Handle, manifest: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+async def start_stuck_upgrade(
+    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle, upgrade: dict[str, Any], serve_mode: str
+) -> str:
+    """Once the RayService is ready, applies `upgrade` whose new clusters' Serve stays in `serve_mode`
+    ("deploying": never ready; "failed": DEPLOY_FAILED); the cluster that served before."""
+    old = await ready_cluster(env, handle)
+    world.serve_mode_for_new_clusters = serve_mode
+    await apply(handle, upgrade)
+    return old
+
+
 def active_of(status: dict[str, Any]) -> str:
     """The active cluster's name in `status`, "" while there is none."""
     return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
@@ -135,6 +146,15 @@ def cluster_deleted(world: FakeRayWorld, name: str) -> Probe:
 
     async def probe() -> bool:
         return name not in world.clusters
+
+    return probe
+
+
+def only_cluster_left(world: FakeRayWorld, name: str) -> Probe:
+    """Every other cluster was deleted: `name` is the only one the world still runs."""
+
+    async def probe() -> bool:
+        return world.live_clusters() == [name]
 
     return probe
 
