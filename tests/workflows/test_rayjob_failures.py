@@ -3,8 +3,6 @@ reason and message, submitter failures and failing status checks (time-skipping,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,21 +10,17 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from models.operator import OperatorConfig
-from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
+from raypilot.testing.rayjob_scenarios import rayjob_manifest
 from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
+from tests.workflows.rayjob_support import FakeWorker, completed_run
 from wire import names
 from workflows.decisions.rayjob.deadlines import GRACE_PERIOD_MESSAGE
-
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 
 
 async def _run(
     env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld, manifest: dict[str, Any]
 ) -> dict[str, Any]:
-    client = env.client
-    async with fake_worker(client, activities=world.activities()) as queue:
-        handle = await start(client, manifest, queue)
-        result: dict[str, Any] = await handle.result()
+    _, result = await completed_run(env, fake_worker, world, manifest)
     return result
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
@@ -23,11 +21,10 @@ from raypilot.testing.rayjob_scenarios import (
     status_of,
 )
 from raypilot.testing.rayjob_world import RUNS_FOREVER, FakeWorld
+from tests.workflows.rayjob_support import FakeWorker, completed_run
 from wire import names
 from wire.kubernetes import CreateObject
 from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
-
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 
 HTTP_MODE_BUDGET = 60
 K8S_JOB_MODE_BUDGET = 80
@@ -200,10 +197,8 @@ def _same_work(one: Counter[str], other: Counter[str]) -> bool:
 async def _run_counted(
     env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld, manifest: dict[str, Any]
 ) -> tuple[WorkflowHandle[Any, Any], int]:
-    async with fake_worker(env.client, activities=world.activities()) as queue:
-        handle = await start(env.client, manifest, queue)
-        await handle.result()
-        return handle, await history_event_count(handle)
+    handle, _ = await completed_run(env, fake_worker, world, manifest)
+    return handle, await history_event_count(handle)
 
 
 async def _work_events(handle: WorkflowHandle[Any, Any]) -> Counter[str]:
@@ -215,18 +210,15 @@ async def _work_events(handle: WorkflowHandle[Any, Any]) -> Counter[str]:
 async def test_web_ui_search_attributes_and_details(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
-    client = time_skipping_env.client
     world = FakeWorld()
-    async with fake_worker(client, activities=world.activities()) as queue:
-        handle = await start(client, rayjob_manifest(name="ui"), queue)
-        await handle.result()
-        described = await handle.describe()
-        upserts = [
-            event
-            async for event in handle.fetch_history_events()
-            if "RayPhase"
-            in event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
-        ]
+    handle, _ = await completed_run(time_skipping_env, fake_worker, world, rayjob_manifest(name="ui"))
+    described = await handle.describe()
+    upserts = [
+        event
+        async for event in handle.fetch_history_events()
+        if "RayPhase"
+        in event.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
+    ]
     attributes = described.typed_search_attributes
     assert attributes.get(RAY_KIND) == "RayJob"
     assert attributes.get(RAY_NAMESPACE) == "default"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from temporalio.client import WorkflowHandle
@@ -18,11 +16,10 @@ from models.manifest import parse_rayjob
 from models.naming import ANNOTATION_RAYJOB_UID
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start, until_phase
 from raypilot.testing.rayjob_world import RUNS_FOREVER, FakeWorld
+from tests.workflows.rayjob_support import FakeWorker, completed_run
 from wire import names
 from wire.kubernetes import EarlierRun
 from workflows.decisions.rayjob.object import rayjob_spec_hash
-
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 
 FINISHED_STATUS = {
     "jobId": "earlier-abcde",
@@ -39,13 +36,10 @@ FINISHED_STATUS = {
 async def test_a_finished_run_records_that_it_holds_its_object_and_names_its_objects(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
-    client = time_skipping_env.client
     world = FakeWorld()
     manifest = rayjob_manifest(name="memo", mode="K8sJobMode")
-    async with fake_worker(client, activities=world.activities()) as queue:
-        handle = await start(client, manifest, queue)
-        result = await handle.result()
-        memo = await (await handle.describe()).memo()
+    handle, result = await completed_run(time_skipping_env, fake_worker, world, manifest)
+    memo = await (await handle.describe()).memo()
     assert result["jobDeploymentStatus"] == "Complete"
     assert memo == {
         "raypilot.io/outcome": "finished",
@@ -62,12 +56,9 @@ async def test_a_finished_run_records_that_it_holds_its_object_and_names_its_obj
 async def test_a_run_takes_over_the_finished_object_of_an_earlier_run_without_side_effects(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
-    client = time_skipping_env.client
     world = FakeWorld(earlier_run=EarlierRun("run-1", "COMPLETED", "finished", 3, "h", dict(FINISHED_STATUS)))
-    async with fake_worker(client, activities=world.activities()) as queue:
-        handle = await start(client, rayjob_manifest(name="again"), queue)
-        result = await handle.result()
-        memo = await (await handle.describe()).memo()
+    handle, result = await completed_run(time_skipping_env, fake_worker, world, rayjob_manifest(name="again"))
+    memo = await (await handle.describe()).memo()
     assert result == FINISHED_STATUS
     assert memo == {
         "raypilot.io/outcome": "finished",
@@ -83,7 +74,6 @@ async def test_a_run_takes_over_the_finished_object_of_an_earlier_run_without_si
 async def test_a_deleted_or_failed_earlier_run_leaves_nothing_to_take_over(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
-    client = time_skipping_env.client
     for index, earlier in enumerate(
         [
             EarlierRun("run-1", "COMPLETED", "deleted", 1, "h", dict(FINISHED_STATUS)),
@@ -92,9 +82,9 @@ async def test_a_deleted_or_failed_earlier_run_leaves_nothing_to_take_over(
         ]
     ):
         world = FakeWorld(earlier_run=earlier)
-        async with fake_worker(client, activities=world.activities()) as queue:
-            handle = await start(client, rayjob_manifest(name=f"anew-{index}"), queue)
-            result = await handle.result()
+        _, result = await completed_run(
+            time_skipping_env, fake_worker, world, rayjob_manifest(name=f"anew-{index}")
+        )
         assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED"), earlier
         assert result["jobId"] != FINISHED_STATUS["jobId"]
         assert world.submissions == 1
@@ -137,12 +127,9 @@ async def local_activity_types(handle: WorkflowHandle[Any, Any]) -> list[str]:
 async def test_a_run_reads_its_configuration_and_earlier_run_with_one_local_activity(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
-    client = time_skipping_env.client
     world = FakeWorld()
-    async with fake_worker(client, activities=world.activities()) as queue:
-        handle = await start(client, rayjob_manifest(name="one-read"), queue)
-        await handle.result()
-        types = await local_activity_types(handle)
+    handle, _ = await completed_run(time_skipping_env, fake_worker, world, rayjob_manifest(name="one-read"))
+    types = await local_activity_types(handle)
     assert types[:2] == [names.READ_RUN_START, names.CREATE_RAYCLUSTER]
     assert names.READ_OPERATOR_CONFIG not in types
     assert names.LATEST_EARLIER_RUN not in types

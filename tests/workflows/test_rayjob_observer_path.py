@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from models.operator import OperatorConfig
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
-from tests.workflows.fake_activities import with_fakes
+from tests.workflows.rayjob_support import with_fakes
 from wire import names
 from wire.dashboard import JobInfoAnswer, RayJobKey, WaitRayJob
 from wire.observer import JobWatch
