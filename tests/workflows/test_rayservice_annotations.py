@@ -10,9 +10,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from models.rayservice_annotations import ANNOTATION_IN_PLACE_RESTART, MAX_DRAIN_ANNOTATION
-from raypilot.testing.rayservice_scenarios import rayservice_manifest, running_rayservice, until_ready
+from raypilot.testing.rayservice_scenarios import rayservice_manifest, running_rayservice
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply
+from tests.workflows.upgrade_support import apply, serving
 
 
 @pytest.mark.parametrize(
@@ -39,8 +39,7 @@ async def test_an_unusable_annotation_fails_the_run_creating_nothing(
 
 async def test_apply_with_an_unusable_annotation_is_rejected(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, _):
         created = list(world.log)
         bad = rayservice_manifest(version="v2", annotations={MAX_DRAIN_ANNOTATION: "soon"})
         with pytest.raises(WorkflowUpdateFailedError) as rejected:

@@ -9,16 +9,16 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
+from raypilot.testing.rayservice_scenarios import condition_of, eventually, status_of
 from tests.workflows.fakes_gates import FAILING, GatedWorld
 from tests.workflows.upgrade_support import (
     active_cluster,
     apply,
     only_cluster_left,
     promoted_away_from,
-    ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    serving,
 )
 
 PROBE = {"name": "probe", "http": {"path": "/", "samples": 20, "minSuccessRate": 0.95}}
@@ -33,8 +33,7 @@ async def test_a_failed_pre_promotion_analysis_rolls_back_before_the_switch(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
-    async with running_rayservice(env, world, blue_green("v1", prePromotionAnalysis="probe")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, blue_green("v1", prePromotionAnalysis="probe")) as (handle, old):
         world.samples = FAILING
         await apply(handle, blue_green("v2", prePromotionAnalysis="probe"))
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
@@ -54,8 +53,7 @@ async def test_manual_promotion_holds_the_switch_until_promote(
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
     manual = {"autoPromotionEnabled": False, "prePromotionAnalysis": "probe"}
-    async with running_rayservice(env, world, blue_green("v1", **manual)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, blue_green("v1", **manual)) as (handle, old):
         await apply(handle, blue_green("v2", **manual))
 
         async def awaiting() -> bool:
@@ -77,8 +75,7 @@ async def test_a_failed_post_promotion_analysis_switches_back_and_keeps_the_old_
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
-    async with running_rayservice(env, world, blue_green("v1", postPromotionAnalysis="probe")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, blue_green("v1", postPromotionAnalysis="probe")) as (handle, old):
         world.samples = FAILING
         await apply(handle, blue_green("v2", postPromotionAnalysis="probe"))
 

@@ -35,8 +35,8 @@ from tests.workflows.upgrade_support import (
     only_cluster_left,
     pending_of,
     promoted_to,
-    ready_cluster,
     routed,
+    serving,
     start_stuck_upgrade,
     status_when,
     traffic_moved_to_pending,
@@ -56,8 +56,7 @@ class Upgrade(NamedTuple):
 async def upgrade_under_way(env: WorkflowEnvironment, world: FakeRayWorld) -> AsyncIterator[Upgrade]:
     """Deploy v1 with the incremental strategy, apply v2, and give (handle, old cluster, new cluster, log
     position at the apply) once traffic moves to the new cluster."""
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, incremental_manifest()) as (handle, old):
         await eventually(env, routed(world))
         since = len(world.log)
         await apply(handle, incremental_manifest("v2"))
@@ -202,8 +201,7 @@ async def test_new_cluster_upgrade_abort_drops_the_pending_cluster(
 async def test_incremental_gate_off_falls_back_to_new_cluster(time_skipping_env: WorkflowEnvironment) -> None:
     env = time_skipping_env
     world = FakeRayWorld(OperatorConfig(feature_gates=FeatureGates(ray_service_incremental_upgrade=False)))
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, incremental_manifest()) as (handle, old):
         await apply(handle, incremental_manifest("v2"))
 
         async def switched() -> bool:

@@ -13,7 +13,6 @@ from raypilot.testing.rayservice_scenarios import (
     Handle,
     condition_of,
     eventually,
-    running_rayservice,
     status_of,
 )
 from tests.workflows.fakes_gates import FAILING, GatedWorld
@@ -22,8 +21,8 @@ from tests.workflows.upgrade_support import (
     only_cluster_left,
     pending_cluster,
     promoted_away_from,
-    ready_cluster,
     rollout_manifest,
+    serving,
 )
 from wire.analysis import PrometheusAnswer
 
@@ -53,8 +52,7 @@ async def upgraded_or_rolled_back(env: WorkflowEnvironment, handle: Handle, old:
 
 async def test_a_passing_http_probe_lets_the_plan_go_on(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, GatedWorld()
-    async with running_rayservice(env, world, gated("v1", PROBE)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, gated("v1", PROBE)) as (handle, old):
         await apply(handle, gated("v2", PROBE))
         await eventually(env, promoted_away_from(handle, old), step=timedelta(seconds=1))
         final = await upgraded_or_rolled_back(env, handle, old)
@@ -77,8 +75,7 @@ async def test_a_failing_http_probe_rolls_back_with_the_measured_values(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
-    async with running_rayservice(env, world, gated("v1", PROBE)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, gated("v1", PROBE)) as (handle, old):
         world.samples = FAILING
         await apply(handle, gated("v2", PROBE))
         final = await upgraded_or_rolled_back(env, handle, old)
@@ -99,8 +96,7 @@ async def test_prometheus_gate_fails_on_its_value_and_waits_when_inconclusive(
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
     inconclusive = {**ERRORS, "prometheus": {**ERRORS["prometheus"], "onError": "Inconclusive"}}
-    async with running_rayservice(env, world, gated("v1", inconclusive)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, gated("v1", inconclusive)) as (handle, old):
         world.prometheus = PrometheusAnswer(error="Prometheus unreachable: ConnectError: refused")
         await apply(handle, gated("v2", inconclusive))
 

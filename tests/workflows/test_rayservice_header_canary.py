@@ -15,12 +15,10 @@ from raypilot.testing.rayservice_scenarios import (
     INCREMENTAL,
     eventually,
     rayservice_manifest,
-    running_rayservice,
     status_of,
-    until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, ready_cluster
+from tests.workflows.upgrade_support import apply, serving
 
 CANARY = {"name": "x-canary", "value": "v2"}
 
@@ -60,8 +58,7 @@ async def test_the_header_rule_reaches_the_pending_cluster_before_any_weighted_t
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, old):
         await apply(handle, manifest("v2"))
         new = await paused_with_a_pending_cluster(env, handle)
 
@@ -94,8 +91,7 @@ async def test_the_header_rule_reaches_the_pending_cluster_before_any_weighted_t
 
 async def test_the_header_rule_goes_at_abort(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, old):
         await apply(handle, manifest("v2"))
         await paused_with_a_pending_cluster(env, handle)
 
@@ -115,8 +111,7 @@ async def test_without_the_setting_the_route_has_only_kuberays_rule(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1", canary=None)) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, manifest("v1", canary=None)) as (handle, _):
         await apply(handle, manifest("v2", canary=None))
         await paused_with_a_pending_cluster(env, handle)
     assert len(rules(world)) == 1

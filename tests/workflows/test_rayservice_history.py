@@ -12,12 +12,11 @@ from raypilot.testing.rayservice_scenarios import (
     condition_of,
     eventually,
     rayservice_manifest,
-    running_rayservice,
     status_of,
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, pending_of, ready_cluster, status_when
+from tests.workflows.upgrade_support import apply, pending_of, serving, status_when
 from workflows.rayservice.state import RayServiceState
 
 
@@ -32,8 +31,7 @@ async def test_continue_as_new_carries_a_spec_still_being_rolled_out(
     env, world = time_skipping_env, FakeRayWorld()
     manifest = rayservice_manifest(deletion_delay=5)
     knob = RayServiceState(manifest=manifest, continue_as_new_at_history_length=60)
-    async with running_rayservice(env, world, manifest, carried=knob) as handle:
-        first = await ready_cluster(env, handle)
+    async with serving(env, world, manifest, carried=knob) as (handle, first):
         world.serve_mode_for_new_clusters = "deploying"
         upgrade = rayservice_manifest(version="v2", deletion_delay=5)
         await apply(handle, upgrade)
@@ -67,8 +65,7 @@ async def test_a_rayservice_idle_for_a_day_adds_at_most_50_history_events(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     world.unchanged_retry = timedelta(minutes=10)
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, _):
         await env.sleep(timedelta(minutes=1))
         run, before = await current_run(env)
         await env.sleep(timedelta(hours=24))

@@ -14,12 +14,11 @@ from raypilot.testing.rayservice_scenarios import (
     condition_of,
     eventually,
     rayservice_manifest,
-    running_rayservice,
     status_of,
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, ready_cluster
+from tests.workflows.upgrade_support import apply, serving
 
 NONE = {"type": "None"}
 RESTART = {"raypilot.io/in-place-restart": "true"}
@@ -33,8 +32,7 @@ async def test_in_place_restart_rolls_worker_groups_then_the_head_waiting_for_se
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, cluster):
         fake = world.clusters[cluster]
         old_hash = fake.body["metadata"]["annotations"]["ray.io/hash-without-replicas-and-workers-to-delete"]
         # Serve is not RUNNING after the first group restarted: the roll waits.
@@ -91,8 +89,7 @@ async def test_a_roll_writes_no_history_while_it_waits_for_serve(
     reads every 2 s. Measured on this scenario: the polling loop wrote 1,377 events from the apply to the
     end of the roll (about 11 per 2 s while Serve was held), the waits about 225."""
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, cluster):
         world.serve_mode_after_pod_delete = "deploying"
         before_apply = await history_length(handle)
         await apply(handle, manifest("v2"))
@@ -130,8 +127,7 @@ async def test_without_a_pods_wait_the_roll_checks_every_two_seconds(
     every 2 s, as before the waits, and completes."""
     env, world = time_skipping_env, FakeRayWorld()
     world.pods_wait_registered = False
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, cluster):
         await apply(handle, manifest("v2"))
 
         async def finished() -> bool:

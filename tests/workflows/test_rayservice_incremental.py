@@ -16,7 +16,6 @@ from raypilot.testing.rayservice_scenarios import (
     condition_of,
     eventually,
     incremental_manifest,
-    running_rayservice,
     status_of,
     timed_sequence,
     upgrade_sequence,
@@ -26,8 +25,8 @@ from tests.workflows.incremental_simulation import expected_upgrade_steps
 from tests.workflows.upgrade_support import (
     apply,
     cluster_deleted,
-    ready_cluster,
     routed,
+    serving,
     status_when,
     with_condition,
 )
@@ -48,8 +47,7 @@ async def test_incremental_upgrade_moves_traffic_and_capacity_step_by_step(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, incremental_manifest()) as (handle, old):
         await eventually(env, routed(world))
         assert world.gateway is not None
         assert world.gateway["spec"]["gatewayClassName"] == "istio"

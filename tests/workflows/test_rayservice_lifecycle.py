@@ -22,7 +22,7 @@ from raypilot.testing.rayservice_scenarios import (
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import apply, ready_cluster, status_when, with_condition
+from tests.workflows.upgrade_support import apply, serving, status_when, with_condition
 from wire import names
 from workflows.search_attributes import RAY_PHASE
 
@@ -31,8 +31,7 @@ async def test_suspend_deletes_everything_owned_and_resume_starts_over(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        first = await ready_cluster(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, first):
         await apply(handle, rayservice_manifest(suspend=True))
         suspended = await status_when(env, handle, with_condition("Suspended"))
         assert world.live_clusters() == []
@@ -93,8 +92,7 @@ async def test_delete_removes_every_owned_object_and_completes(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, _):
         result = await handle.execute_update("delete", result_type=dict)
         final = await handle.result()
     clusters = [f"RayCluster/{name}" for name in world.deleted_clusters]
@@ -110,8 +108,7 @@ async def test_delete_completes_while_a_serve_wait_is_lost_with_its_worker(
     # The settled Serve wait heartbeats once a minute: lost with a killed worker, its cancellation would be
     # recorded only at its 3-minute heartbeat timeout. The deletion does not wait for it.
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, _):
         world.serve_waits_lost = True
         await env.sleep(world.unchanged_retry or timedelta(0))  # the wait's next attempt starts, and hangs
         await asyncio.wait_for(world.serve_wait_lost.wait(), timeout=60)
@@ -201,8 +198,7 @@ async def test_applications_lost_by_a_head_restart_are_submitted_again(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, cluster):
         world.restart_head(cluster)
 
         async def resubmitted() -> bool:

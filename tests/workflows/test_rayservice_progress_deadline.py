@@ -20,7 +20,6 @@ from raypilot.testing.rayservice_scenarios import (
     rayservice_manifest,
     running_rayservice,
     status_of,
-    until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
@@ -28,9 +27,9 @@ from tests.workflows.upgrade_support import (
     pending_cluster,
     promoted_away_from,
     promoted_to,
-    ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    serving,
     start_stuck_upgrade,
 )
 
@@ -136,8 +135,7 @@ async def test_degraded_keeps_waiting_and_the_upgrade_completes_once_ready(
 async def test_a_cluster_ready_in_time_is_said_so(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 600}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, rollout_manifest("v1", rollout, incremental=False)) as (handle, old):
         await apply(handle, rollout_manifest("v2", rollout, incremental=False))
         await eventually(env, promoted_away_from(handle, old))
         final = await status_of(handle)
@@ -159,8 +157,7 @@ async def test_a_bad_rollout_annotation_fails_the_start_and_is_rejected_by_apply
     assert (cause.type, cause.message) == ("ValidationFailed", expected)
     assert world.log == []  # nothing created
 
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, _):
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await apply(handle, bad)
         assert (await status_of(handle))["observedGeneration"] == 1

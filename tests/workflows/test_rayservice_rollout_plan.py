@@ -12,7 +12,6 @@ from raypilot.testing.rayservice_scenarios import (
     Handle,
     condition_of,
     eventually,
-    running_rayservice,
     status_of,
     timed_sequence,
     upgrade_sequence,
@@ -21,10 +20,10 @@ from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
     apply,
     promoted_away_from,
-    ready_cluster,
     rolled_back_to,
     rollout_manifest,
     routed,
+    serving,
 )
 
 PLAN = {
@@ -49,8 +48,7 @@ async def test_the_plan_is_walked_exactly_and_an_indefinite_pause_waits_for_resu
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, planned("v1")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, planned("v1")) as (handle, old):
         await eventually(env, routed(world))
         since = len(world.log)
         await apply(handle, planned("v2"))
@@ -100,8 +98,7 @@ async def test_promote_during_an_indefinite_pause_finishes_the_upgrade(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     plan = {"steps": [{"traffic": 10, "pause": "indefinite"}, {"traffic": 60}]}
-    async with running_rayservice(env, world, planned("v1", plan)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, planned("v1", plan)) as (handle, old):
         await apply(handle, planned("v2", plan))
 
         async def paused_at_10() -> bool:
@@ -126,8 +123,7 @@ async def test_a_passing_serve_status_gate_lets_the_plan_go_on(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, planned("v1", GATED)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, planned("v1", GATED)) as (handle, old):
         await apply(handle, planned("v2", GATED))
         await eventually(env, promoted_away_from(handle, old))
         final = await status_of(handle)
@@ -142,8 +138,7 @@ async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: Workflo
         **GATED,
         "steps": [{"traffic": 10}, {"pause": "1m"}, {"analysis": "serve-healthy"}, {"traffic": 50}],
     }
-    async with running_rayservice(env, world, planned("v1", plan)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, planned("v1", plan)) as (handle, old):
         await apply(handle, planned("v2", plan))
 
         async def at_10() -> bool:

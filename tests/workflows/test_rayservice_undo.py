@@ -18,12 +18,10 @@ from raypilot.testing.rayservice_scenarios import (
     Handle,
     eventually,
     rayservice_manifest,
-    running_rayservice,
     status_of,
-    until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.upgrade_support import active_of, apply, cluster_deleted, ready_cluster
+from tests.workflows.upgrade_support import active_of, apply, cluster_deleted, serving
 from workflows.rayservice.state import RayServiceState
 
 DELAY = 60
@@ -64,8 +62,7 @@ async def upgraded(env: WorkflowEnvironment, handle: Handle, version: str, **opt
 
 async def test_history_lists_each_revision_with_its_outcome(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        first = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, first):
         second = await upgraded(env, handle, "v2")
         status = await status_of(handle)
         rows: list[dict[str, Any]] = await handle.query("revisions", result_type=list)
@@ -82,8 +79,7 @@ async def test_undo_inside_the_window_moves_traffic_back_without_a_new_cluster(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, old):
         new = await upgraded(env, handle, "v2")
         created = len(world.acts("create", "RayCluster"))
         assert old in world.clusters  # kept for rayClusterDeletionDelaySeconds after the promotion
@@ -110,8 +106,7 @@ async def test_undo_outside_the_window_upgrades_a_new_cluster_to_the_old_spec(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1")) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1")) as (handle, old):
         new = await upgraded(env, handle, "v2")
         await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=10))  # the window passed
         result = await handle.execute_update("undo", {"toRevision": 1}, result_type=dict)
@@ -132,8 +127,7 @@ async def test_an_unknown_revision_is_rejected_and_nothing_changes(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1", limit=2)) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, manifest("v1", limit=2)) as (handle, _):
         await upgraded(env, handle, "v2", limit=2)
         await upgraded(env, handle, "v3", limit=2)
         before = await status_of(handle)
@@ -158,8 +152,7 @@ async def test_incremental_undo_inside_the_window_promotes_the_old_cluster_at_on
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, manifest("v1", incremental=True)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1", incremental=True)) as (handle, old):
         await upgraded(env, handle, "v2", incremental=True)
         created = len(world.acts("create", "RayCluster"))
         result = await handle.execute_update("undo", {}, result_type=dict)
@@ -180,8 +173,7 @@ async def test_retry_starts_a_rolled_back_upgrade_of_the_same_spec_again(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout: dict[str, Any] = {"onUnhealthy": "Abort"}
-    async with running_rayservice(env, world, manifest("v1", rollout=rollout)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1", rollout=rollout)) as (handle, old):
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await handle.execute_update("retry", result_type=dict)
         assert "no aborted upgrade of the current spec of RayService default/svc" in str(refused.value.cause)
@@ -209,8 +201,7 @@ async def test_retry_starts_a_rolled_back_upgrade_of_the_same_spec_again(
 async def test_the_history_is_carried_through_continue_as_new(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     knob = RayServiceState(manifest=manifest("v1"), continue_as_new_at_history_length=72)
-    async with running_rayservice(env, world, manifest("v1"), carried=knob) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, manifest("v1"), carried=knob) as (handle, old):
         first_run = (await handle.describe()).run_id
         await upgraded(env, handle, "v2")
         assert (await handle.describe()).run_id != first_run  # continued as new during the upgrade

@@ -14,9 +14,9 @@ from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
     apply,
     promoted_to,
-    ready_cluster,
     rolled_back_to,
     rollout_manifest,
+    serving,
     start_stuck_upgrade,
 )
 
@@ -60,8 +60,7 @@ async def test_traffic_goes_back_to_the_old_cluster_at_once(time_skipping_env: W
     back, without waiting intervalSeconds between steps of stepSizePercent as a reverted spec does."""
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 50}, {"pause": "10m"}]}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, rollout_manifest("v1", rollout)) as (handle, old):
         await apply(handle, rollout_manifest("v2", rollout))
 
         async def old_at_half_capacity() -> bool:

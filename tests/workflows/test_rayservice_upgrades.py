@@ -27,7 +27,7 @@ from tests.workflows.upgrade_support import (
     apply,
     cluster_deleted,
     pending_of,
-    ready_cluster,
+    serving,
     start_stuck_upgrade,
     status_when,
 )
@@ -37,8 +37,7 @@ async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_c
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=30)) as handle:
-        old = await ready_cluster(env, handle)
+    async with serving(env, world, rayservice_manifest(deletion_delay=30)) as (handle, old):
         assert await apply(handle, rayservice_manifest(version="v2", deletion_delay=30)) == {"generation": 2}
 
         upgrading = await status_when(
@@ -67,8 +66,7 @@ async def test_appended_worker_group_updates_the_active_cluster_in_place(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, cluster):
         await apply(handle, rayservice_manifest(worker_groups=2))
 
         async def updated() -> bool:
@@ -90,8 +88,7 @@ async def _spec_change_without_upgrade(
     """Deploy v1, apply v2 of the cluster spec (and a new serve config) and return the cluster and the status
     once the change was reported as not applied."""
     serve_v2 = SERVE_CONFIG_V1.replace("num_replicas: 2", "num_replicas: 3")
-    async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, rayservice_manifest(strategy=strategy)) as (handle, cluster):
         await apply(handle, rayservice_manifest(version="v2", strategy=strategy, serve_config=serve_v2))
         status: dict[str, Any] = {}
 
@@ -144,8 +141,7 @@ async def test_strategy_none_condition_goes_when_the_spec_is_reverted(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world, strategy = time_skipping_env, FakeRayWorld(), {"type": "None"}
-    async with running_rayservice(env, world, rayservice_manifest(strategy=strategy)) as handle:
-        await until_ready(env, handle)
+    async with serving(env, world, rayservice_manifest(strategy=strategy)) as (handle, _):
         await apply(handle, rayservice_manifest(version="v2", strategy=strategy))
 
         async def condition_is(value: str) -> bool:
@@ -162,8 +158,7 @@ async def test_serve_config_change_is_put_to_the_active_cluster_without_a_new_cl
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     serve_v2 = SERVE_CONFIG_V1.replace("num_replicas: 2", "num_replicas: 3")
-    async with running_rayservice(env, world, rayservice_manifest()) as handle:
-        cluster = await ready_cluster(env, handle)
+    async with serving(env, world, rayservice_manifest()) as (handle, cluster):
         assert await apply(handle, rayservice_manifest(serve_config=serve_v2)) == {"generation": 2}
 
         async def three_replicas() -> bool:

@@ -1,11 +1,13 @@
-"""What the RayService upgrade tests on the fake world share: the manifest with a raypilot.io/rollout
-annotation, the steps that start an upgrade, and the probes they hand to `eventually` to wait for its end
-(promoted or rolled back)."""
+"""What the RayService workflow tests on the fake world share: the manifest with a raypilot.io/rollout
+annotation, a RayService that serves (`serving`), the steps that start an upgrade, the cluster names in a
+status, and the waits for what an upgrade does (`status_when`, and the probes they hand to `eventually`:
+promoted, rolled back, a cluster deleted)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -14,14 +16,17 @@ from temporalio.testing import WorkflowEnvironment
 from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.testing.rayservice_scenarios import (
     INCREMENTAL,
+    WORKFLOW_ID,
     Handle,
     condition_of,
     eventually,
     rayservice_manifest,
+    running_rayservice,
     status_of,
     until_ready,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
+from workflows.rayservice.state import RayServiceState
 
 Probe = Callable[[], Awaitable[bool]]
 
@@ -43,6 +48,19 @@ def rollout_manifest(
 async def ready_cluster(env: WorkflowEnvironment, handle: Handle) -> str:
     """Waits until the RayService is Ready with no pending cluster; the cluster that serves it then."""
     return str((await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"])
+
+
+@asynccontextmanager
+async def serving(
+    env: WorkflowEnvironment,
+    world: FakeRayWorld,
+    manifest: dict[str, Any],
+    workflow_id: str = WORKFLOW_ID,
+    carried: RayServiceState | None = None,
+) -> AsyncIterator[tuple[Handle, str]]:
+    """`running_rayservice` from the moment the RayService is ready: (handle, the cluster that serves it)."""
+    async with running_rayservice(env, world, manifest, workflow_id=workflow_id, carried=carried) as handle:
+        yield handle, await ready_cluster(env, handle)
 
 
 async def apply(handle: Handle, manifest: dict[str, Any]) -> dict[str, Any]:
