@@ -50,13 +50,11 @@ class GatewayActivities(KubernetesActivityBase):
 
     @implements(stubs.get_gateway)
     def get_gateway(self, key: ObjectKey) -> dict[str, Any] | None:
-        found = self._get(GATEWAY, key)
-        return trim_object(found) if found is not None else None
+        return self._get_trimmed(GATEWAY, key)
 
     @implements(stubs.update_gateway_spec)
     def update_gateway_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
-        updated = self._update_spec(GATEWAY, request)
-        return trim_object(updated) if updated is not None else None
+        return self._update_spec_trimmed(GATEWAY, request)
 
     @implements(stubs.delete_gateway)
     def delete_gateway(self, request: DeleteObject) -> bool:
@@ -68,14 +66,12 @@ class GatewayActivities(KubernetesActivityBase):
 
     @implements(stubs.get_httproute)
     def get_httproute(self, key: ObjectKey) -> dict[str, Any] | None:
-        found = self._get(HTTPROUTE, key)
-        return trim_object(found) if found is not None else None
+        return self._get_trimmed(HTTPROUTE, key)
 
     @implements(stubs.update_httproute_spec)
     def update_httproute_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         """Replace the route's spec (its weighted backendRefs); None when the route is gone."""
-        updated = self._update_spec(HTTPROUTE, request)
-        return trim_object(updated) if updated is not None else None
+        return self._update_spec_trimmed(HTTPROUTE, request)
 
     @implements(stubs.delete_httproute)
     def delete_httproute(self, request: DeleteObject) -> bool:

@@ -26,6 +26,7 @@ from activities.kubernetes.resources import (
     RAYCLUSTER,
     SERVICE,
     Resource,
+    Trim,
     trim_object,
 )
 from models.base import INT32_MAX
@@ -158,9 +159,13 @@ class KubernetesActivityBase:
             type=LEFTOVER_OF_EARLIER_RUN,
         )
 
-    def _get(self, resource: Resource, key: ObjectKey) -> dict[str, Any] | None:
+    def _get_trimmed(
+        self, resource: Resource, key: ObjectKey, trim: Trim = trim_object
+    ) -> dict[str, Any] | None:
+        """The object as history is to carry it, or None when there is none."""
         with kubernetes_errors(f"get {resource.describe(key.namespace, key.name)}"):
-            return self.kube.get(resource, key.namespace, key.name)
+            found = self.kube.get(resource, key.namespace, key.name)
+        return trim(found) if found is not None else None
 
     def _delete(self, resource: Resource, request: DeleteObject) -> bool:
         with kubernetes_errors(f"delete {resource.describe(request.namespace, request.name)}"):
@@ -194,15 +199,18 @@ class KubernetesActivityBase:
                     return
                 time.sleep(_pause_before_retry(error, attempt))
 
-    def _update_spec(
+    def _update_spec_trimmed(
         self, resource: Resource, request: UpdateSpec, keep_fields: tuple[str, ...] = ()
     ) -> dict[str, Any] | None:
+        """The object after the spec update, trimmed; None when it is gone."""
+
         def mutate(current: dict[str, Any]) -> dict[str, Any] | None:
             updated = with_spec(current, request, keep_fields)
             return None if updated == current else updated
 
         with kubernetes_errors(f"update {resource.describe(request.namespace, request.name)}"):
-            return self.kube.update_with_retry(resource, request.namespace, request.name, mutate)
+            updated = self.kube.update_with_retry(resource, request.namespace, request.name, mutate)
+        return trim_object(updated) if updated is not None else None
 
 
 class RayClusterActivities(KubernetesActivityBase):
@@ -213,14 +221,12 @@ class RayClusterActivities(KubernetesActivityBase):
 
     @implements(stubs.get_raycluster)
     def get_raycluster(self, key: ObjectKey) -> dict[str, Any] | None:
-        found = self._get(RAYCLUSTER, key)
-        return trim_object(found) if found is not None else None
+        return self._get_trimmed(RAYCLUSTER, key)
 
     @implements(stubs.update_raycluster_spec)
     def update_raycluster_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         """In-place update: the spec replaced, labels/annotations merged; None when the cluster is gone."""
-        updated = self._update_spec(RAYCLUSTER, request)
-        return trim_object(updated) if updated is not None else None
+        return self._update_spec_trimmed(RAYCLUSTER, request)
 
     @implements(stubs.suspend_worker_groups)
     def suspend_worker_groups(self, key: ObjectKey) -> dict[str, Any] | None:
@@ -258,15 +264,13 @@ class ServiceActivities(KubernetesActivityBase):
 
     @implements(stubs.get_service)
     def get_service(self, key: ObjectKey) -> dict[str, Any] | None:
-        found = self._get(SERVICE, key)
-        return trim_object(found) if found is not None else None
+        return self._get_trimmed(SERVICE, key)
 
     @implements(stubs.update_service_spec)
     def update_service_spec(self, request: UpdateSpec) -> dict[str, Any] | None:
         """Replace the Service's spec (e.g. switch its selector to another RayCluster), keeping the cluster
         IPs the API server allocated; None when the Service is gone."""
-        updated = self._update_spec(SERVICE, request, _ALLOCATED_SERVICE_FIELDS)
-        return trim_object(updated) if updated is not None else None
+        return self._update_spec_trimmed(SERVICE, request, _ALLOCATED_SERVICE_FIELDS)
 
     @implements(stubs.delete_service)
     def delete_service(self, request: DeleteObject) -> bool:

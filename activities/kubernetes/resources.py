@@ -7,7 +7,7 @@ never `managedFields`, never Secret data, a Pod without its spec, a Job without 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -86,6 +86,10 @@ _METADATA_KEPT: Final = (
     "ownerReferences",
     "finalizers",
 )
+
+
+# How an activity cuts an object down to what its workflow reads (trim_object, trim_job, trim_pod).
+Trim = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
 def trim_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

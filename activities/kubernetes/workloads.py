@@ -42,8 +42,7 @@ class WorkloadActivities(KubernetesActivityBase):
 
     @implements(stubs.get_job)
     def get_job(self, key: ObjectKey) -> dict[str, Any] | None:
-        found = self._get(JOB, key)
-        return trim_job(found) if found is not None else None
+        return self._get_trimmed(JOB, key, trim_job)
 
     @implements(stubs.delete_job)
     def delete_job(self, request: DeleteObject) -> bool:
