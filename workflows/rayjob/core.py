@@ -9,7 +9,8 @@ step.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -30,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.dashboard import dashboard_target
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob.details import phase_details
-    from workflows.decisions.rayjob.events import RayJobEvent
+    from workflows.decisions.rayjob.events import EventReason, RayJobEvent, rayjob_event
     from workflows.decisions.rayjob.retry import settle_transition
     from workflows.decisions.rayjob.status import Transition, apply_transition
     from workflows.search_attributes import MEMO_JOB_STATUS, RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
@@ -206,6 +207,22 @@ class RayJobCore:
         `events` query as any other."""
         self.state.keep_event(event, workflow.now())
 
+    @contextmanager
+    def creating(
+        self, created: EventReason, failed: EventReason, name: str, *errors: type[Exception]
+    ) -> Iterator[RayJobEvent]:
+        """Around the create of `name`, whose activity posts the `created` Event it yields (`act_event`), as
+        KubeRay records a create: the `failed` Warning Event with the error when the create raises an
+        ActivityError (or one of `errors`, building its request), else the posted Event kept (`acted`)."""
+        done = rayjob_event(created, self.namespace, name)
+        recorded: tuple[type[Exception], ...] = (ActivityError, *errors)
+        try:
+            yield done
+        except recorded as error:
+            self.record(rayjob_event(failed, self.namespace, name, error_text(error)))
+            raise
+        self.acted(done)
+
     def _event_request(self, event: RayJobEvent, sequence: int) -> RecordEvent:
         return RecordEvent(
             involved=InvolvedObject(
@@ -238,8 +255,7 @@ class RayJobCore:
         """After a failed act: wait (durably) with a growing backoff, but no longer than the next deadline
         and only until a handler changes the desired state; then the step runs again."""
         self.state.consecutive_failures += 1
-        cause = error.cause if isinstance(error, ActivityError) and error.cause is not None else error
-        workflow.logger.warning("RayJob %s/%s: step failed: %s", self.namespace, self.name, cause)
+        workflow.logger.warning("RayJob %s/%s: step failed: %s", self.namespace, self.name, error_text(error))
         self.watches.cancel_all()
         retry_at = workflow.now() + failure_backoff(self.state.consecutive_failures)
         deadline = earliest_deadline(rayjob_deadlines(self.job, self.config, self.submitter_finished_at()))
@@ -252,6 +268,12 @@ class RayJobCore:
     def submitter_finished_at(self) -> datetime | None:
         submitter = self.state.attempt.submitter
         return submitter.finished_at if submitter is not None else None
+
+
+def error_text(error: BaseException) -> str:
+    """What failed: an activity's own error rather than Temporal's wrapper around it."""
+    cause = error.cause if isinstance(error, ActivityError) and error.cause is not None else error
+    return str(cause)
 
 
 class RayJobPart:

@@ -13,7 +13,6 @@ from typing import Any
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.raycluster import ClusterState, RayClusterSpec, RayClusterStatus
@@ -51,11 +50,6 @@ from workflows.rayjob.retries import job_for_attempt
 from workflows.rayjob.state import AttemptState
 
 CLUSTER_WATCH = "cluster"
-
-
-def _error_text(error: BaseException) -> str:
-    cause = error.cause if isinstance(error, ActivityError) and error.cause is not None else error
-    return str(cause)
 
 
 class InitializingSteps(RayJobPart):
@@ -151,21 +145,15 @@ class InitializingSteps(RayJobPart):
             self.core.set_cluster_status(found)
             self.admission.note_cluster(found)
             return
-        created_event = rayjob_event(EventReason.CREATED_RAYCLUSTER, self.core.namespace, cluster_name)
-        try:
+        with self.core.creating(
+            EventReason.CREATED_RAYCLUSTER,
+            EventReason.FAILED_TO_CREATE_RAYCLUSTER,
+            cluster_name,
+            SubmitCommandError,
+            ValueError,
+        ) as created_event:
             request = self.core.cluster_create_request(cluster_name, self.core.act_event(created_event))
             created: dict[str, Any] = await call(stubs.create_raycluster, request, IO.STEP)
-        except (ActivityError, SubmitCommandError, ValueError) as error:
-            self.core.record(
-                rayjob_event(
-                    EventReason.FAILED_TO_CREATE_RAYCLUSTER,
-                    self.core.namespace,
-                    cluster_name,
-                    _error_text(error),
-                )
-            )
-            raise
-        self.core.acted(created_event)
         attempt.cluster_created = True
         attempt.cluster_spec = self.core.job.spec.ray_cluster_spec
         self.core.set_cluster_status(created)
@@ -249,8 +237,12 @@ class InitializingSteps(RayJobPart):
     async def _create_submitter(self) -> None:
         attempt = self.core.state.attempt
         job_name = self.core.name
-        created_event = rayjob_event(EventReason.CREATED_RAYJOB_SUBMITTER, self.core.namespace, job_name)
-        try:
+        with self.core.creating(
+            EventReason.CREATED_RAYJOB_SUBMITTER,
+            EventReason.FAILED_TO_CREATE_RAYJOB_SUBMITTER,
+            job_name,
+            SubmitCommandError,
+        ) as created_event:
             manifest = submitter_job_manifest(
                 job_for_attempt(self.core.state),
                 cluster_name=self.core.status.ray_cluster_name,
@@ -265,17 +257,6 @@ class InitializingSteps(RayJobPart):
                 event=self.core.act_event(created_event),
             )
             created: dict[str, Any] = await call(stubs.create_job, request, IO.STEP)
-        except (ActivityError, SubmitCommandError) as error:
-            self.core.record(
-                rayjob_event(
-                    EventReason.FAILED_TO_CREATE_RAYJOB_SUBMITTER,
-                    self.core.namespace,
-                    job_name,
-                    _error_text(error),
-                )
-            )
-            raise
-        self.core.acted(created_event)
         attempt.submitter_created = True
         attempt.submitter_view = job_view(created)
         attempt.submitter = k8s_job_submitter_state(created.get("status"))

@@ -111,22 +111,16 @@ class RunningSteps(RayJobPart):
             workflow_id=self.core.state.workflow_id,
         )
         service_name = manifest["metadata"]["name"]
-        created_event = rayjob_event(EventReason.CREATED_SERVICE, self.core.namespace, service_name)
-        request = CreateObject(
-            body=manifest,
-            ownership=self.core.ownership(),
-            owner=self.core.owner_reference(),
-            event=self.core.act_event(created_event),
-        )
-        try:
-            await call(stubs.create_service, request, IO.STEP)
-        except ActivityError as error:
-            message = str(error.cause or error)
-            self.core.record(
-                rayjob_event(EventReason.FAILED_TO_CREATE_SERVICE, self.core.namespace, service_name, message)
+        with self.core.creating(
+            EventReason.CREATED_SERVICE, EventReason.FAILED_TO_CREATE_SERVICE, service_name
+        ) as created_event:
+            request = CreateObject(
+                body=manifest,
+                ownership=self.core.ownership(),
+                owner=self.core.owner_reference(),
+                event=self.core.act_event(created_event),
             )
-            raise
-        self.core.acted(created_event)
+            await call(stubs.create_service, request, IO.STEP)
         self.core.state.attempt.head_service_created = True
 
     async def _submit(self) -> None:
