@@ -58,3 +58,8 @@ def find_condition(conditions: list[Condition], condition_type: str) -> Conditio
 def is_condition_true(conditions: list[Condition], condition_type: str) -> bool:
     condition = find_condition(conditions, condition_type)
     return condition is not None and condition.status == ConditionStatus.TRUE
+
+
+def with_condition_replaced(conditions: list[Condition], condition: Condition) -> list[Condition]:
+    """`conditions` with `condition` in place of any of its type, listed last."""
+    return [kept for kept in conditions if kept.type != condition.type] + [condition]

@@ -12,7 +12,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.meta import Condition, ConditionStatus
+    from models.meta import Condition, ConditionStatus, with_condition_replaced
     from models.rayjob import JobDeploymentStatus
     from wire import stubs
     from wire.admission import RELEASE_SIGNAL, AdmissionRequest, AdmissionTicket, admission_workflow_id
@@ -117,5 +117,4 @@ class AdmissionSteps(RayJobPart):
                     f"(raypilot.io/max-concurrent-jobs: {limit})"
                 ),
             )
-        kept = [c for c in self.core.status.conditions if c.type != QUEUED_CONDITION]
-        self.core.update_status(conditions=[*kept, condition])
+        self.core.update_status(conditions=with_condition_replaced(self.core.status.conditions, condition))

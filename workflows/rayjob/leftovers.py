@@ -10,7 +10,7 @@ from __future__ import annotations
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.meta import Condition
+    from models.meta import with_condition_replaced
     from models.rayjob import DeletionPolicyType
     from workflows.decisions.rayjob.events import EventReason, RayJobEvent
     from workflows.decisions.rayjob.leftovers import (
@@ -20,10 +20,6 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows.rayjob.core import RayJobCore
-
-
-def _with_condition(conditions: list[Condition], condition: Condition) -> list[Condition]:
-    return [kept for kept in conditions if kept.type != condition.type] + [condition]
 
 
 def report_left_behind(core: RayJobCore) -> None:
@@ -39,7 +35,7 @@ def report_left_behind(core: RayJobCore) -> None:
     workflow.logger.warning("RayJob %s/%s: %s", core.namespace, core.name, message)
     core.record(RayJobEvent("Warning", EventReason.RAYCLUSTER_LEFT_BEHIND, message))
     condition = left_behind_condition(left, core.namespace, workflow.now())
-    core.update_status(conditions=_with_condition(core.status.conditions, condition))
+    core.update_status(conditions=with_condition_replaced(core.status.conditions, condition))
 
 
 def note_cleanup(core: RayJobCore, action: DeletionPolicyType) -> None:
@@ -53,4 +49,4 @@ def note_cleanup(core: RayJobCore, action: DeletionPolicyType) -> None:
     if left is None:
         return
     condition = left_behind_condition(left, core.namespace, workflow.now(), cleaned_up=True)
-    core.update_status(conditions=_with_condition(core.status.conditions, condition))
+    core.update_status(conditions=with_condition_replaced(core.status.conditions, condition))

@@ -11,7 +11,7 @@ from datetime import datetime
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from models.meta import Condition
+    from models.meta import Condition, with_condition_replaced
     from models.rayjob import JobDeploymentStatus, RayJob, RayJobStatus
     from workflows.decisions.rayjob.attempts import (
         attempt_condition,
@@ -41,10 +41,6 @@ def retry_verdict(state: RayJobState, previous: RayJobStatus, new: RayJobStatus)
     return plan.retry
 
 
-def _with_condition(conditions: list[Condition], condition: Condition) -> list[Condition]:
-    return [kept for kept in conditions if kept.type != condition.type] + [condition]
-
-
 def settled_with_attempt(
     state: RayJobState, previous: RayJobStatus, settled: RayJobStatus, now: datetime
 ) -> RayJobStatus:
@@ -64,7 +60,7 @@ def settled_with_attempt(
         condition = attempt_condition(settled.failed, refused, now)
     if condition is None:
         return settled
-    return settled.model_copy(update={"conditions": _with_condition(settled.conditions, condition)})
+    return settled.model_copy(update={"conditions": with_condition_replaced(settled.conditions, condition)})
 
 
 def job_for_attempt(state: RayJobState) -> RayJob:
