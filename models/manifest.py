@@ -20,6 +20,7 @@ from models.raycluster import RAY_API_VERSION, RayCluster
 from models.raycronjob import RayCronJob
 from models.rayjob import RayJob
 from models.rayservice import RayService
+from models.yaml_loader import StringTimestampLoader
 
 __all__ = [
     "ManifestError",
@@ -45,16 +46,6 @@ NESTED_TOO_DEEPLY = "the manifest is nested too deeply to read"
 
 class ManifestError(ValueError):
     """A manifest that cannot be read or does not match KubeRay's schema; str(error) is for the user."""
-
-
-class _KubernetesYamlLoader(yaml.SafeLoader):
-    """YAML as Kubernetes reads it: timestamps stay strings (they are validated where a time is expected)."""
-
-
-_KubernetesYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 def load_manifest_text(text: str) -> dict[str, Any]:
@@ -88,7 +79,7 @@ def _load_document(text: str) -> Any:
                 f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
             ) from None
     try:
-        return yaml.load(text, Loader=_KubernetesYamlLoader)  # a SafeLoader: builds no objects
+        return yaml.load(text, Loader=StringTimestampLoader)  # a SafeLoader: builds no objects
     except yaml.MarkedYAMLError as error:
         raise ManifestError(_describe_yaml_error(error)) from None
     except yaml.YAMLError as error:
@@ -103,7 +94,7 @@ def load_manifest_documents(text: str) -> list[dict[str, Any]]:
         return [load_manifest_text(text)]
     _check_size(text)
     try:
-        loaded = list(yaml.load_all(text, Loader=_KubernetesYamlLoader))  # a SafeLoader: builds no objects
+        loaded = list(yaml.load_all(text, Loader=StringTimestampLoader))  # a SafeLoader: builds no objects
     except RecursionError:
         raise ManifestError(NESTED_TOO_DEEPLY) from None
     except yaml.MarkedYAMLError as error:

@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from models.yaml_loader import StringTimestampLoader
+
 __all__ = [
     "go_date_time",
     "go_duration",
@@ -144,17 +146,6 @@ def go_json_marshal(value: Any) -> str:
     raise TypeError(f"json: unsupported type: {type(value).__name__}")
 
 
-class _GoYamlLoader(yaml.SafeLoader):
-    """PyYAML's safe loader minus timestamp resolution: go-yaml leaves timestamps as strings when the target
-    is an untyped interface, which is how KubeRay decodes runtimeEnvYAML."""
-
-
-_GoYamlLoader.yaml_implicit_resolvers = {
-    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _json_compatible(value: Any) -> Any:
     # sigs.k8s.io/yaml turns non-string keys into their text before encoding to JSON.
     if isinstance(value, Mapping):
@@ -174,7 +165,7 @@ def _key_text(key: Any) -> str:
 
 def load_go_yaml(text: str) -> Any:
     """The value go-yaml decodes from `text`, with map keys as strings (raises yaml.YAMLError)."""
-    return _json_compatible(yaml.load(text, Loader=_GoYamlLoader))
+    return _json_compatible(yaml.load(text, Loader=StringTimestampLoader))
 
 
 def yaml_to_go_json(text: str) -> str:

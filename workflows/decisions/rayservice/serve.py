@@ -26,6 +26,7 @@ import yaml
 
 from models.meta import is_condition_true
 from models.rayservice import RayServiceConditionType, RayServiceStatuses
+from models.yaml_loader import StringTimestampLoader
 from workflows.decisions.rayservice.conditions import RayServiceEvent
 
 __all__ = [
@@ -60,20 +61,10 @@ class ServeConfigError(ValueError):
     """serveConfigV2 is not a YAML mapping."""
 
 
-class _ServeConfigLoader(yaml.SafeLoader):
-    """YAML the way Kubernetes' sigs.k8s.io/yaml reads it for JSON: dates stay strings (JSON has no dates)."""
-
-
-_ServeConfigLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def parse_serve_config(serve_config_v2: str) -> dict[str, Any]:
     """serveConfigV2 (YAML or JSON text) as a JSON object; empty text is an empty object."""
     try:
-        loaded = yaml.load(serve_config_v2, Loader=_ServeConfigLoader)  # SafeLoader subclass
+        loaded = yaml.load(serve_config_v2, Loader=StringTimestampLoader)  # SafeLoader subclass
     except yaml.YAMLError as error:
         raise ServeConfigError(f"serveConfigV2 is not valid YAML: {error}") from None
     if loaded is None:
