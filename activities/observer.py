@@ -25,7 +25,12 @@ from temporalio.service import RPCError
 
 from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
-from activities.observer_fanout import register_watch, signal_deliveries, unwatch_done
+from activities.observer_fanout import (
+    OBSERVER_HEARTBEAT_SECONDS,
+    register_watch,
+    signal_deliveries,
+    unwatch_done,
+)
 from wire import stubs
 from wire.dashboard import DashboardTarget, JobInfoAnswer
 from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW
@@ -58,12 +63,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# One heartbeat every two minutes, the first two minutes after the attempt starts (the heartbeat timeout runs
-# from the start; a beat at once told the server nothing): each that reaches the server is a billable action
-# (P4b counts them), and the heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced
-# sooner than that: a starting worker restarts the observers (`restart_observers`). The Kubernetes observer
-# uses the same cadence (activities/kubernetes/observer.py).
-OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 LISTS_IN_FLIGHT: Final = 50
 
 

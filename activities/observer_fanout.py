@@ -21,6 +21,12 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 SIGNALS_IN_FLIGHT: Final = 50
+# Both observers' activities (the Ray job observer's, the Kubernetes observer's) heartbeat every two minutes,
+# the first two minutes after the attempt starts (the heartbeat timeout runs from the start; a beat at once
+# told the server nothing): each that reaches the server is a billable action (P4b counts them), and the
+# heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced sooner than that: a
+# starting worker restarts the observers (`activities.observer.restart_observers`).
+OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 
 
 async def register_watch(

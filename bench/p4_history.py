@@ -32,8 +32,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.kubernetes.observer import OBSERVER_HEARTBEAT_SECONDS as K8S_OBSERVER_HEARTBEAT_SECONDS
-from activities.observer import OBSERVER_HEARTBEAT_SECONDS as JOB_OBSERVER_HEARTBEAT_SECONDS
+from activities.observer_fanout import OBSERVER_HEARTBEAT_SECONDS
 from activities.waits import DEFAULT_HEARTBEAT_SECONDS
 from bench.arithmetic import (
     KUBERAY_RAYJOB_TICK_S,
@@ -181,10 +180,7 @@ def observers_cost(events: Sequence[Mapping[str, Any]]) -> Cost:
     observer's idle time, heartbeating as the activity does. The watch is taken at the first signal (the
     registration just before it is not in view here), so a life is at most a second short."""
     actions = heartbeats = 0
-    for signal, period in (
-        (OBSERVED_SIGNAL, JOB_OBSERVER_HEARTBEAT_SECONDS),
-        (KUBE_OBSERVED_SIGNAL, K8S_OBSERVER_HEARTBEAT_SECONDS),
-    ):
+    for signal in (OBSERVED_SIGNAL, KUBE_OBSERVED_SIGNAL):
         times = signal_times(events, signal)
         if not times:
             continue
@@ -192,7 +188,7 @@ def observers_cost(events: Sequence[Mapping[str, Any]]) -> Cost:
         actions += observer_run_actions(1)
         # Both observer activities send their first heartbeat a period after they start
         # (activities/observer.py, activities/kubernetes/observer.py).
-        heartbeats += observer_heartbeats(life, period, first_at_once=False)
+        heartbeats += observer_heartbeats(life, OBSERVER_HEARTBEAT_SECONDS, first_at_once=False)
     return Cost(0, actions, heartbeats)
 
 

@@ -22,7 +22,12 @@ from temporalio.client import Client, WorkflowHandle
 
 from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes.workloads import head_pod_selector
-from activities.observer_fanout import register_watch, signal_deliveries, unwatch_done
+from activities.observer_fanout import (
+    OBSERVER_HEARTBEAT_SECONDS,
+    register_watch,
+    signal_deliveries,
+    unwatch_done,
+)
 from wire import stubs
 from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
@@ -51,9 +56,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The Ray job observer's cadence (activities/observer.py), under the same policy (IO.OBSERVE: a 6 min
-# heartbeat timeout, and a starting worker restarts both observers): each heartbeat is billable (P4b).
-OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
 # While objects change, a round at most this often (changes in between go out together).
 ROUND_SECONDS: Final = 0.1
 
