@@ -208,19 +208,25 @@ class RayJobCore:
         self.state.keep_event(event, workflow.now())
 
     @contextmanager
-    def creating(
-        self, created: EventReason, failed: EventReason, name: str, *errors: type[Exception]
-    ) -> Iterator[RayJobEvent]:
-        """Around the create of `name`, whose activity posts the `created` Event it yields (`act_event`), as
-        KubeRay records a create: the `failed` Warning Event with the error when the create raises an
-        ActivityError (or one of `errors`, building its request), else the posted Event kept (`acted`)."""
-        done = rayjob_event(created, self.namespace, name)
+    def failure_recorded(self, failed: EventReason, name: str, *errors: type[Exception]) -> Iterator[None]:
+        """Around an act on the object `name`, as KubeRay's recorder: the `failed` Warning Event with the
+        error when the act raises an ActivityError (or one of `errors`, building its request)."""
         recorded: tuple[type[Exception], ...] = (ActivityError, *errors)
         try:
-            yield done
+            yield
         except recorded as error:
             self.record(rayjob_event(failed, self.namespace, name, error_text(error)))
             raise
+
+    @contextmanager
+    def creating(
+        self, created: EventReason, failed: EventReason, name: str, *errors: type[Exception]
+    ) -> Iterator[RayJobEvent]:
+        """Around the create of `name`, whose activity posts the `created` Event it yields (`act_event`):
+        the failure recorded (`failure_recorded`), else the posted Event kept (`acted`)."""
+        done = rayjob_event(created, self.namespace, name)
+        with self.failure_recorded(failed, name, *errors):
+            yield done
         self.acted(done)
 
     def _event_request(self, event: RayJobEvent, sequence: int) -> RecordEvent:

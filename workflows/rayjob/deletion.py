@@ -91,26 +91,18 @@ class DeletionSteps(RayJobPart):
             deleted_event = rayjob_event(EventReason.DELETED_RAYCLUSTER, self.core.namespace, cluster_name)
             event = self.core.act_event(deleted_event)
             request = DeleteObject(self.core.namespace, cluster_name, event=event)
-            try:
+            with self.core.failure_recorded(EventReason.FAILED_TO_DELETE_RAYCLUSTER, cluster_name):
                 deleted = await call(stubs.delete_raycluster, request, IO.STEP)
-            except ActivityError as error:
-                reason, message = EventReason.FAILED_TO_DELETE_RAYCLUSTER, str(error.cause or error)
-                self.core.record(rayjob_event(reason, self.core.namespace, cluster_name, message))
-                raise
             if deleted:
                 self.core.acted(deleted_event)
             self.core.state.cluster_for_deletion = ClusterDeletionObservation(
                 exists=deleted, deleting=deleted
             )
         elif policy == DeletionPolicyType.DELETE_WORKERS:
-            try:
+            with self.core.failure_recorded(EventReason.FAILED_TO_UPDATE_RAYCLUSTER, cluster_name):
                 updated = await call(
                     stubs.suspend_worker_groups, ObjectKey(self.core.namespace, cluster_name), IO.STEP
                 )
-            except ActivityError as error:
-                reason, message = EventReason.FAILED_TO_UPDATE_RAYCLUSTER, str(error.cause or error)
-                self.core.record(rayjob_event(reason, self.core.namespace, cluster_name, message))
-                raise
             if updated is not None:
                 self.core.record(
                     rayjob_event(EventReason.UPDATED_RAYCLUSTER, self.core.namespace, cluster_name)

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import submitter_job_name
@@ -123,13 +122,10 @@ class ReleaseSteps(RayJobPart):
         # Posted by the delete itself, also when the read below fails: the deletion was asked for. The
         # `events` query keeps it only once the read succeeded.
         request = DeleteObject(self.core.namespace, name, event=self.core.act_event(deleted_event))
-        try:
+        with self.core.failure_recorded(kind.failed, name):
             deleted = await call(kind.delete, request, IO.STEP)
             key = ObjectKey(self.core.namespace, name)
             remaining = await call(kind.get, key, IO.STEP) if deleted else None
-        except ActivityError as error:
-            self.core.record(rayjob_event(kind.failed, self.core.namespace, name, str(error.cause or error)))
-            raise
         if deleted:
             self.core.acted(deleted_event)
         return kind.view(remaining) if remaining is not None else GONE
