@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import time
 from typing import TYPE_CHECKING, Any, Final
 
 import httpx
@@ -26,7 +25,7 @@ from temporalio.service import RPCError
 from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
 from activities.observer_fanout import (
-    OBSERVER_HEARTBEAT_SECONDS,
+    ObserverHeartbeat,
     register_watch,
     signal_deliveries,
     unwatch_done,
@@ -95,7 +94,7 @@ class ObserverActivities:
         known_version = 0
         sent: dict[str, JobInfoAnswer] = {}
         tick = 0
-        last_beat = time.monotonic()
+        heartbeat = ObserverHeartbeat()
         while True:
             tick += 1
             changes: WatchChanges = await observer.query(
@@ -113,10 +112,7 @@ class ObserverActivities:
                 listings = await self._list_all(dashboards, dashboards_to_list(watches))
                 version = (request.epoch_ms, attempt, tick)
                 await self._deliver(client, observer, watches, listings, sent, version)
-            now = time.monotonic()
-            if now - last_beat >= OBSERVER_HEARTBEAT_SECONDS:
-                activity.heartbeat({"watches": len(watches), "dashboards": len(dashboards), "tick": tick})
-                last_beat = now
+            heartbeat.beat({"watches": len(watches), "dashboards": len(dashboards), "tick": tick})
             await asyncio.sleep(request.tick_seconds)
 
     async def _list_all(

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, MutableMapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 from temporalio import activity
@@ -27,6 +28,21 @@ SIGNALS_IN_FLIGHT: Final = 50
 # heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced sooner than that: a
 # starting worker restarts the observers (`activities.observer.restart_observers`).
 OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
+
+
+class ObserverHeartbeat:
+    """An observer activity's heartbeat: at most one every `OBSERVER_HEARTBEAT_SECONDS`, the first one
+    period after this is made (at the start of the attempt)."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+
+    def beat(self, details: Mapping[str, int]) -> None:
+        """Called every round; heartbeats `details` once a period has passed since the last beat."""
+        now = time.monotonic()
+        if now - self._last >= OBSERVER_HEARTBEAT_SECONDS:
+            activity.heartbeat(details)
+            self._last = now
 
 
 async def register_watch(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
@@ -23,7 +22,7 @@ from temporalio.client import Client, WorkflowHandle
 from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes.workloads import head_pod_selector
 from activities.observer_fanout import (
-    OBSERVER_HEARTBEAT_SECONDS,
+    ObserverHeartbeat,
     register_watch,
     signal_deliveries,
     unwatch_done,
@@ -87,7 +86,7 @@ class KubernetesObserverActivities:
         # Objects this attempt has seen exist (in the cache or by a direct read).
         seen: set[str] = set()
         rounds = 0
-        last_beat = time.monotonic()  # the first beat a period after the start, as the Ray job observer's
+        heartbeat = ObserverHeartbeat()
         async with NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache:
             await cache.wait_synced()
             while True:
@@ -116,12 +115,9 @@ class KubernetesObserverActivities:
                 if found:
                     version = (request.epoch_ms, attempt, rounds)
                     await self._deliver(client, observer, watches, found, sent, version)
-                now = time.monotonic()
-                if now - last_beat >= OBSERVER_HEARTBEAT_SECONDS:
-                    activity.heartbeat(
-                        {"watches": len(watches), "lists": cache.lists, "watchRequests": cache.watches}
-                    )
-                    last_beat = now
+                heartbeat.beat(
+                    {"watches": len(watches), "lists": cache.lists, "watchRequests": cache.watches}
+                )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(cache.changed.wait(), request.book_seconds)
                 await asyncio.sleep(ROUND_SECONDS)
