@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Any
 
-from kubernetes import config, watch
+from kubernetes import config
 
 from bench.arithmetic import Figure, percentile
 from bench.jobs_support import SHARED_CLUSTER, results_in_order, selector_rayjob, start_rayjobs
@@ -26,7 +26,13 @@ from bench.p3_detection import LATENCY_TARGET_S, RATE_TARGET, sleeps, wait_compl
 from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 from sandbox.testing import raycluster_manifest
-from tests.integration.rayjob_support import create_raycluster, dashboard, head_pod_name, job_reads
+from tests.integration.rayjob_support import (
+    create_raycluster,
+    dashboard,
+    head_pod_name,
+    job_reads,
+    ray_io_events,
+)
 from tests.integration.stack import Stack, kubeconfig_worker
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -43,23 +49,12 @@ async def ray_job(stack: Stack, namespace: str, submission_id: str) -> dict[str,
 
 def watch_kuberay_ends(stack: Stack, namespace: str, count: int, seen: dict[str, float]) -> None:
     """Records when a watch first sees each RayJob's status with an ended job, until `count` have."""
-    watcher = watch.Watch()
-    try:
-        for event in watcher.stream(
-            stack.custom.list_namespaced_custom_object,
-            "ray.io",
-            "v1",
-            namespace,
-            "rayjobs",
-            timeout_seconds=600,
-        ):
-            rayjob = event["object"]
-            if (rayjob.get("status") or {}).get("jobStatus") in TERMINAL:
-                seen.setdefault(rayjob["metadata"]["name"], time.time())
-                if len(seen) >= count:
-                    return
-    finally:
-        watcher.stop()
+    for event in ray_io_events(stack, namespace, "rayjobs", within=600):
+        rayjob = event["object"]
+        if (rayjob.get("status") or {}).get("jobStatus") in TERMINAL:
+            seen.setdefault(rayjob["metadata"]["name"], time.time())
+            if len(seen) >= count:
+                return
 
 
 def latencies(values: list[float]) -> str:

@@ -5,7 +5,7 @@ kube-controller-manager, kube-proxy, KubeRay's operator, the node agent), starte
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +14,7 @@ from kubernetes.client import ApiClient
 from temporalio.client import Client
 
 from sandbox.realkube.controlplane import ControlPlane
+from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
 from sandbox.realkube.install import Installed
 from tests.integration.stack import kubeconfig_worker
 
@@ -33,6 +34,16 @@ class RealKube:
     @property
     def audit_log(self) -> Path:
         return self.plane.audit_log
+
+    @contextlib.contextmanager
+    def worker_through_faults(self, directory: Path) -> Iterator[tuple[FaultProxy, Path]]:
+        """For the block: a fault proxy in front of the API server, and a kubeconfig (in `directory`) of
+        raypilot's ServiceAccount that goes through it."""
+        with fault_proxy(self.plane) as proxy:
+            yield (
+                proxy,
+                proxied_kubeconfig(self.installed.worker, proxy, directory / "worker-faulty.kubeconfig"),
+            )
 
     @contextlib.asynccontextmanager
     async def admin_and_worker(

@@ -53,6 +53,7 @@ CONTROLLERS = (
     "endpointslice-controller",
     "ttl-after-finished-controller",
     "certificatesigningrequest-signing-controller",  # node agents' serving certificates (kubelet-serving)
+    "clusterrole-aggregation-controller",  # fills the admin, edit and view roles users are bound to
 )
 
 

@@ -25,7 +25,7 @@ from activities.kubernetes.clusters import RayClusterActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.faults import FaultRule
-from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
+from sandbox.realkube.faultproxy import FaultProxy
 from sandbox.testing import raycluster_manifest
 from tests.kubes import RealKube
 from tests.readiness import with_quick_readiness
@@ -73,9 +73,8 @@ def cluster(
     real_kube_of_simulated_ray: RealKube, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ActivityKube]:
     kube = real_kube_of_simulated_ray
-    with fault_proxy(kube.plane) as proxy:
-        path = tmp_path_factory.mktemp("activities") / "worker.kubeconfig"
-        yield ActivityKube(kube, proxy, proxied_kubeconfig(kube.installed.worker, proxy, path))
+    with kube.worker_through_faults(tmp_path_factory.mktemp("activities")) as (proxy, kubeconfig):
+        yield ActivityKube(kube, proxy, kubeconfig)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +86,13 @@ def core_api(cluster: ActivityKube) -> Iterator[client.CoreV1Api]:
     # garbage collector and the node agent finish it in the background.
     with contextlib.closing(api_client):
         for item in core.list_namespace(label_selector=TEST_NAMESPACE_LABEL).items:
-            core.delete_namespace(item.metadata.name, propagation_policy="Background")
+            if item.status.phase == "Terminating":  # an earlier module's, on its way out
+                continue
+            try:
+                core.delete_namespace(item.metadata.name, propagation_policy="Background")
+            except client.ApiException as error:
+                if error.status != 404:  # else gone meanwhile
+                    raise
 
 
 @pytest.fixture(autouse=True)
@@ -136,6 +141,22 @@ def small_raycluster(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     body["spec"].update(spec)
     with_quick_readiness(body["spec"])
     return body
+
+
+def submitter_body(name: str, namespace: str) -> dict[str, Any]:
+    """A K8sJobMode submitter Job whose one attempt ends at once, successfully."""
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "ray-job-submitter", "image": RAY_IMAGE, "command": ["true"]}],
+                }
+            },
+        },
+    }
 
 
 def unscheduled_pod(name: str, labels: dict[str, str]) -> client.V1Pod:

@@ -16,7 +16,7 @@ from activities.kubernetes.event_body import event_name
 from activities.kubernetes.events import EventActivities, OwnershipActivities
 from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
-from tests.activities.conftest import ActivityKube, small_raycluster
+from tests.activities.conftest import ActivityKube, small_raycluster, submitter_body
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
@@ -315,21 +315,6 @@ def test_count_ready_endpoints_counts_ready_pods_as_kuberay(
     assert count == 2
 
 
-def submitter_body(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
-                }
-            },
-        },
-    }
-
-
 def test_an_earlier_runs_submitter_job_is_deleted_not_adopted(
     deps: ActivityDependencies, namespace: str
 ) -> None:
@@ -355,18 +340,7 @@ def test_an_earlier_runs_submitter_job_is_deleted_not_adopted(
 
 def test_job_create_get_delete(deps: ActivityDependencies, namespace: str) -> None:
     activities = WorkloadActivities(deps)
-    body = {
-        "metadata": {"name": "job", "namespace": namespace},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
-                }
-            },
-        },
-    }
+    body = submitter_body("job", namespace)
     created = run(activities.create_job, CreateObject(body=body, ownership=OWNER))
     assert "template" not in created["spec"]
     assert created["spec"]["backoffLimit"] == 0

@@ -20,8 +20,7 @@ from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from sandbox.faults import FaultRule
 from sandbox.testing import wait_until
-from tests.activities.conftest import ActivityKube, small_raycluster
-from tests.activities.test_kubernetes_activities import submitter_body
+from tests.activities.conftest import ActivityKube, small_raycluster, submitter_body
 from wire.kubernetes import CreateObject, Ownership
 from wire.kubernetes_observer import (
     KUBE_OBSERVED_SIGNAL,

@@ -19,7 +19,13 @@ from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.testing import wait_until
-from tests.activities.conftest import RecordingEnvironment, running_pod, small_raycluster, unscheduled_pod
+from tests.activities.conftest import (
+    RecordingEnvironment,
+    running_pod,
+    small_raycluster,
+    submitter_body,
+    unscheduled_pod,
+)
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
@@ -149,18 +155,7 @@ async def test_watch_from_a_version_the_server_no_longer_has_is_gone(
 async def test_wait_submitter_job_until_it_completes(
     deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
 ) -> None:
-    body = {
-        "metadata": {"name": "submitter", "namespace": namespace},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
-                }
-            },
-        },
-    }
+    body = submitter_body("submitter", namespace)
     await asyncio.to_thread(run_sync, WorkloadActivities(deps).create_job, CreateObject(body))
     waits = KubernetesWaits(deps)
     view: dict[str, Any] | None = None

@@ -1,7 +1,7 @@
-"""Fixtures for CLI tests: one simulated sandbox and one worker with the real workflows and activities per
-module (on the session's Temporal dev server), and a way to run `raypilot` in-process against them.
-`cli_kube_stack` runs a module on the real stack instead (simulated Ray; raypilot installed from deploy/, the
-worker with its ServiceAccount's token, `raypilot` as the admin)."""
+"""Fixtures for CLI tests: the test process's real stack (simulated Ray; raypilot installed from deploy/) with
+a worker of the module's own as raypilot's ServiceAccount, on the session's Temporal dev server, and a way to
+run `raypilot` in-process against them as the stack's admin. `cli_sandbox_stack` is the simulated sandbox
+instead, for the corpus of KubeRay's features (tests/cli/test_corpus.py)."""
 
 from __future__ import annotations
 
@@ -51,11 +51,11 @@ class _Terminal(io.StringIO):
 
 @dataclass
 class CliStack:
-    """The environment `raypilot` sees (Temporal address, task queue, KUBECONFIG) and the sandbox behind
-    it (None on the real stack)."""
+    """The environment `raypilot` sees (Temporal address, task queue, KUBECONFIG) and the real stack behind
+    it (None on the sandbox)."""
 
     env: dict[str, str]
-    cluster: SandboxThread | None
+    kube: RealKube | None
     client: Client
     api_client: k8s.ApiClient
 
@@ -112,7 +112,7 @@ async def sandbox_cli_stack(client: Client, workdir: Path) -> AsyncIterator[CliS
         async with running_worker(
             client, activities=build_activities(dependencies), replay_every_task=False, as_worker_py=True
         ) as task_queue:
-            yield CliStack(_cli_env(client, cluster.kubeconfig_path, task_queue), cluster, client, api_client)
+            yield CliStack(_cli_env(client, cluster.kubeconfig_path, task_queue), None, client, api_client)
     finally:
         api_client.close()
         await dependencies.aclose()
@@ -120,7 +120,7 @@ async def sandbox_cli_stack(client: Client, workdir: Path) -> AsyncIterator[CliS
 
 
 @pytest.fixture(scope="module")
-async def cli_stack(
+async def cli_sandbox_stack(
     dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[CliStack]:
     async with sandbox_cli_stack(dev_server_env.client, tmp_path_factory.mktemp("cli-sandbox")) as stack:
@@ -128,16 +128,10 @@ async def cli_stack(
 
 
 @pytest.fixture(scope="module")
-async def cli_kube_stack(
+async def cli_stack(
     dev_server_env: WorkflowEnvironment, real_kube_of_simulated_ray: RealKube
 ) -> AsyncIterator[CliStack]:
-    """The module on the real Kubernetes stack: `raypilot` as its admin runs it."""
-    async with real_cli_stack(dev_server_env.client, real_kube_of_simulated_ray) as stack:
-        yield stack
-
-
-@contextlib.asynccontextmanager
-async def real_cli_stack(client: Client, real: RealKube) -> AsyncIterator[CliStack]:
-    """`raypilot` as the real stack's admin, a worker with raypilot's ServiceAccount."""
+    """The module on the real stack: `raypilot` as its admin, a worker as raypilot's ServiceAccount."""
+    client, real = dev_server_env.client, real_kube_of_simulated_ray
     async with real.admin_and_worker(client) as (api_client, task_queue):
-        yield CliStack(_cli_env(client, real.admin, task_queue), None, client, api_client)
+        yield CliStack(_cli_env(client, real.admin, task_queue), real, client, api_client)

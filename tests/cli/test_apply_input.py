@@ -15,7 +15,7 @@ import yaml
 from kubernetes import client as k8s
 from temporalio.service import RPCError, RPCStatusCode
 
-from sandbox.faults import FaultRule
+from sandbox.realkube.controlplane import token_kubeconfig
 from tests.cli.conftest import CliStack
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
@@ -172,7 +172,7 @@ async def test_without_kubernetes_access_only_ray_objects_apply(cli_stack: CliSt
     object that must go to Kubernetes rejects the input."""
     namespace = cli_stack.namespace()
     env = {key: value for key, value in cli_stack.env.items() if key != "KUBECONFIG"}
-    without = CliStack(env, cli_stack.cluster, cli_stack.client, cli_stack.api_client)
+    without = CliStack(env, cli_stack.kube, cli_stack.client, cli_stack.api_client)
     mixed = write(tmp_path / "mixed.yaml", rayjob(namespace, name="mixed"), configmap(namespace, "c", "1"))
     rejected = await without.run("apply", "-f", mixed)
     assert rejected.code == 2
@@ -185,16 +185,30 @@ async def test_without_kubernetes_access_only_ray_objects_apply(cli_stack: CliSt
 async def test_a_user_who_may_not_read_namespaces_is_not_stopped(cli_stack: CliStack, tmp_path: Path) -> None:
     """In a shared cluster a user may work in a namespace without being allowed to get Namespace objects."""
     namespace = cli_stack.namespace()
-    assert cli_stack.cluster is not None  # the sandbox's fault hooks
-    faults = cli_stack.cluster.sandbox.faults
-    faults.set_rules(
-        [FaultRule(verbs=frozenset({"get"}), resources=frozenset({"namespaces"}), status=403, error_rate=1.0)]
+    assert cli_stack.kube is not None
+    # A ServiceAccount with Kubernetes' `edit` role in the namespace alone: it may not get Namespaces.
+    plane, user = cli_stack.kube.plane, "namespace-editor"
+    plane.kubectl("create", "serviceaccount", user, "-n", namespace)
+    plane.kubectl(
+        "create",
+        "rolebinding",
+        user,
+        "--clusterrole=edit",
+        f"--serviceaccount={namespace}:{user}",
+        "-n",
+        namespace,
     )
-    try:
-        result = await cli_stack.run(
-            "apply", "-f", write(tmp_path / "m.yaml", configmap(namespace, "c", "1"))
-        )
-    finally:
-        faults.set_rules([])
+    identity = f"system:serviceaccount:{namespace}:{user}"
+    assert (
+        plane.kubectl("auth", "can-i", "get", f"namespace/{namespace}", "--as", identity, check=False).strip()
+        == "no"
+    )
+    token = plane.kubectl("create", "token", user, "-n", namespace).strip()
+    kubeconfig = tmp_path / "user.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, user, token)))
+    editor = CliStack(
+        {**cli_stack.env, "KUBECONFIG": str(kubeconfig)}, None, cli_stack.client, cli_stack.api_client
+    )
+    result = await editor.run("apply", "-f", write(tmp_path / "m.yaml", configmap(namespace, "c", "1")))
     assert result.code == 0, result.stderr
     assert configmap_value(cli_stack, namespace, "c") == "1"

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from kubernetes import client as k8s
 
@@ -16,13 +15,6 @@ from sandbox.testing import wait_until
 from tests.cli.conftest import CliStack
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import rayservice
-
-
-@pytest.fixture
-def cli_stack(cli_kube_stack: CliStack) -> CliStack:
-    """This module runs on the real stack (tests/cli/conftest.py)."""
-    return cli_kube_stack
-
 
 KUBERAY_MADE = {
     "metadata": {

@@ -1,5 +1,5 @@
 """`raypilot` end to end for RayJobs and RayServices: the CLI in-process against the Temporal dev server and a
-worker with the real workflows and activities on a simulated sandbox (one per module)."""
+worker with the real workflows and activities, on the real stack with simulated Ray."""
 
 from __future__ import annotations
 

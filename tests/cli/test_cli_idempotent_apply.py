@@ -1,4 +1,4 @@
-"""`raypilot apply` is idempotent, as `kubectl apply` is (issue 22), end to end on the simulated sandbox: a
+"""`raypilot apply` is idempotent, as `kubectl apply` is (issue 22), end to end on the real stack: a
 finished RayJob is applied again (same and changed spec) without a new run or cluster, `temporal workflow
 start` with its id takes it over without side effects, `raypilot delete` then lets it run once more, and a
 leftover submitter Job of an earlier run is never adopted."""

@@ -37,11 +37,11 @@ def namespace_of(feature: str) -> str:
 
 
 @pytest.fixture(scope="module")
-async def applied_corpus(cli_stack: CliStack) -> CliResult:
-    core = k8s.CoreV1Api(cli_stack.api_client)
+async def applied_corpus(cli_sandbox_stack: CliStack) -> CliResult:
+    core = k8s.CoreV1Api(cli_sandbox_stack.api_client)
     for feature in FEATURES:
         core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=namespace_of(feature))))
-    return await cli_stack.run("apply", "-f", str(CORPUS))
+    return await cli_sandbox_stack.run("apply", "-f", str(CORPUS))
 
 
 def test_every_feature_has_its_namespace() -> None:
@@ -83,11 +83,11 @@ def progressed(kind: str, status: dict[str, Any], feature: str) -> bool:
     ],
 )
 async def test_each_feature_progresses_on_the_sandbox(
-    feature: str, applied_corpus: CliResult, cli_stack: CliStack
+    feature: str, applied_corpus: CliResult, cli_sandbox_stack: CliStack
 ) -> None:
     refs = {namespace: (kind, name) for kind, namespace, name in STARTED_LINE.findall(applied_corpus.stdout)}
     kind, name = refs[namespace_of(feature)]
-    handle = cli_stack.client.get_workflow_handle(f"{kind}/{namespace_of(feature)}/{name}")
+    handle = cli_sandbox_stack.client.get_workflow_handle(f"{kind}/{namespace_of(feature)}/{name}")
 
     async def advanced() -> dict[str, Any] | None:
         status: dict[str, Any] = await handle.query("status")

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,22 +25,9 @@ from typing import Any
 import pytest
 import yaml
 from temporalio.client import WorkflowFailureError
-from temporalio.testing import WorkflowEnvironment
 
-from tests.cli.conftest import CliStack, real_cli_stack
-from tests.kubes import RealKube
+from tests.cli.conftest import CliStack
 from tests.readiness import with_quick_readiness
-
-
-@pytest.fixture(scope="module")
-async def cli_stack(
-    dev_server_env: WorkflowEnvironment, real_kube_of_simulated_ray: RealKube
-) -> AsyncIterator[CliStack]:
-    """The real stack only: the loop's `raypilot` processes against the sandbox's in-process API server
-    competed with it for this process (75 s against 55 s on the real stack, fresh-clone run of session 18)."""
-    async with real_cli_stack(dev_server_env.client, real_kube_of_simulated_ray) as stack:
-        yield stack
-
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(600)]
 

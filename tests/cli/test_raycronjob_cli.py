@@ -19,13 +19,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from tests.cli.conftest import CliStack
 
-
-@pytest.fixture
-def cli_stack(cli_kube_stack: CliStack) -> CliStack:
-    """This module runs on the real stack (tests/cli/conftest.py)."""
-    return cli_kube_stack
-
-
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
 
 SAMPLES = Path(__file__).parents[2] / "examples" / "raycronjob"

@@ -22,7 +22,13 @@ from activities.kubernetes.workloads import WorkloadActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.testing import raycluster_manifest, wait_until
-from tests.activities.conftest import RecordingEnvironment, running_pod, small_raycluster, unscheduled_pod
+from tests.activities.conftest import (
+    RecordingEnvironment,
+    running_pod,
+    small_raycluster,
+    submitter_body,
+    unscheduled_pod,
+)
 from wire.cronjob import RayJobRunRef
 from wire.kubernetes import (
     ClusterPods,
@@ -125,21 +131,6 @@ def test_cluster_pods_are_listed_and_one_is_deleted(deps: ActivityDependencies, 
     assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is False
 
 
-def job_body(namespace: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "submitter", "namespace": namespace},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "ray-job-submitter", "image": "x", "command": ["true"]}],
-                }
-            },
-        },
-    }
-
-
 def make_ready_serve_endpoint(core_api: client.CoreV1Api, namespace: str) -> None:
     service = client.V1Service(
         metadata=client.V1ObjectMeta(name="serve"),
@@ -175,7 +166,9 @@ async def test_each_wait_watches_until_its_object_appears(
         "submitter_job": (
             waits.wait_submitter_job,
             WaitObject(namespace, "submitter", job_view(None)),
-            lambda: run(WorkloadActivities(deps).create_job, CreateObject(job_body(namespace))),
+            lambda: run(
+                WorkloadActivities(deps).create_job, CreateObject(submitter_body("submitter", namespace))
+            ),
         ),
         "head_pod": (
             waits.wait_head_pod,

@@ -1,6 +1,6 @@
 """Integration fixtures, on the session's Temporal dev server:
 
-- `simulated_stack` / `real_stack`: one sandbox (simulated or real Ray) and worker per module;
+- `real_stack`: one sandbox with real Ray heads and a worker per module;
 - `kube_stack`: the real stack (etcd, kube-apiserver with RBAC, kube-controller-manager, KubeRay's operator,
   the node agent running pods of simulated Ray; raypilot installed as users install it, its worker
   authenticating as its ServiceAccount). The stack (`real_kube_of_simulated_ray`, tests/conftest.py) starts
@@ -16,14 +16,6 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.integration.stack import Stack, running_stack
 from tests.kubes import RealKube
-
-
-@pytest.fixture(scope="module")
-async def simulated_stack(
-    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Stack]:
-    async with running_stack(tmp_path_factory.mktemp("sim"), dev_server_env.client, "simulated") as stack:
-        yield stack
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import copy
 import re
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -171,24 +172,29 @@ async def create_raycluster(
     return await wait_until(ready, within=within, interval=0.2, what=f"RayCluster {namespace}/{name} ready")
 
 
-def first_raycluster_deletion(stack: Stack, namespace: str, *, within: float) -> float:
-    """Blocks until a RayCluster of `namespace` starts being deleted (a watch sees its deletionTimestamp or
-    its DELETED event); returns that wall-clock moment (time.time()). Run it in a thread."""
+def ray_io_events(stack: Stack, namespace: str, plural: str, within: float) -> Iterator[dict[str, Any]]:
+    """The watch events of `namespace`'s ray.io/v1 `plural` for up to `within` seconds (blocking: run it in
+    a thread); the watch stops when the caller stops iterating."""
     watcher = watch.Watch()
     try:
-        for event in watcher.stream(
+        yield from watcher.stream(
             stack.custom.list_namespaced_custom_object,
             "ray.io",
             "v1",
             namespace,
-            "rayclusters",
+            plural,
             timeout_seconds=int(within),
-        ):
-            deleting = event["type"] == "DELETED" or event["object"]["metadata"].get("deletionTimestamp")
-            if deleting:
-                return time.time()
+        )
     finally:
         watcher.stop()
+
+
+def first_raycluster_deletion(stack: Stack, namespace: str, *, within: float) -> float:
+    """Blocks until a RayCluster of `namespace` starts being deleted (a watch sees its deletionTimestamp or
+    its DELETED event); returns that wall-clock moment (time.time()). Run it in a thread."""
+    for event in ray_io_events(stack, namespace, "rayclusters", within):
+        if event["type"] == "DELETED" or event["object"]["metadata"].get("deletionTimestamp"):
+            return time.time()
     raise AssertionError(f"no RayCluster of {namespace} was deleted within {within} s")
 
 

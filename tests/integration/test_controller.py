@@ -1,12 +1,12 @@
-"""`raypilot controller` on the sandbox, driven through kubectl only: apply -> workflow -> status in `kubectl
-get`; delete -> finalizer -> the workflow's `delete` -> everything owned gone; a bad spec -> ValidationFailed
-and a Warning Event, nothing created; status writes on changes of what `kubectl get` shows only (counted,
-JOB STATUS within Running included); a DeleteSelf rule deleting its object; KubeRay's leftovers of RayJobs
-adopted (a running Ray job continued through a controller restart, an ended one's deletion rule applied, no
-second run); KubeRay's leftovers of a RayService adopted under load (kept when the spec matches, then
-upgraded by a changed spec; upgraded at once when it does not); a changed spec applied by a controller
-started again mid-lifecycle, with no second run or cluster; the controller's role. A killed leader and two
-replicas: test_controller_process.py."""
+"""`raypilot controller` on the real stack as its ServiceAccount (deploy/controller's RBAC), driven through
+kubectl only: apply -> workflow -> status in `kubectl get`; delete -> finalizer -> the workflow's `delete`
+-> everything owned gone; a bad spec -> ValidationFailed and a Warning Event, nothing created; status
+writes on changes of what `kubectl get` shows only (counted, JOB STATUS within Running included); a
+DeleteSelf rule deleting its object; KubeRay's leftovers of RayJobs adopted (a running Ray job continued
+through a controller restart, an ended one's deletion rule applied, no second run); KubeRay's leftovers of
+a RayService adopted under load (kept when the spec matches, then upgraded by a changed spec; upgraded at
+once when it does not); a changed spec applied by a controller started again mid-lifecycle, with no second
+run or cluster; the controller's role. A killed leader and two replicas: test_controller_process.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import yaml
 from kubernetes import client as k8s
+from kubernetes import config
 from temporalio.client import WorkflowExecutionStatus
 
 from models.features import FeatureGates
@@ -37,6 +37,7 @@ from tests.docs.test_rbac import Permission, permission_of, role_permissions
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
 from tests.integration.stack import Stack
+from tests.kubes import RealKube
 from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 from tests.workflows.history_digest import history_digest
 
@@ -46,17 +47,19 @@ STATUS_INTERVAL = 0.3
 
 
 @pytest.fixture(scope="module")
-def kube_env(simulated_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def kube_env(
+    real_kube_of_simulated_ray: RealKube, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """kubectl as the real stack's admin (deploy/'s CRDs are installed with the stack)."""
     # kubectl keeps its discovery cache under HOME: a directory of the test's own.
     home = tmp_path_factory.mktemp("home")
-    env = {
-        "KUBECONFIG": str(simulated_stack.cluster.kubeconfig_path),
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(home),
-    }
-    kubectl(env, "apply", "-k", str(ROOT / "deploy" / "crds"))
-    kubectl(env, "wait", "--for", "condition=established", "--timeout=10s", "crd/rayjobs.raypilot.io")
-    return env
+    return {"KUBECONFIG": str(real_kube_of_simulated_ray.admin), "PATH": "/usr/bin:/bin", "HOME": str(home)}
+
+
+@pytest.fixture(scope="module")
+def controller_kubeconfig(real_kube_of_simulated_ray: RealKube) -> Path:
+    """`raypilot controller`'s ServiceAccount (deploy/controller's RBAC, enforced by the API server)."""
+    return real_kube_of_simulated_ray.installed.controller
 
 
 # Every API request the controller made in this module, as RBAC names it (compared with its role at the end).
@@ -78,8 +81,8 @@ def recording(api_client: k8s.ApiClient) -> k8s.ApiClient:
 
 
 @contextlib.asynccontextmanager
-async def running_controller(stack: Stack) -> AsyncIterator[Controller]:
-    api_client = recording(stack.cluster.api_client())
+async def running_controller(stack: Stack, kubeconfig: Path) -> AsyncIterator[Controller]:
+    api_client = recording(config.new_client_from_config(config_file=str(kubeconfig)))
     temporal = ControllerTemporal(stack.client, stack.task_queue)
     controller = Controller(ControllerKube(api_client), temporal, FeatureGates(), STATUS_INTERVAL)
     controller.leftover_recheck_seconds = 0.5
@@ -183,10 +186,10 @@ async def runs_of(stack: Stack, workflow_id: str) -> list[Any]:
 
 
 async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collects_everything(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
-    namespace = simulated_stack.namespace()
-    async with running_controller(simulated_stack) as controller:
+    namespace = kube_stack.namespace()
+    async with running_controller(kube_stack, controller_kubeconfig) as controller:
         written = record_status_writes(controller)
         # The job runs long enough for its RUNNING to be seen on a loaded machine (with a 3 s job, a full run
         # whose workflow tasks took over 5 s went from PENDING to SUCCEEDED).
@@ -210,7 +213,11 @@ async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collec
             done["metadata"]["uid"],
         )
         events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
-        subjects = {(e["involvedObject"].get("apiVersion"), e["involvedObject"].get("uid")) for e in events}
+        subjects = {
+            (e["involvedObject"].get("apiVersion"), e["involvedObject"].get("uid"))
+            for e in events
+            if e["involvedObject"].get("kind") == "RayJob"  # KubeRay posts its own, on the RayCluster
+        }
         assert subjects == {("raypilot.io/v1", done["metadata"]["uid"])}
         # Status writes follow what `kubectl get` shows, not polls: each write changes a printer column
         # (Initializing, Running PENDING/RUNNING, Complete SUCCEEDED: at most 5 for the whole life, fewer
@@ -237,10 +244,10 @@ async def test_apply_runs_the_workflow_status_shows_in_kubectl_and_delete_collec
 
 
 async def test_a_bad_spec_gets_validation_failed_and_a_warning_event_and_nothing_is_created(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
-    namespace = simulated_stack.namespace()
-    async with running_controller(simulated_stack):
+    namespace = kube_stack.namespace()
+    async with running_controller(kube_stack, controller_kubeconfig):
         bad = raypilot_rayjob(
             namespace, "bad", "sleep 1", shutdownAfterJobFinishes=False, ttlSecondsAfterFinished=60
         )
@@ -257,7 +264,7 @@ async def test_a_bad_spec_gets_validation_failed_and_a_warning_event_and_nothing
             (e["type"], e["reason"], e["message"]) for e in events if e["involvedObject"]["name"] == "bad"
         ]
         assert warnings == [("Warning", "ValidationFailed", message)]
-        assert await runs_of(simulated_stack, f"rayjob/{namespace}/bad") == []
+        assert await runs_of(kube_stack, f"rayjob/{namespace}/bad") == []
         assert rayclusters(kube_env, namespace) == []
         await asyncio.to_thread(
             kubectl, kube_env, "delete", "rayjobs.raypilot.io/bad", "-n", namespace, "--timeout=30s"
@@ -265,12 +272,15 @@ async def test_a_bad_spec_gets_validation_failed_and_a_warning_event_and_nothing
 
 
 async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_second_run(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
-    namespace = simulated_stack.namespace()
+    namespace = kube_stack.namespace()
     workflow_id = f"rayjob/{namespace}/long"
-    async with running_controller(simulated_stack):
-        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "long", "sleep 4"))
+    # The job outlasts the controller's absence and the next one's start with room to spare (4 s did not,
+    # on a loaded machine with the real API server: the run had ended before the change reached it).
+    entrypoint = "sleep 12"
+    async with running_controller(kube_stack, controller_kubeconfig):
+        kubectl(kube_env, "apply", "-f", "-", stdin=raypilot_rayjob(namespace, "long", entrypoint))
         await wait_phase(kube_env, namespace, "long", "Running")
     # The controller is gone mid-lifecycle; the spec changes meanwhile; a new controller takes over.
     kubectl(
@@ -278,22 +288,27 @@ async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_sec
         "apply",
         "-f",
         "-",
-        stdin=raypilot_rayjob(namespace, "long", "sleep 4", activeDeadlineSeconds=600),
+        stdin=raypilot_rayjob(namespace, "long", entrypoint, activeDeadlineSeconds=600),
     )
-    async with running_controller(simulated_stack):
-        changed = await wait_until(
-            lambda: (
-                (o := get_object(kube_env, namespace, "long"))
-                and o["metadata"]["annotations"].get("raypilot.io/applied-generation")
-                == f"{o['metadata']['uid']}/2"
-                and o
-            ),
-            within=30,
-            what="generation 2 applied",
-        )
+    async with running_controller(kube_stack, controller_kubeconfig):
+        try:
+            changed = await wait_until(
+                lambda: (
+                    (o := get_object(kube_env, namespace, "long"))
+                    and o["metadata"]["annotations"].get("raypilot.io/applied-generation")
+                    == f"{o['metadata']['uid']}/2"
+                    and o
+                ),
+                within=30,
+                what="generation 2 applied",
+            )
+        except ConditionTimeout as timeout:
+            obj = get_object(kube_env, namespace, "long") or {}
+            evidence = await phase_evidence(kube_stack, kube_env, namespace, "long")
+            raise ConditionTimeout(f"{timeout}; metadata {obj.get('metadata')!r}; {evidence}") from None
         assert changed["metadata"]["generation"] == 2
         await wait_phase(kube_env, namespace, "long", "Complete")
-        runs = await runs_of(simulated_stack, workflow_id)
+        runs = await runs_of(kube_stack, workflow_id)
         assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
         assert len(rayclusters(kube_env, namespace)) == 1
         await asyncio.to_thread(
@@ -302,15 +317,15 @@ async def test_a_changed_spec_is_applied_and_a_restarted_controller_makes_no_sec
 
 
 async def test_a_rayjob_with_a_delete_self_rule_deletes_its_object_through_the_finalizer(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
     """DeleteSelf deletes the raypilot.io object itself; the finalizer lets it go once the run is over, and
     the garbage collector takes what it owned: nothing is left."""
-    namespace = simulated_stack.namespace()
+    namespace = kube_stack.namespace()
     rules = {
         "deletionRules": [{"policy": "DeleteSelf", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}}]
     }
-    async with running_controller(simulated_stack):
+    async with running_controller(kube_stack, controller_kubeconfig):
         kubectl(
             kube_env,
             "apply",
@@ -328,7 +343,7 @@ async def test_a_rayjob_with_a_delete_self_rule_deletes_its_object_through_the_f
             within=60,
             what="selfdel deleted itself",
         )
-        runs = await runs_of(simulated_stack, f"rayjob/{namespace}/selfdel")
+        runs = await runs_of(kube_stack, f"rayjob/{namespace}/selfdel")
         assert [run.status for run in runs] == [WorkflowExecutionStatus.COMPLETED]
         await wait_until(lambda: not rayclusters(kube_env, namespace), within=30, what="clusters gone")
         jobs = json.loads(kubectl(kube_env, "get", "jobs", "-n", namespace, "-o", "json"))["items"]
@@ -382,20 +397,17 @@ def submitter_succeeded(env: dict[str, str], namespace: str, name: str) -> bool:
 
 
 async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued_with_no_second_run(
-    simulated_stack: Stack, kube_env: dict[str, str], caplog: pytest.LogCaptureFixture
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
     """Two RayJobs KubeRay left at once: `running` (its Ray job still runs) is continued on the same cluster,
     submitter Job and submission id to Complete, through a controller restarted mid-lifecycle, with one
     adopting run and nothing created twice; `ended` (its Ray job ended while nobody watched) is found
     ended, never submitted again, and its deletion rule applies (shutdownAfterJobFinishes: the cluster goes,
     the submitter Job stays for its logs)."""
-    # On a failure the sandbox's account of the Ray heads (a head stopped or restarted loses its jobs) is
-    # printed with the runs' histories.
-    caplog.set_level(logging.INFO, logger="sandbox.controllers")
-    namespace = simulated_stack.namespace()
+    namespace = kube_stack.namespace()
     (running_kuberay, before), (ended_kuberay, ended_before) = await asyncio.gather(
-        kuberay_rayjob_leftovers(simulated_stack, namespace, "running", "sleep 6"),
-        kuberay_rayjob_leftovers(simulated_stack, namespace, "ended", "sleep 3"),
+        kuberay_rayjob_leftovers(kube_stack, namespace, "running", "sleep 6"),
+        kuberay_rayjob_leftovers(kube_stack, namespace, "ended", "sleep 3"),
     )
     cluster = before["rayClusterName"]
     uids = {r: uid_of(kube_env, namespace, r) for r in (f"rayclusters.ray.io/{cluster}", "jobs/running")}
@@ -403,7 +415,7 @@ async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued
     await wait_until(
         lambda: submitter_succeeded(kube_env, namespace, "ended"), within=30, what="`ended` ended"
     )
-    async with running_controller(simulated_stack):
+    async with running_controller(kube_stack, controller_kubeconfig):
         kubectl(kube_env, "apply", "-f", "-", stdin=as_raypilot_io(running_kuberay))
         ended = as_raypilot_io(ended_kuberay, shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=0)
         kubectl(kube_env, "apply", "-f", "-", stdin=ended)
@@ -416,8 +428,8 @@ async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued
         assert running is not None
         assert (running["status"]["rayClusterName"], running["status"]["jobId"]) == (cluster, before["jobId"])
     # The controller is gone mid-lifecycle; a new one takes over the adopted objects.
-    async with running_controller(simulated_stack) as controller:
-        done = await wait_phase(kube_env, namespace, "ended", "Complete", within=60, stack=simulated_stack)
+    async with running_controller(kube_stack, controller_kubeconfig) as controller:
+        done = await wait_phase(kube_env, namespace, "ended", "Complete", within=60, stack=kube_stack)
         assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", ended_before["jobId"])
         await wait_until(
             lambda: [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [cluster],
@@ -425,10 +437,10 @@ async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued
             what="the ended RayJob's cluster deleted by its rule",
         )
         assert uid_of(kube_env, namespace, "jobs/ended") == ended_submitter
-        done = await wait_phase(kube_env, namespace, "running", "Complete", within=60, stack=simulated_stack)
+        done = await wait_phase(kube_env, namespace, "running", "Complete", within=60, stack=kube_stack)
         assert (done["status"]["jobStatus"], done["status"]["jobId"]) == ("SUCCEEDED", before["jobId"])
         assert all(a != Action.START_OR_APPLY for k, a in controller.actions if k[2] == "running")
-        runs = await runs_of(simulated_stack, f"rayjob/{namespace}/running")
+        runs = await runs_of(kube_stack, f"rayjob/{namespace}/running")
         assert [run.status for run in runs] == [
             WorkflowExecutionStatus.COMPLETED,  # the adopting run
             WorkflowExecutionStatus.TERMINATED,  # the stand-in for KubeRay
@@ -500,18 +512,18 @@ async def delete_rayservice(stack: Stack, env: dict[str, str], namespace: str, n
 
 
 async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_failed_request(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
     """KubeRay's leftovers are taken over by the same spec as raypilot.io/v1: the cluster is kept (no
     upgrade, no new cluster) and no request fails across the move. A changed spec applied afterwards through
     kubectl reaches the same run (`apply` update): a new cluster takes the traffic, still with no failure."""
-    stack = simulated_stack
+    stack = kube_stack
     namespace, name = stack.namespace(), "moved"
     kuberay, old, serve_ip = await kuberay_leftovers(stack, namespace, name)
     moved = {**kuberay, "apiVersion": "raypilot.io/v1"}
     async with SteadyLoad(f"http://{serve_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(100)
-        async with running_controller(stack):
+        async with running_controller(stack, controller_kubeconfig):
             await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(moved))
             probe = running_rayservice(kube_env, namespace, name)
             adopted = await wait_until(probe, within=60, interval=0.3, what="adopted RayService Running")
@@ -545,17 +557,17 @@ async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_fail
 
 
 async def test_orphaned_leftovers_of_another_spec_are_upgraded_on_adoption_with_no_failed_request(
-    simulated_stack: Stack, kube_env: dict[str, str]
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
 ) -> None:
     """Adopting leftovers whose cluster does not match the applied spec starts an upgrade: a new cluster,
     the traffic moves to it, the old one goes after its deletion delay, no request fails."""
-    stack = simulated_stack
+    stack = kube_stack
     namespace, name = stack.namespace(), "movedchanged"
     _kuberay, old, serve_ip = await kuberay_leftovers(stack, namespace, name)
     moved = {**rayservice(namespace, name, "v2"), "apiVersion": "raypilot.io/v1"}
     async with SteadyLoad(f"http://{serve_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(100)
-        async with running_controller(stack):
+        async with running_controller(stack, controller_kubeconfig):
             await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(moved))
             probe = running_rayservice(kube_env, namespace, name, not_on=old)
             upgraded = await wait_until(probe, within=90, interval=0.3, what="Running on a new cluster")
@@ -574,12 +586,18 @@ async def test_orphaned_leftovers_of_another_spec_are_upgraded_on_adoption_with_
             await delete_rayservice(stack, kube_env, namespace, name)
 
 
-def test_the_controller_role_allows_every_request_and_nothing_more(simulated_stack: Stack) -> None:
+def test_the_controller_role_allows_every_request_and_nothing_more(
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
+) -> None:
     """deploy/controller's ClusterRole and leader-election Role against the requests of the tests above."""
     if not USED:
         pytest.skip("runs after the controller tests of this module")
-    namespace = simulated_stack.namespace()
-    api_client = recording(simulated_stack.cluster.api_client())
+    # A namespace of its own, with the leader-election Role bound there as deploy/ binds it in the
+    # controller's namespace (no other test's controller holds its Lease).
+    namespace = kube_stack.namespace()
+    role = ROOT / "deploy" / "controller" / "role-leader-election.yaml"
+    kubectl(kube_env, "apply", "--server-side", "-n", namespace, "-f", str(role))
+    api_client = recording(config.new_client_from_config(config_file=str(controller_kubeconfig)))
     leader, other = (LeaderLease(api_client, namespace, name, lease_seconds=60) for name in ("a", "b"))
     assert leader.try_acquire_or_renew()  # create
     assert leader.try_acquire_or_renew()  # get, update

@@ -22,6 +22,7 @@ from raypilot.controller.lease import LEASE_NAME
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.stack import Stack
+from tests.kubes import RealKube
 from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 
 # About 25 s (two controller processes start, a Lease expires): opt-in, so `make test` stays within its
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def controllers(simulated_stack: Stack, tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
+def controllers(kube_stack: Stack, tmp_path: Path) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
     """Start `raypilot controller --identity NAME` processes with started[NAME] = ...; all are ended."""
     started: dict[str, subprocess.Popen[bytes]] = {}
     yield started
@@ -47,11 +48,13 @@ def controllers(simulated_stack: Stack, tmp_path: Path) -> Iterator[dict[str, su
             process.wait(10)
 
 
-def spawn(stack: Stack, lease_namespace: str, identity: str, log: Path) -> subprocess.Popen[bytes]:
+def spawn(
+    stack: Stack, kubeconfig: Path, lease_namespace: str, identity: str, log: Path
+) -> subprocess.Popen[bytes]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": "/nonexistent",
-        "KUBECONFIG": str(stack.cluster.kubeconfig_path),
+        "KUBECONFIG": str(kubeconfig),
         "TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
         "TEMPORAL_NAMESPACE": stack.client.namespace,
         "RAYPILOT_TASK_QUEUE": stack.task_queue,
@@ -80,16 +83,21 @@ def phase(env: dict[str, str], namespace: str, name: str) -> str:
 
 
 async def test_the_leader_killed_mid_lifecycle_the_other_finishes_with_no_second_run(
-    simulated_stack: Stack, controllers: dict[str, subprocess.Popen[bytes]], tmp_path: Path
+    kube_stack: Stack,
+    real_kube_of_simulated_ray: RealKube,
+    controllers: dict[str, subprocess.Popen[bytes]],
+    tmp_path: Path,
 ) -> None:
-    stack = simulated_stack
-    env = {"KUBECONFIG": str(stack.cluster.kubeconfig_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    kubectl(env, "apply", "-k", str(ROOT / "deploy" / "crds"))
-    kubectl(env, "wait", "--for", "condition=established", "--timeout=10s", "crd/rayjobs.raypilot.io")
+    stack, kube = kube_stack, real_kube_of_simulated_ray
+    env = {"KUBECONFIG": str(kube.admin), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     namespace = stack.namespace()
-    controllers["a"] = spawn(stack, namespace, "a", tmp_path / "a.log")
+    # The Lease in the test's namespace, with deploy/'s leader-election Role bound there for the controller.
+    role = ROOT / "deploy" / "controller" / "role-leader-election.yaml"
+    kubectl(env, "apply", "--server-side", "-n", namespace, "-f", str(role))
+    controller = kube.installed.controller
+    controllers["a"] = spawn(stack, controller, namespace, "a", tmp_path / "a.log")
     await wait_until(lambda: holder(stack, namespace) == "a", within=30, interval=0.1, what="a leads")
-    controllers["b"] = spawn(stack, namespace, "b", tmp_path / "b.log")
+    controllers["b"] = spawn(stack, controller, namespace, "b", tmp_path / "b.log")
 
     manifest = example("rayjob-httpmode", namespace, rename="job", entrypoint="sleep 4")
     manifest["apiVersion"] = "raypilot.io/v1"

@@ -18,7 +18,7 @@ from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
 from sandbox.faults import FaultRule
-from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
+from sandbox.realkube.faultproxy import FaultProxy
 from tests.integration.stack import Stack, kubeconfig_worker
 from tests.kubes import RealKube
 from tests.reliability.figures import FIGURES, FULL, RESULTS_FILE, SEED, append_results, table
@@ -101,10 +101,8 @@ class WorkerApi:
 def worker_api(
     real_kube_of_simulated_ray: RealKube, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[WorkerApi]:
-    kube = real_kube_of_simulated_ray
-    with fault_proxy(kube.plane) as proxy:
-        path = tmp_path_factory.mktemp("reliability") / "worker.kubeconfig"
-        yield WorkerApi(proxy, proxied_kubeconfig(kube.installed.worker, proxy, path))
+    with real_kube_of_simulated_ray.worker_through_faults(tmp_path_factory.mktemp("reliability")) as faulty:
+        yield WorkerApi(*faulty)
 
 
 @pytest.fixture(scope="package")
