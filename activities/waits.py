@@ -150,22 +150,26 @@ class KubernetesWaits:
                 if done(view):
                     return current, view
                 try:
-                    async for event in api.watch_from(path, params, version, WATCH_SECONDS, what):
-                        obj = event.get("object") or {}
-                        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                        if event.get("type") == "BOOKMARK":
-                            continue
-                        obj.setdefault("apiVersion", resource.api_version)
-                        obj.setdefault("kind", resource.kind)
-                        if event.get("type") == "DELETED":
-                            objects.pop(obj["metadata"]["name"], None)
-                        else:
-                            objects[obj["metadata"]["name"]] = obj
-                        current = pick(objects.values())
-                        view = view_of(current)
-                        heartbeater.details = {"view": view, "resourceVersion": version}
-                        if done(view):
-                            return current, view
+                    # Closed on the way out: a wait that returns mid-watch ends its request then, not
+                    # whenever the generator is collected.
+                    watched = api.watch_from(path, params, version, WATCH_SECONDS, what)
+                    async with contextlib.aclosing(watched):
+                        async for event in watched:
+                            obj = event.get("object") or {}
+                            version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                            if event.get("type") == "BOOKMARK":
+                                continue
+                            obj.setdefault("apiVersion", resource.api_version)
+                            obj.setdefault("kind", resource.kind)
+                            if event.get("type") == "DELETED":
+                                objects.pop(obj["metadata"]["name"], None)
+                            else:
+                                objects[obj["metadata"]["name"]] = obj
+                            current = pick(objects.values())
+                            view = view_of(current)
+                            heartbeater.details = {"view": view, "resourceVersion": version}
+                            if done(view):
+                                return current, view
                 except ApplicationError as exc:
                     if exc.type != KUBERNETES_GONE:
                         raise

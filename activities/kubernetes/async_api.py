@@ -10,11 +10,12 @@ in-cluster service-account token rotates).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -127,7 +128,7 @@ class AsyncApiServer:
 
     async def watch(
         self, path: str, params: Mapping[str, str], timeout_seconds: int, what: str
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The events of one watch request (`{"type": ..., "object": ...}`) until the server ends it after
         `timeout_seconds`. A 410 Gone (an ERROR event or status) raises an ApplicationError of type
         KubernetesGone: the caller lists again and watches from the new resourceVersion. A stream that breaks
@@ -175,7 +176,7 @@ class AsyncApiServer:
         timeout_seconds: int,
         what: str,
         on_request: Callable[[], None] | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Every event after resourceVersion `version`, across as many watch requests as it takes: one the
         server ends is made again from the last resourceVersion seen, and so is one cut once accepted (after
         streaming for RESUMABLE_AFTER_SECONDS at least), as client-go's reflector does. Raises what `watch`
@@ -184,12 +185,12 @@ class AsyncApiServer:
             if on_request is not None:
                 on_request()
             try:
-                async for event in self.watch(
-                    path, {**params, "resourceVersion": version}, timeout_seconds, what
-                ):
-                    obj = event.get("object") or {}
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                    yield event
+                request = self.watch(path, {**params, "resourceVersion": version}, timeout_seconds, what)
+                async with contextlib.aclosing(request):  # ends the request when this generator is closed
+                    async for event in request:
+                        obj = event.get("object") or {}
+                        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                        yield event
             except WatchCut as cut:
                 if not cut.resumable:
                     raise

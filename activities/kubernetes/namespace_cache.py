@@ -140,18 +140,20 @@ class NamespaceCache:
             try:
                 version = await self._list(followed, path, params, what)
                 pause = 1.0
-                async for event in self.api.watch_from(
+                watched = self.api.watch_from(
                     path, params, version, WATCH_SECONDS, what, on_request=self._count_watch
-                ):
-                    if event.get("type") == "BOOKMARK":
-                        continue
-                    obj = event.get("object") or {}
-                    obj.setdefault("apiVersion", followed.resource.api_version)
-                    obj.setdefault("kind", followed.resource.kind)
-                    if event.get("type") == "DELETED":
-                        self._drop(followed.kind, obj)
-                    else:
-                        self._store(followed.kind, obj)
+                )
+                async with contextlib.aclosing(watched):  # a cancelled follower ends its request at once
+                    async for event in watched:
+                        if event.get("type") == "BOOKMARK":
+                            continue
+                        obj = event.get("object") or {}
+                        obj.setdefault("apiVersion", followed.resource.api_version)
+                        obj.setdefault("kind", followed.resource.kind)
+                        if event.get("type") == "DELETED":
+                            self._drop(followed.kind, obj)
+                        else:
+                            self._store(followed.kind, obj)
             except ApplicationError as error:
                 if error.type == KUBERNETES_GONE:
                     log.info("%s: watch expired (%s); listing again", what, error.message)

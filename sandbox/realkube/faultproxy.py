@@ -39,6 +39,7 @@ _HOP_BY_HOP = frozenset(
 )
 _CHUNK = 64 * 1024
 _ON_LOOP_WITHIN_S = 30.0
+SHUTDOWN_S = 1.0
 T = TypeVar("T")
 
 
@@ -129,7 +130,9 @@ class FaultProxy:
         async with aiohttp.ClientSession(connector=connector, auto_decompress=False) as session:
             self._session = session
             server = web.Server(self._handle)
-            runner = web.ServerRunner(server)
+            # On the way out a watch still streaming is cut, as a stopped API server cuts it, instead of being
+            # waited for (aiohttp's default waits a minute, and holds kube-apiserver's end of it meanwhile).
+            runner = web.ServerRunner(server, shutdown_timeout=SHUTDOWN_S)
             await runner.setup()
             await web.TCPSite(runner, "127.0.0.1", self.port, ssl_context=serving_tls).start()
             listening.set()

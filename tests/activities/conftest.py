@@ -160,13 +160,13 @@ def submitter_body(name: str, namespace: str) -> dict[str, Any]:
 
 
 def unscheduled_pod(name: str, labels: dict[str, str]) -> client.V1Pod:
-    """A Pod bound to a node nobody runs, so that nothing but the test changes it."""
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name, labels=labels),
-        spec=client.V1PodSpec(
-            node_name=NOBODYS_NODE, containers=[client.V1Container(name="ray", image=RAY_IMAGE)]
-        ),
+    """A Pod bound to a node nobody runs, so that nothing but the test changes it. No kubelet will confirm
+    its end, so it asks for none (a grace period of 0): deleting it, or its namespace, removes it at once."""
+    container = client.V1Container(name="ray", image=RAY_IMAGE)
+    spec = client.V1PodSpec(
+        node_name=NOBODYS_NODE, containers=[container], termination_grace_period_seconds=0
     )
+    return client.V1Pod(metadata=client.V1ObjectMeta(name=name, labels=labels), spec=spec)
 
 
 def running_pod(name: str, labels: dict[str, str]) -> client.V1Pod:
