@@ -6,6 +6,7 @@ refused query and an unreachable Prometheus through the activity and the gate's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.analysis import AnalysisActivities
 from activities.registry import ActivityDependencies
 from models.rollout import PrometheusQuery
+from tests.local_http import local_http
 from wire.analysis import PrometheusAnswer, PrometheusRequest
 from workflows.decisions.rayservice.upgrade.gates import prometheus_verdict
 
@@ -54,13 +56,13 @@ async def metrics(_: web.Request) -> web.Response:
 @pytest.fixture
 async def prometheus(tmp_path: Path) -> AsyncIterator[str]:
     """A Prometheus scraping the test's metrics endpoint every second; its address once it has scraped."""
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    target = f"127.0.0.1:{runner.addresses[0][1]}"
+    async with local_http("/metrics", metrics) as target, running_prometheus(tmp_path, target) as address:
+        yield address
+
+
+@contextlib.asynccontextmanager
+async def running_prometheus(tmp_path: Path, target: str) -> AsyncIterator[str]:
+    """A Prometheus scraping `target` every second, until the block ends; its URL once it has scraped."""
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
@@ -99,7 +101,6 @@ async def prometheus(tmp_path: Path) -> AsyncIterator[str]:
             process.kill()
             await process.wait()
         log.close()
-        await runner.cleanup()
 
 
 def verdict(condition: str, answer: PrometheusAnswer, on_error: str = "Fail") -> tuple[str, str]:

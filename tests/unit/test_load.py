@@ -11,22 +11,14 @@ import pytest
 from aiohttp import web
 
 from raypilot.load import FAILED, SteadyLoad, share
+from tests.local_http import local_http
 
 
 @asynccontextmanager
 async def local_server(answer: Callable[[web.Request], Awaitable[web.Response]]) -> AsyncIterator[str]:
     """Serves `answer` at / on a free local port; gives its URL."""
-    app = web.Application()
-    app.router.add_get("/", answer)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        await runner.cleanup()
+    async with local_http("/", answer) as address:
+        yield f"http://{address}/"
 
 
 @pytest.fixture
