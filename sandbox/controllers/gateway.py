@@ -113,13 +113,15 @@ class GatewayController(ResyncController[ObjectSource]):
             state.bound.discard(port)
             await state.proxies.pop(port).stop()
         for port in ports - state.bound:
-            owner = f"gateway {key[0]}/{key[1]} of controller {id(self):x}"
-            state.proxies.setdefault(port, WeightedHttpProxy(state.address, port, owner))
+            state.proxies.setdefault(port, self._proxy(key, state.address, port))
+
+    def _proxy(self, key: Key, address: str, port: int) -> WeightedHttpProxy:
+        return WeightedHttpProxy(address, port, f"gateway {key[0]}/{key[1]} of controller {id(self):x}")
 
     async def _bind_listeners(self) -> None:
         """Binds every proxy not bound yet."""
         for key, state in self._gateways.items():
-            for port, proxy in state.proxies.items():
+            for port, proxy in list(state.proxies.items()):
                 if port in state.bound:
                     continue
                 if await start_listener(proxy):
@@ -137,6 +139,19 @@ class GatewayController(ResyncController[ObjectSource]):
                     )
                 else:
                     self.retry_soon = True
+                    if not state.bound and not any(bound == key for bound, _ in self._ever_bound):
+                        # Another process (a second sandbox on this machine) holds the address. No client
+                        # has reached the Gateway there yet, so it moves instead of waiting for it.
+                        self._move(key, state)
+                        break
+
+    def _move(self, key: Key, state: _GatewayState) -> None:
+        """A new address for a Gateway none of whose listeners was ever bound."""
+        taken = state.address
+        state.address = self.pool.allocate()
+        self.pool.release(taken)  # after the allocation, so that the move lands elsewhere
+        state.proxies = {port: self._proxy(key, state.address, port) for port in state.proxies}
+        log.info("gateway %s/%s: %s is taken on this machine; moving to %s", *key, taken, state.address)
 
     def _claim_address(self, gateway: Obj) -> str:
         """Keep the address the status already shows (a restarted controller), else take a new one."""

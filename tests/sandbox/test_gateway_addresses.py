@@ -1,0 +1,73 @@
+"""The Gateway controller's addresses on a machine it shares: two sandboxes (two test processes' stacks, a
+demo beside a test run) draw Gateway addresses from the same range, so one may find its address's port held by
+the other. A Gateway no client has reached yet moves to another address instead of waiting for the holder."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+from sandbox.controllers.gateway import GatewayController
+from sandbox.controllers.gateway_api import GATEWAY_API_VERSION
+from sandbox.netalloc import AddressPool
+
+Obj = dict[str, Any]
+# A range of its own (hosts .1 to .6); the pool's walk starts at .1.
+RANGE = "127.77.2.0/29"
+
+
+class Objects:
+    """The controller's source: one Gateway, nothing else; status writes land on it."""
+
+    def __init__(self, gateway: Obj) -> None:
+        self.gateway = gateway
+
+    def read_list(self, api_version: str, kind: str) -> list[Obj]:
+        return [self.gateway] if (api_version, kind) == (GATEWAY_API_VERSION, "Gateway") else []
+
+    async def watch(self, api_version: str, kind: str) -> AsyncIterator[Any]:
+        if False:  # pragma: no cover - never called: the test drives reconcile() itself
+            yield None
+
+    def update(self, api_version: str, kind: str, obj: Obj, *, status: bool = False) -> Obj:
+        self.gateway = {**self.gateway, "status": obj["status"]}
+        return self.gateway
+
+
+def gateway(port: int) -> Obj:
+    return {
+        "apiVersion": GATEWAY_API_VERSION,
+        "kind": "Gateway",
+        "metadata": {"name": "gw", "namespace": "default", "generation": 1},
+        "spec": {
+            "gatewayClassName": "sandbox",
+            "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
+        },
+    }
+
+
+def programmed(gateway: Obj) -> str | None:
+    for condition in (gateway.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Programmed":
+            return str(condition["status"])
+    return None
+
+
+async def test_a_gateway_whose_address_another_process_holds_moves_to_a_free_one() -> None:
+    with socket.socket() as holder:  # what another sandbox's listener would be
+        holder.bind(("127.77.2.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        objects = Objects(gateway(port))
+        controller = GatewayController(objects, AddressPool(RANGE))
+        try:
+            await controller.reconcile()
+            assert controller.listen_address("default", "gw", port) is None
+            assert controller.retry_soon  # the pass that found the address taken asks for another
+            await controller.reconcile()
+            assert controller.listen_address("default", "gw", port) == ("127.77.2.2", port)
+            assert objects.gateway["status"]["addresses"] == [{"type": "IPAddress", "value": "127.77.2.2"}]
+            assert programmed(objects.gateway) == "True"
+        finally:
+            await controller.shutdown()
