@@ -1,6 +1,6 @@
-"""Every activity name raypilot registers. The typed stubs of `wire.stubs` carry them and each implementation
-is registered under its stub's name (`@implements`), so renaming a Python method can never break a running
-workflow's history.
+"""Every activity name raypilot registers. The activity declarations of `wire.stubs` carry them and each
+implementation is registered under its declaration's name (`@implements`), so renaming a Python method can
+never break a running workflow's history.
 
 Prefixes: `k8s.` Kubernetes core, batch and ray.io objects; `gateway.` Gateway API objects; `dashboard.` the
 Ray Dashboard REST API of one RayCluster; `temporal.` Temporal's own API (the earlier runs of a workflow id).

@@ -1,5 +1,5 @@
-"""Workflows call activities only through the kit and the typed stubs, and the kit's policies keep the rules
-that make each kind of I/O safe."""
+"""Workflows call activities only through the kit and the declarations of `wire.stubs`, and the kit's
+policies keep the rules that make each kind of I/O safe."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from workflows.kit.calls import IO, POLICIES
 
 REPO = Path(__file__).resolve().parents[2]
-# Ways to reach an activity without its typed stub and the policy table.
+# Ways to reach an activity without its declaration and the policy table.
 BYPASSES = re.compile(r"(execute|start)_(local_)?activity|wire\.names|wire import names")
 
 

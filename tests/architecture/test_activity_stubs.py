@@ -1,6 +1,6 @@
-"""Each typed stub in `wire.stubs` matches the activity the worker registers under its name: same parameter
-types and result type, and every registered activity has exactly one stub. A workflow that type-checks
-against the stubs therefore sends what the activity takes and decodes what it returns."""
+"""Each activity declared in `wire.stubs` matches the activity the worker registers under its name: same
+argument type and result type, and every registered activity is declared exactly once. A workflow that
+type-checks against the declarations therefore sends what the activity takes and decodes what it returns."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from temporalio import activity
 
 from activities.registry import ActivityDependencies, build_activities
 from wire import stubs
+from wire.stubs.common import Activity, ActivityWithoutInput
 
 
 def signature_types(fn: Callable[..., Any]) -> tuple[list[Any], Any]:
@@ -22,17 +23,17 @@ def signature_types(fn: Callable[..., Any]) -> tuple[list[Any], Any]:
     return parameters, hints.get("return")
 
 
-def stub_definitions() -> dict[str, Callable[..., Any]]:
-    found: dict[str, Callable[..., Any]] = {}
+def declared_types() -> dict[str, tuple[list[Any], Any]]:
+    found: dict[str, tuple[list[Any], Any]] = {}
     for value in vars(stubs).values():
-        definition = activity._Definition.from_callable(value) if callable(value) else None
-        if definition is not None:
-            assert definition.name not in found, f"two stubs for {definition.name}"
-            found[definition.name] = value
+        if isinstance(value, Activity | ActivityWithoutInput):
+            assert value.name not in found, f"{value.name} is declared twice"
+            arguments = [value.argument_type] if isinstance(value, Activity) else []
+            found[value.name] = (arguments, value.result_type)
     return found
 
 
-async def test_every_registered_activity_has_a_stub_of_the_same_types() -> None:
+async def test_every_registered_activity_is_declared_with_its_types() -> None:
     dependencies = ActivityDependencies.from_env({})
     try:
         registered = {
@@ -40,13 +41,14 @@ async def test_every_registered_activity_has_a_stub_of_the_same_types() -> None:
         }
     finally:
         await dependencies.aclose()
-    declared = stub_definitions()
+    declared = declared_types()
     assert set(declared) == set(registered)
     for name, implementation in registered.items():
-        assert signature_types(declared[name]) == signature_types(implementation), name
+        assert declared[name] == signature_types(implementation), name
 
 
-async def test_a_stub_is_never_run() -> None:
-    # A stub registered on a worker by mistake fails loudly instead of doing nothing.
-    with pytest.raises(NotImplementedError):
-        await stubs.get_raycluster(stubs.ObjectKey("default", "x"))
+def test_a_declaration_without_its_types_says_so() -> None:
+    # `Activity(name)` unsubscripted would leave Temporal nothing to decode the result into.
+    untyped: Activity[Any, Any] = Activity("k8s.untyped")
+    with pytest.raises(TypeError, match="declare it with its types"):
+        _ = untyped.result_type

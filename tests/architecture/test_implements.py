@@ -1,6 +1,6 @@
-"""`@implements(stub)`: an activity is registered under its stub's name, and mypy holds the implementation's
-argument and result types to the stub's (a workflow that type-checks against the stubs sends what the
-activity takes and gets what it returns)."""
+"""`@implements(declared)`: an activity is registered under its declaration's name, and mypy holds the
+implementation's argument and result types to the declared ones (a workflow that type-checks against the
+declarations sends what the activity takes and gets what it returns)."""
 
 from __future__ import annotations
 

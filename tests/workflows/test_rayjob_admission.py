@@ -29,11 +29,11 @@ from raypilot.testing.rayjob_scenarios import (
     status_of,
 )
 from raypilot.testing.rayjob_world import RUNS_FOREVER, SUCCEEDS, FakeWorld
+from tests.workflows.rayjob_support import activity_name
 from wire import names
 from wire.admission import QUEUE_QUERY, AdmissionTicket, OpenRuns, admission_workflow_id
 from workflows.admission.workflow import LIVENESS_CHECK_INTERVAL
 from workflows.decisions.admission import MAX_CONCURRENT_JOBS_ANNOTATION
-from workflows.kit.calls import activity_name
 
 FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 Handle = WorkflowHandle[Any, Any]

@@ -1,82 +1,158 @@
-"""A typed stub of every activity the worker registers: workflows call these, never a name string.
+"""Every activity the worker registers, declared once with its name and types: workflows call these, never a
+name string.
 
-`workflow.execute_activity(stubs.get_raycluster, key, ...)` schedules the activity registered under
-`names.GET_RAYCLUSTER`; the stub's parameter and return annotations let mypy check the argument and the
-result, and Temporal decodes the result into the annotated type (no `result_type` by hand). Each stub's
-docstring names its implementation in `activities/`, which is declared `@implements(stubs.<name>)`
-(`wire.stubs.common`): registered under the stub's name, its types held to the stub's by mypy. Stubs are
-declared `async` whatever the implementation is: the workflow only awaits the call's result.
-
-The stubs live by the kind of I/O their activity does (`kubernetes`, `gateway`, `dashboard`, `waits`,
-`temporal`, `analysis`); this module names them all, so a workflow reaches every one as `stubs.<name>`.
+`call(stubs.get_raycluster, key, IO.STEP)` (`workflows.kit.calls`) schedules the activity registered under
+`names.GET_RAYCLUSTER`; mypy checks the argument and the result against the declaration's types, and Temporal
+decodes the result into the declared result type. The implementation in `activities/` is declared
+`@implements(stubs.get_raycluster)` (`wire.stubs.common`): registered under the declared name, its types held
+to the declared ones by mypy (`grep -rn "implements(stubs.get_raycluster)"` finds it).
 """
 
 from __future__ import annotations
 
-from wire.kubernetes import ObjectKey as ObjectKey  # the key most stubs take, as `stubs.ObjectKey`
-from wire.stubs.analysis import probe_http as probe_http
-from wire.stubs.analysis import query_prometheus as query_prometheus
-from wire.stubs.dashboard import check_serve_health as check_serve_health
-from wire.stubs.dashboard import close_serve_connections as close_serve_connections
-from wire.stubs.dashboard import delete_ray_job as delete_ray_job
-from wire.stubs.dashboard import get_job_info as get_job_info
-from wire.stubs.dashboard import get_job_logs as get_job_logs
-from wire.stubs.dashboard import get_serve_applications as get_serve_applications
-from wire.stubs.dashboard import list_submitted_jobs as list_submitted_jobs
-from wire.stubs.dashboard import put_serve_config as put_serve_config
-from wire.stubs.dashboard import read_replica_ranks as read_replica_ranks
-from wire.stubs.dashboard import read_serve_requests_in_flight as read_serve_requests_in_flight
-from wire.stubs.dashboard import stop_job as stop_job
-from wire.stubs.dashboard import submit_job as submit_job
-from wire.stubs.dashboard import wait_serve_requests_in_flight as wait_serve_requests_in_flight
-from wire.stubs.gateway import create_gateway as create_gateway
-from wire.stubs.gateway import create_httproute as create_httproute
-from wire.stubs.gateway import delete_gateway as delete_gateway
-from wire.stubs.gateway import delete_httproute as delete_httproute
-from wire.stubs.gateway import get_gateway as get_gateway
-from wire.stubs.gateway import get_httproute as get_httproute
-from wire.stubs.gateway import update_gateway_spec as update_gateway_spec
-from wire.stubs.gateway import update_httproute_spec as update_httproute_spec
-from wire.stubs.kubernetes import count_ready_endpoints as count_ready_endpoints
-from wire.stubs.kubernetes import create_job as create_job
-from wire.stubs.kubernetes import create_raycluster as create_raycluster
-from wire.stubs.kubernetes import create_service as create_service
-from wire.stubs.kubernetes import delete_job as delete_job
-from wire.stubs.kubernetes import delete_owned_objects as delete_owned_objects
-from wire.stubs.kubernetes import delete_pod as delete_pod
-from wire.stubs.kubernetes import delete_ray_resource as delete_ray_resource
-from wire.stubs.kubernetes import delete_raycluster as delete_raycluster
-from wire.stubs.kubernetes import delete_service as delete_service
-from wire.stubs.kubernetes import get_head_pod as get_head_pod
-from wire.stubs.kubernetes import get_job as get_job
-from wire.stubs.kubernetes import get_raycluster as get_raycluster
-from wire.stubs.kubernetes import get_service as get_service
-from wire.stubs.kubernetes import list_cluster_pods as list_cluster_pods
-from wire.stubs.kubernetes import list_owned_objects as list_owned_objects
-from wire.stubs.kubernetes import list_rayclusters as list_rayclusters
-from wire.stubs.kubernetes import patch_pod_labels as patch_pod_labels
-from wire.stubs.kubernetes import read_operator_config as read_operator_config
-from wire.stubs.kubernetes import record_event as record_event
-from wire.stubs.kubernetes import suspend_worker_groups as suspend_worker_groups
-from wire.stubs.kubernetes import update_raycluster_spec as update_raycluster_spec
-from wire.stubs.kubernetes import update_service_spec as update_service_spec
-from wire.stubs.temporal import closed_runs as closed_runs
-from wire.stubs.temporal import delete_finished_rayjob as delete_finished_rayjob
-from wire.stubs.temporal import enqueue_for_admission as enqueue_for_admission
-from wire.stubs.temporal import latest_earlier_run as latest_earlier_run
-from wire.stubs.temporal import list_cronjob_runs as list_cronjob_runs
-from wire.stubs.temporal import observe_jobs as observe_jobs
-from wire.stubs.temporal import observe_namespace as observe_namespace
-from wire.stubs.temporal import read_run_start as read_run_start
-from wire.stubs.temporal import request_rayjob_deletion as request_rayjob_deletion
-from wire.stubs.temporal import wait_runs_closed as wait_runs_closed
-from wire.stubs.temporal import watch_job as watch_job
-from wire.stubs.temporal import watch_object as watch_object
-from wire.stubs.waits import wait_cluster_pods as wait_cluster_pods
-from wire.stubs.waits import wait_gateway as wait_gateway
-from wire.stubs.waits import wait_head_pod as wait_head_pod
-from wire.stubs.waits import wait_job as wait_job
-from wire.stubs.waits import wait_raycluster as wait_raycluster
-from wire.stubs.waits import wait_ready_endpoints as wait_ready_endpoints
-from wire.stubs.waits import wait_serve as wait_serve
-from wire.stubs.waits import wait_submitter_job as wait_submitter_job
+from typing import Any
+
+from models.operator import OperatorConfig
+from wire import names
+from wire.admission import AdmissionAnswer, AdmissionRequest, AdmissionTicket, OpenRuns
+from wire.analysis import HttpProbeRequest, HttpProbeSamples, PrometheusAnswer, PrometheusRequest
+from wire.cronjob import CronJobKey, CronJobRuns, RayJobRunRef
+from wire.dashboard import (
+    DashboardTarget,
+    HeadServeHealth,
+    JobInfoAnswer,
+    JobLogs,
+    PutServeConfig,
+    RayJobKey,
+    ReadReplicaRanks,
+    ReplicaRanks,
+    ServeObservation,
+    StopJobResult,
+    SubmitJob,
+    SubmitJobResult,
+    SubmittedJob,
+    WaitRayJob,
+    WaitServe,
+)
+from wire.drain import (
+    CloseServeConnections,
+    ServeConnectionsClosing,
+    ServeRequestsInFlight,
+    WaitServeRequestsInFlight,
+)
+from wire.kubernetes import (
+    ClusterPods,
+    CreateObject,
+    DeleteObject,
+    EarlierRun,
+    EarlierRuns,
+    GatewayObservation,
+    HeadPodKey,
+    ListObjects,
+    Observation,
+    OwnedObjects,
+    PodLabels,
+    PodsObservation,
+    RayResourceKey,
+    RecordEvent,
+    RunStart,
+    ServiceEndpoints,
+    UpdateSpec,
+    WaitClusterPods,
+    WaitGateway,
+    WaitObject,
+    WaitRayCluster,
+    WaitReadyEndpoints,
+)
+from wire.kubernetes import ObjectKey as ObjectKey  # the key most activities take, as `stubs.ObjectKey`
+from wire.kubernetes_observer import ObjectWatch, ObserveKubernetes
+from wire.observer import JobWatch, ObserveJobs
+from wire.stubs.common import Activity, ActivityWithoutInput
+
+# The operator's configuration, then Kubernetes objects (RayClusters, Services, Jobs, Pods, Events, owned
+# objects).
+read_operator_config = ActivityWithoutInput[OperatorConfig](names.READ_OPERATOR_CONFIG)
+create_raycluster = Activity[CreateObject, dict[str, Any]](names.CREATE_RAYCLUSTER)
+get_raycluster = Activity[ObjectKey, dict[str, Any] | None](names.GET_RAYCLUSTER)
+update_raycluster_spec = Activity[UpdateSpec, dict[str, Any] | None](names.UPDATE_RAYCLUSTER_SPEC)
+suspend_worker_groups = Activity[ObjectKey, dict[str, Any] | None](names.SUSPEND_WORKER_GROUPS)
+delete_raycluster = Activity[DeleteObject, bool](names.DELETE_RAYCLUSTER)
+list_rayclusters = Activity[ListObjects, list[dict[str, Any]]](names.LIST_RAYCLUSTERS)
+create_service = Activity[CreateObject, dict[str, Any]](names.CREATE_SERVICE)
+get_service = Activity[ObjectKey, dict[str, Any] | None](names.GET_SERVICE)
+update_service_spec = Activity[UpdateSpec, dict[str, Any] | None](names.UPDATE_SERVICE_SPEC)
+delete_service = Activity[DeleteObject, bool](names.DELETE_SERVICE)
+count_ready_endpoints = Activity[ServiceEndpoints, int](names.COUNT_READY_ENDPOINTS)
+create_job = Activity[CreateObject, dict[str, Any]](names.CREATE_JOB)
+get_job = Activity[ObjectKey, dict[str, Any] | None](names.GET_JOB)
+delete_job = Activity[DeleteObject, bool](names.DELETE_JOB)
+get_head_pod = Activity[HeadPodKey, dict[str, Any] | None](names.GET_HEAD_POD)
+patch_pod_labels = Activity[PodLabels, dict[str, Any] | None](names.PATCH_POD_LABELS)
+list_cluster_pods = Activity[ClusterPods, list[dict[str, Any]]](names.LIST_CLUSTER_PODS)
+delete_pod = Activity[DeleteObject, bool](names.DELETE_POD)
+record_event = Activity[RecordEvent, str](names.RECORD_EVENT)
+list_owned_objects = Activity[OwnedObjects, list[dict[str, str]]](names.LIST_OWNED_OBJECTS)
+delete_owned_objects = Activity[OwnedObjects, list[dict[str, str]]](names.DELETE_OWNED_OBJECTS)
+delete_ray_resource = Activity[RayResourceKey, bool](names.DELETE_RAY_RESOURCE)
+
+# Gateway API objects (Gateways, HTTPRoutes).
+create_gateway = Activity[CreateObject, dict[str, Any]](names.CREATE_GATEWAY)
+get_gateway = Activity[ObjectKey, dict[str, Any] | None](names.GET_GATEWAY)
+update_gateway_spec = Activity[UpdateSpec, dict[str, Any] | None](names.UPDATE_GATEWAY_SPEC)
+delete_gateway = Activity[DeleteObject, bool](names.DELETE_GATEWAY)
+create_httproute = Activity[CreateObject, dict[str, Any]](names.CREATE_HTTPROUTE)
+get_httproute = Activity[ObjectKey, dict[str, Any] | None](names.GET_HTTPROUTE)
+update_httproute_spec = Activity[UpdateSpec, dict[str, Any] | None](names.UPDATE_HTTPROUTE_SPEC)
+delete_httproute = Activity[DeleteObject, bool](names.DELETE_HTTPROUTE)
+
+# A Ray head: the dashboard's Jobs and Serve REST APIs, the Serve replicas' ranks, the serving proxies'
+# requests and connections while a cluster drains.
+submit_job = Activity[SubmitJob, SubmitJobResult](names.SUBMIT_JOB)
+get_job_info = Activity[RayJobKey, JobInfoAnswer](names.GET_JOB_INFO)
+list_submitted_jobs = Activity[DashboardTarget, list[SubmittedJob]](names.LIST_SUBMITTED_JOBS)
+stop_job = Activity[RayJobKey, StopJobResult](names.STOP_JOB)
+delete_ray_job = Activity[RayJobKey, bool](names.DELETE_RAY_JOB)
+get_job_logs = Activity[JobLogs, str](names.GET_JOB_LOGS)
+get_serve_applications = Activity[DashboardTarget, dict[str, Any]](names.GET_SERVE_APPLICATIONS)
+put_serve_config = Activity[PutServeConfig, None](names.PUT_SERVE_CONFIG)
+check_serve_health = Activity[HeadServeHealth, bool](names.CHECK_SERVE_HEALTH)
+read_replica_ranks = Activity[ReadReplicaRanks, ReplicaRanks](names.READ_REPLICA_RANKS)
+read_serve_requests_in_flight = Activity[ServeRequestsInFlight, int | None](
+    names.READ_SERVE_REQUESTS_IN_FLIGHT
+)
+wait_serve_requests_in_flight = Activity[WaitServeRequestsInFlight, int | None](
+    names.WAIT_SERVE_REQUESTS_IN_FLIGHT
+)
+close_serve_connections = Activity[CloseServeConnections, ServeConnectionsClosing](
+    names.CLOSE_SERVE_CONNECTIONS
+)
+
+# Waits (`activities.waits`): each returns only when what it watches differs from what the workflow last saw,
+# or its target is reached, so a waiting workflow adds no history meanwhile.
+wait_raycluster = Activity[WaitRayCluster, Observation](names.WAIT_RAYCLUSTER)
+wait_cluster_pods = Activity[WaitClusterPods, PodsObservation](names.WAIT_CLUSTER_PODS)
+wait_submitter_job = Activity[WaitObject, Observation](names.WAIT_SUBMITTER_JOB)
+wait_ready_endpoints = Activity[WaitReadyEndpoints, dict[str, int]](names.WAIT_READY_ENDPOINTS)
+wait_head_pod = Activity[WaitObject, Observation](names.WAIT_HEAD_POD)
+wait_job = Activity[WaitRayJob, JobInfoAnswer](names.WAIT_RAY_JOB)
+wait_serve = Activity[WaitServe, ServeObservation](names.WAIT_SERVE)
+wait_gateway = Activity[WaitGateway, GatewayObservation](names.WAIT_GATEWAY)
+
+# Temporal itself: a RayCronJob's runs, admission of runs, a RayJob's earlier runs, the observers
+# (registering a watch, the long-lived observing activity).
+latest_earlier_run = Activity[EarlierRuns, EarlierRun | None](names.LATEST_EARLIER_RUN)
+read_run_start = Activity[EarlierRuns, RunStart](names.READ_RUN_START)
+list_cronjob_runs = Activity[CronJobKey, CronJobRuns](names.LIST_CRONJOB_RUNS)
+delete_finished_rayjob = Activity[RayJobRunRef, bool](names.DELETE_FINISHED_RAYJOB)
+request_rayjob_deletion = Activity[RayJobRunRef, bool](names.REQUEST_RAYJOB_DELETION)
+enqueue_for_admission = Activity[AdmissionRequest, AdmissionAnswer](names.ENQUEUE_FOR_ADMISSION)
+closed_runs = Activity[OpenRuns, list[AdmissionTicket]](names.CLOSED_RUNS)
+wait_runs_closed = Activity[OpenRuns, list[AdmissionTicket]](names.WAIT_RUNS_CLOSED)
+watch_job = Activity[JobWatch, bool](names.WATCH_RAY_JOB)
+observe_jobs = Activity[ObserveJobs, None](names.OBSERVE_RAY_JOBS)
+watch_object = Activity[ObjectWatch, bool](names.WATCH_K8S_OBJECT)
+observe_namespace = Activity[ObserveKubernetes, None](names.OBSERVE_K8S_NAMESPACE)
+
+# The analysis gates' measurements (an HTTP probe, a Prometheus query).
+probe_http = Activity[HttpProbeRequest, HttpProbeSamples](names.PROBE_HTTP)
+query_prometheus = Activity[PrometheusRequest, PrometheusAnswer](names.QUERY_PROMETHEUS)

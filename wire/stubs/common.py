@@ -1,27 +1,55 @@
-"""What every stub says when run (a stub is never run, see `wire.stubs`), and `implements`, by which an
-activity's implementation names its stub: it is registered under the stub's name, and mypy checks that it
-takes the stub's argument and returns the stub's result (a narrower one is fine)."""
+"""`Activity`, the one declaration of an activity as workflows call it (its registered name, the type of its
+argument and of its result), and `implements`, by which an activity's implementation names its declaration:
+it is registered under the declared name, and mypy checks that it takes the declared argument and returns the
+declared result (a narrower one is fine)."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Final, Generic, TypeVar, overload
+import typing
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, TypeVar, overload
 
 from temporalio import activity
-
-STUB_MESSAGE: Final = "a stub: the worker runs the implementation registered under this name"
 
 Arg = TypeVar("Arg")
 Result = TypeVar("Result")
 Owner = TypeVar("Owner")
 
 
-def _name_of(stub: Callable[..., object]) -> str:
-    name = activity._Definition.must_from_callable(stub).name
-    if name is None:
-        raise ValueError(f"{stub!r} is a dynamic activity: it has no name")
-    return name
+class _Declared:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _subscripted(self) -> tuple[Any, ...]:
+        # Set by typing when the instance is made as `Activity[A, R](name)`: the types workflows decode into.
+        declared = getattr(self, "__orig_class__", None)
+        if declared is None:
+            raise TypeError(f"{self.name}: declare it with its types, as Activity[Arg, Result](name)")
+        return typing.get_args(declared)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class Activity(_Declared, Generic[Arg, Result]):
+    """An activity of one argument: `Activity[ObjectKey, dict[str, Any] | None](names.GET_RAYCLUSTER)`."""
+
+    @property
+    def argument_type(self) -> Any:
+        return self._subscripted()[0]
+
+    @property
+    def result_type(self) -> Any:
+        return self._subscripted()[1]
+
+
+class ActivityWithoutInput(_Declared, Generic[Result]):
+    """An activity that takes no argument:
+    `ActivityWithoutInput[OperatorConfig](names.READ_OPERATOR_CONFIG)`."""
+
+    @property
+    def result_type(self) -> Any:
+        return self._subscripted()[0]
 
 
 class MethodImplementation(Generic[Arg, Result]):
@@ -61,16 +89,16 @@ class FunctionImplementation(Generic[Result]):
 
 
 @overload
-def implements(stub: Callable[[], Awaitable[Result]]) -> FunctionImplementation[Result]: ...
+def implements(declared: ActivityWithoutInput[Result]) -> FunctionImplementation[Result]: ...
 
 
 @overload
-def implements(stub: Callable[[Arg], Awaitable[Result]]) -> MethodImplementation[Arg, Result]: ...
+def implements(declared: Activity[Arg, Result]) -> MethodImplementation[Arg, Result]: ...
 
 
-def implements(stub: Callable[..., Awaitable[Any]]) -> Any:
-    """`@implements(stubs.get_raycluster)` on the method that does the work: registered as the stub's
-    activity, its types held to the stub's by mypy."""
-    if inspect.signature(stub).parameters:
-        return MethodImplementation(_name_of(stub))
-    return FunctionImplementation(_name_of(stub))
+def implements(declared: Activity[Any, Any] | ActivityWithoutInput[Any]) -> Any:
+    """`@implements(stubs.get_raycluster)` on the method that does the work: registered under the declared
+    name, its types held to the declared ones by mypy."""
+    if isinstance(declared, ActivityWithoutInput):
+        return FunctionImplementation(declared.name)
+    return MethodImplementation(declared.name)

@@ -1,9 +1,10 @@
-"""Calling activities: by their typed stub (`wire.stubs`), with the policy of the kind of I/O the call is.
+"""Calling activities: by their declaration (`wire.stubs`), with the policy of the kind of I/O the call is.
 
     await call(stubs.get_raycluster, ObjectKey(namespace, name), IO.STEP)
 
-mypy checks the argument and the result against the stub; "go to definition" on the stub names the
-implementation. The table below is the only place timeouts and retries are chosen. Why each kind differs:
+mypy checks the argument and the result against the declaration, and Temporal decodes the result into
+the declared result type. The table below is the only place timeouts and retries are chosen. Why each kind
+differs:
 
 - STEP: a one-shot act of the RayJob workflow (create, get, delete, submit, stop). The RayJob loop recovers
   from a failed act itself (a Warning Event, a durable backoff, the step again, deadlines still checked), as
@@ -43,15 +44,17 @@ implementation. The table below is the only place timeouts and retries are chose
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
-from temporalio import activity, workflow
+from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
+
+from wire.stubs.common import Activity, ActivityWithoutInput
 
 Arg = TypeVar("Arg")
 Result = TypeVar("Result")
@@ -169,68 +172,60 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
 }
 
 
-def activity_name(stub: Callable[..., object]) -> str:
-    """The name the activity of `stub` is registered under (`wire.names`)."""
-    name = activity._Definition.must_from_callable(stub).name
-    if name is None:
-        raise ValueError(f"{stub!r} is a dynamic activity: it has no name")
-    return name
-
-
-async def call(
-    stub: Callable[[Arg], Awaitable[Result]], arg: Arg, io: IO, *, summary: str | None = None
-) -> Result:
-    """Runs the activity of `stub` with `arg` under the policy of `io` and returns its result. A failure is
+async def call(declared: Activity[Arg, Result], arg: Arg, io: IO, *, summary: str | None = None) -> Result:
+    """Runs the declared activity with `arg` under the policy of `io` and returns its result. A failure is
     raised as an `ActivityError`, also for a local activity (which Temporal raises bare)."""
     policy = POLICIES[io]
-    name = activity_name(stub)
     if not policy.local:
-        return await start(stub, arg, io, summary=summary or name)
+        return await start(declared, arg, io, summary=summary or declared.name)
+    result: Result = await _local(declared, [arg], policy, summary or declared.name)
+    return result
+
+
+async def call_without_input(declared: ActivityWithoutInput[Result], io: IO) -> Result:
+    """`call` for an activity that takes no argument (the operator configuration)."""
+    policy = POLICIES[io]
+    if not policy.local:
+        raise ValueError(f"{io} is not a local call")
+    result: Result = await _local(declared, [], policy, declared.name)
+    return result
+
+
+async def _local(
+    declared: Activity[Any, Any] | ActivityWithoutInput[Any],
+    args: list[Any],
+    policy: CallPolicy,
+    summary: str,
+) -> Any:
     try:
         return await workflow.execute_local_activity(
-            stub,
-            arg,
+            declared.name,
+            args=args,
+            result_type=declared.result_type,
             start_to_close_timeout=policy.start_to_close,
             schedule_to_close_timeout=policy.schedule_to_close,
             retry_policy=policy.retry,
-            summary=summary or name,
+            summary=summary,
         )
     except (ApplicationError, ActivityTimeoutError) as failure:
         # A failed local activity reaches the workflow bare: the ApplicationError it raised (a permanent 4xx)
         # or the TimeoutError of its spent budget, not wrapped in an ActivityError (measured with temporalio
         # 1.35). Unwrapped, it would fail the whole workflow instead of the step that recovers from it.
-        raise _as_activity_error(name, failure) from failure
-
-
-async def call_without_input(stub: Callable[[], Awaitable[Result]], io: IO) -> Result:
-    """`call` for an activity that takes no argument (the operator configuration)."""
-    policy = POLICIES[io]
-    name = activity_name(stub)
-    if not policy.local:
-        raise ValueError(f"{io} is not a local call")
-    try:
-        return await workflow.execute_local_activity(
-            stub,
-            start_to_close_timeout=policy.start_to_close,
-            schedule_to_close_timeout=policy.schedule_to_close,
-            retry_policy=policy.retry,
-            summary=name,
-        )
-    except (ApplicationError, ActivityTimeoutError) as failure:
-        raise _as_activity_error(name, failure) from failure
+        raise _as_activity_error(declared.name, failure) from failure
 
 
 def start(
-    stub: Callable[[Arg], Awaitable[Result]], arg: Arg, io: IO, *, summary: str
+    declared: Activity[Arg, Result], arg: Arg, io: IO, *, summary: str
 ) -> workflow.ActivityHandle[Result]:
-    """Starts the activity of `stub` as an ordinary activity (waits and watches, which a workflow races and
+    """Starts the declared activity as an ordinary activity (waits and watches, which a workflow races and
     cancels) and returns its handle."""
     policy = POLICIES[io]
     if policy.local:
         raise ValueError(f"{io} runs as a local activity: use call()")
-    return workflow.start_activity(
-        stub,
+    handle: workflow.ActivityHandle[Result] = workflow.start_activity(
+        declared.name,
         arg,
+        result_type=declared.result_type,
         start_to_close_timeout=policy.start_to_close,
         schedule_to_close_timeout=policy.schedule_to_close,
         heartbeat_timeout=policy.heartbeat,
@@ -242,6 +237,7 @@ def start(
             else workflow.ActivityCancellationType.TRY_CANCEL
         ),
     )
+    return handle
 
 
 def _as_activity_error(name: str, failure: BaseException) -> ActivityError:

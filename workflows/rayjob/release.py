@@ -11,7 +11,7 @@ per object instead of polling.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobDeploymentStatus, JobSubmissionMode
     from wire import stubs
     from wire.kubernetes import DeleteObject, ObjectKey, Observation, WaitObject, WaitRayCluster
+    from wire.stubs.common import Activity
     from wire.views import job_view, raycluster_view
     from workflows.decisions.rayjob.events import (
         EventReason,
@@ -136,8 +137,8 @@ class _Released:
     """What releasing one kind of the RayJob's objects calls, how it views what remains, and the Events'
     reasons."""
 
-    delete: Callable[[DeleteObject], Awaitable[bool]]
-    get: Callable[[ObjectKey], Awaitable[dict[str, Any] | None]]
+    delete: Activity[DeleteObject, bool]
+    get: Activity[ObjectKey, dict[str, Any] | None]
     view: Callable[[dict[str, Any]], dict[str, Any]]
     deleted: EventReason
     failed: EventReason

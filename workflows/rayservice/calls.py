@@ -1,7 +1,7 @@
 """The RayService workflow's calls into activities, with its ownership (labels and workflow-id
-annotation) applied: one I/O act per call, through the typed stubs of `wire.stubs` and the policies of
-`workflows.kit.calls` (acts: RECONCILE; long waits that return only on change: WATCH; replica ranks:
-RANKS_READ).
+annotation) applied: one I/O act per call, through the activity declarations of `wire.stubs` and the
+policies of `workflows.kit.calls` (acts: RECONCILE; long waits that return only on change: WATCH; replica
+ranks: RANKS_READ).
 """
 
 from __future__ import annotations
