@@ -143,6 +143,13 @@ def small_raycluster(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     return body
 
 
+def versioned_serve_config(replicas: int) -> dict[str, Any]:
+    """A Serve config of one application, `sandbox.apps.versioned` with `replicas` replicas, at "/"."""
+    deployments = [{"name": "Versioned", "num_replicas": replicas}]
+    application = {"name": "app1", "route_prefix": "/", "import_path": "sandbox.apps.versioned:app"}
+    return {"applications": [{**application, "deployments": deployments}]}
+
+
 def submitter_body(name: str, namespace: str) -> dict[str, Any]:
     """A K8sJobMode submitter Job whose one attempt ends at once, successfully."""
     return {

@@ -24,7 +24,13 @@ from activities.dashboard import DashboardActivities
 from activities.observer import ObserverActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits
-from tests.activities.conftest import ActivityKube, RecordingEnvironment, make_dependencies, ready_raycluster
+from tests.activities.conftest import (
+    ActivityKube,
+    RecordingEnvironment,
+    make_dependencies,
+    ready_raycluster,
+    versioned_serve_config,
+)
 from wire.dashboard import (
     DashboardTarget,
     HeadServeHealth,
@@ -48,16 +54,7 @@ from wire.observer import (
 
 pytestmark = pytest.mark.timeout(60)
 
-SERVE_CONFIG = {
-    "applications": [
-        {
-            "name": "app1",
-            "route_prefix": "/",
-            "import_path": "sandbox.apps.versioned:app",
-            "deployments": [{"name": "Versioned", "num_replicas": 2}],
-        }
-    ]
-}
+SERVE_CONFIG = versioned_serve_config(2)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,12 @@ from activities.replica_ranks import (
 )
 from activities.waits import DashboardWaits
 from sandbox.ray.simulated_serve import RANKS_DRIVER_CALL, RANKS_OUTPUT_PREFIX
-from tests.activities.conftest import ActivityKube, RecordingEnvironment, ready_raycluster
+from tests.activities.conftest import (
+    ActivityKube,
+    RecordingEnvironment,
+    ready_raycluster,
+    versioned_serve_config,
+)
 from wire.dashboard import (
     DashboardTarget,
     PutServeConfig,
@@ -96,16 +101,7 @@ async def test_without_serve_the_read_reports_the_failed_job(
 async def test_ranks_of_running_replicas_are_read_and_the_job_record_deleted(
     deps: ActivityDependencies, target: DashboardTarget
 ) -> None:
-    config = {
-        "applications": [
-            {
-                "name": "app1",
-                "route_prefix": "/",
-                "import_path": "sandbox.apps.versioned:app",
-                "deployments": [{"name": "Versioned", "num_replicas": 3}],
-            }
-        ]
-    }
+    config = versioned_serve_config(3)
     dashboard = DashboardActivities(deps)
     await ActivityEnvironment().run(dashboard.put_serve_config, PutServeConfig(target, config))
     view = None

@@ -14,22 +14,19 @@ from temporalio.testing import ActivityEnvironment
 from activities.dashboard import DashboardActivities
 from activities.registry import ActivityDependencies
 from activities.serve_drain import ServeDrainActivities, ongoing_http_requests
-from tests.activities.conftest import ActivityKube, RecordingEnvironment, make_dependencies, ready_raycluster
+from tests.activities.conftest import (
+    ActivityKube,
+    RecordingEnvironment,
+    make_dependencies,
+    ready_raycluster,
+    versioned_serve_config,
+)
 from wire.dashboard import DashboardTarget, PutServeConfig
 from wire.drain import ServeRequestsInFlight, WaitServeRequestsInFlight
 
 pytestmark = pytest.mark.timeout(60)
 
-SERVE_CONFIG = {
-    "applications": [
-        {
-            "name": "app1",
-            "route_prefix": "/",
-            "import_path": "sandbox.apps.versioned:app",
-            "deployments": [{"name": "Versioned", "num_replicas": 1}],
-        }
-    ]
-}
+SERVE_CONFIG = versioned_serve_config(1)
 # As Ray 2.60's metrics agent exports it (labels abridged), beside a metric whose name starts the same way.
 RAY_EXPOSITION = """\
 # HELP ray_serve_num_ongoing_http_requests The number of ongoing requests in this HTTP Proxy.
