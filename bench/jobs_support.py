@@ -1,6 +1,8 @@
-"""What P3 and P7 share: the simulated sandbox with one shared RayCluster, the real worker (`worker.py`) in
-a process of its own (so its RSS and CPU are its own), RayJobs started by the hundred through
-`clusterSelector`, and the request counters of the sandbox's API server and simulated dashboard.
+"""What P3 and P7 share: the real stack (bench/realkube_stack.py) with one shared RayCluster of simulated Ray,
+the real worker (`worker.py`, raypilot's ServiceAccount) in a process of its own (so its RSS and CPU are its
+own), RayJobs started by the hundred through `clusterSelector`, and the counts: the worker's Kubernetes API
+requests from the API server's audit log, the shared head's requests and Ray jobs from its own counters
+(bench/realkube_counts.py).
 """
 
 from __future__ import annotations
@@ -12,34 +14,40 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
-from kubernetes import client as k8s
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 from temporalio.service import RPCError
 
 from bench.progress import Progress
-from models.naming import workflow_id
-from sandbox.ray.simulated import SimulatedDashboard
-from sandbox.ray.simulated_jobs import SimulatedJobs
-from sandbox.testing import SandboxThread, raycluster_manifest, ready_raycluster, wait_until
-from tests.integration.stack import running_sandbox_thread
+from bench.realkube_counts import (
+    WORKER_USER,
+    AuditMark,
+    HeadCounters,
+    audit_mark,
+    audited_since,
+    head_counters,
+)
+from bench.realkube_stack import SharedRealStack, shared_real_stack
+from bench.suite import BenchContext
+from models.naming import head_service_name, workflow_id
+from sandbox.testing import raycluster_manifest, wait_until
+from tests.integration.rayjob_support import create_raycluster, dashboard, head_pod_name
+from tests.integration.stack import Stack
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHARED_CLUSTER = "shared-cluster"
 START_CONCURRENCY = 32
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 WORKFLOW_TASK_COUNT = "temporal_workflow_task_execution_latency_count"
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -61,65 +69,48 @@ def sample_process(pid: int) -> ProcessSample:
 
 @dataclass
 class SharedCluster:
-    """The sandbox, a namespace with one ready RayCluster, and its simulated dashboard."""
+    """The real stack, a namespace with one ready RayCluster of simulated Ray, and its head Pod."""
 
-    cluster: SandboxThread
-    api_client: Any
+    real: SharedRealStack
+    stack: Stack  # the admin's view
     namespace: str
+    head_pod: str
 
     @property
-    def dashboard(self) -> SimulatedDashboard:
-        runtime = self.cluster.sandbox.rayclusters.head_runtime(self.namespace, SHARED_CLUSTER)
-        assert runtime is not None, "the shared RayCluster has no head"
-        head = runtime.head
-        assert isinstance(head, SimulatedDashboard)
-        return head
+    def worker_kubeconfig(self) -> Path:
+        return self.real.worker_kubeconfig
 
-    def api_requests(self) -> Counter[str]:
-        return Counter(self.cluster.sandbox.api.requests)
+    def api_mark(self) -> AuditMark:
+        return audit_mark(self.real.plane.audit_log)
 
-    def dashboard_requests(self) -> Counter[str]:
-        return Counter(self.dashboard.requests)
+    def api_requests_since(self, mark: AuditMark) -> Counter[str]:
+        """raypilot's worker's requests in the namespace since `mark` (the audit log)."""
+        return audited_since(self.real.plane.audit_log, WORKER_USER, self.namespace, mark)
 
-    def dashboard_paths(self) -> Counter[str]:
-        return Counter(self.dashboard.paths)
+    async def head(self) -> HeadCounters:
+        return await head_counters(self.stack, self.namespace, self.head_pod)
 
-    def _on_sandbox_loop(self, read: Callable[[SimulatedJobs], T]) -> T:
-        """Read the dashboard's jobs on the sandbox's own loop (they change there)."""
+    async def ray_job_states(self) -> Counter[str]:
+        return (await self.head()).job_states
 
-        async def run() -> T:
-            jobs = self.dashboard.jobs
-            assert jobs is not None, "the shared dashboard is not running"
-            return read(jobs)
-
-        return self.cluster.call(run)
-
-    def ray_job_states(self) -> Counter[str]:
-        return self._on_sandbox_loop(lambda jobs: Counter(job.status for job in jobs.jobs.values()))
-
-    def ray_job(self, submission_id: str) -> dict[str, Any]:
-        return self._on_sandbox_loop(lambda jobs: jobs.jobs[submission_id].details())
+    async def ray_job(self, submission_id: str) -> dict[str, Any]:
+        """A Ray job's details from the shared dashboard (one request of it: read after the counts)."""
+        answer = await dashboard(
+            self.stack, self.namespace, head_service_name(SHARED_CLUSTER), "GET", f"/api/jobs/{submission_id}"
+        )
+        answer.raise_for_status()
+        found: dict[str, Any] = answer.json()
+        return found
 
 
 @asynccontextmanager
-async def shared_cluster(workdir: Path) -> AsyncIterator[SharedCluster]:
-    async with running_sandbox_thread(workdir, "simulated") as cluster:
-        api_client = cluster.api_client()
-        try:
-            core = k8s.CoreV1Api(api_client)
-            custom = k8s.CustomObjectsApi(api_client)
-            namespace = f"bench-{uuid.uuid4().hex[:6]}"
-            core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=namespace)))
-            manifest = raycluster_manifest(SHARED_CLUSTER, namespace, workers=0)
-            custom.create_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", manifest)
-
-            async def ready() -> dict[str, Any] | None:
-                return await asyncio.to_thread(ready_raycluster, custom, namespace, SHARED_CLUSTER)
-
-            await wait_until(ready, within=60, interval=0.2, what="the shared RayCluster ready")
-            yield SharedCluster(cluster, api_client, namespace)
-        finally:
-            api_client.close()
+async def shared_cluster(context: BenchContext) -> AsyncIterator[SharedCluster]:
+    real = await shared_real_stack(context)
+    async with real.admin_stack(context, "") as stack:
+        namespace = stack.namespace()
+        manifest = raycluster_manifest(SHARED_CLUSTER, namespace, workers=0)
+        await create_raycluster(stack, manifest, within=120)
+        yield SharedCluster(real, stack, namespace, head_pod_name(stack, namespace, SHARED_CLUSTER))
 
 
 # How long a stopped worker process may take to exit before it is killed.
@@ -167,7 +158,8 @@ class WorkerProcess:
 async def worker_process(
     address: str, task_queue: str, kubeconfig: Path, log_path: Path
 ) -> AsyncIterator[WorkerProcess]:
-    """`python worker.py` against the dev server and the sandbox; stopped by its PID on exit."""
+    """`python worker.py` against the dev server and the Kubernetes API of `kubeconfig`; stopped by its PID on
+    exit."""
     metrics_port = free_port()
     env = {
         "TEMPORAL_ADDRESS": address,
@@ -215,19 +207,28 @@ async def started_process(
             await asyncio.to_thread(process.wait)
 
 
-def dev_server_pid(address: str) -> int | None:
-    """The Temporal dev server's process serving `address` (`host:port`), from /proc; None if not found."""
-    port = address.rsplit(":", 1)[-1]
+def process_with_arguments(*arguments: bytes) -> int | None:
+    """The first process (from /proc) whose command line holds every one of `arguments`; None if none does."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            arguments = (entry / "cmdline").read_bytes().split(b"\0")
+            found = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"start-dev" in arguments and port.encode() in arguments:
+        if all(argument in found for argument in arguments):
             return int(entry.name)
     return None
+
+
+def dev_server_pid(address: str) -> int | None:
+    """The Temporal dev server's process serving `address` (`host:port`), from /proc; None if not found."""
+    return process_with_arguments(b"start-dev", address.rsplit(":", 1)[-1].encode())
+
+
+def node_agent_pid(real: SharedRealStack) -> int | None:
+    """The real stack's node agent (`python -m sandbox.nodeagent --kubeconfig <the stack's admin>`)."""
+    return process_with_arguments(b"sandbox.nodeagent", str(real.plane.kubeconfig).encode())
 
 
 def selector_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
@@ -298,8 +299,8 @@ async def wait_for_states(
     started = time.monotonic()
     with Progress(label, count) as bar:
 
-        def reached() -> bool:
-            seen = shared.ray_job_states()[state]
+        async def reached() -> bool:
+            seen = (await shared.ray_job_states())[state]
             bar.set(min(seen, count))
             return seen >= count
 

@@ -2,9 +2,10 @@
 each HTTPRoute update was scheduled, from the history) and in wall time (the HTTPRoute's weight changes as
 a 50 ms poll of the API saw them).
 
-On the simulated sandbox (fast timings), v1 -> v2 with maxSurgePercent 100 (the new cluster gets all its
-capacity first, so every traffic step waits only for its timer), stepSizePercent 20, intervalSeconds 3,
-under a steady load through the Gateway. Error of a step = its gap to the previous step - intervalSeconds.
+On the real stack with simulated Ray (bench/realkube_stack.py; fast timings), v1 -> v2 with maxSurgePercent
+100 (the new cluster gets all its capacity first, so every traffic step waits only for its timer),
+stepSizePercent 20, intervalSeconds 3, under a steady load through the Gateway (the sandbox's Gateway
+controller on the real stack). Error of a step = its gap to the previous step - intervalSeconds.
 
 Reference, same run: KubeRay's model, where a step due after intervalSeconds happens at the next 2 s
 reconcile tick (best case, ticks phased on the previous step): bench.arithmetic.kuberay_step_errors.
@@ -13,9 +14,9 @@ reconcile tick (best case, ticks phased on the previous step): bench.arithmetic.
 from __future__ import annotations
 
 from bench.arithmetic import KUBERAY_RAYSERVICE_TICK_S, Figure, kuberay_step_errors
+from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 from bench.upgrades import Incremental, upgrade_under_load
-from tests.integration.stack import running_stack
 
 PLAN = Incremental(step_percent=20, interval_s=3, surge_percent=100)
 SMOKE_PLAN = Incremental(step_percent=50, interval_s=1, surge_percent=100)
@@ -30,7 +31,8 @@ def errors(gaps: list[float], interval_s: float) -> list[float]:
 async def run(context: BenchContext) -> list[Figure]:
     plan = SMOKE_PLAN if context.smoke else PLAN
     steady, during = (20, 20) if context.smoke else (300, 1500)
-    async with running_stack(context.scratch("p1-sandbox"), context.client, "simulated") as stack:
+    real = await shared_real_stack(context)
+    async with real.stack_with_worker(context) as stack:
         upgrade = await upgrade_under_load(stack, plan, steady=steady, during=during)
     workflow_errors = errors(upgrade.workflow_gaps(), plan.interval_s)
     wall_errors = errors(upgrade.route_gaps(), plan.interval_s)

@@ -1,15 +1,16 @@
 """P3: how soon a RayJob's end is seen, and how many dashboard requests a running job costs.
 
-M HTTPMode RayJobs on one shared simulated RayCluster, each `sleep`ing a different time, run by the real
-worker (own process). Latency: from the Ray job's end_time on the dashboard to the event that told the
-workflow (the cluster observer's `observed` signal; with the observer off, the wait activity's
-ActivityTaskCompleted).
+M HTTPMode RayJobs on one shared RayCluster of simulated Ray on the real stack (bench/jobs_support.py), each
+`sleep`ing a different time, run by the real worker (own process, raypilot's ServiceAccount). Latency: from
+the Ray job's end_time on the dashboard to the event that told the workflow (the cluster observer's `observed`
+signal; with the observer off, the wait activity's ActivityTaskCompleted).
 Requests: the reads of each job's path on the dashboard plus the observer's lists of all jobs, per second of
-running job.
+running job (the simulated head's own counters).
 
-Reference, same sandbox, same run: a KubeRay-cadence poller (one GET /api/jobs/<id> per job every 3 s,
+Reference, same cluster, same run: a KubeRay-cadence poller (one GET /api/jobs/<id> per job every 3 s,
 each job's loop starting at a random phase, as reconciles of many objects do) over M Ray jobs of its own
-submitted to the same dashboard with the same sleeps.
+submitted to the same dashboard with the same sleeps; both reach the dashboard through the API server's
+Service proxy.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from typing import Any
 import httpx
 from temporalio.client import WorkflowHandle
 
+from activities.kubernetes.async_api import ssl_context
 from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, event_kind, parse_event_time, percentile
 from bench.jobs_support import (
+    SHARED_CLUSTER,
     SharedCluster,
     results_in_order,
     selector_rayjob,
@@ -33,6 +36,7 @@ from bench.jobs_support import (
     worker_process,
 )
 from bench.suite import BenchContext
+from models.naming import head_service_name
 from wire import names
 from wire.observer import OBSERVED_SIGNAL
 
@@ -69,10 +73,12 @@ async def wait_completed_at(handle: WorkflowHandle[Any, Any]) -> float:
     return completed
 
 
-async def kuberay_poller(base: str, submission_id: str, period: float) -> tuple[float, int]:
+async def kuberay_poller(
+    shared: SharedCluster, base: str, submission_id: str, period: float
+) -> tuple[float, int]:
     """Poll one job as KubeRay does until it is terminal; returns (time seen terminal, requests made)."""
     requests = 0
-    async with httpx.AsyncClient(timeout=10.0) as http:
+    async with dashboard_client(shared) as http:
         await asyncio.sleep(random.uniform(0, period))
         while True:
             answer = (await http.get(f"{base}/api/jobs/{submission_id}")).json()
@@ -82,8 +88,13 @@ async def kuberay_poller(base: str, submission_id: str, period: float) -> tuple[
             await asyncio.sleep(period)
 
 
-async def submit_direct(base: str, submission_id: str, entrypoint: str) -> None:
-    async with httpx.AsyncClient(timeout=10.0) as http:
+def dashboard_client(shared: SharedCluster) -> httpx.AsyncClient:
+    """An HTTP client with the admin's credentials, which the API server's proxy asks for."""
+    return httpx.AsyncClient(timeout=10.0, verify=ssl_context(shared.stack.api_client.configuration))
+
+
+async def submit_direct(shared: SharedCluster, base: str, submission_id: str, entrypoint: str) -> None:
+    async with dashboard_client(shared) as http:
         answer = await http.post(
             f"{base}/api/jobs/", json={"entrypoint": entrypoint, "submission_id": submission_id}
         )
@@ -91,17 +102,18 @@ async def submit_direct(base: str, submission_id: str, entrypoint: str) -> None:
 
 
 def dashboard_base(shared: SharedCluster) -> str:
-    host = shared.api_client.configuration.host.rstrip("/")
-    return f"{host}/api/v1/namespaces/{shared.namespace}/services/shared-cluster-head-svc:dashboard/proxy"
+    host = shared.stack.api_client.configuration.host.rstrip("/")
+    service = head_service_name(SHARED_CLUSTER)
+    return f"{host}/api/v1/namespaces/{shared.namespace}/services/{service}:dashboard/proxy"
 
 
 async def run(context: BenchContext) -> list[Figure]:
     count = 3 if context.smoke else 30
     lengths = sleeps(count, 2.0 if context.smoke else 8.0)
     task_queue = f"bench-p3-{uuid.uuid4().hex[:6]}"
-    async with shared_cluster(context.scratch("p3-sandbox")) as shared:
+    async with shared_cluster(context) as shared:
         base = dashboard_base(shared)
-        kubeconfig = shared.cluster.kubeconfig_path
+        kubeconfig = shared.worker_kubeconfig
         async with worker_process(context.address, task_queue, kubeconfig, context.scratch("p3") / "w.log"):
             tag = uuid.uuid4().hex[:4]
             manifests = [
@@ -110,29 +122,29 @@ async def run(context: BenchContext) -> list[Figure]:
             ]
             reference_ids = [f"kuberay-{tag}-{index}" for index in range(count)]
             for submission_id, length in zip(reference_ids, lengths, strict=True):
-                await submit_direct(base, submission_id, f"sleep {length:.3f}")
+                await submit_direct(shared, base, submission_id, f"sleep {length:.3f}")
             pollers = [
-                asyncio.create_task(kuberay_poller(base, submission_id, KUBERAY_RAYJOB_TICK_S))
+                asyncio.create_task(kuberay_poller(shared, base, submission_id, KUBERAY_RAYJOB_TICK_S))
                 for submission_id in reference_ids
             ]
-            lists_before = shared.dashboard_paths()["GET /api/jobs/"]
+            lists_before = (await shared.head()).paths["GET /api/jobs/"]
             handles = await start_rayjobs(context.client, task_queue, manifests, "P3 start")
             results = await results_in_order(handles, "P3 jobs ended")
             seen = await asyncio.gather(*pollers)
             ours_latency: list[float] = []
             ours_rate_requests, ours_running_s = 0, 0.0
-            paths = shared.dashboard_paths()
+            paths = (await shared.head()).paths
             # The observer's lists serve every job at once: all of them count (the reference polls by id).
             ours_rate_requests += paths["GET /api/jobs/"] - lists_before
             for handle, result in zip(handles, results, strict=True):
-                job = shared.ray_job(result["jobId"])
+                job = await shared.ray_job(result["jobId"])
                 ended = job["end_time"] / 1000
                 ours_latency.append(await wait_completed_at(handle) - ended)
                 ours_rate_requests += paths[f"GET /api/jobs/{result['jobId']}"]
                 ours_running_s += ended - job["start_time"] / 1000
             ref_latency, ref_requests, ref_running_s = [], 0, 0.0
             for submission_id, (seen_at, requests) in zip(reference_ids, seen, strict=True):
-                job = shared.ray_job(submission_id)
+                job = await shared.ray_job(submission_id)
                 ref_latency.append(seen_at - job["end_time"] / 1000)
                 ref_requests += requests
                 ref_running_s += (job["end_time"] - job["start_time"]) / 1000

@@ -1,24 +1,25 @@
 """P5: RayJob lifecycles per second through one worker on the dev server, beside bare Temporal.
 
-Ours: K HTTPMode RayJobs started together on the simulated sandbox (fast timings), each a whole lifecycle:
-cluster created and ready, Ray job submitted and watched to SUCCEEDED, cluster deleted
+Ours: K HTTPMode RayJobs started together on the real stack with simulated Ray (bench/realkube_stack.py;
+fast timings), each a whole lifecycle: cluster created and ready (KubeRay's operator makes its head Pod, the
+node agent runs it), Ray job submitted and watched to SUCCEEDED, cluster deleted
 (shutdownAfterJobFinishes); rate = K / (last result - first start). The worker is `worker.py` in a process
-of its own, as users run it (its workflow runner, task cap and observers); the sandbox (simulated
-Kubernetes API, controllers and Ray) runs in the bench's process.
+of its own, as users run it (its workflow runner, task cap and observers; raypilot's ServiceAccount).
 
 Reference, same server, same run: `BenchBareLifecycle` on `python -m bench.bare_worker` (the same runner
 settings in a process of its own), a workflow that runs as many no-op activities and local activities,
 one after the other, as a RayJob lifecycle had in its history.
 
-Beside the rates, the CPU time each process spent per lifecycle (from /proc): the worker's, the sandbox's
-and the dev server's. On one machine they share the cores, so the rate says how fast the whole stand runs;
-the worker's CPU per lifecycle says what one worker costs whatever the rest of the stand is.
+Beside the rates, the CPU time each process spent per lifecycle (from /proc): the worker's, the stack's
+(kube-apiserver's and the node agent's own; not etcd, kube-controller-manager, KubeRay's operator or the
+pods' processes) and the dev server's. On one machine they share the cores, so the rate says how fast the
+whole stand runs; the worker's CPU per lifecycle says what one worker costs whatever the rest of the stand
+is.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
@@ -29,16 +30,22 @@ from typing import Any
 from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import Figure, cpu_ms_each, event_kind, ratio
-from bench.jobs_support import dev_server_pid, sample_process, started_process, worker_process
+from bench.jobs_support import (
+    dev_server_pid,
+    node_agent_pid,
+    sample_process,
+    started_process,
+    worker_process,
+)
 from bench.progress import Progress
+from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
-from sandbox.ray.simulated_serve import load_serve_schema
 from tests.integration.rayjob_support import example
-from tests.integration.stack import Stack, running_sandbox_thread
 
 RATIO_TARGET = 0.7
 LIFECYCLES = 100  # enough in flight that the rate is the stand's throughput, not one lifecycle's latency
 SMOKE_LIFECYCLES = 2
+STACK_PROCESSES = ("kube-apiserver", "node agent")
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ class CpuPerLifecycle:
     """CPU milliseconds per lifecycle, by process (None: that process was not found)."""
 
     worker_ms: float
-    sandbox_ms: float | None
+    stack_ms: float | None  # kube-apiserver's and the node agent's
     server_ms: float | None
 
 
@@ -90,7 +97,9 @@ async def timed_batch(
         await asyncio.gather(*(finish(handle) for handle in handles))
     took = time.monotonic() - began
     cpu = meter.per_item_ms(len(starts))
-    return Batch(len(starts) / took, CpuPerLifecycle(cpu["worker"], cpu.get("sandbox"), cpu.get("server")))
+    stack = [cpu.get(name) for name in STACK_PROCESSES]
+    stack_ms = None if None in stack else sum(ms for ms in stack if ms is not None)
+    return Batch(len(starts) / took, CpuPerLifecycle(cpu["worker"], stack_ms, cpu.get("server")))
 
 
 def activity_counts(events: list[dict[str, Any]]) -> tuple[int, int]:
@@ -101,36 +110,35 @@ def activity_counts(events: list[dict[str, Any]]) -> tuple[int, int]:
 
 async def ours(context: BenchContext, count: int) -> tuple[Batch, tuple[int, int]]:
     workdir = context.scratch("p5-ours")
-    async with running_sandbox_thread(workdir, "simulated") as cluster:
-        api_client = cluster.api_client()
-        queue = f"p5-{uuid.uuid4().hex[:8]}"
-        try:
-            log = workdir / "w.log"
-            async with worker_process(context.address, queue, cluster.kubeconfig_path, log) as w:
-                stack = Stack(cluster, context.client, queue, api_client)
-                namespace = stack.namespace()
-                manifests = [
-                    example(
-                        "rayjob-httpmode",
-                        namespace,
-                        rename=f"p5-{index}",
-                        entrypoint="echo hi",
-                        shutdownAfterJobFinishes=True,
-                    )
-                    for index in range(count)
-                ]
-                # The simulator's one-time import of ray.serve (~2 s of CPU, at its first dashboard) is no
-                # lifecycle's cost: done before the batch.
-                await asyncio.to_thread(load_serve_schema)
-                # The sandbox serves from a thread of this process; the bench's own share is small beside it.
-                meter = CpuMeter(
-                    {"worker": w.pid, "sandbox": os.getpid(), "server": dev_server_pid(context.address)}
-                )
-                batch = await timed_batch("P5 RayJob lifecycles", [stack.start(m) for m in manifests], meter)
-                handle = context.client.get_workflow_handle(f"rayjob/{namespace}/p5-0")
-                events = (await handle.fetch_history()).to_json_dict()["events"]
-        finally:
-            api_client.close()
+    real = await shared_real_stack(context)
+    queue = f"p5-{uuid.uuid4().hex[:8]}"
+    log = workdir / "w.log"
+    async with (
+        worker_process(context.address, queue, real.worker_kubeconfig, log) as w,
+        real.admin_stack(context, queue) as stack,
+    ):
+        namespace = stack.namespace()
+        manifests = [
+            example(
+                "rayjob-httpmode",
+                namespace,
+                rename=f"p5-{index}",
+                entrypoint="echo hi",
+                shutdownAfterJobFinishes=True,
+            )
+            for index in range(count)
+        ]
+        meter = CpuMeter(
+            {
+                "worker": w.pid,
+                "kube-apiserver": real.plane.processes["kube-apiserver"].pid,
+                "node agent": node_agent_pid(real),
+                "server": dev_server_pid(context.address),
+            }
+        )
+        batch = await timed_batch("P5 RayJob lifecycles", [stack.start(m) for m in manifests], meter)
+        handle = context.client.get_workflow_handle(f"rayjob/{namespace}/p5-0")
+        events = (await handle.fetch_history()).to_json_dict()["events"]
     return batch, activity_counts(events)
 
 
@@ -170,9 +178,9 @@ def figure(count: int, ours_batch: Batch, bare_batch: Batch, activities: tuple[i
     return Figure(
         "P5",
         f"RayJob lifecycles/s, {count} at once, one worker process",
-        f"{ours_batch.rate:.2f}/s ({activities[0]} activities + {activities[1]} local per lifecycle); "
-        f"CPU per lifecycle: worker {shown(ours_cpu.worker_ms)} ms, sandbox {shown(ours_cpu.sandbox_ms)} ms, "
-        f"server {shown(ours_cpu.server_ms)} ms",
+        f"{ours_batch.rate:.2f}/s on the real stack ({activities[0]} activities + {activities[1]} local per "
+        f"lifecycle); CPU per lifecycle: worker {shown(ours_cpu.worker_ms)} ms, stack (kube-apiserver + "
+        f"node agent) {shown(ours_cpu.stack_ms)} ms, server {shown(ours_cpu.server_ms)} ms",
         f"bare Temporal, same activities: {bare_batch.rate:.2f}/s; CPU per lifecycle: worker "
         f"{shown(bare_cpu.worker_ms)} ms, server {shown(bare_cpu.server_ms)} ms; ratio {rate_ratio:.2f} "
         f"(worker CPU: {worker_ratio:.2f})",

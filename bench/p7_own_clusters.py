@@ -1,9 +1,10 @@
-"""P7, second series: N RayJobs each with its OWN simulated RayCluster (HTTPMode), so that each waits for its
-cluster in Initializing. Through the namespace's Kubernetes observer that wait is a signal, not a
+"""P7, second series: N RayJobs each with its OWN RayCluster of simulated Ray (HTTPMode), so that each waits
+for its cluster in Initializing. Through the namespace's Kubernetes observer that wait is a signal, not a
 heartbeating `k8s.wait_raycluster` activity: the figure is the ramp to all RUNNING, the worker's activity
-slots, its RSS and CPU, and the Kubernetes API requests (lists, watches, gets) while the RayJobs start and
-while they hold. Each simulated cluster is an object set and an asyncio dashboard in the sandbox process, so
-this series stays small (`OWN_CLUSTERS_MAX`); the selector series measures the hold at large N.
+slots, its RSS and CPU, and the worker's Kubernetes API requests (lists, watches, gets; the API server's audit
+log) while the RayJobs start and while they hold. Each cluster is a head Pod on the real stack (KubeRay
+makes it, the node agent runs its simulated Ray as a process), so this series stays small
+(`OWN_CLUSTERS_MAX`); the selector series measures the hold at large N.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
 
 from bench.jobs_support import (
+    SHARED_CLUSTER,
     SharedCluster,
     sample_process,
     start_rayjobs,
@@ -26,8 +28,10 @@ from bench.jobs_support import (
     worker_process,
 )
 from bench.progress import Progress
+from bench.realkube_counts import without_proxy
 from bench.suite import BenchContext
 from sandbox.testing import raycluster_manifest, wait_until
+from tests.readiness import with_quick_readiness
 
 OWN_CLUSTERS_MAX = 100
 WAITS = ("watch rayclusters", "list rayclusters", "get rayclusters")
@@ -39,19 +43,31 @@ class OwnClusterPoint:
     ramp_s: float
     rss_bytes: int
     cpu_share: float
-    ramp_cluster_requests: int  # list/watch/get of RayClusters while N RayJobs started (all clients)
-    hold_api_rps: float  # Kubernetes API requests per second in the window, dashboard proxy excluded
+    ramp_cluster_requests: int  # the worker's list/watch/get of RayClusters while N RayJobs started
+    hold_api_rps: float  # the worker's Kubernetes API requests a second in the window, proxy excluded
     slots_used: int | None
 
 
 def own_cluster_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
     cluster = raycluster_manifest("unused", namespace, workers=0)
+    with_quick_readiness(cluster["spec"])
     return {
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"submissionMode": "HTTPMode", "entrypoint": entrypoint, "rayClusterSpec": cluster["spec"]},
     }
+
+
+def delete_own_clusters(shared: SharedCluster) -> None:
+    custom = shared.stack.custom
+    listed: dict[str, Any] = custom.list_namespaced_custom_object(
+        "ray.io", "v1", shared.namespace, "rayclusters"
+    )
+    for cluster in listed["items"]:
+        name = cluster["metadata"]["name"]
+        if name != SHARED_CLUSTER:
+            custom.delete_namespaced_custom_object("ray.io", "v1", shared.namespace, "rayclusters", name)
 
 
 async def _all_running(handles: list[Any], bar: Progress) -> bool:
@@ -72,12 +88,12 @@ async def measure_own_clusters(
 ) -> OwnClusterPoint:
     task_queue = f"bench-p7o-{uuid.uuid4().hex[:6]}"
     log_path = context.scratch("p7") / f"worker-own-{jobs}.log"
-    kubeconfig = shared.cluster.kubeconfig_path
+    kubeconfig = shared.worker_kubeconfig
     async with worker_process(context.address, task_queue, kubeconfig, log_path) as worker:
         tag = uuid.uuid4().hex[:4]
         names = [f"p7o-{tag}-{index}" for index in range(jobs)]
         manifests = [own_cluster_rayjob(shared.namespace, name, "sleep 100000") for name in names]
-        api_before = shared.api_requests()
+        ramp_mark = shared.api_mark()
         started = time.monotonic()
         handles = await start_rayjobs(context.client, task_queue, manifests, f"P7 own clusters N={jobs}")
         try:
@@ -89,22 +105,24 @@ async def measure_own_clusters(
                     what=f"{jobs} RayJobs with their own clusters RUNNING",
                 )
             ramp = time.monotonic() - started
-            ramp_requests = shared.api_requests() - api_before
-            hold_before = shared.api_requests()
+            ramp_requests = shared.api_requests_since(ramp_mark)
+            hold_mark = shared.api_mark()
             cpu_before, wall_before = sample_process(worker.pid).cpu_seconds, time.monotonic()
             await asyncio.sleep(window_s)
             sample = sample_process(worker.pid)
             wall = time.monotonic() - wall_before
-            hold = shared.api_requests() - hold_before
+            hold = shared.api_requests_since(hold_mark)
             slots = await worker.activity_slots_used()
         finally:
             await terminate_all(handles)
+            # Each cluster's head is a process on the real stack: none outlives its point.
+            await asyncio.to_thread(delete_own_clusters, shared)
     return OwnClusterPoint(
         jobs=jobs,
         ramp_s=ramp,
         rss_bytes=sample.rss_bytes,
         cpu_share=(sample.cpu_seconds - cpu_before) / wall,
         ramp_cluster_requests=sum(ramp_requests[key] for key in WAITS),
-        hold_api_rps=sum(count for key, count in hold.items() if not key.endswith("/proxy")) / wall,
+        hold_api_rps=without_proxy(hold) / wall,
         slots_used=slots,
     )

@@ -1,21 +1,32 @@
-"""The real stack that the benches beside KubeRay (P2K, P3K) share within one run: etcd, kube-apiserver,
+"""The real stack that the benches on simulated Ray share within one run: etcd, kube-apiserver,
 kube-controller-manager, kube-proxy, KubeRay's operator v1.5.0 in a pod, raypilot's node agent running
-simulated Ray, and raypilot installed with deploy/'s RBAC (sandbox/realkube); KubeRay's deletion-rules gate
-on. The first bench that asks starts
-it (tens of seconds); it stops when the run ends."""
+simulated Ray, the sandbox's Gateway controller, and raypilot installed with deploy/'s RBAC
+(sandbox/realkube); KubeRay's deletion-rules gate on (for P2K). The first bench that asks starts it (tens of
+seconds); it stops when the run ends. P6 asks for a stack of its own whose pods run real Ray
+(`real_ray_stack`).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import config
+from kubernetes.client import ApiClient
 
 from bench.suite import BenchContext
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.install import Installed, install_raypilot
 from sandbox.realkube.kuberay import DELETION_RULES_GATE
+from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_cluster
+from tests.integration.stack import Stack, kubeconfig_worker
 
 KEY = "real stack"
+REAL_RAY_KEY = "real stack of real Ray"
 
 
 @dataclass(frozen=True)
@@ -23,17 +34,55 @@ class SharedRealStack:
     plane: ControlPlane
     installed: Installed
 
+    @property
+    def worker_kubeconfig(self) -> Path:
+        """raypilot's worker's: its ServiceAccount's token, deploy/'s ClusterRoles."""
+        return self.installed.worker
+
+    def admin_client(self) -> ApiClient:
+        api_client: ApiClient = config.new_client_from_config(config_file=str(self.plane.kubeconfig))
+        return api_client
+
+    @contextlib.asynccontextmanager
+    async def admin_stack(self, context: BenchContext, task_queue: str) -> AsyncIterator[Stack]:
+        """The admin's view of the stack, for workflows on `task_queue` (their worker runs elsewhere)."""
+        api_client = self.admin_client()
+        with contextlib.closing(api_client):
+            yield Stack(None, context.client, task_queue, api_client)
+
+    @contextlib.asynccontextmanager
+    async def stack_with_worker(self, context: BenchContext) -> AsyncIterator[Stack]:
+        """The admin's view of the stack, and an in-process worker (raypilot's ServiceAccount) on a task queue
+        of its own."""
+        async with (
+            kubeconfig_worker(context.client, self.worker_kubeconfig) as task_queue,
+            self.admin_stack(context, task_queue) as stack,
+        ):
+            yield stack
+
+
+async def _started(context: BenchContext, name: str, ray: RayKind, gates: str) -> SharedRealStack:
+    directory = context.scratch(name)
+    stack = real_cluster(directory / "kube", directory / "node", ray=ray, kuberay_feature_gates=gates)
+    plane = await asyncio.to_thread(stack.__enter__)
+    context.resources.push_async_callback(asyncio.to_thread, stack.__exit__, None, None, None)
+    return SharedRealStack(plane, await asyncio.to_thread(install_raypilot, plane))
+
 
 async def shared_real_stack(context: BenchContext) -> SharedRealStack:
     found = context.shared.get(KEY)
     if isinstance(found, SharedRealStack):
         return found
-    directory = context.scratch("real-stack")
-    stack = real_cluster(
-        directory / "kube", directory / "node", ray="simulated", kuberay_feature_gates=DELETION_RULES_GATE
-    )
-    plane = await asyncio.to_thread(stack.__enter__)
-    context.resources.push_async_callback(asyncio.to_thread, stack.__exit__, None, None, None)
-    shared = SharedRealStack(plane, await asyncio.to_thread(install_raypilot, plane))
+    shared = await _started(context, "real-stack", "simulated", DELETION_RULES_GATE)
     context.shared[KEY] = shared
+    return shared
+
+
+async def real_ray_stack(context: BenchContext) -> SharedRealStack:
+    """A real stack whose pods run real Ray (P6), started once per run beside the shared one."""
+    found = context.shared.get(REAL_RAY_KEY)
+    if isinstance(found, SharedRealStack):
+        return found
+    shared = await _started(context, "real-stack-real-ray", "real", "")
+    context.shared[REAL_RAY_KEY] = shared
     return shared

@@ -76,6 +76,10 @@ def auth_failure(headers: Mapping[str, str], cookies: Mapping[str, str], token: 
 # route). Real Ray exports it on the dashboard's own metrics port, the simulation on its metrics export port,
 # so that a bench reads a simulated head's dashboard load in a Pod as it reads its other metrics.
 DASHBOARD_REQUESTS_COUNTER = "ray_dashboard_api_requests_count_requests_total"
+# The simulation's own account, beside Ray's metrics on the metrics export port (real Ray has no such path):
+# its requests per route and per path, and how many of its Ray jobs are in each state, for the benches that
+# count a head's load from outside its Pod. Reading it is no dashboard request.
+SIMULATION_COUNTERS_PATH = "/simulation/counters"
 
 
 def dashboard_requests_exposition(requests: Mapping[str, int]) -> str:
@@ -178,12 +182,23 @@ class SimulatedDashboard:
         # The metrics export port (--metrics-export-port) with the Serve proxy's in-flight gauge.
         metrics = web.Application()
         metrics.router.add_get("/metrics", self._metrics)
+        metrics.router.add_get(SIMULATION_COUNTERS_PATH, self._counters)
         self._metrics_runner = await serve_app(metrics, self._listen, self._ports["metrics"])
 
     async def _metrics(self, request: web.Request) -> web.Response:
         serve = self.serve
         text = serve.metrics_exposition() if serve is not None else ""
         return web.Response(text=text + dashboard_requests_exposition(self.requests))
+
+    async def _counters(self, request: web.Request) -> web.Response:
+        jobs = self.jobs.jobs.values() if self.jobs is not None else ()
+        return web.json_response(
+            {
+                "routes": dict(self.requests),
+                "paths": dict(self.paths),
+                "jobStates": dict(Counter(job.status for job in jobs)),
+            }
+        )
 
     def _driver_plan(self, entrypoint: str) -> EntrypointPlan | None:
         serve = self.serve

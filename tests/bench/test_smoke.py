@@ -17,13 +17,22 @@ from tests.kubes import RealKube
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
 
 EXPECTED_ROWS = {"P1": 1, "P2": 1, "P2K": 4, "P3": 1, "P3K": 1, "P4": 6, "P5": 1, "P6": 2, "P7": 2, "P9": 1}
-# The benches beside KubeRay share one real stack in a run (bench/realkube_stack.py): one smoke runs them,
-# on the test process's real stack (tests/conftest.py) rather than a stack of their own.
+# The benches beside KubeRay share one real stack in a run (bench/realkube_stack.py): one smoke runs them.
 BESIDE_KUBERAY = ("P2K", "P3K")
+# Every bench that needs a Kubernetes runs on the real stack with simulated Ray: in a smoke, on the test
+# process's (tests/conftest.py) rather than a stack of its own. P4 and P9 need none.
+WITHOUT_KUBERNETES = ("P4", "P9")
 SMOKES = [(bench_id,) for bench_id in BENCHES if bench_id not in BESIDE_KUBERAY] + [BESIDE_KUBERAY]
 
 
-@pytest.mark.parametrize("bench_ids", SMOKES, ids="+".join)
+def smoke_param(bench_ids: tuple[str, ...]) -> object:
+    on_real_stack = not set(bench_ids) <= set(WITHOUT_KUBERNETES)
+    return pytest.param(
+        bench_ids, id="+".join(bench_ids), marks=[pytest.mark.realkube] if on_real_stack else []
+    )
+
+
+@pytest.mark.parametrize("bench_ids", [smoke_param(ids) for ids in SMOKES])
 async def test_bench_smoke(
     bench_ids: tuple[str, ...],
     dev_server_env: WorkflowEnvironment,
@@ -33,7 +42,7 @@ async def test_bench_smoke(
     context = BenchContext(
         dev_server_env.client, dev_server_address(dev_server_env), tmp_path, smoke=True, log=lambda _: None
     )
-    if bench_ids == BESIDE_KUBERAY:
+    if not set(bench_ids) <= set(WITHOUT_KUBERNETES):
         real: RealKube = request.getfixturevalue("real_kube_of_simulated_ray")
         context.shared[REAL_STACK_KEY] = SharedRealStack(real.plane, real.installed)
     figures: list[Figure] = await run_benches(context, bench_ids)

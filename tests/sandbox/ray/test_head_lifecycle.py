@@ -10,7 +10,7 @@ import pytest
 
 from sandbox.ray.processes import session_members
 from sandbox.ray.real import RayHeadStartError, RealRayHead, remove_orphaned_temp_dir
-from sandbox.ray.simulated import SimulatedDashboard
+from sandbox.ray.simulated import SIMULATION_COUNTERS_PATH, SimulatedDashboard
 from sandbox.ray.simulated_timings import SimulationTimings
 from tests.sandbox.ray.conftest import eventually
 
@@ -64,6 +64,26 @@ async def test_a_simulated_head_exports_its_dashboard_requests_as_ray_counts_the
     counter = "ray_dashboard_api_requests_count_requests_total"
     assert f'{counter}{{Component="dashboard",endpoint="/api/jobs/{{job_id}}",method="GET"}} 3.0' in text
     assert f'{counter}{{Component="dashboard",endpoint="/api/jobs/",method="POST"}} 1.0' in text
+
+
+async def test_a_simulated_head_counts_its_requests_per_route_and_path_and_its_jobs_per_state() -> None:
+    head = SimulatedDashboard("counted", {}, {}, timings=SimulationTimings.fast())
+    await head.start()
+    counters_url = f"http://{head.host}:{head.ports['metrics']}{SIMULATION_COUNTERS_PATH}"
+    try:
+        async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
+            await client.post("/api/jobs/", json={"entrypoint": "sleep 60", "submission_id": "j"})
+            for _ in range(2):
+                await client.get("/api/jobs/j")
+            await client.get("/api/jobs/")
+            counters = (await client.get(counters_url)).json()
+            again = (await client.get(counters_url)).json()
+    finally:
+        await head.stop()
+    assert counters["routes"] == {"POST /api/jobs/": 1, "GET /api/jobs/{job_id}": 2, "GET /api/jobs/": 1}
+    assert counters["paths"] == {"POST /api/jobs/": 1, "GET /api/jobs/j": 2, "GET /api/jobs/": 1}
+    assert sum(counters["jobStates"].values()) == 1, counters
+    assert again["routes"] == counters["routes"]  # reading the counters is no dashboard request
 
 
 @pytest.mark.ray
