@@ -106,7 +106,7 @@ class SharedCluster:
 @asynccontextmanager
 async def shared_cluster(context: BenchContext) -> AsyncIterator[SharedCluster]:
     real = await shared_real_stack(context)
-    async with real.admin_stack(context, "") as stack:
+    async with real.admin_stack(context.client, "") as stack:
         namespace = stack.namespace()
         manifest = raycluster_manifest(SHARED_CLUSTER, namespace, workers=0)
         await create_raycluster(stack, manifest, within=120)

@@ -32,7 +32,7 @@ async def run(context: BenchContext) -> list[Figure]:
     plan = SMOKE_PLAN if context.smoke else PLAN
     steady, during = (20, 20) if context.smoke else (300, 1500)
     real = await shared_real_stack(context)
-    async with real.stack_with_worker(context) as stack:
+    async with real.stack_with_worker(context.client) as stack:
         upgrade = await upgrade_under_load(stack, plan, steady=steady, during=during)
     workflow_errors = errors(upgrade.workflow_gaps(), plan.interval_s)
     wall_errors = errors(upgrade.route_gaps(), plan.interval_s)

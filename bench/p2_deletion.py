@@ -64,7 +64,7 @@ async def run(context: BenchContext) -> list[Figure]:
     workers = AsyncExitStack()
     async with workers:
         task_queue = await workers.enter_async_context(kubeconfig_worker(context.client, kubeconfig))
-        async with real.admin_stack(context, task_queue) as stack:
+        async with real.admin_stack(context.client, task_queue) as stack:
             with Progress("P2 runs", plain_runs + restart_runs) as bar:
                 for _ in range(plain_runs):
                     plain.append(await one_run(stack, ttl, None, kubeconfig))

@@ -54,6 +54,7 @@ from models.operator import OperatorConfig
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.kubernetes_observer_world import FakeKubernetesObserver
 from raypilot.testing.observer_world import FakeObserver
+from raypilot.testing.rayjob_scenarios import eventually as in_real_time
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
 from raypilot.testing.rayservice_scenarios import (
@@ -69,7 +70,6 @@ from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
 from raypilot.worker import MAX_HEARTBEAT_THROTTLE
-from sandbox.testing import wait_until
 from wire import names
 from wire.kubernetes_observer import KUBE_OBSERVED_SIGNAL
 from wire.observer import OBSERVED_SIGNAL
@@ -199,7 +199,7 @@ async def _skip_ttl_once_finished(
         status = await handle.query("status")
         return status.get("jobDeploymentStatus") in ("Complete", "Failed")
 
-    await wait_until(finished, within=120, interval=0.05, what="the RayJob finished")
+    await in_real_time(finished, within=120)
     await settled(handle)
     await env.sleep(ttl)
 

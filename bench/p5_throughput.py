@@ -115,7 +115,7 @@ async def ours(context: BenchContext, count: int) -> tuple[Batch, tuple[int, int
     log = workdir / "w.log"
     async with (
         worker_process(context.address, queue, real.worker_kubeconfig, log) as w,
-        real.admin_stack(context, queue) as stack,
+        real.admin_stack(context.client, queue) as stack,
     ):
         namespace = stack.namespace()
         manifests = [

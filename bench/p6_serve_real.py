@@ -48,7 +48,7 @@ async def run(context: BenchContext) -> list[Figure]:
     steady, during = (10, 10) if context.smoke else (1000, MIN_REQUESTS)
     figures = []
     real = await (shared_real_stack(context) if context.smoke else real_ray_stack(context))
-    async with real.stack_with_worker(context) as stack:
+    async with real.stack_with_worker(context.client) as stack:
         blue_green = await upgrade_under_load(stack, None, steady=steady, during=during)
         figures.append(figure("blue-green", blue_green, ray))
         incremental = await upgrade_under_load(stack, plan, steady=steady, during=during)

@@ -1,4 +1,5 @@
-"""Drained deletion under load (opt-in: `python -m bench.rayservice_drain [--ray simulated|real]`).
+"""Drained deletion under load (opt-in: `python -m bench.rayservice_drain [--ray simulated|real]`), on a real
+stack of its own (bench/realkube_stack.py; root, `make kube`) whose pods run simulated or real Ray.
 
 For blue-green (NewCluster, clients on `<name>-serve-svc`) and incremental (clients on the Gateway), with and
 without `raypilot.io/max-drain-seconds`: v1 runs, keep-alive clients send requests without stopping (the
@@ -23,15 +24,16 @@ from typing import Any
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
+from bench.realkube_stack import running_real_stack
 from bench.upgrades import Incremental, incremental_rayservice, service_url
 from raypilot.converter import raypilot_data_converter
 from raypilot.load import SteadyLoad
 from raypilot.testing.binaries import temporal_cli
-from sandbox.cluster import RayMode
+from sandbox.realkube.node import RayKind
 from sandbox.testing import wait_until
 from tests.integration.drain_checks import pending_serves
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
-from tests.integration.stack import Stack, running_stack
+from tests.integration.stack import Stack
 from workflows.decisions.rayservice.drain import MAX_DRAIN_ANNOTATION
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 
@@ -127,7 +129,7 @@ async def one_run(stack: Stack, incremental: bool, max_drain_s: int | None, with
     return Outcome(strategy, max_drain_s is not None, len(load.samples), len(load.failures), cut, drain_s)
 
 
-async def measure(ray: RayMode, max_drain_s: int, record: bool, only: str | None = None) -> None:
+async def measure(ray: RayKind, max_drain_s: int, record: bool, only: str | None = None) -> None:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=temporal_cli(),
         data_converter=raypilot_data_converter,
@@ -137,8 +139,11 @@ async def measure(ray: RayMode, max_drain_s: int, record: bool, only: str | None
     within = 480.0 if ray == "real" else 120.0
     outcomes: list[Outcome] = []
     try:
-        with tempfile.TemporaryDirectory() as workdir:
-            async with running_stack(Path(workdir), env.client, ray) as stack:
+        with tempfile.TemporaryDirectory(prefix="raypilot-drain-") as workdir:
+            async with (
+                running_real_stack(Path(workdir), ray) as real,
+                real.stack_with_worker(env.client) as stack,
+            ):
                 for incremental in [i for i in (False, True) if only in (None, STRATEGY_NAMES[i])]:
                     for drain in (None, max_drain_s):
                         outcomes.append(await one_run(stack, incremental, drain, within))
@@ -146,7 +151,8 @@ async def measure(ray: RayMode, max_drain_s: int, record: bool, only: str | None
     finally:
         await env.shutdown()
     lines = [
-        f"\n### Drained deletion ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {ray} Ray, {os.cpu_count()} cores, "
+        f"\n### Drained deletion ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, real stack, {ray} Ray, "
+        f"{os.cpu_count()} cores, "
         f"load {os.getloadavg()[0]:.1f}; deletion delay {DELAY_S} s, {LONG_REQUESTS} requests of "
         f"{LONG_REQUEST_S} s (incremental: {INCREMENTAL_LONG_REQUEST_S} s), 4 keep-alive clients)\n",
         "| upgrade | raypilot.io/max-drain-seconds | keep-alive requests | failed | long requests cut off "

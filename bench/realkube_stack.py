@@ -16,6 +16,7 @@ from pathlib import Path
 
 from kubernetes import config
 from kubernetes.client import ApiClient
+from temporalio.client import Client
 
 from bench.suite import BenchContext
 from sandbox.realkube.controlplane import ControlPlane
@@ -44,29 +45,39 @@ class SharedRealStack:
         return api_client
 
     @contextlib.asynccontextmanager
-    async def admin_stack(self, context: BenchContext, task_queue: str) -> AsyncIterator[Stack]:
+    async def admin_stack(self, client: Client, task_queue: str) -> AsyncIterator[Stack]:
         """The admin's view of the stack, for workflows on `task_queue` (their worker runs elsewhere)."""
         api_client = self.admin_client()
         with contextlib.closing(api_client):
-            yield Stack(None, context.client, task_queue, api_client)
+            yield Stack(None, client, task_queue, api_client)
 
     @contextlib.asynccontextmanager
-    async def stack_with_worker(self, context: BenchContext) -> AsyncIterator[Stack]:
+    async def stack_with_worker(self, client: Client) -> AsyncIterator[Stack]:
         """The admin's view of the stack, and an in-process worker (raypilot's ServiceAccount) on a task queue
         of its own."""
         async with (
-            kubeconfig_worker(context.client, self.worker_kubeconfig) as task_queue,
-            self.admin_stack(context, task_queue) as stack,
+            kubeconfig_worker(client, self.worker_kubeconfig) as task_queue,
+            self.admin_stack(client, task_queue) as stack,
         ):
             yield stack
 
 
-async def _started(context: BenchContext, name: str, ray: RayKind, gates: str) -> SharedRealStack:
-    directory = context.scratch(name)
+@contextlib.asynccontextmanager
+async def running_real_stack(
+    directory: Path, ray: RayKind, gates: str = ""
+) -> AsyncIterator[SharedRealStack]:
+    """A real stack under `directory` with raypilot installed, for the block."""
     stack = real_cluster(directory / "kube", directory / "node", ray=ray, kuberay_feature_gates=gates)
     plane = await asyncio.to_thread(stack.__enter__)
-    context.resources.push_async_callback(asyncio.to_thread, stack.__exit__, None, None, None)
-    return SharedRealStack(plane, await asyncio.to_thread(install_raypilot, plane))
+    try:
+        yield SharedRealStack(plane, await asyncio.to_thread(install_raypilot, plane))
+    finally:
+        await asyncio.to_thread(stack.__exit__, None, None, None)
+
+
+async def _started(context: BenchContext, name: str, ray: RayKind, gates: str) -> SharedRealStack:
+    """A real stack that runs until the bench run ends."""
+    return await context.resources.enter_async_context(running_real_stack(context.scratch(name), ray, gates))
 
 
 async def shared_real_stack(context: BenchContext) -> SharedRealStack:
