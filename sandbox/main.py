@@ -1,23 +1,21 @@
 """`raypilot sandbox up|down`: run the local cluster in the background (or in the foreground) per directory.
 
-    raypilot sandbox up [--kube simulated|real] [--ray real|simulated] [--dir DIR] [--foreground]
+    raypilot sandbox up [--kube real] [--ray real|simulated] [--dir DIR] [--foreground]
     raypilot sandbox down [--dir DIR]
 
-`--kube real` runs the real stack (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager, KubeRay's
-operator, raypilot's node agent running pods as local processes with real Ray, the sandbox's Gateway
-controller reading Gateways and HTTPRoutes from the API server), built by `make kube` (a cold build is done
-first, with its progress shown), with deploy/'s CRDs and RBAC installed; it needs root.
-`--kube simulated` serves the sandbox's own Kubernetes API and controllers from one process. Without
-`--kube`: the real stack when this machine can run it and `make kube` has built it, else the simulated one
-(saying why on stderr); `--ray simulated` implies the simulated one.
+`up` runs the real stack (sandbox/realkube: etcd, kube-apiserver, kube-controller-manager, KubeRay's operator,
+raypilot's node agent running pods as local processes, the sandbox's Gateway controller reading Gateways and
+HTTPRoutes from the API server) built by `make kube`, with deploy/'s CRDs and RBAC installed; it needs root.
+The pods' Ray is real Ray, or with `--ray simulated` simulated Ray (sandbox/images/simulated_ray.py: a
+RayCluster costs a few small processes). Without `--kube`, `up` never starts a cold build: when the binaries
+are not built it fails saying so; `--kube real` builds them first, showing the build's progress. When this
+machine cannot run the stack (not root, no `ip` or `nft`) `up` fails with the reason.
 
-DIR (default ~/.raypilot/sandbox) holds what `up` leaves behind: `kubeconfig` (on the real stack an admin's;
-`worker.kubeconfig` and `controller.kubeconfig` there are the worker's and `raypilot controller`'s
-ServiceAccounts, bound to deploy/'s and deploy/controller's ClusterRoles), `sandbox.log`,
-`state.json` (pid, API URL, ...) once ready, `control.json` (the fault-hook control URL), `sessions.json`
-(the sessions of its Ray heads and Job processes, so `down` can stop them by PID even after a crash) and
-`sandbox.lock`, held for as long as the sandbox process lives: that lock, not a PID file, says whether DIR is
-in use.
+DIR (default ~/.raypilot/sandbox) holds what `up` leaves behind: `kubeconfig` (an admin's),
+`worker.kubeconfig` and `controller.kubeconfig` (the worker's and `raypilot controller`'s ServiceAccounts,
+bound to deploy/'s and deploy/controller's ClusterRoles), `sandbox.log`, `state.json` (pid, API URL, ...)
+once ready, and `sandbox.lock`, held for as long as the sandbox process lives: that lock, not a PID file, says
+whether DIR is in use.
 
 Exit status: 0 success, 2 bad input, 1 failure. `up` prints `KUBECONFIG=<path>` as a line of its own.
 """
@@ -27,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -39,9 +36,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox.cluster import KUBECONFIG_FILE, RAY_MODES, SESSIONS_FILE, RayMode, Sandbox
-from sandbox.ray.processes import session_members, stop_session
+from sandbox.ray.processes import stop_session
 from sandbox.realkube.controlplane import KUBE_DIR_ENV, ControlPlaneError, kube_dir
+from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_stack, real_stack_unavailable
 from sandbox.statedir import (
     LOCK_FILE,
@@ -56,12 +53,12 @@ from sandbox.statedir import (
 
 DEFAULT_DIR = Path("~/.raypilot/sandbox")
 LOG_FILE = "sandbox.log"
-UP_TIMEOUT_S = 120.0
-DOWN_TIMEOUT_S = 60.0
 # The real stack starts six servers and installs deploy/, and its node agent stops every pod on the way out.
-REAL_UP_TIMEOUT_S = 300.0
-REAL_DOWN_TIMEOUT_S = 180.0
-KUBE_MODES = ("simulated", "real")
+UP_TIMEOUT_S = 300.0
+DOWN_TIMEOUT_S = 180.0
+KUBE_MODES = ("real",)
+RAY_MODES = ("real", "simulated")
+KUBECONFIG_FILE = "kubeconfig"
 WORKER_KUBECONFIG_FILE = "worker.kubeconfig"
 CONTROLLER_KUBECONFIG_FILE = "controller.kubeconfig"
 _LOG_TAIL_CHARS = 3000
@@ -79,12 +76,17 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="raypilot sandbox",
-        description="A local Kubernetes API with Ray, Job, Service and Gateway controllers, on 127.0.0.1.",
+        description=(
+            "The real Kubernetes stack built by `make kube` (kube-apiserver, etcd, kube-controller-manager, "
+            "KubeRay's operator) with raypilot's node agent running pods as local processes, on this machine."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     up = commands.add_parser("up", help="start the sandbox (in the background unless --foreground)")
-    up.add_argument("--kube", choices=KUBE_MODES, help="the Kubernetes it serves (default: real once built)")
-    up.add_argument("--ray", choices=RAY_MODES, help="real Ray heads (default) or simulated dashboards")
+    up.add_argument(
+        "--kube", choices=KUBE_MODES, help="real: build the binaries first if `make kube` has not"
+    )
+    up.add_argument("--ray", choices=RAY_MODES, default="real", help="what the pods' Ray is (default: real)")
     up.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
     up.add_argument("--foreground", action="store_true", help="stay attached until Ctrl-C or SIGTERM")
     up.add_argument("--timeout", type=float, help=argparse.SUPPRESS)
@@ -92,7 +94,6 @@ def _parser() -> argparse.ArgumentParser:
     down.add_argument("--dir", type=Path, default=DEFAULT_DIR, help="state directory (default %(default)s)")
     down.add_argument("--timeout", type=float, help=argparse.SUPPRESS)
     serve = commands.add_parser("_serve", help=argparse.SUPPRESS)  # the detached process `up` starts
-    serve.add_argument("--kube", choices=KUBE_MODES, required=True)
     serve.add_argument("--ray", choices=RAY_MODES, required=True)
     serve.add_argument("--dir", type=Path, required=True)
     return parser
@@ -113,9 +114,7 @@ def sandbox_command(argv: list[str]) -> int:
             return _up_command(workdir, args)
         if args.command == "down":
             return _down(workdir, args.timeout)
-        if args.kube == "real":
-            return _serve_real(workdir)
-        return _serve(workdir, args.ray)
+        return _serve_real(workdir, args.ray)
     except OSError as exc:
         print(f"raypilot sandbox {args.command}: {exc}", file=sys.stderr)
         return 1
@@ -124,60 +123,44 @@ def sandbox_command(argv: list[str]) -> int:
 # ---- up ----------------------------------------------------------------------------------------------------
 
 
-def default_kube_mode(ray: str | None) -> str:
-    """`--kube` when not given: real when this machine can run it and its binaries are built (never a cold
-    build unasked), else simulated, saying why."""
-    if ray == "simulated":
-        return "simulated"
+def unavailable_reason(build: bool) -> str | None:
+    """Why `up` cannot run the real stack here, with what to do (None when it can). With `build`, a cold
+    cache is built first (showing its progress), else it is a reason."""
     reason = real_stack_unavailable()
-    if reason is None:
-        try:
-            os.environ[KUBE_DIR_ENV] = str(kube_dir(build=False))
-            return "real"
-        except ControlPlaneError as exc:
-            reason = str(exc)
-    print(f"the simulated Kubernetes: {reason}", file=sys.stderr)
-    return "simulated"
+    if reason is not None:
+        return f"{reason}: run it as root on a machine with iproute2 and nftables"
+    try:  # found (or built) here, before the sandbox process starts, so that a cold build shows its progress
+        os.environ[KUBE_DIR_ENV] = str(kube_dir(show_progress=build, build=build))
+    except ControlPlaneError as exc:
+        if build:
+            return str(exc)
+        return f"{exc} (or `raypilot sandbox up --kube real` builds it first, showing its progress)"
+    return None
 
 
 def _up_command(workdir: Path, args: argparse.Namespace) -> int:
-    real = (args.kube or default_kube_mode(args.ray)) == "real"
-    timeout_s = args.timeout if args.timeout is not None else REAL_UP_TIMEOUT_S if real else UP_TIMEOUT_S
+    timeout_s = args.timeout if args.timeout is not None else UP_TIMEOUT_S
     if timeout_s <= 0:
         print("raypilot sandbox up: --timeout must be positive", file=sys.stderr)
         return 2
-    if not real:
-        ray_mode: RayMode = args.ray or "real"
-        return _run_foreground(workdir, ray_mode) if args.foreground else _up(workdir, ray_mode, timeout_s)
-    if args.ray == "simulated":
-        print(
-            "raypilot sandbox up: the real stack runs real Ray (--ray simulated needs --kube simulated)",
-            file=sys.stderr,
-        )
-        return 2
-    unavailable = real_stack_unavailable()
-    if unavailable is not None:
-        print(f"raypilot sandbox up: {unavailable}", file=sys.stderr)
-        return 1
     if not in_use(workdir):
-        try:  # built here, before the sandbox process starts, so that a cold build shows its progress
-            os.environ[KUBE_DIR_ENV] = str(kube_dir(show_progress=True))
-        except ControlPlaneError as exc:
-            print(f"raypilot sandbox up: {exc}", file=sys.stderr)
+        reason = unavailable_reason(build=args.kube == "real")
+        if reason is not None:
+            print(f"raypilot sandbox up: {reason}", file=sys.stderr)
             return 1
     if args.foreground:
         with held_lock(workdir) as lock:
             if lock is None:
                 return _report_running(workdir)
-            return _serve_real(workdir, announce=True)
-    return _up(workdir, "real", timeout_s, kube="real")
+            return _serve_real(workdir, args.ray, announce=True)
+    return _up(workdir, args.ray, timeout_s)
 
 
 def _report_running(workdir: Path) -> int:
     running = read_state(workdir) or {}
     print(
         f"a sandbox is already running in {workdir} (pid {running.get('pid', '?')}, "
-        f"{running.get('kube', 'simulated')} Kubernetes, {running.get('rayMode', '?')} Ray); "
+        f"{running.get('kube', '?')} Kubernetes, {running.get('rayMode', '?')} Ray); "
         f"`raypilot sandbox down --dir {workdir}` stops it",
         file=sys.stderr,
     )
@@ -185,14 +168,13 @@ def _report_running(workdir: Path) -> int:
     return 0
 
 
-def _up(workdir: Path, ray_mode: RayMode, timeout_s: float, kube: str = "simulated") -> int:
+def _up(workdir: Path, ray_mode: RayKind, timeout_s: float) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     if in_use(workdir):
         return _report_running(workdir)
-    asyncio.run(_stop_leftover_sessions(workdir))
     (workdir / STATE_FILE).unlink(missing_ok=True)
     log_path = workdir / LOG_FILE
-    serve = ["_serve", "--kube", kube, "--ray", ray_mode, "--dir", str(workdir)]
+    serve = ["_serve", "--ray", ray_mode, "--dir", str(workdir)]
     with log_path.open("ab") as log_file:
         child = subprocess.Popen(
             [sys.executable, "-m", "sandbox.main", *serve],
@@ -207,7 +189,7 @@ def _up(workdir: Path, ray_mode: RayMode, timeout_s: float, kube: str = "simulat
         state = read_state(workdir)
         if state is not None and state.get("pid") == child.pid:
             print(
-                f"sandbox running in {workdir} (pid {child.pid}, {kube} Kubernetes, {ray_mode} Ray, "
+                f"sandbox running in {workdir} (pid {child.pid}, real Kubernetes, {ray_mode} Ray, "
                 f"API {state.get('apiUrl')})",
                 file=sys.stderr,
             )
@@ -241,25 +223,7 @@ def _log_tail(path: Path) -> str:
         return ""
 
 
-def _serve(workdir: Path, ray_mode: RayMode) -> int:
-    """The detached sandbox process: holds DIR's lock for its whole life."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    with held_lock(workdir) as lock:
-        if lock is None:
-            print(f"a sandbox is already running in {workdir}", file=sys.stderr)
-            return 1
-        return asyncio.run(_serve_until_signalled(workdir, ray_mode, announce=False))
-
-
-def _run_foreground(workdir: Path, ray_mode: RayMode) -> int:
-    with held_lock(workdir) as lock:
-        if lock is None:
-            return _report_running(workdir)
-        asyncio.run(_stop_leftover_sessions(workdir))
-        return asyncio.run(_serve_until_signalled(workdir, ray_mode, announce=True))
-
-
-def _serve_real(workdir: Path, *, announce: bool = False) -> int:
+def _serve_real(workdir: Path, ray_mode: RayKind, *, announce: bool = False) -> int:
     """The real stack until SIGINT or SIGTERM (the caller holds DIR's lock, or takes it here)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
@@ -270,7 +234,7 @@ def _serve_real(workdir: Path, *, announce: bool = False) -> int:
             print(f"a sandbox is already running in {workdir}", file=sys.stderr)
             return 1
         try:
-            stack = held.enter_context(real_stack(workdir))
+            stack = held.enter_context(real_stack(workdir, ray_mode))
         except ControlPlaneError as exc:
             print(f"the real stack failed to start: {exc}", file=sys.stderr)
             return 1
@@ -289,39 +253,15 @@ def _serve_real(workdir: Path, *, announce: bool = False) -> int:
         )
         write_json(workdir / STATE_FILE, info)
         if announce:
-            print(f"real stack running (API {stack.plane.server}); Ctrl-C stops it", file=sys.stderr)
+            print(
+                f"real stack running ({ray_mode} Ray, API {stack.plane.server}); Ctrl-C stops it",
+                file=sys.stderr,
+            )
             print(kubeconfig_line(workdir), flush=True)
         try:
             stop.wait()
         finally:
             (workdir / STATE_FILE).unlink(missing_ok=True)
-    return 0
-
-
-async def _serve_until_signalled(workdir: Path, ray_mode: RayMode, *, announce: bool) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop.set)
-    sandbox = Sandbox(workdir, ray_mode)
-    try:
-        await sandbox.start()
-    except Exception as exc:
-        logging.getLogger(__name__).exception("the sandbox failed to start")
-        print(f"the sandbox failed to start: {exc}", file=sys.stderr)
-        return 1
-    write_json(workdir / STATE_FILE, sandbox.info())
-    if announce:
-        print(f"sandbox running ({ray_mode} Ray, API {sandbox.api_url}); Ctrl-C stops it", file=sys.stderr)
-        print(kubeconfig_line(workdir), flush=True)
-    recorder = asyncio.create_task(sandbox.record_sessions_periodically())
-    try:
-        await stop.wait()
-    finally:
-        recorder.cancel()
-        await sandbox.stop()
-        (workdir / STATE_FILE).unlink(missing_ok=True)
-        (workdir / SESSIONS_FILE).unlink(missing_ok=True)
     return 0
 
 
@@ -336,7 +276,7 @@ def _down(workdir: Path, timeout_s: float | None) -> int:
         state = read_state(workdir)
         pid = state.get("pid") if state else None
         if timeout_s is None:
-            timeout_s = REAL_DOWN_TIMEOUT_S if state and state.get("kube") == "real" else DOWN_TIMEOUT_S
+            timeout_s = DOWN_TIMEOUT_S
         if not isinstance(pid, int):
             print(
                 f"a sandbox holds {workdir / LOCK_FILE} but its state file is missing; is it still starting?",
@@ -349,7 +289,6 @@ def _down(workdir: Path, timeout_s: float | None) -> int:
         print(f"sandbox in {workdir} stopped (pid {pid})", file=sys.stderr)
     else:
         print(f"no sandbox running in {workdir}", file=sys.stderr)
-    asyncio.run(_stop_leftover_sessions(workdir))
     (workdir / STATE_FILE).unlink(missing_ok=True)
     return 0
 
@@ -378,20 +317,6 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
     except OSError:
         return False
-
-
-async def _stop_leftover_sessions(workdir: Path) -> None:
-    """Stop the Ray heads and Job processes a sandbox that died without cleaning up left behind."""
-    path = workdir / SESSIONS_FILE
-    try:
-        sessions = [int(s) for s in json.loads(path.read_text()).get("sessions", [])]
-    except (OSError, ValueError, TypeError, AttributeError):
-        return
-    for session in sessions:
-        if session_members(session):
-            print(f"stopping leftover processes of session {session}", file=sys.stderr)
-            await stop_session(session, grace_s=3.0)
-    path.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """`raypilot demo`: everything end to end on this machine.
 
-Starts the Temporal dev server (Web UI, empty database), the sandbox (real Ray by default; the real Kubernetes
-stack where this machine runs it and `make kube` built it, the worker and the controller then authenticating
-as their ServiceAccounts) and a worker; then,
-through the workflows as `raypilot apply` starts them:
+Starts the Temporal dev server (Web UI, empty database), the sandbox (the real Kubernetes stack `make kube`
+built, as root; its pods run real Ray by default, simulated Ray with `--ray simulated`), a worker and the
+controller, both authenticating as their ServiceAccounts; then, through the workflows as `raypilot apply`
+starts them:
 1. a K8sJobMode RayJob whose DeleteCluster rule removes its RayCluster 10 s after the job ended, applied as
    `raypilot.io/v1` (the CRDs installed, `raypilot controller` beside the worker) and shown both as its
    workflow's status and as `kubectl get rayjobs.raypilot.io -w` shows it;
@@ -121,7 +121,7 @@ def run_demo(
         print(f"   Web UI: {stack.web_ui}", flush=True)
         with step(f"sandbox with {ray_mode} Ray", timings):
             kubeconfig = stack.start_sandbox()
-        print(f"   {stack.kube} Kubernetes; KUBECONFIG={kubeconfig}", flush=True)
+        print(f"   real Kubernetes; KUBECONFIG={kubeconfig}", flush=True)
         with step("raypilot worker", timings):
             stack.start_worker()
         with step("raypilot.io CRDs and raypilot controller", timings):

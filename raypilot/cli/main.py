@@ -98,14 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
     cronjob.add_argument("--to", dest="end", metavar="TIME", help="backfill: last tick time (RFC 3339)")
     sandbox = commands.add_parser(
         "sandbox",
-        help="a local cluster: Kubernetes API, RayCluster/Job/Service/Gateway controllers",
+        help="a local cluster: the real Kubernetes stack of `make kube`, KubeRay, a node agent, a Gateway",
         add_help=False,
     )
     sandbox.add_argument("sandbox_args", nargs=argparse.REMAINDER)
     demo = commands.add_parser("demo", help="everything, end to end, on this machine (make demo runs it)")
     demo.add_argument("--exit", action="store_true", help="run once, print the summary and exit")
     demo.add_argument("--dir", type=Path, default=Path.home() / ".raypilot" / "demo", help="state and logs")
-    demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="Ray heads of the sandbox")
+    demo.add_argument("--ray", choices=("real", "simulated"), default="real", help="the sandbox pods' Ray")
     demo.add_argument("--temporal-port", type=int, default=7233, help="the dev server's frontend port")
     demo.add_argument("--ui-port", type=int, default=8233, help="the dev server's Web UI port")
     adopt = commands.add_parser(

@@ -59,9 +59,7 @@ class LocalStack:
     ui_port: int = UI_PORT
     processes: list[tuple[str, subprocess.Popen[bytes]]] = field(default_factory=list)
     kubeconfig: Path | None = None
-    kube: str = ""  # "real" or "simulated", as `raypilot sandbox up` chose
-    # On the real stack the worker and the controller run as their ServiceAccounts (deploy/'s RBAC); on the
-    # simulated one with the sandbox's kubeconfig.
+    # The worker and the controller run as their ServiceAccounts (deploy/'s RBAC).
     worker_kubeconfig: Path | None = None
     controller_kubeconfig: Path | None = None
     logs: list[IO[bytes]] = field(default_factory=list)
@@ -127,8 +125,8 @@ class LocalStack:
         wait_for_port("127.0.0.1", self.temporal_port, 60, "the Temporal dev server", log)
 
     def start_sandbox(self) -> Path:
-        """`raypilot sandbox up` with its default Kubernetes: the real stack where this machine runs it and
-        `make kube` has built it, else the simulated one (it says why)."""
+        """`raypilot sandbox up`: the real stack (built by `make kube`; root), its pods' Ray `ray_mode`. When
+        this machine cannot run it, StackError says why and what to do."""
         sandbox_dir = self.workdir / "sandbox"
         result = subprocess.run(
             [sys.executable, "-m", "raypilot.cli.main", "sandbox", "up", "--ray", self.ray_mode,
@@ -136,17 +134,13 @@ class LocalStack:
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if result.returncode != 0:
-            raise StackError(f"raypilot sandbox up failed:\n{result.stderr or result.stdout}")
-        for line in result.stderr.splitlines():
-            if line.startswith("the simulated Kubernetes:"):
-                print(f"   {line}", flush=True)
+            raise StackError(f"raypilot sandbox up failed:\n{(result.stderr or result.stdout).strip()}")
         state = json.loads((sandbox_dir / "state.json").read_text())
-        self.kube = str(state.get("kube") or "simulated")
         for line in result.stdout.splitlines():
             if line.startswith("KUBECONFIG="):
                 self.kubeconfig = Path(line.removeprefix("KUBECONFIG="))
-                self.worker_kubeconfig = Path(state.get("workerKubeconfig") or self.kubeconfig)
-                self.controller_kubeconfig = Path(state.get("controllerKubeconfig") or self.kubeconfig)
+                self.worker_kubeconfig = Path(state["workerKubeconfig"])
+                self.controller_kubeconfig = Path(state["controllerKubeconfig"])
                 return self.kubeconfig
         raise StackError(f"raypilot sandbox up printed no KUBECONFIG line:\n{result.stdout}")
 
@@ -154,8 +148,7 @@ class LocalStack:
         if self.worker_kubeconfig is None:
             raise StackError("start the sandbox before the worker")
         env = self._local_env(self.worker_kubeconfig)
-        if self.kube == "real":
-            env["RAYPILOT_DASHBOARD_ACCESS"] = "proxy"  # pods' names do not resolve on this machine
+        env["RAYPILOT_DASHBOARD_ACCESS"] = "proxy"  # pods' names do not resolve on this machine
         repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
         argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
         # Ready once it polls: the line worker.py logs inside its running Worker (imports take seconds).

@@ -1,8 +1,8 @@
 """The whole real stack in one block: the control plane (etcd, kube-apiserver, kube-controller-manager,
-KubeRay's operator), raypilot's node agent, the sandbox's Gateway controller, and raypilot installed as a user
-installs it. `raypilot sandbox up
---kube real` serves this until it is told to stop; leaving the block stops everything in reverse order (the
-node agent first stops its pods and removes their network namespaces and interfaces)."""
+KubeRay's operator), raypilot's node agent (its pods' Ray real or simulated), the sandbox's Gateway
+controller, and raypilot installed as a user installs it. `raypilot sandbox up` serves this until it is told
+to stop; leaving the block stops everything in reverse order (the node agent first stops its pods and removes
+their network namespaces and interfaces)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ __all__ = ["RealStack", "real_cluster", "real_stack", "real_stack_unavailable"]
 class RealStack:
     plane: ControlPlane
     installed: Installed
+    ray: RayKind = "real"
 
     def info(self, pid: int) -> dict[str, object]:
         """What `raypilot sandbox up` records in state.json for this stack (beside the kubeconfigs it copies
@@ -33,7 +34,7 @@ class RealStack:
         return {
             "pid": pid,
             "kube": "real",
-            "rayMode": "real",
+            "rayMode": self.ray,
             "apiUrl": self.plane.server,
             "node": NODE_NAME,
             "logs": str(self.plane.log_path("kube-apiserver").parent),
@@ -69,7 +70,8 @@ def real_cluster(
 
 
 @contextlib.contextmanager
-def real_stack(directory: Path) -> Iterator[RealStack]:
-    """A running real stack with its state under `directory`, stopped when the block ends."""
-    with real_cluster(directory / "kube", directory / "node") as plane:
-        yield RealStack(plane, install_raypilot(plane))
+def real_stack(directory: Path, ray: RayKind = "real") -> Iterator[RealStack]:
+    """A running real stack with its state under `directory` and pods of `ray` Ray, stopped when the block
+    ends."""
+    with real_cluster(directory / "kube", directory / "node", ray) as plane:
+        yield RealStack(plane, install_raypilot(plane), ray)

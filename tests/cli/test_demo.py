@@ -1,7 +1,8 @@
-"""`raypilot demo --exit --ray simulated` end to end: its own dev server (on free ports), the simulated
-sandbox, a worker and the controller as processes, the RayJob (as raypilot.io/v1, with its `kubectl get -w`
-rows) and the RayService upgrade through the workflows, the summary and the timeline PNG. The demo's pace is
-quickened (ttl 2 s, 50 % steps every 1 s) so that it fits a test."""
+"""`raypilot demo --exit --ray simulated` end to end: its own dev server (on free ports), the sandbox (the
+real stack with pods of simulated Ray), a worker and the controller as processes (their ServiceAccounts),
+the RayJob (as raypilot.io/v1, with its `kubectl get -w` rows) and the RayService upgrade through the
+workflows, the summary and the timeline PNG. The demo's pace is quickened (ttl 2 s, 50 % steps every 1 s)
+so that it fits a test."""
 
 from __future__ import annotations
 
@@ -15,15 +16,18 @@ import pytest
 
 from raypilot.cli.demo import run_demo
 from raypilot.cli.demo_support import DemoPace
+from sandbox.realkube.stack import real_stack_unavailable
 
 # ~160 s measured on the shared 2-core machine (the K8sJobMode submitter runs the `ray` CLI twice, 20 s each
 # under load): beyond the suite's budget, so it runs when asked for.
 pytestmark = [
     pytest.mark.devserver,
-    pytest.mark.timeout(300),
+    pytest.mark.realkube,
+    pytest.mark.timeout(420),
     pytest.mark.skipif(
         os.environ.get("RAYPILOT_DEMO_TEST") != "1", reason="slow (~2-3 min); set RAYPILOT_DEMO_TEST=1 to run"
     ),
+    pytest.mark.skipif(real_stack_unavailable() is not None, reason=str(real_stack_unavailable())),
 ]
 
 QUICK = DemoPace(delete_cluster_ttl_s=2, step_size_percent=50, interval_s=1, max_surge_percent=50)

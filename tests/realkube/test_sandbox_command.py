@@ -1,13 +1,14 @@
-"""`raypilot sandbox up` and `down` on the real stack (the default where `make kube` has built it), as a user
-runs them: `up` returns once the real stack serves (its Node Ready, deploy/'s CRDs and RBAC installed) and
-prints the admin's KUBECONFIG; the worker's kubeconfig holds exactly deploy/'s RBAC; a second `up` finds it
-running; a pod runs on the node; `down` stops every process the stack started and removes the pod's network
-namespace."""
+"""`raypilot sandbox up` and `down` on the real stack (the only Kubernetes `up` serves), as a user runs them:
+`up` returns once the real stack serves (its Node Ready, deploy/'s CRDs and RBAC installed) and prints the
+admin's KUBECONFIG; the worker's kubeconfig holds exactly deploy/'s RBAC; a second `up` finds it running; a
+pod runs on the node; `down` stops every process the stack started and removes the pod's network namespace.
+`up --ray simulated --foreground` serves the same stack with pods of simulated Ray until Ctrl-C."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,8 @@ import pytest
 from sandbox.realkube.conditions import is_ready
 from sandbox.realkube.controlplane import kube_dir
 from sandbox.realkube.node import NODE_NAME
+from sandbox.testing import raycluster_manifest
+from tests.readiness import with_quick_readiness
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -140,3 +143,51 @@ def test_up_serves_the_real_stack_and_down_removes_it(tmp_path: Path) -> None:
     assert not [process for process in processes if alive(process)]
     assert not pod_namespaces & network_namespaces()
     assert not (workdir / "state.json").exists()
+
+
+def test_up_with_simulated_ray_in_the_foreground_serves_until_ctrl_c(tmp_path: Path) -> None:
+    workdir = tmp_path / "simulated"
+    kube_dir()
+    argv = [sys.executable, "-m", "sandbox.main", "up", "--ray", "simulated", "--dir", str(workdir)]
+    process = subprocess.Popen(
+        [*argv, "--foreground"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        admin = workdir / "kubeconfig"
+        assert process.stdout.readline().strip() == f"KUBECONFIG={admin}"  # printed once it serves
+        state = json.loads((workdir / "state.json").read_text())
+        assert (state["kube"], state["rayMode"], state["pid"]) == ("real", "simulated", process.pid)
+        assert node_ready(admin)
+        manifest = raycluster_manifest("sim", workers=0)
+        with_quick_readiness(manifest["spec"])
+        created = kubectl(admin, "apply", "-f", "-", input_text=json.dumps(manifest))
+        assert created.returncode == 0, created.stderr
+
+        def head_of_simulated_ray_ready() -> bool:
+            cluster = json.loads(kubectl(admin, "get", "raycluster", "sim", "-o", "json").stdout)
+            return bool((cluster.get("status") or {}).get("state") == "ready")
+
+        # KubeRay's operator made the head Pod; the node agent runs simulated Ray in it, whose dashboard
+        # answers as Ray's does.
+        eventually(head_of_simulated_ray_ready, "the RayCluster of simulated Ray ready")
+        version = kubectl(
+            admin,
+            "get",
+            "--raw",
+            "/api/v1/namespaces/default/services/sim-head-svc:dashboard/proxy/api/version",
+        )
+        assert json.loads(version.stdout)["ray_version"], version.stderr
+        again = sandbox_cli("up", "--ray", "simulated", "--dir", str(workdir))
+        assert again.returncode == 0, again.stderr
+        assert "already running" in again.stderr
+        processes = descendants(process.pid)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=180) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert not [pid for pid in processes if alive(pid)]
+    assert not (workdir / "state.json").exists()
+    assert sandbox_cli("down", "--dir", str(workdir)).stderr.startswith("no sandbox running")
