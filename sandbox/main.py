@@ -41,6 +41,7 @@ from sandbox.realkube.controlplane import KUBE_DIR_ENV, ControlPlaneError, kube_
 from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_stack, real_stack_unavailable
 from sandbox.statedir import (
+    KUBECONFIG_FILE,
     LOCK_FILE,
     STATE_FILE,
     held_lock,
@@ -58,7 +59,6 @@ UP_TIMEOUT_S = 300.0
 DOWN_TIMEOUT_S = 180.0
 KUBE_MODES = ("real",)
 RAY_MODES = ("real", "simulated")
-KUBECONFIG_FILE = "kubeconfig"
 WORKER_KUBECONFIG_FILE = "worker.kubeconfig"
 CONTROLLER_KUBECONFIG_FILE = "controller.kubeconfig"
 _LOG_TAIL_CHARS = 3000

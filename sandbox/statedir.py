@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from sandbox.cluster import KUBECONFIG_FILE
-
+KUBECONFIG_FILE = "kubeconfig"  # the admin's
 LOCK_FILE = "sandbox.lock"
 STATE_FILE = "state.json"
 

@@ -154,3 +154,49 @@ def test_requests_follow_the_route_weights_to_ready_endpoints(plane: ControlPlan
             condition(((get(plane, "httproute", "web")["status"]["parents"]) or [{}])[0], "Accepted")
             == "True"
         )
+
+
+def route_parent(plane: ControlPlane, name: str) -> dict[str, Any]:
+    parents = (get(plane, "httproute", name).get("status") or {}).get("parents") or []
+    return parents[0] if parents else {}
+
+
+def reason(obj: dict[str, Any], kind: str) -> tuple[str, str] | None:
+    found = next((c for c in obj.get("conditions") or [] if c["type"] == kind), None)
+    return (found["status"], found["reason"]) if found else None
+
+
+def test_a_missing_backend_is_reported_until_it_exists_and_a_deleted_gateway_lets_go(
+    plane: ControlPlane,
+) -> None:
+    gateway = {**GATEWAY, "metadata": {"name": "side", "namespace": NAMESPACE}}
+    later = route({"v3": 1})
+    later["metadata"]["name"] = "later"
+    later["spec"]["parentRefs"] = [{"name": "side"}]
+    apply(plane, gateway, later)
+    eventually(
+        lambda: reason(route_parent(plane, "later"), "ResolvedRefs") == ("False", "BackendNotFound"),
+        "the route's missing Service reported",
+    )
+    address = eventually(
+        lambda: ((get(plane, "gateway", "side").get("status") or {}).get("addresses") or [{}])[0].get(
+            "value"
+        ),
+        "the Gateway's address",
+    )
+
+    apply(plane, *version_pod_and_service("v3"))
+    eventually(
+        lambda: reason(route_parent(plane, "later"), "ResolvedRefs") == ("True", "ResolvedRefs"),
+        "the route's Service resolved once it exists",
+    )
+    with httpx.Client(timeout=10.0) as client:
+        eventually(lambda: answers(client, f"http://{address}:80/", 4) == Counter({"v3": 4}), "v3 answering")
+
+    plane.kubectl("delete", "gateway", "side", "-n", NAMESPACE)
+    eventually(
+        lambda: reason(route_parent(plane, "later"), "Accepted") == ("False", "NoMatchingParent"),
+        "the route told its Gateway is gone",
+    )
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://{address}:80/", timeout=5.0)

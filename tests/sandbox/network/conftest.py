@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import random
-import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 import pytest
 from aiohttp import web
-
-from sandbox.store import Store
 
 
 class Backend:
@@ -90,84 +86,3 @@ async def make_backend() -> AsyncIterator[BackendFactory]:
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         yield session
-
-
-async def wait_until(condition: Callable[[], bool | Awaitable[bool]], within: float = 5.0) -> None:
-    """Polls `condition` until it holds, failing the test after `within` seconds."""
-    deadline = asyncio.get_running_loop().time() + within
-    while True:
-        result = condition()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not met within {within} s")
-        await asyncio.sleep(0.02)
-
-
-@pytest.fixture
-def eventually() -> Callable[..., Awaitable[None]]:
-    return wait_until
-
-
-def pod_manifest(
-    name: str,
-    ip: str | None,
-    labels: dict[str, str],
-    *,
-    ports: dict[str, int] | None = None,
-    ready: bool = True,
-    namespace: str = "default",
-) -> dict[str, object]:
-    """A pod as the sandbox's pod-creating controllers record it: Running with an IP, Ready or not."""
-    status: dict[str, object] = {
-        "phase": "Running",
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-    }
-    if ip is not None:
-        status["podIP"] = ip
-    container_ports = [{"name": n, "containerPort": p} for n, p in (ports or {}).items()]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels, "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "ray-head", "image": "x", "ports": container_ports}]},
-        "status": status,
-    }
-
-
-@pytest.fixture
-def make_pod() -> Callable[..., dict[str, object]]:
-    return pod_manifest
-
-
-@pytest.fixture
-def store() -> Iterator[Store]:
-    the_store = Store()
-    yield the_store
-    the_store.close()
-
-
-def _port_free(address: str, port: int = 8000) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind((address, port))
-        except OSError:
-            return False
-    return True
-
-
-@pytest.fixture
-def free_cluster_ip() -> Callable[[], str]:
-    """Explicit clusterIPs far from the start of the pool, whose Service port no other sandbox on this machine
-    (another test worker's) holds right now."""
-    used: set[str] = set()
-
-    def pick() -> str:
-        while (address := f"127.0.1.{random.randrange(120, 250)}") in used or not _port_free(address):
-            pass
-        used.add(address)
-        return address
-
-    return pick

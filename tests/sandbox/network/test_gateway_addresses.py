@@ -5,34 +5,16 @@ the other. A Gateway no client has reached yet moves to another address instead 
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
 from sandbox.controllers.gateway import GatewayController
 from sandbox.controllers.gateway_api import GATEWAY_API_VERSION
 from sandbox.netalloc import AddressPool
+from tests.sandbox.network.objects import Objects
 
 Obj = dict[str, Any]
 # A range of its own (hosts .1 to .6); the pool's walk starts at .1.
 RANGE = "127.77.2.0/29"
-
-
-class Objects:
-    """The controller's source: one Gateway, nothing else; status writes land on it."""
-
-    def __init__(self, gateway: Obj) -> None:
-        self.gateway = gateway
-
-    def read_list(self, api_version: str, kind: str) -> list[Obj]:
-        return [self.gateway] if (api_version, kind) == (GATEWAY_API_VERSION, "Gateway") else []
-
-    async def watch(self, api_version: str, kind: str) -> AsyncIterator[Any]:
-        if False:  # pragma: no cover - never called: the test drives reconcile() itself
-            yield None
-
-    def update(self, api_version: str, kind: str, obj: Obj, *, status: bool = False) -> Obj:
-        self.gateway = {**self.gateway, "status": obj["status"]}
-        return self.gateway
 
 
 def gateway(port: int) -> Obj:
@@ -67,7 +49,9 @@ async def test_a_gateway_whose_address_another_process_holds_moves_to_a_free_one
             assert controller.retry_soon  # the pass that found the address taken asks for another
             await controller.reconcile()
             assert controller.listen_address("default", "gw", port) == ("127.77.2.2", port)
-            assert objects.gateway["status"]["addresses"] == [{"type": "IPAddress", "value": "127.77.2.2"}]
-            assert programmed(objects.gateway) == "True"
+            assert objects.one("Gateway", "gw")["status"]["addresses"] == [
+                {"type": "IPAddress", "value": "127.77.2.2"}
+            ]
+            assert programmed(objects.one("Gateway", "gw")) == "True"
         finally:
             await controller.shutdown()
