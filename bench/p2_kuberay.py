@@ -167,7 +167,7 @@ async def run(context: BenchContext) -> list[Figure]:
         workers = AsyncExitStack()
         async with workers:
             queue = await workers.enter_async_context(kubeconfig_worker(context.client, installed.worker))
-            stack = Stack(None, context.client, queue, api_client)
+            stack = Stack(context.client, queue, api_client)
             with Progress("P2K runs", 2 * (2 * runs + restarts)) as bar:
                 # Alternating, so both sides meet the same machine.
                 for _ in range(runs):

@@ -70,7 +70,7 @@ async def run(context: BenchContext) -> list[Figure]:
     api_client = config.new_client_from_config(config_file=str(shared.plane.kubeconfig))
     try:
         async with kubeconfig_worker(context.client, shared.installed.worker) as queue:
-            stack = Stack(None, context.client, queue, api_client)
+            stack = Stack(context.client, queue, api_client)
             ours, theirs = stack.namespace(), stack.namespace()
             for namespace in (ours, theirs):
                 await create_raycluster(stack, raycluster_manifest(SHARED_CLUSTER, namespace, workers=0))

@@ -49,7 +49,7 @@ class SharedRealStack:
         """The admin's view of the stack, for workflows on `task_queue` (their worker runs elsewhere)."""
         api_client = self.admin_client()
         with contextlib.closing(api_client):
-            yield Stack(None, client, task_queue, api_client)
+            yield Stack(client, task_queue, api_client)
 
     @contextlib.asynccontextmanager
     async def stack_with_worker(self, client: Client) -> AsyncIterator[Stack]:

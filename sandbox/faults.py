@@ -188,3 +188,31 @@ class FaultInjector:
         if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):
             raise ValueError("rules must be a list of objects")
         self.set_rules([FaultRule.from_json(r) for r in rules], int(seed) if seed is not None else None)
+
+
+class ApiError(Exception):
+    """An error the API server reports as a `Status` body with this HTTP status code."""
+
+    def __init__(self, status: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def to_status(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.status,
+        }
+        if self.details:
+            body["details"] = self.details
+        return body
+
+    def __repr__(self) -> str:
+        return f"ApiError({self.status}, {self.reason!r}, {self.message!r})"

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.controllers.raycluster_env import ObjectReader, container_argv, container_environment
 from sandbox.images import stand_in_argv
+from sandbox.nodeagent.env import ObjectReader, container_argv, container_environment
 from sandbox.nodeagent.network import PodNetwork
 from sandbox.nodeagent.serviceaccount import API_ENV, bind_service_account, mounts_service_account
 from sandbox.ray.simulated_timings import TIMINGS_ENV

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sandbox.controllers.raycluster_head import process_alive
+from sandbox.ray.processes import process_alive
 
 __all__ = ["NetworkError", "NodeNetwork", "PodNetwork", "hosts_file", "service_names"]
 

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sandbox.controllers.raycluster_env import EnvResolutionError, ObjectReader
 from sandbox.nodeagent.containers import (
     ContainerConfigError,
     ContainerProcess,
@@ -23,6 +22,7 @@ from sandbox.nodeagent.containers import (
     container_env,
     start_container,
 )
+from sandbox.nodeagent.env import EnvResolutionError, ObjectReader
 from sandbox.nodeagent.network import PodNetwork
 from sandbox.nodeagent.podstatus import (
     ContainerRun,

@@ -75,3 +75,13 @@ def pss_bytes(pids: list[int]) -> int:
                     total += int(line.split()[1]) * 1024
                     break
     return total
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

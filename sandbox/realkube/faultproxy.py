@@ -27,9 +27,8 @@ import aiohttp
 import yaml
 from aiohttp import web
 
-from sandbox.faults import Fault, FaultInjector
+from sandbox.faults import ApiError, Fault, FaultInjector
 from sandbox.realkube.controlplane import ControlPlane, ControlPlaneError, free_port
-from sandbox.store_errors import ApiError
 
 __all__ = ["FaultProxy", "fault_proxy", "proxied_kubeconfig", "request_info"]
 

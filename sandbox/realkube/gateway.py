@@ -26,8 +26,8 @@ from typing import Any
 
 from kubernetes import config
 
-from sandbox.controllers.gateway import GatewayController
-from sandbox.controllers.gateway_api import GATEWAY_API_VERSION
+from sandbox.gateway.controller import GatewayController
+from sandbox.gateway.routes import GATEWAY_API_VERSION
 from sandbox.netalloc import standard_pools
 from sandbox.proxy import Target
 from sandbox.realkube.apiobjects import ApiObjects, Resource

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import sandbox.store
 from kubernetes import client as k8s
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-import sandbox.store
 from activities.registry import ActivityDependencies, build_activities
 from raypilot.cli.common import Console
 from raypilot.cli.main import main

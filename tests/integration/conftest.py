@@ -33,4 +33,4 @@ async def kube_stack(
     """The test's module on the real Kubernetes stack with simulated Ray, a worker of its own."""
     client = dev_server_env.client
     async with real_kube_of_simulated_ray.admin_and_worker(client) as (api_client, task_queue):
-        yield Stack(None, client, task_queue, api_client)
+        yield Stack(client, task_queue, api_client)

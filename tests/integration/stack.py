@@ -1,13 +1,11 @@
-"""An in-process raypilot installation for integration tests: a sandbox (simulated or real Ray) on its own
-thread, the Temporal dev server, and a worker with every real workflow and activity pointing at the sandbox.
-
-The worker runs on the test's event loop; the sandbox serves from its own thread, so the official (blocking)
-Kubernetes client can be used from tests through `asyncio.to_thread` or directly for quick reads.
+"""What an integration test talks to (`Stack`): the Temporal dev server, a worker with every real workflow and
+activity, and the real Kubernetes stack's API (tests/integration/conftest.py). The worker runs on the test's
+event loop; the official (blocking) Kubernetes client is used from tests through `asyncio.to_thread` or
+directly for quick reads.
 """
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -16,18 +14,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kubernetes import client as k8s
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import TypedSearchAttributes
 
-import sandbox.store
 from activities.registry import ActivityDependencies, build_activities
 from models.naming import workflow_id
 from raypilot.testing.worker import running_worker
-from sandbox.cluster import RayMode
-from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import ConditionTimeout, SandboxThread, private_pools, wait_until
+from sandbox.testing import ConditionTimeout, wait_until
 from tests.workflows.history_digest import history_digest
 
 WORKFLOW_TYPES = {"RayJob": "RayJobWorkflow", "RayService": "RayServiceWorkflow"}
@@ -37,10 +31,8 @@ HISTORY_LINES_SHOWN = 60
 
 @dataclass
 class Stack:
-    """What an integration test talks to: Temporal (client, task queue) and a Kubernetes API: the sandbox's
-    (`cluster`, with its fault hooks) or the real stack's (`cluster` None; tests/integration/conftest.py)."""
+    """Temporal (client, task queue) and the real stack's Kubernetes API, as an integration test uses them."""
 
-    cluster: SandboxThread | None
     client: Client
     task_queue: str
     api_client: k8s.ApiClient
@@ -122,33 +114,6 @@ class Stack:
 
 
 @asynccontextmanager
-async def running_sandbox_thread(
-    workdir: Path, ray: RayMode, **sandbox_options: Any
-) -> AsyncIterator[SandboxThread]:
-    """A sandbox on its own thread with private address pools, for as long as the block runs."""
-    if ray == "simulated":
-        sandbox_options.setdefault("simulated_options", {"timings": SimulationTimings.fast()})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sandbox.store, "standard_pools", private_pools)
-        cluster = SandboxThread(workdir, ray, **sandbox_options)
-        await asyncio.to_thread(cluster.__enter__)
-    try:
-        yield cluster
-    finally:
-        await asyncio.to_thread(cluster.__exit__, None, None, None)
-
-
-@asynccontextmanager
-async def sandbox_worker(
-    client: Client, cluster: SandboxThread, task_queue: str | None = None
-) -> AsyncIterator[str]:
-    """A worker with the real activities against `cluster` (dashboards through the API server proxy);
-    yields its task queue. A worker started again on the same queue resumes the same workflows."""
-    async with kubeconfig_worker(client, cluster.kubeconfig_path, task_queue) as queue:
-        yield queue
-
-
-@asynccontextmanager
 async def kubeconfig_worker(
     client: Client, kubeconfig: Path, task_queue: str | None = None
 ) -> AsyncIterator[str]:
@@ -170,17 +135,3 @@ async def kubeconfig_worker(
             yield queue
     finally:
         await dependencies.aclose()
-
-
-@asynccontextmanager
-async def running_stack(
-    workdir: Path, client: Client, ray: RayMode, **sandbox_options: Any
-) -> AsyncIterator[Stack]:
-    """A sandbox plus a worker with the real activities, reaching dashboards through the API server proxy."""
-    async with running_sandbox_thread(workdir, ray, **sandbox_options) as cluster:
-        api_client = cluster.api_client()
-        try:
-            async with sandbox_worker(client, cluster) as task_queue:
-                yield Stack(cluster, client, task_queue, api_client)
-        finally:
-            api_client.close()

@@ -24,6 +24,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config
 from temporalio.client import WorkflowExecutionStatus
+from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 
 from models.features import FeatureGates
 from raypilot.controller.decide import Action
@@ -38,7 +39,6 @@ from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
 from tests.integration.stack import Stack
 from tests.kubes import RealKube
-from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 from tests.workflows.history_digest import history_digest
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")

@@ -166,7 +166,7 @@ async def test_deletion_timers_survive_a_server_and_worker_restart(
     api_client = config.new_client_from_config(config_file=str(real_kube_of_simulated_ray.admin))
     with contextlib.closing(api_client):
         async with own_dev_server(tmp_path) as server:
-            stack = Stack(None, await server.start(), "", api_client)
+            stack = Stack(await server.start(), "", api_client)
             await run_restart_scenario(server, stack, real_kube_of_simulated_ray.installed.worker)
 
 

@@ -62,7 +62,7 @@ class ObservedKube:
     followed_requests: Callable[[str], Counter[str]]
 
     def stack(self, task_queue: str) -> Stack:
-        return Stack(None, self.client, task_queue, self.api_client)
+        return Stack(self.client, task_queue, self.api_client)
 
 
 def _followed(requests: Counter[str]) -> Counter[str]:

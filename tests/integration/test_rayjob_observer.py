@@ -47,7 +47,7 @@ def observer_on(monkeypatch: pytest.MonkeyPatch) -> None:
 async def worker_stack(kube: RealKube, client: Client, task_queue: str | None = None) -> AsyncIterator[Stack]:
     """A worker as raypilot's ServiceAccount (on `task_queue`, or one of its own), for the block."""
     async with kube.admin_and_worker(client, task_queue) as (api_client, queue):
-        yield Stack(None, client, queue, api_client)
+        yield Stack(client, queue, api_client)
 
 
 async def _start_jobs(stack: Stack, namespace: str, entrypoint: str) -> list[WorkflowHandle[Any, Any]]:

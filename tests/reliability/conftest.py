@@ -118,7 +118,7 @@ async def reliability_stack(
     api_client = config.new_client_from_config(config_file=str(real_kube_of_simulated_ray.admin))
     try:
         async with kubeconfig_worker(dev_server_env.client, worker_api.kubeconfig) as task_queue:
-            yield Stack(None, dev_server_env.client, task_queue, api_client)
+            yield Stack(dev_server_env.client, task_queue, api_client)
     finally:
         worker_api.clear_faults()
         api_client.close()

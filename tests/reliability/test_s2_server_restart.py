@@ -61,7 +61,7 @@ async def test_a_blue_green_upgrade_survives_a_server_and_worker_restart(
     kube = real_kube_of_simulated_ray
     with contextlib.closing(config.new_client_from_config(config_file=str(kube.admin))) as api_client:
         async with own_dev_server(tmp_path) as server:
-            stack = Stack(None, await server.start(), "", api_client)
+            stack = Stack(await server.start(), "", api_client)
             await restart_during_upgrade(server, stack, kube.installed.worker, ledger)
     recorded.tried, recorded.survived = 1, 1
 
@@ -111,7 +111,7 @@ async def test_a_rayjob_ttl_wait_survives_a_server_restart(
     kube = real_kube_of_simulated_ray
     with contextlib.closing(config.new_client_from_config(config_file=str(kube.admin))) as api_client:
         async with own_dev_server(tmp_path) as server:
-            stack = Stack(None, await server.start(), "", api_client)
+            stack = Stack(await server.start(), "", api_client)
             lag = await restart_during_ttl_wait(server, stack, kube.installed.worker, ledger)
     recorded.tried, recorded.survived = 1, 1
     recorded.notes.append(f"deleted {lag:+.2f} s from endTime + TTL ({TTL_SECONDS} s)")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sandbox.controllers import gateway as gateway_controller
-from sandbox.controllers.gateway import (
+from sandbox.gateway import controller as gateway_controller
+from sandbox.gateway.controller import (
     GATEWAY_API_VERSION,
     GatewayController,
     attach,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from sandbox.controllers.gateway import GatewayController
-from sandbox.controllers.gateway_api import GATEWAY_API_VERSION
+from sandbox.gateway.controller import GatewayController
+from sandbox.gateway.routes import GATEWAY_API_VERSION
 from sandbox.netalloc import AddressPool
 from tests.sandbox.network.objects import Objects
 

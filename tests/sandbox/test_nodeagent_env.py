@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sandbox.controllers.raycluster_env import (
+from sandbox.nodeagent.env import (
     EnvResolutionError,
     container_argv,
     container_environment,

@@ -1,16 +1,16 @@
 """The sandbox's Gateway API rules, pure (no store, no sockets): conditions, which routes attach to which
 listeners, how a route's backendRefs resolve to Services, and the Gateway and HTTPRoute statuses that
-follow (reference part B.1). The controller that applies them is sandbox/controllers/gateway.py.
+follow. The controller that applies them is sandbox/gateway/controller.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
-from sandbox.controllers.service import Key, Obj, is_headless, key_of
+from sandbox.gateway.resync import Key, Obj, is_headless, key_of
 from sandbox.proxy import ProxyRoute, Target, WeightedBackend
-from sandbox.store_errors import now_rfc3339
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_API_VERSION = f"{GATEWAY_GROUP}/v1"
@@ -29,7 +29,7 @@ def condition(kind: str, ok: bool, reason: str, message: str, generation: int) -
         "reason": reason,
         "message": message,
         "observedGeneration": generation,
-        "lastTransitionTime": now_rfc3339(),
+        "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
 
 

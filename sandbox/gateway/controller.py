@@ -13,7 +13,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.controllers.gateway_api import (
+from sandbox.gateway.resync import (
+    Key,
+    Obj,
+    ObjectSource,
+    ResyncController,
+    key_of,
+    start_listener,
+)
+from sandbox.gateway.routes import (
     CONTROLLER_NAME,
     GATEWAY_API_VERSION,
     ServiceAddress,
@@ -23,14 +31,6 @@ from sandbox.controllers.gateway_api import (
     keep_transition_times,
     resolve_route,
     route_parent_status,
-)
-from sandbox.controllers.service import (
-    Key,
-    Obj,
-    ObjectSource,
-    ResyncController,
-    key_of,
-    start_listener,
 )
 from sandbox.netalloc import AddressPool
 from sandbox.proxy import ProxyRoute, Target, WeightedHttpProxy
