@@ -40,6 +40,23 @@ def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Gene
         yield RealKube(plane, install_raypilot(plane))
 
 
+@pytest.fixture(scope="session")
+def real_kube_of_real_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator[RealKube, None, None]:
+    """The real stack with pods of real Ray, once per test process, started when a test first asks for it: the
+    real-Ray files of tests/integration and tests/realkube run on it, one after another on one worker
+    (REAL_RAY_FILES below)."""
+    unavailable = real_stack_unavailable()
+    if unavailable:
+        pytest.skip(unavailable)
+    directory = tmp_path_factory.mktemp("real-kube-real-ray")
+    # DeleteWorkers suspends a RayJob's worker groups, and KubeRay v1.5.0 refuses a RayCluster with a
+    # suspended group unless its RayJobDeletionPolicy gate is on (off by default there; on in raypilot).
+    with real_cluster(
+        directory / "kube", directory / "node", ray="real", kuberay_feature_gates=DELETION_RULES_GATE
+    ) as plane:
+        yield RealKube(plane, install_raypilot(plane))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if _STALLS is not None:
@@ -139,12 +156,16 @@ REAL_RAY_FILES = frozenset(
 )
 
 
+# The session fixtures of the real stack: a test that asks for one runs on real Kubernetes.
+REAL_STACKS = frozenset({"real_kube_of_simulated_ray", "real_kube_of_real_ray"})
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test on the process's real stack is marked `realkube` (`make test-fast` leaves those out). A test
     marked `ray` in a file missing from REAL_RAY_FILES would start real heads beside another worker's: stop
     the run, naming the file."""
     for item in items:
-        if "real_kube_of_simulated_ray" in getattr(item, "fixturenames", ()):
+        if REAL_STACKS & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.realkube)
     unlisted = sorted(
         {

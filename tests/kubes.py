@@ -1,6 +1,6 @@
 """The real stack the `kube_stack` fixtures run a test module on (etcd, kube-apiserver,
-kube-controller-manager, kube-proxy, KubeRay's operator, the node agent), started once per test process
-(tests/conftest.py)."""
+kube-controller-manager, kube-proxy, KubeRay's operator, the node agent with simulated or real Ray), each
+started once per test process (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from tests.integration.stack import kubeconfig_worker
 
 @dataclass(frozen=True)
 class RealKube:
-    """A running real stack (tests/conftest.py's `real_kube_of_simulated_ray`): its control plane, the admin's
-    kubeconfig, raypilot's accounts, and the API server's audit log."""
+    """A running real stack (tests/conftest.py's `real_kube_of_simulated_ray` or `real_kube_of_real_ray`): its
+    control plane, the admin's kubeconfig, raypilot's accounts, and the API server's audit log."""
 
     plane: ControlPlane
     installed: Installed

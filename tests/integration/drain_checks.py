@@ -32,9 +32,11 @@ from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import (
     DELETION_DELAY_S,
     active_cluster,
+    head_alone,
     is_running,
     pending_cluster,
     rayservice,
+    serve_service_answering,
     wait_for_status,
 )
 from tests.integration.stack import Stack
@@ -95,7 +97,7 @@ def draining_rayservice(
         manifest = rayservice(namespace, name, version)
     if drain:
         manifest["metadata"]["annotations"] = {MAX_DRAIN_ANNOTATION: str(MAX_DRAIN_S)}
-    return manifest
+    return head_alone(manifest)
 
 
 @asynccontextmanager
@@ -145,6 +147,7 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
     spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert spec is not None
     url = f"http://{spec.cluster_ip}:8000/"
+    await serve_service_answering(url)
     kept_alive = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     busy_kept_alive, busy_per_connection = busy_clients(url)

@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
-from sandbox.testing import ConditionTimeout
+from sandbox.testing import ConditionTimeout, wait_until
 from tests.integration.stack import Stack
 
 EXAMPLE = yaml.safe_load((Path(__file__).parents[2] / "examples" / "rayservice-newcluster.yaml").read_text())
@@ -22,6 +23,16 @@ def rayservice(namespace: str, name: str, version: str) -> dict[str, Any]:
     manifest["spec"]["rayClusterDeletionDelaySeconds"] = DELETION_DELAY_S
     head = manifest["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     head["env"] = [{"name": "APP_VERSION", "value": version}]
+    return manifest
+
+
+def head_alone(manifest: dict[str, Any]) -> dict[str, Any]:
+    """`manifest` (a RayService, changed in place and returned) with no worker Pods: Serve's replicas (0.1 CPU
+    each) fit the head, so on real Ray each cluster is one Ray node (a worker is one more on 2 cores), and
+    every replica answers the head's APP_VERSION (a replica on a worker would read its own Pod's
+    environment). The worker groups stay, at 0 replicas, for the autoscaler of an incremental upgrade."""
+    for group in manifest["spec"]["rayClusterConfig"].get("workerGroupSpecs") or []:
+        group.update(replicas=0, minReplicas=0)
     return manifest
 
 
@@ -66,6 +77,21 @@ async def rank_reads(handle: Any) -> list[str]:
     return [note for note in notes if "rank" in note.lower()][-6:]
 
 
+async def serve_service_answering(url: str, within: float = 60.0) -> None:
+    """Waits until `url` (a serve Service's clusterIP) answers 200. kube-proxy programs a new Service's
+    clusterIP a moment after its endpoints turn ready (seen refusing connections for 3 s with a core busy), so
+    a test whose clients count every failure starts them once it answers."""
+
+    async def answers() -> bool | None:
+        try:
+            async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
+                return (await client.get(url)).status_code == 200 or None
+        except httpx.HTTPError:
+            return None
+
+    await wait_until(answers, within=within, interval=0.2, what=f"the serve Service answering at {url}")
+
+
 def selected_cluster(stack: Stack, namespace: str, service: str) -> str:
     spec = stack.core.read_namespaced_service(service, namespace).spec
     assert spec is not None
@@ -88,7 +114,7 @@ applications:
 
 
 def ranked_rayservice(namespace: str, capacity: int) -> dict[str, Any]:
-    manifest = rayservice(namespace, "ranks", "v1")
+    manifest = head_alone(rayservice(namespace, "ranks", "v1"))
     manifest["spec"]["serveConfigV2"] = RANKED_SERVE_CONFIG.format(capacity=capacity)
     return manifest
 

@@ -1,5 +1,6 @@
 """Automatic rollback and fast undo of a blue-green RayService under steady load (issue #18), shared by the
-simulated-sandbox test (in `make test`) and the real-Ray one (opt-in) and by bench/RESULTS.md's figures.
+real stack's tests with simulated Ray (in `make test`) and with real Ray (opt-in) and by bench/RESULTS.md's
+figures.
 
 1. v1 serves under a steady load through `<rs>-serve-svc` (a connection per request).
 2. v2 whose Serve application cannot be imported (DEPLOY_FAILED on its new cluster): raypilot.io/rollout's
@@ -16,16 +17,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.load import SteadyLoad
-from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import (
     active_cluster,
+    head_alone,
     is_running,
     pending_cluster,
     rayservice,
+    serve_service_answering,
     wait_for_status,
 )
 from tests.integration.stack import Stack
@@ -45,7 +45,7 @@ class RollbackRun:
 
 
 def manifest(namespace: str, name: str, version: str, *, broken: bool = False) -> dict[str, Any]:
-    body = rayservice(namespace, name, version)
+    body = head_alone(rayservice(namespace, name, version))
     body["spec"]["rayClusterDeletionDelaySeconds"] = UNDO_WINDOW_S
     body["metadata"]["annotations"] = {ANNOTATION_ROLLOUT: json.dumps({"onUnhealthy": "Abort"})}
     if broken:
@@ -58,14 +58,6 @@ def manifest(namespace: str, name: str, version: str, *, broken: bool = False) -
 def _cluster_names(stack: Stack, namespace: str) -> set[str]:
     found: Any = stack.custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")
     return {item["metadata"]["name"] for item in found["items"]}
-
-
-async def _answers(url: str) -> bool | None:
-    try:
-        async with httpx.AsyncClient(timeout=2.0, trust_env=False) as client:
-            return (await client.get(url)).status_code == 200 or None
-    except httpx.HTTPError:
-        return None
 
 
 def _deploy_failed(status: dict[str, Any]) -> bool:
@@ -81,10 +73,7 @@ async def check_rollback_and_undo(stack: Stack, *, within: float) -> RollbackRun
     serve = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert serve is not None
     url = f"http://{serve.cluster_ip}:8000/"
-    # On the real stack kube-proxy programs the clusterIP a moment after the Service's endpoints turn ready
-    # (seen refusing connections for 3 s with a core busy): the load, which counts the upgrade's failures,
-    # starts once the Service answers.
-    await wait_until(lambda: _answers(url), within=60, interval=0.2, what="the serve Service answering")
+    await serve_service_answering(url)  # the load counts the upgrade's failures
     async with SteadyLoad(url, concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(100)
         applied_at = time.monotonic()

@@ -1,8 +1,10 @@
-"""RayJobs on real Ray heads (sandbox "real" mode) through the real worker and activities.
+"""RayJobs on real Ray through the real worker and activities, on the real stack (KubeRay's operator makes
+the RayClusters' Pods, the node agent runs them as real Ray nodes; the worker is raypilot's ServiceAccount).
 
-Two heads in all: one RayCluster shared through clusterSelector runs K8sJobMode and HTTPMode jobs that succeed
-and fail (concurrently), and one RayJob-owned cluster exercises the deletion rules: DeleteWorkers at once
-(the head keeps answering), then DeleteCluster at endTime + TTL, timed against the wall clock.
+Two heads and one worker node in all: one RayCluster shared through clusterSelector runs K8sJobMode and
+HTTPMode jobs that succeed and fail (concurrently), and one RayJob-owned cluster exercises the deletion rules:
+DeleteWorkers at once (the head keeps answering), then DeleteCluster at endTime + TTL, timed against the wall
+clock.
 """
 
 from __future__ import annotations
@@ -36,11 +38,10 @@ FAILS = "python -c \"import sys; print('failing on purpose'); sys.exit(3)\""
 DELETE_CLUSTER_TTL_S = 10
 
 
-async def test_k8s_job_and_http_modes_succeed_and_fail_on_real_ray(real_stack: Stack) -> None:
-    namespace = real_stack.namespace()
-    await create_raycluster(
-        real_stack, raycluster_manifest("shared-cluster", namespace, workers=0), within=120
-    )
+async def test_k8s_job_and_http_modes_succeed_and_fail_on_real_ray(real_ray_kube_stack: Stack) -> None:
+    stack = real_ray_kube_stack
+    namespace = stack.namespace()
+    await create_raycluster(stack, raycluster_manifest("shared-cluster", namespace, workers=0), within=120)
     cases = {
         ("K8sJobMode", SUCCEEDS_WITH_RAY): "k8s-ok",
         ("K8sJobMode", FAILS): "k8s-fails",
@@ -48,7 +49,7 @@ async def test_k8s_job_and_http_modes_succeed_and_fail_on_real_ray(real_stack: S
         ("HTTPMode", FAILS): "http-fails",
     }
     handles = {
-        name: await real_stack.start(
+        name: await stack.start(
             example(
                 "rayjob-clusterselector", namespace, rename=name, submissionMode=mode, entrypoint=entrypoint
             )
@@ -71,26 +72,25 @@ async def test_k8s_job_and_http_modes_succeed_and_fail_on_real_ray(real_stack: S
         assert result["message"].startswith("Job entrypoint command failed with exit code 3"), result
         assert "failing on purpose" in result["message"]
         assert result["failed"] == 1
-        details = await ray_job(real_stack, namespace, head_service(result), result["jobId"])
+        details = await ray_job(stack, namespace, head_service(result), result["jobId"])
         assert details["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR", details
         assert details["driver_exit_code"] == 3
     for name in ("k8s-ok", "k8s-fails"):
-        submitter_status = real_stack.batch.read_namespaced_job(name, namespace).status
+        submitter_status = stack.batch.read_namespaced_job(name, namespace).status
         assert submitter_status is not None
         assert submitter_status.succeeded == 1, "a failing entrypoint is not a failed submission"
-        assert "CreatedRayJobSubmitter" in reasons(rayjob_events(real_stack, namespace, name))
-    cluster: dict[str, Any] = real_stack.custom.get_namespaced_custom_object(
+        assert "CreatedRayJobSubmitter" in reasons(rayjob_events(stack, namespace, name))
+    cluster: dict[str, Any] = stack.custom.get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", "shared-cluster"
     )
     assert cluster["status"]["state"] == "ready", "the shared cluster was left as it was"
     # Free the head (~800 MB) for the next test, as its owner would.
-    real_stack.custom.delete_namespaced_custom_object(
-        "ray.io", "v1", namespace, "rayclusters", "shared-cluster"
-    )
+    stack.custom.delete_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", "shared-cluster")
 
 
-async def test_delete_workers_then_delete_cluster_at_end_time_plus_ttl(real_stack: Stack) -> None:
-    namespace = real_stack.namespace()
+async def test_delete_workers_then_delete_cluster_at_end_time_plus_ttl(real_ray_kube_stack: Stack) -> None:
+    stack = real_ray_kube_stack
+    namespace = stack.namespace()
     rules = [
         {"policy": "DeleteWorkers", "condition": {"jobStatus": "SUCCEEDED", "ttlSeconds": 0}},
         {
@@ -105,31 +105,31 @@ async def test_delete_workers_then_delete_cluster_at_end_time_plus_ttl(real_stac
         deletionStrategy={"deletionRules": rules},
     )
     deletion_seen = asyncio.create_task(
-        asyncio.to_thread(first_raycluster_deletion, real_stack, namespace, within=300)
+        asyncio.to_thread(first_raycluster_deletion, stack, namespace, within=300)
     )
-    handle = await real_stack.start(manifest)
-    running = await real_stack.wait_status(
+    handle = await stack.start(manifest)
+    running = await stack.wait_status(
         handle, lambda s: s.get("jobDeploymentStatus") == "Running", within=180, what="Running"
     )
     cluster_name = running["rayClusterName"]
 
     def worker_pods() -> list[Any]:
         selector = f"ray.io/cluster={cluster_name},ray.io/node-type=worker"
-        return list(real_stack.core.list_namespaced_pod(namespace, label_selector=selector).items)
+        return list(stack.core.list_namespaced_pod(namespace, label_selector=selector).items)
 
     assert len(worker_pods()) == 1
-    status = await real_stack.wait_status(
+    status = await stack.wait_status(
         handle, lambda s: s.get("jobDeploymentStatus") == "Complete", within=180, what="Complete"
     )
 
     await wait_until(
         lambda: not worker_pods(), within=DELETE_CLUSTER_TTL_S, interval=0.1, what="worker pods deleted"
     )
-    cluster = real_stack.custom.get_namespaced_custom_object(
+    cluster = stack.custom.get_namespaced_custom_object(
         "ray.io", "v1", namespace, "rayclusters", cluster_name
     )
     assert all(group.get("suspend") for group in cluster["spec"]["workerGroupSpecs"])
-    answer = await dashboard(real_stack, namespace, head_service(status), "GET", "/api/version")
+    answer = await dashboard(stack, namespace, head_service(status), "GET", "/api/version")
     assert answer.status_code == 200, answer.text
     assert answer.json()["ray_version"] == "2.60.0"
     assert not deletion_seen.done(), "DeleteCluster ran before its TTL"
@@ -139,8 +139,8 @@ async def test_delete_workers_then_delete_cluster_at_end_time_plus_ttl(real_stac
     due = parse_time(result["endTime"]) + DELETE_CLUSTER_TTL_S
     print(f"DeleteCluster observed {deleted_at - due:+.3f} s after endTime + {DELETE_CLUSTER_TTL_S} s")
     await assert_deleted_when_due(handle, deleted_at, due)
-    assert not real_stack.exists("rayclusters", namespace, cluster_name)
-    events = rayjob_events(real_stack, namespace, "rayjob-deletion-workers")
+    assert not stack.exists("rayclusters", namespace, cluster_name)
+    events = rayjob_events(stack, namespace, "rayjob-deletion-workers")
     suspended = f"Set the `suspend` field to true for all worker groups in cluster {namespace}/{cluster_name}"
     assert {"reason": "UpdatedRayCluster", "message": suspended, "type": "Normal"} in events
     assert {

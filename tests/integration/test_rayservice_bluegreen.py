@@ -1,8 +1,8 @@
-"""RayService on real Ray heads: a NewCluster blue-green upgrade v1 -> v2 under steady load, and Serve replica
-ranks in the status while target_capacity moves 50 -> 100 -> 50.
+"""RayService on real Ray heads on the real stack: a NewCluster blue-green upgrade v1 -> v2 under steady load
+on the serve Service's clusterIP (kube-proxy), and Serve replica ranks in the status while target_capacity
+moves 50 -> 100 -> 50.
 
-One real-Ray stack for the module; the blue-green test costs two heads (old and new cluster), the ranks test
-one more.
+The blue-green test costs two heads (old and new cluster), the ranks test one more.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from tests.integration.rayservice_helpers import (
     DELETION_DELAY_S,
     active_cluster,
     check_ranks_through_target_capacities,
+    head_alone,
     is_running,
     pending_cluster,
     rayservice,
     selected_cluster,
+    serve_service_answering,
     wait_for_status,
 )
 from tests.integration.stack import Stack
@@ -30,22 +32,23 @@ pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(900)]
 AFTER_DELETION_REQUESTS = 300  # answers counted once the old cluster is gone
 
 
-async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack) -> None:
-    stack = real_stack
+async def test_blue_green_upgrade_under_load_loses_no_request(real_ray_kube_stack: Stack) -> None:
+    stack = real_ray_kube_stack
     namespace, name = stack.namespace(), "bluegreen"
-    handle = await stack.start(rayservice(namespace, name, "v1"))
+    handle = await stack.start(head_alone(rayservice(namespace, name, "v1")))
     first = await wait_for_status(stack, handle, is_running, within=180, what="v1 Running")
     old = active_cluster(first)
     serve_spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert serve_spec is not None
     url = f"http://{serve_spec.cluster_ip}:8000/"
+    await serve_service_answering(url)
 
     # A connection per request: a Service routes connections, so only new ones follow a selector switch (with
     # kept-alive connections the answers switch when the old cluster is deleted, failing what is in flight).
     async with SteadyLoad(url, concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(200)
         assert load.counts() == {"v1": len(load.samples)}, load.failures[:3]
-        await handle.execute_update("apply", rayservice(namespace, name, "v2"))
+        await handle.execute_update("apply", head_alone(rayservice(namespace, name, "v2")))
         switched = await wait_for_status(
             stack,
             handle,
@@ -91,5 +94,7 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_stack: Stack)
     await handle.execute_update("delete")  # frees its Ray head for the next test
 
 
-async def test_replica_ranks_are_contiguous_once_settled_at_each_target_capacity(real_stack: Stack) -> None:
-    await check_ranks_through_target_capacities(real_stack, within=240)
+async def test_replica_ranks_are_contiguous_once_settled_at_each_target_capacity(
+    real_ray_kube_stack: Stack,
+) -> None:
+    await check_ranks_through_target_capacities(real_ray_kube_stack, within=240)

@@ -1,4 +1,6 @@
-"""NewClusterWithIncrementalUpgrade on real Ray Serve, under continuous load through the sandbox Gateway.
+"""NewClusterWithIncrementalUpgrade on real Ray Serve on the real stack, under continuous load through the
+Gateway (the sandbox's Gateway controller, sandbox/realkube/gateway.py, sending each request by the
+HTTPRoute's weights to a ready endpoint of the backend Service).
 
 One RayService for the module (two real heads at most at any time): v1 is deployed once; the first test
 upgrades it to v2 step by step and checks, per traffic step, that the share of answers from v2 follows the
@@ -25,6 +27,7 @@ from temporalio.client import WorkflowHandle
 
 from raypilot.load import SteadyLoad
 from sandbox.testing import ConditionTimeout, wait_until
+from tests.integration.rayservice_helpers import head_alone
 from tests.integration.route_watch import (
     RouteRecorder,
     Segment,
@@ -66,7 +69,7 @@ def manifest(namespace: str, version: str) -> dict[str, Any]:
     )
     head = spec["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     head["env"] = [{"name": "APP_VERSION", "value": version}]
-    return body
+    return head_alone(body)
 
 
 def sides(status: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -158,13 +161,14 @@ async def history_tail(handle: WorkflowHandle[Any, Any], count: int = 60) -> str
 
 
 @pytest.fixture(scope="module")
-async def service(real_stack: Stack) -> AsyncIterator[Service]:
-    namespace = real_stack.namespace()
-    handle = await real_stack.start(manifest(namespace, "v1"))
-    await real_stack.wait_status(handle, serving_alone, within=480, what="v1 active")
+async def service(real_ray_kube_stack: Stack) -> AsyncIterator[Service]:
+    stack = real_ray_kube_stack
+    namespace = stack.namespace()
+    handle = await stack.start(manifest(namespace, "v1"))
+    await stack.wait_status(handle, serving_alone, within=480, what="v1 active")
 
-    address = await routed_gateway_url(real_stack.custom, namespace, NAME)
-    yield Service(real_stack, namespace, handle, address)
+    address = await routed_gateway_url(stack.custom, namespace, NAME)
+    yield Service(stack, namespace, handle, address)
     await handle.execute_update("delete", result_type=dict)
 
 

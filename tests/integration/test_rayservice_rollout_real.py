@@ -21,9 +21,9 @@ from tests.integration.test_rayservice_rollout_simulated import UNDO_LIMIT_S
     os.environ.get("RAYPILOT_REAL_ROLLBACK") != "1",
     reason="three real Ray heads (minutes): opt-in with RAYPILOT_REAL_ROLLBACK=1",
 )
-async def test_failing_v2_rolled_back_and_undo_restores_v1_real_ray(real_stack: Stack) -> None:
+async def test_failing_v2_rolled_back_and_undo_restores_v1_real_ray(real_ray_kube_stack: Stack) -> None:
     # A real head starts in ~7 s on an idle machine, in minutes beside other heads on 2 busy cores.
-    run = await check_rollback_and_undo(real_stack, within=480)
+    run = await check_rollback_and_undo(real_ray_kube_stack, within=480)
     assert run.failed == 0, run
     assert run.new_clusters_at_undo == 0, run
     assert run.undo_s < UNDO_LIMIT_S, run

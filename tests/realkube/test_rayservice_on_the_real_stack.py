@@ -18,7 +18,6 @@ import json
 import os
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,9 +27,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from raypilot.load import SteadyLoad
 from sandbox.realkube.controlplane import ControlPlane
-from sandbox.realkube.stack import real_cluster
+from sandbox.realkube.install import Installed
 from sandbox.testing import wait_until
 from tests.integration.route_watch import routed_gateway_url
+from tests.kubes import RealKube
 from tests.realkube.raypilot_support import incremental, rayservice, start
 
 pytestmark = [
@@ -45,10 +45,15 @@ WITHIN_S = 420.0  # a real Ray head, Serve and the deletion on a loaded 2-core m
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    directory = tmp_path_factory.mktemp("rayservice-realkube")
-    with real_cluster(directory, directory / "agent") as started:
-        yield started
+def plane(real_kube_of_real_ray: RealKube) -> ControlPlane:
+    """The process's real stack with real Ray (tests/conftest.py), shared with tests/integration's real-Ray
+    files."""
+    return real_kube_of_real_ray.plane
+
+
+@pytest.fixture(scope="module")
+def installed(real_kube_of_real_ray: RealKube) -> Installed:
+    return real_kube_of_real_ray.installed
 
 
 async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
