@@ -1,12 +1,10 @@
 """Fixtures for CLI tests: the test process's real stack (simulated Ray; raypilot installed from deploy/) with
 a worker of the module's own as raypilot's ServiceAccount, on the session's Temporal dev server, and a way to
-run `raypilot` in-process against them as the stack's admin. `cli_sandbox_stack` is the simulated sandbox
-instead, for the corpus of KubeRay's features (tests/cli/test_corpus.py)."""
+run `raypilot` in-process against them as the stack's admin."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import uuid
 from collections.abc import AsyncIterator
@@ -14,17 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import sandbox.store
 from kubernetes import client as k8s
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.registry import ActivityDependencies, build_activities
 from raypilot.cli.common import Console
 from raypilot.cli.main import main
-from raypilot.testing.worker import running_worker
-from sandbox.ray.simulated_timings import SimulationTimings
-from sandbox.testing import SandboxThread, private_pools
 from tests.kubes import RealKube
 
 
@@ -52,10 +45,10 @@ class _Terminal(io.StringIO):
 @dataclass
 class CliStack:
     """The environment `raypilot` sees (Temporal address, task queue, KUBECONFIG) and the real stack behind
-    it (None on the sandbox)."""
+    it."""
 
     env: dict[str, str]
-    kube: RealKube | None
+    kube: RealKube
     client: Client
     api_client: k8s.ApiClient
 
@@ -91,40 +84,6 @@ def _cli_env(client: Client, kubeconfig: Path, task_queue: str) -> dict[str, str
         "TEMPORAL_NAMESPACE": client.namespace,
         "RAYPILOT_TASK_QUEUE": task_queue,
     }
-
-
-@contextlib.asynccontextmanager
-async def sandbox_cli_stack(client: Client, workdir: Path) -> AsyncIterator[CliStack]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sandbox.store, "standard_pools", private_pools)
-        cluster = SandboxThread(workdir, "simulated", simulated_options={"timings": SimulationTimings.fast()})
-        await asyncio.to_thread(cluster.__enter__)
-    dependencies = ActivityDependencies.from_env(
-        {
-            "KUBECONFIG": str(cluster.kubeconfig_path),
-            "HOME": "/nonexistent",
-            "RAYPILOT_DASHBOARD_ACCESS": "proxy",
-        },
-        temporal_client=client,
-    )
-    api_client = cluster.api_client()
-    try:
-        async with running_worker(
-            client, activities=build_activities(dependencies), replay_every_task=False, as_worker_py=True
-        ) as task_queue:
-            yield CliStack(_cli_env(client, cluster.kubeconfig_path, task_queue), None, client, api_client)
-    finally:
-        api_client.close()
-        await dependencies.aclose()
-        await asyncio.to_thread(cluster.__exit__, None, None, None)
-
-
-@pytest.fixture(scope="module")
-async def cli_sandbox_stack(
-    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[CliStack]:
-    async with sandbox_cli_stack(dev_server_env.client, tmp_path_factory.mktemp("cli-sandbox")) as stack:
-        yield stack
 
 
 @pytest.fixture(scope="module")

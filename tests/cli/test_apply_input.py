@@ -185,7 +185,6 @@ async def test_without_kubernetes_access_only_ray_objects_apply(cli_stack: CliSt
 async def test_a_user_who_may_not_read_namespaces_is_not_stopped(cli_stack: CliStack, tmp_path: Path) -> None:
     """In a shared cluster a user may work in a namespace without being allowed to get Namespace objects."""
     namespace = cli_stack.namespace()
-    assert cli_stack.kube is not None
     # A ServiceAccount with Kubernetes' `edit` role in the namespace alone: it may not get Namespaces.
     plane, user = cli_stack.kube.plane, "namespace-editor"
     plane.kubectl("create", "serviceaccount", user, "-n", namespace)
@@ -207,7 +206,10 @@ async def test_a_user_who_may_not_read_namespaces_is_not_stopped(cli_stack: CliS
     kubeconfig = tmp_path / "user.kubeconfig"
     kubeconfig.write_text(yaml.safe_dump(token_kubeconfig(plane.server, plane.certs, user, token)))
     editor = CliStack(
-        {**cli_stack.env, "KUBECONFIG": str(kubeconfig)}, None, cli_stack.client, cli_stack.api_client
+        {**cli_stack.env, "KUBECONFIG": str(kubeconfig)},
+        cli_stack.kube,
+        cli_stack.client,
+        cli_stack.api_client,
     )
     result = await editor.run("apply", "-f", write(tmp_path / "m.yaml", configmap(namespace, "c", "1")))
     assert result.code == 0, result.stderr
