@@ -4,8 +4,9 @@ every example manifest has its line in one of those pages.
 A fenced block whose previous non-blank line is `<!-- runnable -->` runs with bash (-e -o pipefail) in a fresh
 directory holding a link to examples/, with the virtualenv's commands on PATH, the repository on PYTHONPATH
 and no Temporal server reachable. Blocks marked `<!-- runnable: stack -->` run in order, as one session,
-against the Temporal dev server, a simulated sandbox and a worker on the task queue `raypilot` (the README's
-temporal CLI examples), after which the workflow they drove must have completed.
+against the Temporal dev server, the real stack (simulated Ray; `raypilot` and kubectl as its admin) and a
+worker as raypilot's ServiceAccount on the task queue `raypilot` (the README's temporal CLI examples), after
+which the workflow they drove must have completed.
 """
 
 from __future__ import annotations
@@ -23,9 +24,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
-from activities.registry import ActivityDependencies, build_activities
-from raypilot.testing.worker import running_worker
-from sandbox.testing import SandboxThread, private_pools
+from tests.kubes import RealKube
 
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
@@ -163,33 +162,13 @@ class ReadmeStack:
 
 @pytest.fixture(scope="module")
 async def readme_stack(
-    dev_server_env: WorkflowEnvironment, tmp_path_factory: pytest.TempPathFactory
+    dev_server_env: WorkflowEnvironment, real_kube_of_simulated_ray: RealKube
 ) -> AsyncIterator[ReadmeStack]:
-    """The dev server, a simulated sandbox and a worker with the real activities on the task queue the README
-    uses."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("sandbox.store.standard_pools", private_pools)
-        cluster = SandboxThread(tmp_path_factory.mktemp("readme-sandbox"), "simulated")
-        await asyncio.to_thread(cluster.__enter__)
-    dependencies = ActivityDependencies.from_env(
-        {
-            "KUBECONFIG": str(cluster.kubeconfig_path),
-            "RAYPILOT_DASHBOARD_ACCESS": "proxy",
-            "HOME": "/nonexistent",
-        }
-    )
-    try:
-        async with running_worker(
-            dev_server_env.client,
-            activities=build_activities(dependencies),
-            task_queue="raypilot",
-            replay_every_task=False,
-        ):
-            address = dev_server_env.client.service_client.config.target_host
-            yield ReadmeStack(address, cluster.kubeconfig_path, dev_server_env)
-    finally:
-        await dependencies.aclose()
-        await asyncio.to_thread(cluster.__exit__, None, None, None)
+    """The dev server, the test process's real stack and a worker with the real activities, as raypilot's
+    ServiceAccount (deploy/'s RBAC), on the task queue the README uses."""
+    client, real = dev_server_env.client, real_kube_of_simulated_ray
+    async with real.admin_and_worker(client, task_queue="raypilot"):
+        yield ReadmeStack(client.service_client.config.target_host, real.admin, dev_server_env)
 
 
 @pytest.mark.devserver
