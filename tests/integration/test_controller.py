@@ -24,7 +24,6 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes import config
 from temporalio.client import WorkflowExecutionStatus
-from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 
 from models.features import FeatureGates
 from raypilot.controller.decide import Action
@@ -38,6 +37,7 @@ from tests.docs.test_rbac import Permission, permission_of, role_permissions
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
 from tests.integration.stack import Stack
+from tests.kubectl import KUBECTL, kubectl
 from tests.kubes import RealKube
 from tests.workflows.history_digest import history_digest
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client as k8s
-from tests.sandbox.apiserver.test_kubectl import KUBECTL, kubectl
 
 from raypilot.controller.lease import LEASE_NAME
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.stack import Stack
+from tests.kubectl import KUBECTL, kubectl
 from tests.kubes import RealKube
 
 # About 25 s (two controller processes start, a Lease expires): opt-in, so `make test` stays within its
