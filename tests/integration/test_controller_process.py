@@ -26,7 +26,7 @@ from tests.kubectl import KUBECTL, kubectl
 from tests.kubes import RealKube
 
 # About 25 s (two controller processes start, a Lease expires): opt-in, so `make test` stays within its
-# budget; the same behaviours run in-process in test_controller.py and tests/sandbox/apiserver/test_lease.py.
+# budget; the same behaviours run in-process in test_controller.py.
 pytestmark = [
     pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed"),
     pytest.mark.skipif(

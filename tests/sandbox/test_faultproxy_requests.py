@@ -1,5 +1,5 @@
 """How the fault proxy in front of the real API server names a request's verb and resource: the names its
-rules match, the same as the sandbox's own API server uses (sandbox/faults.py)."""
+rules match (sandbox/faults.py)."""
 
 from __future__ import annotations
 
