@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import ipaddress
+import json
 import os
 import socket
 import ssl
@@ -29,6 +30,7 @@ import yaml
 
 from sandbox.realkube.audit import write_audit_policy
 from sandbox.realkube.certs import ControlPlaneCerts, make_control_plane_certs
+from sandbox.realkube.conditions import condition_status
 
 BUILD_SCRIPT = Path(__file__).parents[2] / "kube" / "build.sh"
 # Set to a directory `kube/build.sh` printed to skip asking the script (e.g. a cache built elsewhere).
@@ -399,7 +401,20 @@ def install_crds(plane: ControlPlane, paths: Sequence[Path]) -> None:
     every CRD is Established. One kubectl for all the files, none of them parsed here: KubeRay's CRDs are
     3 MB of YAML, and reading them in Python and a kubectl per file made this step 9 s instead of 4."""
     plane.kubectl("apply", "--server-side", "--force-conflicts", *(f"--filename={path}" for path in paths))
-    plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    wait_established(plane)
+
+
+def _all_established(plane: ControlPlane, names: Sequence[str]) -> bool:
+    listed = json.loads(plane.kubectl("get", "crd", *names, "-o", "json"))
+    items = listed.get("items", [listed]) if listed.get("kind") == "List" else [listed]
+    return bool(items) and all(condition_status(crd, "Established") == "True" for crd in items)
+
+
+def wait_established(plane: ControlPlane, names: Sequence[str] = ()) -> None:
+    """Until every CRD of `names` (all of them when empty) is Established. Polled here rather than with
+    `kubectl wait --for=condition=Established`, which fails at once ("<nil> is of the type <nil>") when it
+    reads a CRD whose status the API server has not written yet, as happened on a loaded machine."""
+    plane.wait("the CRDs Established", "kube-apiserver", lambda: _all_established(plane, names))
 
 
 def yaml_files(directory: Path) -> list[Path]:

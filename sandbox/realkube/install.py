@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from sandbox.realkube.controlplane import ControlPlane, token_kubeconfig
+from sandbox.realkube.controlplane import ControlPlane, token_kubeconfig, wait_established
 
 __all__ = ["CONTROLLER_ACCOUNT", "WORKER_ACCOUNT", "Installed", "install_raypilot"]
 
@@ -47,13 +47,7 @@ class Installed:
 def install_raypilot(plane: ControlPlane) -> Installed:
     """Installs the CRDs, the worker's and the controller's RBAC; returns their kubeconfigs."""
     plane.kubectl("apply", "--server-side", "-k", str(DEPLOY / "crds"))
-    plane.kubectl(
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/rayjobs.raypilot.io",
-        "crd/rayservices.raypilot.io",
-    )
+    wait_established(plane, ("rayjobs.raypilot.io", "rayservices.raypilot.io"))
     for name in ("serviceaccount.yaml", "clusterrole.yaml", "clusterrolebinding.yaml"):
         plane.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(DEPLOY / "base" / name))
         plane.kubectl("apply", "--server-side", "-n", NAMESPACE, "-f", str(DEPLOY / "controller" / name))
