@@ -19,11 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import parse_event_time, percentile
 from raypilot.load import SteadyLoad
+from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
 from tests.integration.route_watch import RouteRecorder, route_weights, routed_gateway_url
 from tests.integration.stack import Stack
@@ -107,11 +109,26 @@ async def route_updates(
 
 
 async def service_url(stack: Stack, namespace: str, name: str, incremental: bool) -> str:
-    """Where clients send: the serve Service's clusterIP, or (incremental) the Gateway once it routes."""
-    if not incremental:
+    """Where clients send, once it answers: the serve Service's clusterIP, or (incremental) the Gateway once
+    it routes. A new Service's clusterIP answers once kube-proxy has programmed its rules, which may be a
+    moment after the RayService says Running: a load started before would count that moment as failures of
+    the upgrade it measures."""
+    if incremental:
+        url = await routed_gateway_url(stack.custom, namespace, name)
+    else:
         spec = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
-        return f"http://{spec.cluster_ip}:8000/"
-    return await routed_gateway_url(stack.custom, namespace, name)
+        assert spec is not None, f"{name}-serve-svc has no spec"
+        url = f"http://{spec.cluster_ip}:8000/"
+    await wait_until(lambda: answers(url), within=60, interval=0.2, what=f"{url} answering")
+    return url
+
+
+async def answers(url: str) -> bool:
+    try:
+        async with httpx.AsyncClient(timeout=2.0, trust_env=False) as http:
+            return (await http.get(url)).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 async def upgrade_under_load(
