@@ -33,6 +33,7 @@ from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BENCHES: dict[str, str] = {
+    "P0": "bench.p0_stack_idle",
     "P1": "bench.p1_incremental",
     "P2": "bench.p2_deletion",
     "P2K": "bench.p2_kuberay",
