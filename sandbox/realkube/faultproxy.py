@@ -1,8 +1,9 @@
 """Faults in front of the real API server: a TLS reverse proxy on 127.0.0.1 (the control plane's serving
 certificate, so a kubeconfig only changes its server URL) that forwards every request, credentials included,
 to kube-apiserver, and injects faults (sandbox/faults.py: errors such as 500, 409 and 429 with Retry-After,
-and latency, per verb and resource, set in code or at its `/sandbox/faults` endpoint), plus dropped watches: with `drop_watches_after_s` set, every watch response is
-cut after that long, as a load balancer's idle timeout or an API server's restart cuts it.
+and latency, per verb and resource, set in code or at its `/sandbox/faults` endpoint), plus dropped watches:
+with `drop_watches_after_s` set, every watch response is cut after that long, as a load balancer's idle
+timeout or an API server's restart cuts it.
 
 It runs on a thread of its own with its own event loop (`fault_proxy(plane)`), so a test's event loop being
 busy never slows the API down; `on_loop` reads or changes its rules and its count of requests there, since
