@@ -11,6 +11,7 @@ Each stack starts once per test process, when a test first asks for it; each mod
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -18,6 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.integration.stack import Stack
 from tests.kubes import RealKube
+
+# A module's leftover Ray nodes stop in seconds; a loaded machine stretches that.
+RAY_PODS_GONE_WITHIN_S = 180
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +38,30 @@ async def kube_stack(
 async def real_ray_kube_stack(
     dev_server_env: WorkflowEnvironment, real_kube_of_real_ray: RealKube
 ) -> AsyncIterator[Stack]:
-    """The test's module on the real Kubernetes stack with real Ray, a worker of its own."""
+    """The test's module on the real Kubernetes stack with real Ray, a worker of its own. The stack outlives
+    the module, and a real Ray node costs a core's seconds and a GiB: once the module's worker has stopped
+    (so no workflow recreates anything), its namespaces' RayClusters are deleted, and the next module starts
+    once their Pods are gone."""
     client = dev_server_env.client
     async with real_kube_of_real_ray.admin_and_worker(client) as (api_client, task_queue):
-        yield Stack(client, task_queue, api_client)
+        stack = Stack(client, task_queue, api_client)
+        yield stack
+    await asyncio.to_thread(remove_namespaces, real_kube_of_real_ray, stack.namespaces)
+
+
+def remove_namespaces(kube: RealKube, namespaces: list[str]) -> None:
+    """Deletes `namespaces`, first their RayClusters in the foreground (each goes once its Pods are gone): a
+    namespace's own deletion waits for Pods by their grace period (30 s), not by their end."""
+    for namespace in namespaces:
+        kube.plane.kubectl(
+            "delete",
+            "rayclusters",
+            "--all",
+            "-n",
+            namespace,
+            "--cascade=foreground",
+            "--wait=true",
+            f"--timeout={RAY_PODS_GONE_WITHIN_S}s",
+        )
+    if namespaces:
+        kube.plane.kubectl("delete", "namespace", *namespaces, "--wait=false")

@@ -126,7 +126,7 @@ async def check_rollback_and_undo(stack: Stack, *, within: float) -> RollbackRun
         assert active_cluster(back) == v1
         await load.wait_for_requests(len(load.samples) + 100)
         new_clusters = _cluster_names(stack, namespace) - before_undo
-    del v3  # left for the stack's teardown: deleting waits for three clusters to go
+    del v3  # left for the module's teardown: the delete update would wait for three clusters to go
     return RollbackRun(
         requests=len(load.samples),
         failed=len(load.failures),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ class Stack:
     client: Client
     task_queue: str
     api_client: k8s.ApiClient
+    namespaces: list[str] = field(default_factory=list)  # made by `namespace()`, in order
 
     @property
     def custom(self) -> k8s.CustomObjectsApi:
@@ -67,6 +68,7 @@ class Stack:
         """A fresh Kubernetes namespace, so tests of one module do not see each other's objects."""
         name = f"it-{uuid.uuid4().hex[:8]}"
         self.core.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name)))
+        self.namespaces.append(name)
         return name
 
     async def status(self, handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
