@@ -16,7 +16,19 @@ from tests.kubes import RealKube
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
 
-EXPECTED_ROWS = {"P1": 1, "P2": 1, "P2K": 4, "P3": 1, "P3K": 1, "P4": 6, "P5": 1, "P6": 2, "P7": 2, "P9": 1}
+EXPECTED_ROWS = {
+    "P0": 1,
+    "P1": 1,
+    "P2": 1,
+    "P2K": 4,
+    "P3": 1,
+    "P3K": 1,
+    "P4": 6,
+    "P5": 1,
+    "P6": 2,
+    "P7": 2,
+    "P9": 1,
+}
 # The benches beside KubeRay share one real stack in a run (bench/realkube_stack.py): one smoke runs them.
 BESIDE_KUBERAY = ("P2K", "P3K")
 # Every bench that needs a Kubernetes runs on the real stack with simulated Ray: in a smoke, on the test
