@@ -1,4 +1,4 @@
-"""Loopback address pools: Service clusterIPs, Gateway addresses and pod IPs.
+"""A loopback address pool: the Gateways' addresses.
 
 On Linux all of 127.0.0.0/8 is loopback, so every address handed out here can be bound directly.
 """
@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import ipaddress
 import random
-from dataclasses import dataclass
 
-SERVICE_CIDR = "127.0.1.0/24"
 GATEWAY_CIDR = "127.0.2.0/24"
-POD_CIDR = "127.0.3.0/24"
 
 
 class PoolExhausted(RuntimeError):
@@ -23,7 +20,7 @@ class AddressPool:
 
     Allocation walks round the range from the last address handed out, so a released address is reused as
     late as possible (a proxy of a deleted Service may still be closing its listener). The walk starts at
-    `start` (an index into the range); `standard_pools` picks it at random, so two sandboxes on one machine
+    `start` (an index into the range); `gateway_pool` picks it at random, so two sandboxes on one machine
     (a demo and a test run) rarely hand out the same address and port.
     """
 
@@ -72,18 +69,6 @@ class AddressPool:
         return frozenset(self._in_use)
 
 
-@dataclass(frozen=True)
-class Pools:
-    services: AddressPool
-    gateways: AddressPool
-    pods: AddressPool
-
-
-def standard_pools(rand: random.Random | None = None) -> Pools:
-    """The sandbox's three pools, each starting at a random place in its range."""
-    rand = rand or random.Random()
-
-    def pool(cidr: str) -> AddressPool:
-        return AddressPool(cidr, start=rand.randrange(2**16))
-
-    return Pools(services=pool(SERVICE_CIDR), gateways=pool(GATEWAY_CIDR), pods=pool(POD_CIDR))
+def gateway_pool(rand: random.Random | None = None) -> AddressPool:
+    """The Gateways' addresses, the walk starting at a random place of the range."""
+    return AddressPool(GATEWAY_CIDR, start=(rand or random.Random()).randrange(2**16))

@@ -35,24 +35,6 @@ async def wait_until(
         await asyncio.sleep(interval)
 
 
-def poll_until(
-    probe: Callable[[], T | None],
-    *,
-    within: float = 10.0,
-    interval: float = 0.05,
-    what: str = "condition",
-) -> T:
-    """`wait_until` for synchronous callers."""
-    deadline = time.monotonic() + within
-    while True:
-        result = probe()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise ConditionTimeout(f"{what} not reached within {within} s (last value: {result!r})")
-        time.sleep(interval)
-
-
 HEAD_PORTS = (("gcs-server", 6379), ("dashboard", 8265), ("client", 10001), ("serve", 8000))
 
 

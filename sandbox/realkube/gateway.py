@@ -28,7 +28,7 @@ from kubernetes import config
 
 from sandbox.gateway.controller import GatewayController
 from sandbox.gateway.routes import GATEWAY_API_VERSION
-from sandbox.netalloc import standard_pools
+from sandbox.netalloc import gateway_pool
 from sandbox.proxy import Target
 from sandbox.realkube.apiobjects import ApiObjects, Resource
 from sandbox.realkube.controlplane import READY_WITHIN_S, ControlPlane, ControlPlaneError, stop_process
@@ -103,7 +103,7 @@ def build_controller(objects: ApiObjects) -> GatewayController:
             objects.read_list("v1", "Service"), objects.read_list(*SLICES), namespace, name, port
         )
 
-    return EndpointGatewayController(objects, standard_pools().gateways, service_address=service_address)
+    return EndpointGatewayController(objects, gateway_pool(), service_address=service_address)
 
 
 async def serve(kubeconfig: Path) -> None:
