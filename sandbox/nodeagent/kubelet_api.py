@@ -161,7 +161,9 @@ class NodeApi:
         context.verify_mode = ssl.CERT_REQUIRED
         app = web.Application()
         app.router.add_get("/containerLogs/{namespace}/{pod}/{container}", self._container_logs)
-        self._runner = web.AppRunner(app, access_log=None)
+        # The node is going away when this stops: a log stream the API server still holds open (a follow)
+        # is cut at once rather than waited on for aiohttp's default minute.
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.address, self.port, ssl_context=context).start()
 
