@@ -37,7 +37,7 @@ def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Gene
     with real_cluster(
         directory / "kube", directory / "node", ray="simulated", kuberay_feature_gates=DELETION_RULES_GATE
     ) as plane:
-        yield RealKube(plane, install_raypilot(plane))
+        yield RealKube(plane, directory / "node", install_raypilot(plane))
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +54,7 @@ def real_kube_of_real_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator
     with real_cluster(
         directory / "kube", directory / "node", ray="real", kuberay_feature_gates=DELETION_RULES_GATE
     ) as plane:
-        yield RealKube(plane, install_raypilot(plane))
+        yield RealKube(plane, directory / "node", install_raypilot(plane))
 
 
 @pytest.hookimpl(tryfirst=True)

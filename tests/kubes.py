@@ -22,9 +22,11 @@ from tests.integration.stack import kubeconfig_worker
 @dataclass(frozen=True)
 class RealKube:
     """A running real stack (tests/conftest.py's `real_kube_of_simulated_ray` or `real_kube_of_real_ray`): its
-    control plane, the admin's kubeconfig, raypilot's accounts, and the API server's audit log."""
+    control plane, the node agent's directory, the admin's kubeconfig, raypilot's accounts, and the API
+    server's audit log."""
 
     plane: ControlPlane
+    node_directory: Path
     installed: Installed
 
     @property

@@ -32,8 +32,9 @@ import pytest
 import yaml
 
 from sandbox.realkube.conditions import condition_status
-from sandbox.realkube.controlplane import ControlPlane, control_plane
-from sandbox.realkube.node import NODE_NAME, node_agent
+from sandbox.realkube.controlplane import ControlPlane
+from sandbox.realkube.node import NODE_NAME
+from tests.kubes import RealKube
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -79,10 +80,19 @@ CLUSTER = {
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    directory = tmp_path_factory.mktemp("nodeagent")
-    with control_plane(directory) as started, node_agent(started, directory / "agent"):
-        yield started
+def plane(real_kube_of_real_ray: RealKube) -> Iterator[ControlPlane]:
+    """The test process's real stack of real Ray (tests/conftest.py), left as the module found it: what its
+    tests made in the `default` namespace is deleted at the end, the RayCluster's pods with it."""
+    plane = real_kube_of_real_ray.plane
+    yield plane
+    plane.kubectl("delete", "raycluster,job,pod", "--all", "-n", "default", "--cascade=foreground", "--wait")
+    plane.kubectl("delete", "service", "backend", "-n", "default", "--ignore-not-found")
+
+
+@pytest.fixture(scope="module")
+def pods_directory(real_kube_of_real_ray: RealKube) -> Path:
+    """Where the node agent keeps its pods' files (sandbox/nodeagent/containers.py)."""
+    return real_kube_of_real_ray.node_directory / "pods"
 
 
 def apply(plane: ControlPlane, *objects: dict[str, Any]) -> None:
@@ -177,7 +187,7 @@ print("stopping", flush=True)
 """
 
 
-def test_kubectl_logs_reads_the_node_agents_container_logs(plane: ControlPlane) -> None:
+def test_kubectl_logs_reads_the_node_agents_container_logs(plane: ControlPlane, pods_directory: Path) -> None:
     apply(plane, pod("talks", ["python", "-c", RESTARTING], restartPolicy="OnFailure"))
     eventually(
         lambda: "run 1 line 2" in plane.kubectl("logs", "talks", check=False), "the restarted run's lines"
@@ -202,7 +212,7 @@ def test_kubectl_logs_reads_the_node_agents_container_logs(plane: ControlPlane) 
     try:
         assert follow.stdout is not None
         assert follow.stdout.readline() == "run 1 line 0\n"  # the follow is open: now the container ends
-        home = eventually(lambda: _pod_home(plane, "talks"), "the pod's HOME")
+        home = eventually(lambda: _pod_home(plane, pods_directory, "talks"), "the pod's HOME")
         (home / "stop").touch()
         assert follow.wait(timeout=60) == 0
         assert follow.stdout.read() == "run 1 line 1\nrun 1 line 2\nstopping\n"
@@ -210,10 +220,10 @@ def test_kubectl_logs_reads_the_node_agents_container_logs(plane: ControlPlane) 
         follow.kill()
 
 
-def _pod_home(plane: ControlPlane, name: str) -> Path | None:
+def _pod_home(plane: ControlPlane, pods_directory: Path, name: str) -> Path | None:
     """The pod's working directory (its HOME under the node agent's directory: containers.py)."""
     uid = (get(plane, "pod", name) or {}).get("metadata", {}).get("uid", "")
-    homes = list((plane.directory / "agent" / "pods").glob(f"default_{name}_{uid[:8]}/home"))
+    homes = list(pods_directory.glob(f"default_{name}_{uid[:8]}/home"))
     return homes[0] if homes else None
 
 
