@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from models.base import dump_manifest
-from models.raycluster import RAY_API_VERSION, RayCluster
+from models.raycluster import RAY_API_VERSION, RayCluster, RayObject
 from models.raycronjob import RayCronJob
 from models.rayjob import RayJob
 from models.rayservice import RayService
@@ -129,23 +129,19 @@ def parse_manifest(obj: Mapping[str, Any]) -> RayJob | RayService:
 
 
 def parse_rayjob(obj: Mapping[str, Any]) -> RayJob:
-    _checked_header(obj, ("RayJob",))
-    return _validate_named_object(RayJob, obj)
+    return _parse_object(RayJob, obj)
 
 
 def parse_rayservice(obj: Mapping[str, Any]) -> RayService:
-    _checked_header(obj, ("RayService",))
-    return _validate_named_object(RayService, obj)
+    return _parse_object(RayService, obj)
 
 
 def parse_raycronjob(obj: Mapping[str, Any]) -> RayCronJob:
-    _checked_header(obj, ("RayCronJob",))
-    return _validate_named_object(RayCronJob, obj)
+    return _parse_object(RayCronJob, obj)
 
 
 def parse_raycluster(obj: Mapping[str, Any]) -> RayCluster:
-    _checked_header(obj, ("RayCluster",))
-    return _validate_named_object(RayCluster, obj)
+    return _parse_object(RayCluster, obj)
 
 
 def _checked_header(obj: object, kinds: Sequence[str]) -> str:
@@ -165,10 +161,12 @@ def _checked_header(obj: object, kinds: Sequence[str]) -> str:
     return str(kind)
 
 
-_ObjectT = TypeVar("_ObjectT", bound=BaseModel)
+_ObjectT = TypeVar("_ObjectT", bound=RayObject)
 
 
-def _validate_named_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _ObjectT:
+def _parse_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _ObjectT:
+    """A manifest of `model`'s kind: its apiVersion and kind, then the schema, then metadata.name."""
+    _checked_header(obj, (model.kind_name(),))
     try:
         parsed = model.model_validate(obj)
     except ValidationError as error:

@@ -28,6 +28,20 @@ from models.podtemplate import PodTemplateSpec, ResourceRequirements
 RAY_API_VERSION: Final = "ray.io/v1"
 
 
+class RayObject(SpecModel):
+    """What every ray.io/v1 object starts with. A kind's model narrows `kind` to its own name (a Literal
+    with that default) and adds its `spec` and `status`; the fields keep this order in dumps."""
+
+    api_version: Literal["ray.io/v1"] = RAY_API_VERSION
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+    @classmethod
+    def kind_name(cls) -> str:
+        """The kind this model parses, e.g. "RayCluster"."""
+        return str(cls.model_fields["kind"].default)
+
+
 class RayClusterUpgradeType(StrEnum):
     RECREATE = "Recreate"
     NONE = "None"
@@ -250,9 +264,7 @@ class RayClusterStatus(ForeignStatusModel):
     observed_generation: Int64 = 0
 
 
-class RayCluster(SpecModel):
-    api_version: Literal["ray.io/v1"] = RAY_API_VERSION
+class RayCluster(RayObject):
     kind: Literal["RayCluster"] = "RayCluster"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: RayClusterSpec
     status: RayClusterStatus = Field(default_factory=RayClusterStatus)

@@ -21,8 +21,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from models.base import SpecModel, Time
-from models.meta import ObjectMeta
-from models.raycluster import RAY_API_VERSION
+from models.raycluster import RayObject
 from models.rayjob import RayJobSpec
 from models.yaml_annotation import annotation_object
 
@@ -53,10 +52,8 @@ class RayCronJobStatus(SpecModel):
     last_schedule_time: Time | None = None
 
 
-class RayCronJob(SpecModel):
-    api_version: Literal["ray.io/v1"] = RAY_API_VERSION
+class RayCronJob(RayObject):
     kind: Literal["RayCronJob"] = "RayCronJob"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: RayCronJobSpec
     status: RayCronJobStatus = Field(default_factory=RayCronJobStatus)
 

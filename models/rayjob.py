@@ -8,9 +8,9 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, Field
 
 from models.base import Int32, Int64, SpecModel, Time
-from models.meta import Condition, ObjectMeta
+from models.meta import Condition
 from models.podtemplate import PodTemplateSpec
-from models.raycluster import RAY_API_VERSION, RayClusterSpec, RayClusterStatus
+from models.raycluster import RayClusterSpec, RayClusterStatus, RayObject
 
 
 class JobSubmissionMode(StrEnum):
@@ -168,9 +168,7 @@ class RayJobStatus(SpecModel):
     conditions: list[Condition] = Field(default_factory=list)
 
 
-class RayJob(SpecModel):
-    api_version: Literal["ray.io/v1"] = RAY_API_VERSION
+class RayJob(RayObject):
     kind: Literal["RayJob"] = "RayJob"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: RayJobSpec = Field(default_factory=RayJobSpec)
     status: RayJobStatus = Field(default_factory=RayJobStatus)

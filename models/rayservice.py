@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from models.base import Int32, Int64, SpecModel, Time, known_member
-from models.meta import Condition, ObjectMeta
-from models.raycluster import RAY_API_VERSION, RayClusterSpec, RayClusterStatus
+from models.meta import Condition
+from models.raycluster import RayClusterSpec, RayClusterStatus, RayObject
 
 DEFAULT_RAY_CLUSTER_DELETION_DELAY_SECONDS = 60
 
@@ -130,9 +130,7 @@ class RayServiceStatuses(SpecModel):
     observed_generation: Int64 = 0
 
 
-class RayService(SpecModel):
-    api_version: Literal["ray.io/v1"] = RAY_API_VERSION
+class RayService(RayObject):
     kind: Literal["RayService"] = "RayService"
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: RayServiceSpec
     status: RayServiceStatuses = Field(default_factory=RayServiceStatuses)
