@@ -33,6 +33,7 @@ from models.validation.raycluster_options import (
 __all__ = [
     "CEL_MANAGED_BY_IMMUTABLE",
     "CEL_MANAGED_BY_VALUE",
+    "carried_cluster_spec_error",
     "is_autoscaling_enabled",
     "is_k8s_token_auth_enabled",
     "managed_by_value_error",
@@ -347,6 +348,16 @@ def validate_raycluster_spec(
         or network_policy_error(spec, gates)
         or tls_options_error(spec, gates)
     )
+
+
+def carried_cluster_spec_error(
+    spec: RayClusterSpec, owner_kind: str, annotations: Mapping[str, str], gates: FeatureGates
+) -> str | None:
+    """What ValidateRayJobSpec and ValidateRayServiceSpec reject about the RayCluster spec their object
+    carries: K8s token auth (supported for neither), then ValidateRayClusterSpec. Without the spec prefix."""
+    if is_k8s_token_auth_enabled(spec):
+        return f"K8s token auth mode is currently not supported for {owner_kind}"
+    return validate_raycluster_spec(spec, annotations, gates)
 
 
 def validate_created_cluster(spec: RayClusterSpec, creator_kind: str) -> str | None:

@@ -20,11 +20,10 @@ from models.rayjob import (
 )
 from models.validation.formats import dns1035_label_errors, go_list
 from models.validation.raycluster import (
+    carried_cluster_spec_error,
     is_autoscaling_enabled,
-    is_k8s_token_auth_enabled,
     managed_by_value_error,
     validate_created_cluster,
-    validate_raycluster_spec,
 )
 
 __all__ = [
@@ -314,9 +313,9 @@ def validate_rayjob_spec(job: RayJob, gates: FeatureGates = _DEFAULT_GATES) -> s
     if error:
         return error
     if spec.ray_cluster_spec is not None:
-        if is_k8s_token_auth_enabled(spec.ray_cluster_spec):
-            return _SPEC_INVALID + "K8s token auth mode is currently not supported for RayJob"
-        error = validate_raycluster_spec(spec.ray_cluster_spec, job.metadata.annotations, gates)
+        error = carried_cluster_spec_error(
+            spec.ray_cluster_spec, KIND_RAYJOB, job.metadata.annotations, gates
+        )
         if error:
             return _SPEC_INVALID + error
     error = _runtime_env_yaml_error(spec.runtime_env_yaml)

@@ -13,11 +13,10 @@ from models.rayservice_annotations import rayservice_annotation_problem
 from models.rollout import rollout_error
 from models.validation.formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
 from models.validation.raycluster import (
+    carried_cluster_spec_error,
     is_autoscaling_enabled,
-    is_k8s_token_auth_enabled,
     managed_by_value_error,
     validate_created_cluster,
-    validate_raycluster_spec,
 )
 
 __all__ = [
@@ -113,9 +112,7 @@ def validate_rayservice_spec(service: RayService, gates: FeatureGates = _DEFAULT
     """KubeRay's ValidateRayServiceSpec (controller side only), in its order."""
     spec = service.spec
     cluster = spec.ray_cluster_config
-    if is_k8s_token_auth_enabled(cluster):
-        return _SPEC_INVALID + "K8s token auth mode is currently not supported for RayService"
-    error = validate_raycluster_spec(cluster, service.metadata.annotations, gates)
+    error = carried_cluster_spec_error(cluster, KIND_RAYSERVICE, service.metadata.annotations, gates)
     if error:
         return _SPEC_INVALID + error
     head_service = cluster.head_group_spec.head_service or {}
