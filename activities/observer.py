@@ -26,6 +26,7 @@ from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
 from activities.observer_fanout import (
     ObserverHeartbeat,
+    read_watch_changes,
     register_watch,
     signal_deliveries,
     unwatch_done,
@@ -50,7 +51,6 @@ from wire.observer import (
     dashboards_to_list,
     deliveries,
     finished_watches,
-    is_replaced,
     observer_shard,
     observer_shards_from_env,
     observer_workflow_id,
@@ -97,12 +97,10 @@ class ObserverActivities:
         heartbeat = ObserverHeartbeat()
         while True:
             tick += 1
-            changes: WatchChanges = await observer.query(
-                WATCHES_QUERY, known_version, result_type=WatchChanges
+            changes = await read_watch_changes(
+                observer, WATCHES_QUERY, known_version, WatchChanges, request.epoch_ms
             )
-            if is_replaced(changes.epoch_ms, request.epoch_ms):
-                # A new worker asked for a new activity: this one may be a lost attempt that still runs.
-                log.info("observer %s: replaced by a newer activity, stopping", request.observer_id)
+            if changes is None:
                 return
             if changes.version != known_version:
                 watches = apply_watch_changes(watches, changes)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
@@ -20,6 +21,11 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
+
+from wire.observer import is_replaced
+from wire.watch_book import BookChanges
+
+log = logging.getLogger(__name__)
 
 SIGNALS_IN_FLIGHT: Final = 50
 # Both observers' activities (the Ray job observer's, the Kubernetes observer's) heartbeat every two minutes,
@@ -70,6 +76,26 @@ async def register_watch(
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
     )
     return True
+
+
+Changes = TypeVar("Changes", bound=BookChanges[Any])
+
+
+async def read_watch_changes(
+    observer: WorkflowHandle[Any, Any],
+    query: str,
+    known_version: int,
+    result_type: type[Changes],
+    epoch_ms: int,
+) -> Changes | None:
+    """What the observer workflow's `query` says changed in its book since `known_version`. None when the
+    workflow's current activity is another than the one of `epoch_ms`: a new worker asked for a new
+    activity, and this one, which may be a lost attempt that still runs, stops."""
+    changes: Changes = await observer.query(query, known_version, result_type=result_type)
+    if is_replaced(changes.epoch_ms, epoch_ms):
+        log.info("observer %s: replaced by a newer activity, stopping", observer.id)
+        return None
+    return changes
 
 
 class Addressed(Protocol):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
@@ -23,6 +22,7 @@ from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes.workloads import head_pod_selector
 from activities.observer_fanout import (
     ObserverHeartbeat,
+    read_watch_changes,
     register_watch,
     signal_deliveries,
     unwatch_done,
@@ -47,13 +47,11 @@ from wire.kubernetes_observer import (
     kube_observer_workflow_id,
     object_deliveries,
 )
-from wire.observer import is_replaced
 from wire.stubs.common import implements
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
 
-log = logging.getLogger(__name__)
 
 # While objects change, a round at most this often (changes in between go out together).
 ROUND_SECONDS: Final = 0.1
@@ -91,12 +89,10 @@ class KubernetesObserverActivities:
             await cache.wait_synced()
             while True:
                 rounds += 1
-                changes: ObjectWatchChanges = await observer.query(
-                    KUBE_WATCHES_QUERY, known_version, result_type=ObjectWatchChanges
+                changes = await read_watch_changes(
+                    observer, KUBE_WATCHES_QUERY, known_version, ObjectWatchChanges, request.epoch_ms
                 )
-                if is_replaced(changes.epoch_ms, request.epoch_ms):
-                    # A new worker asked for a new activity: this one may be a lost attempt that still runs.
-                    log.info("observer %s: replaced by a newer activity, stopping", request.observer_id)
+                if changes is None:
                     return
                 fresh: set[str] = set()
                 if changes.version != known_version:
