@@ -26,7 +26,7 @@ from activities.dashboard import job_info_answer
 from activities.dashboard_client import DashboardClient
 from activities.observer_fanout import (
     ObserverHeartbeat,
-    read_watch_changes,
+    read_book,
     register_watch,
     signal_deliveries,
     unwatch_done,
@@ -47,7 +47,6 @@ from wire.observer import (
     ObservedJob,
     ObserveJobs,
     WatchChanges,
-    apply_watch_changes,
     dashboards_to_list,
     deliveries,
     finished_watches,
@@ -56,6 +55,7 @@ from wire.observer import (
     observer_workflow_id,
 )
 from wire.stubs.common import implements
+from wire.watch_book import BookCopy
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -90,27 +90,18 @@ class ObserverActivities:
         observer = client.get_workflow_handle(request.observer_id)
         dashboards: dict[str, DashboardClient] = {}
         attempt = activity.info().attempt
-        watches: dict[str, JobWatch] = {}
-        known_version = 0
-        sent: dict[str, JobInfoAnswer] = {}
+        book: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch])
         tick = 0
         heartbeat = ObserverHeartbeat()
         while True:
             tick += 1
-            changes = await read_watch_changes(
-                observer, WATCHES_QUERY, known_version, WatchChanges, request.epoch_ms
-            )
-            if changes is None:
+            if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
                 return
-            if changes.version != known_version:
-                watches = apply_watch_changes(watches, changes)
-                known_version = changes.version
-                sent = {key: answer for key, answer in sent.items() if key in watches}
-            if watches:
-                listings = await self._list_all(dashboards, dashboards_to_list(watches))
+            if book.watches:
+                listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
                 version = (request.epoch_ms, attempt, tick)
-                await self._deliver(client, observer, watches, listings, sent, version)
-            heartbeat.beat({"watches": len(watches), "dashboards": len(dashboards), "tick": tick})
+                await self._deliver(client, observer, book.watches, listings, book.sent, version)
+            heartbeat.beat({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
             await asyncio.sleep(request.tick_seconds)
 
     async def _list_all(

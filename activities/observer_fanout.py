@@ -23,7 +23,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from wire.observer import is_replaced
-from wire.watch_book import BookChanges
+from wire.watch_book import BookChanges, BookCopy
 
 log = logging.getLogger(__name__)
 
@@ -78,24 +78,25 @@ async def register_watch(
     return True
 
 
-Changes = TypeVar("Changes", bound=BookChanges[Any])
+W = TypeVar("W")
 
 
-async def read_watch_changes(
+async def read_book(
+    book: BookCopy[W, Any],
     observer: WorkflowHandle[Any, Any],
     query: str,
-    known_version: int,
-    result_type: type[Changes],
+    changes_type: type[BookChanges[W]],
     epoch_ms: int,
-) -> Changes | None:
-    """What the observer workflow's `query` says changed in its book since `known_version`. None when the
-    workflow's current activity is another than the one of `epoch_ms`: a new worker asked for a new
-    activity, and this one, which may be a lost attempt that still runs, stops."""
-    changes: Changes = await observer.query(query, known_version, result_type=result_type)
+) -> dict[str, W] | None:
+    """Brings `book` up to what the observer workflow's `query` says changed since its version; returns the
+    watches added or registered again. None when the workflow's current activity is another than the one
+    of `epoch_ms`: a new worker asked for a new activity, and this one, which may be a lost attempt that
+    still runs, stops."""
+    changes: BookChanges[W] = await observer.query(query, book.version, result_type=changes_type)
     if is_replaced(changes.epoch_ms, epoch_ms):
         log.info("observer %s: replaced by a newer activity, stopping", observer.id)
         return None
-    return changes
+    return book.take(changes)
 
 
 class Addressed(Protocol):

@@ -1,7 +1,7 @@
 """The watch book of an observer workflow, shared by the Ray job observer (`wire.observer.WatchBook`) and the
 Kubernetes observer (`wire.kubernetes_observer.ObjectWatchBook`): which workflow waits for what, versioned so
 that the observer activity reads only what changed since its last look (`changes_since`, answered by the
-`watches` query), and the activity's side of that exchange (`apply_changes`).
+`watches` query), and the activity's side of that exchange (`BookCopy`).
 
 Pure: workflows and activities both import this module. A book is workflow state: observer workflows carry
 it through continue-as-new and receive it as an argument from runs of older code, so its JSON shape (the
@@ -119,10 +119,38 @@ def apply_book_changes(
 ) -> dict[str, W]:
     """The activity's copy of the watches after reading `changes` (packed or not; `kind` as in
     `packed_book_changes`)."""
-    added = added_watches(changes, kind)
+    return _applied(known, changes, added_watches(changes, kind))
+
+
+def _applied(known: Mapping[str, W], changes: BookChanges[W], added: Mapping[str, W]) -> dict[str, W]:
     if changes.full:
         return dict(added)
     removed = set(changes.removed)
     updated = {key: watch for key, watch in known.items() if key not in removed}
     updated.update(added)
     return updated
+
+
+V = TypeVar("V")
+
+
+@dataclass
+class BookCopy(Generic[W, V]):
+    """An observer activity's copy of its workflow's book: the watches as of the book's `version`, and the
+    view last sent for each watch (kept while the watch is). `kind` as in `packed_book_changes`."""
+
+    kind: type[dict[str, W]]
+    watches: dict[str, W] = field(default_factory=dict)
+    version: int = 0
+    sent: dict[str, V] = field(default_factory=dict)
+
+    def take(self, changes: BookChanges[W]) -> dict[str, W]:
+        """Takes in an answer of the `watches` query; returns the watches it adds or registers again (none
+        when the book is still at `version`)."""
+        if changes.version == self.version:
+            return {}
+        added = added_watches(changes, self.kind)
+        self.watches = _applied(self.watches, changes, added)
+        self.version = changes.version
+        self.sent = {key: view for key, view in self.sent.items() if key in self.watches}
+        return added

@@ -22,7 +22,7 @@ from activities.kubernetes.namespace_cache import FOLLOWED, NamespaceCache
 from activities.kubernetes.workloads import head_pod_selector
 from activities.observer_fanout import (
     ObserverHeartbeat,
-    read_watch_changes,
+    read_book,
     register_watch,
     signal_deliveries,
     unwatch_done,
@@ -41,13 +41,12 @@ from wire.kubernetes_observer import (
     ObservedKind,
     ObservedObject,
     ObserveKubernetes,
-    added_object_watches,
-    apply_object_watch_changes,
     ends_watch,
     kube_observer_workflow_id,
     object_deliveries,
 )
 from wire.stubs.common import implements
+from wire.watch_book import BookCopy
 
 if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
@@ -78,9 +77,7 @@ class KubernetesObserverActivities:
         client = self.dependencies.require_temporal_client()
         observer = client.get_workflow_handle(request.observer_id)
         attempt = activity.info().attempt
-        watches: dict[str, ObjectWatch] = {}
-        known_version = 0
-        sent: dict[str, dict[str, Any]] = {}
+        book: BookCopy[ObjectWatch, dict[str, Any]] = BookCopy(dict[str, ObjectWatch])
         # Objects this attempt has seen exist (in the cache or by a direct read).
         seen: set[str] = set()
         rounds = 0
@@ -89,30 +86,25 @@ class KubernetesObserverActivities:
             await cache.wait_synced()
             while True:
                 rounds += 1
-                changes = await read_watch_changes(
-                    observer, KUBE_WATCHES_QUERY, known_version, ObjectWatchChanges, request.epoch_ms
+                added = await read_book(
+                    book, observer, KUBE_WATCHES_QUERY, ObjectWatchChanges, request.epoch_ms
                 )
-                if changes is None:
+                if added is None:
                     return
                 fresh: set[str] = set()
-                if changes.version != known_version:
-                    added = added_object_watches(changes)  # a large answer comes packed
-                    watches = apply_object_watch_changes(watches, changes)
-                    known_version = changes.version
-                    sent = {key: view for key, view in sent.items() if key in watches}
-                    for key, watch in added.items():
-                        # (Re-)registered: its view goes out unless the workflow holds it already.
-                        sent.pop(key, None)
-                        if watch.last_view is not None:
-                            sent[key] = watch.last_view
-                        fresh.add(watch.object)
-                looked = await self._look(cache, watches, seen, cache.take_dirty() | fresh)
-                found = object_deliveries(watches, looked, sent)
+                for key, watch in added.items():
+                    # (Re-)registered: its view goes out unless the workflow holds it already.
+                    book.sent.pop(key, None)
+                    if watch.last_view is not None:
+                        book.sent[key] = watch.last_view
+                    fresh.add(watch.object)
+                looked = await self._look(cache, book.watches, seen, cache.take_dirty() | fresh)
+                found = object_deliveries(book.watches, looked, book.sent)
                 if found:
                     version = (request.epoch_ms, attempt, rounds)
-                    await self._deliver(client, observer, watches, found, sent, version)
+                    await self._deliver(client, observer, book.watches, found, book.sent, version)
                 heartbeat.beat(
-                    {"watches": len(watches), "lists": cache.lists, "watchRequests": cache.watches}
+                    {"watches": len(book.watches), "lists": cache.lists, "watchRequests": cache.watches}
                 )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(cache.changed.wait(), request.book_seconds)
