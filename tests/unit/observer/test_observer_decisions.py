@@ -22,7 +22,7 @@ from wire.observer import (
     observer_workflow_id,
     watch_key,
 )
-from wire.watch_book import TOMBSTONES
+from wire.watch_book import TOMBSTONES, BookCopy
 
 RUNNING = JobInfoAnswer("found", status="RUNNING", message="Job is currently running.")
 SUCCEEDED = JobInfoAnswer("found", status="SUCCEEDED", message="Job finished successfully.")
@@ -128,6 +128,26 @@ def test_the_book_gives_a_reader_only_what_changed_since_its_version() -> None:
     changes = book.changes_since(2)
     assert changes == WatchChanges(4, {KC: C}, [KA])
     assert apply_watch_changes(known, changes) == {KB: B, KC: C}
+
+
+def test_the_activity_copy_takes_what_changed_and_forgets_the_views_of_removed_watches() -> None:
+    book = WatchBook()
+    book.watch(A)
+    book.watch(B)
+    copy: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch])
+    assert copy.take(book.changes_since(copy.version)) == {KA: A, KB: B}
+    assert (copy.watches, copy.version) == ({KA: A, KB: B}, 2)
+    copy.sent.update({KA: RUNNING, KB: PENDING})
+
+    # The book did not change: nothing added, the views sent are kept.
+    assert copy.take(book.changes_since(copy.version)) == {}
+    assert copy.sent == {KA: RUNNING, KB: PENDING}
+
+    book.unwatch(KA)
+    book.watch(C)
+    assert copy.take(book.changes_since(copy.version)) == {KC: C}
+    assert (copy.watches, copy.version) == ({KB: B, KC: C}, 4)
+    assert copy.sent == {KB: PENDING}  # a removed watch's view goes with it
 
 
 def test_a_job_watched_again_after_it_was_forgotten_is_added_again() -> None:
