@@ -11,8 +11,8 @@ differs:
   KubeRay requeues, so the act gets a short budget. It runs as a *local* activity: one marker event instead
   of three events and a workflow task, which matters for the many short acts of a job's life.
 - EVENT: a Kubernetes Event, best effort as KubeRay's recorder: a local activity with a 30 s budget.
-- LAST_STEP: the act just before a workflow completes (RayJob `delete`), as an ordinary activity so that the
-  workflow task that handled the request is not the one that completes the workflow.
+- LAST_STEP: the act just before a workflow completes (RayJob `delete`): a STEP's budget, but as an ordinary
+  activity so that the workflow task that handled the request is not the one that completes the workflow.
 - RECONCILE: a one-shot act of a RayService pass. A pass has no per-act recovery, so a transient failure (an
   unreachable API server) stalls it and is retried without limit; permanent errors end the retries through
   the activities' classification (non-retryable). Unlimited retries need an ordinary activity (a local one
@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Final, TypeVar
 
@@ -99,25 +99,22 @@ _WAIT_HEARTBEAT: Final = timedelta(seconds=30)
 # Quiet watches heartbeat every third of this (activities/waits.py: quiet_heartbeat_interval).
 QUIET_WATCH_HEARTBEAT: Final = timedelta(minutes=3)
 
+_STEP: Final = CallPolicy(
+    local=True,
+    start_to_close=timedelta(seconds=30),
+    schedule_to_close=timedelta(minutes=2),
+    retry=_STEP_RETRY,
+)
+
 POLICIES: Final[Mapping[IO, CallPolicy]] = {
-    IO.STEP: CallPolicy(
-        local=True,
-        start_to_close=timedelta(seconds=30),
-        schedule_to_close=timedelta(minutes=2),
-        retry=_STEP_RETRY,
-    ),
+    IO.STEP: _STEP,
     IO.EVENT: CallPolicy(
         local=True,
         start_to_close=timedelta(seconds=30),
         schedule_to_close=timedelta(seconds=30),
         retry=_STEP_RETRY,
     ),
-    IO.LAST_STEP: CallPolicy(
-        local=False,
-        start_to_close=timedelta(seconds=30),
-        schedule_to_close=timedelta(minutes=2),
-        retry=_STEP_RETRY,
-    ),
+    IO.LAST_STEP: replace(_STEP, local=False),
     IO.RECONCILE: CallPolicy(
         local=False,
         start_to_close=timedelta(seconds=60),
