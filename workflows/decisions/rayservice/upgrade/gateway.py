@@ -17,7 +17,7 @@ ownerReference to the RayService (which is a workflow, not an object). Updates r
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -144,20 +144,44 @@ def is_gateway_equal(existing: Mapping[str, Any] | None, desired: Mapping[str, A
     current, goal = _spec(existing), _spec(desired)
     if current.get("gatewayClassName", "") != goal.get("gatewayClassName", ""):
         return False
-    current_listeners = current.get("listeners") or []
-    goal_listeners = goal.get("listeners") or []
-    if len(current_listeners) != len(goal_listeners):
-        return False
-    return all(
-        (have.get("name"), have.get("protocol"), have.get("port"))
-        == (want.get("name"), want.get("protocol"), want.get("port"))
-        for have, want in zip(current_listeners, goal_listeners, strict=True)
-    )
+    return _same_items(current.get("listeners"), goal.get("listeners"), _listener_key)
 
 
 def _same_list(have: Sequence[Any] | None, want: Sequence[Any] | None) -> bool:
     # nil and empty are the same list (API servers renormalize one into the other).
     return list(have or []) == list(want or [])
+
+
+def _same_items(
+    have: Sequence[Mapping[str, Any]] | None,
+    want: Sequence[Mapping[str, Any]] | None,
+    key: Callable[[Mapping[str, Any]], object],
+) -> bool:
+    """Two lists that agree item by item on the fields `key` picks (nil and empty alike, as `_same_list`)."""
+    return [key(item) for item in have or []] == [key(item) for item in want or []]
+
+
+def _listener_key(listener: Mapping[str, Any]) -> object:
+    return listener.get("name"), listener.get("protocol"), listener.get("port")
+
+
+def _parent_key(parent: Mapping[str, Any]) -> object:
+    return parent.get("name"), parent.get("namespace") or ""
+
+
+def _backend_key(backend: Mapping[str, Any]) -> object:
+    # A missing weight counts as 1, a missing port as 0.
+    return (
+        backend.get("name"),
+        backend.get("namespace") or "",
+        backend.get("weight", 1),
+        backend.get("port", 0),
+    )
+
+
+def _rule_key(rule: Mapping[str, Any]) -> object:
+    backends = [_backend_key(backend) for backend in rule.get("backendRefs") or []]
+    return rule.get("matches"), list(rule.get("filters") or []), backends
 
 
 def is_http_route_equal(existing: Mapping[str, Any] | None, desired: Mapping[str, Any] | None) -> bool:
@@ -166,34 +190,11 @@ def is_http_route_equal(existing: Mapping[str, Any] | None, desired: Mapping[str
     if existing is None or desired is None:
         return existing is desired
     current, goal = _spec(existing), _spec(desired)
-    if not _same_list(current.get("hostnames"), goal.get("hostnames")):
-        return False
-    current_parents, goal_parents = current.get("parentRefs") or [], goal.get("parentRefs") or []
-    if len(current_parents) != len(goal_parents):
-        return False
-    for have, want in zip(current_parents, goal_parents, strict=True):
-        if (have.get("name"), have.get("namespace") or "") != (want.get("name"), want.get("namespace") or ""):
-            return False
-    current_rules, goal_rules = current.get("rules") or [], goal.get("rules") or []
-    if len(current_rules) != len(goal_rules):
-        return False
-    for have_rule, want_rule in zip(current_rules, goal_rules, strict=True):
-        if have_rule.get("matches") != want_rule.get("matches"):
-            return False
-        if not _same_list(have_rule.get("filters"), want_rule.get("filters")):
-            return False
-        have_refs, want_refs = have_rule.get("backendRefs") or [], want_rule.get("backendRefs") or []
-        if len(have_refs) != len(want_refs):
-            return False
-        for have, want in zip(have_refs, want_refs, strict=True):
-            if (
-                have.get("name") != want.get("name")
-                or (have.get("namespace") or "") != (want.get("namespace") or "")
-                or have.get("weight", 1) != want.get("weight", 1)
-                or have.get("port", 0) != want.get("port", 0)
-            ):
-                return False
-    return True
+    return (
+        _same_list(current.get("hostnames"), goal.get("hostnames"))
+        and _same_items(current.get("parentRefs"), goal.get("parentRefs"), _parent_key)
+        and _same_items(current.get("rules"), goal.get("rules"), _rule_key)
+    )
 
 
 def _with_spec(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:

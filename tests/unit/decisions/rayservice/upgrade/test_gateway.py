@@ -18,6 +18,7 @@ from workflows.decisions.rayservice.upgrade.gateway import (
     gateway_update,
     http_route_manifest,
     http_route_update,
+    is_gateway_equal,
     is_gateway_ready,
     is_http_route_equal,
     is_http_route_ready,
@@ -103,6 +104,29 @@ def test_gateway_update_only_when_class_or_listeners_differ() -> None:
     assert updated is not None
     assert updated["spec"]["gatewayClassName"] == "istio"
     assert updated["status"] == existing["status"]  # only the spec is replaced
+
+
+def listener_changed(field: str, value: Any) -> dict[str, Any]:
+    changed = gateway_manifest(rayservice())
+    changed["spec"]["listeners"][0][field] = value
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("existing", "equal"),
+    [
+        (listener_changed("name", "other"), False),
+        (listener_changed("protocol", "HTTPS"), False),
+        (listener_changed("port", 8080), False),
+        (listener_changed("hostname", "example.com"), True),  # not a field raypilot manages
+        ({"spec": {"gatewayClassName": "istio"}}, False),  # no listeners
+    ],
+    ids=["name", "protocol", "port", "unmanaged field", "no listeners"],
+)
+def test_is_gateway_equal_compares_listeners_by_name_protocol_and_port(
+    existing: dict[str, Any], equal: bool
+) -> None:
+    assert is_gateway_equal(existing, gateway_manifest(rayservice())) is equal
 
 
 def backends(route: dict[str, Any] | None) -> list[tuple[str, int]]:
@@ -283,3 +307,47 @@ def test_is_http_route_equal_compares_only_managed_fields() -> None:
     no_weight = copy.deepcopy(one_backend)
     del no_weight["spec"]["rules"][0]["backendRefs"][0]["weight"]
     assert not is_http_route_equal(no_weight, one_backend)  # a missing weight counts as 1, not 100
+
+
+def route_changed(change: str) -> dict[str, Any]:
+    route = http_route_manifest(rayservice(), RouteBackend("a", 8000, 70), RouteBackend("b", 8000, 30))
+    spec = route["spec"]
+    rule = spec["rules"][0]
+    if change == "parent namespace":
+        spec["parentRefs"][0]["namespace"] = "other-ns"
+    elif change == "parent namespace left out":
+        spec["parentRefs"][0].pop("namespace")
+    elif change == "extra parent":
+        spec["parentRefs"].append({"name": "second-gateway"})
+    elif change == "no filters":
+        rule["filters"] = None
+    elif change == "a filter":
+        rule["filters"] = [{"type": "RequestHeaderModifier"}]
+    elif change == "matches":
+        rule["matches"] = [{"path": {"type": "Exact", "value": "/"}}]
+    elif change == "backend namespace":
+        rule["backendRefs"][0]["namespace"] = "other-ns"
+    elif change == "backend port left out":
+        rule["backendRefs"][0].pop("port")
+    elif change == "extra rule":
+        spec["rules"].append(copy.deepcopy(rule))
+    return route
+
+
+@pytest.mark.parametrize(
+    ("change", "equal"),
+    [
+        ("parent namespace", False),
+        ("parent namespace left out", False),  # the manifest names the RayService's namespace
+        ("extra parent", False),
+        ("no filters", True),  # nil and empty filters are the same list
+        ("a filter", False),
+        ("matches", False),
+        ("backend namespace", False),
+        ("backend port left out", False),  # a missing port counts as 0
+        ("extra rule", False),
+    ],
+)
+def test_is_http_route_equal_field_by_field(change: str, equal: bool) -> None:
+    desired = http_route_manifest(rayservice(), RouteBackend("a", 8000, 70), RouteBackend("b", 8000, 30))
+    assert is_http_route_equal(route_changed(change), desired) is equal
