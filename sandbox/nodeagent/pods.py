@@ -33,7 +33,7 @@ from sandbox.nodeagent.podstatus import (
     restart_delay,
     should_restart,
 )
-from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, run_probe
+from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, keep_probing, run_probe
 from sandbox.nodeagent.serviceaccount import (
     TOKEN_SECONDS,
     TokenIssuer,
@@ -317,13 +317,13 @@ class PodRunner:
         probe = ProbeSpec.of(spec, "readinessProbe")
         if probe is None:
             return
-        tracker = ProbeTracker(probe, passing=False)
-        await asyncio.sleep(probe.initial_delay_s)
-        while True:
-            if tracker.record(await check(probe)):
-                self._set(False, index, ready=tracker.passing)
-                await self.publish()
-            await asyncio.sleep(probe.period_s)
+
+        async def ready_changed(ready: bool) -> bool:
+            self._set(False, index, ready=ready)
+            await self.publish()
+            return False
+
+        await keep_probing(probe, False, check, ready_changed)
 
     async def _liveness(
         self,
@@ -334,10 +334,11 @@ class PodRunner:
         probe = ProbeSpec.of(spec, "livenessProbe")
         if probe is None:
             return
-        tracker = ProbeTracker(probe, passing=True)
-        await asyncio.sleep(probe.initial_delay_s)
-        while True:
-            if tracker.record(await check(probe)) and not tracker.passing:
-                await process.stop(LIVENESS_KILL_GRACE_S)
-                return
-            await asyncio.sleep(probe.period_s)
+
+        async def alive_changed(alive: bool) -> bool:
+            if alive:
+                return False
+            await process.stop(LIVENESS_KILL_GRACE_S)
+            return True
+
+        await keep_probing(probe, True, check, alive_changed)

@@ -2,8 +2,9 @@
 
 `ProbeSpec.of` reads a probe from a container (the kubelet's defaults filled in); `ProbeTracker` turns
 results into the probe's verdict with its success and failure thresholds (pure, tested with tables);
-`run_probe` does one check: an exec probe runs its command in the pod's network namespace with the
-container's environment, httpGet and tcpSocket probes reach the pod IP from the node.
+`keep_probing` checks a probe every period and hands each change of its verdict on; `run_probe` does one
+check: an exec probe runs its command in the pod's network namespace with the container's environment,
+httpGet and tcpSocket probes reach the pod IP from the node.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-__all__ = ["ProbeSpec", "ProbeTracker", "resolve_port", "run_probe"]
+__all__ = ["ProbeSpec", "ProbeTracker", "keep_probing", "resolve_port", "run_probe"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,23 @@ class ProbeTracker:
                 self.passing = False
                 return True
         return False
+
+
+async def keep_probing(
+    probe: ProbeSpec,
+    passing: bool,
+    check: Callable[[ProbeSpec], Awaitable[bool]],
+    changed: Callable[[bool], Awaitable[bool]],
+) -> None:
+    """Checks `probe` every period after its initial delay, starting from the verdict `passing`; each change
+    of the verdict goes to `changed`, which returns True to stop (a failed liveness probe: the container is
+    killed) or False to keep probing (readiness, for as long as the container runs)."""
+    tracker = ProbeTracker(probe, passing=passing)
+    await asyncio.sleep(probe.initial_delay_s)
+    while True:
+        if tracker.record(await check(probe)) and await changed(tracker.passing):
+            return
+        await asyncio.sleep(probe.period_s)
 
 
 def resolve_port(port: int | str, container: Mapping[str, Any]) -> int | None:

@@ -17,7 +17,7 @@ from sandbox.nodeagent.podstatus import (
     restart_delay,
     should_restart,
 )
-from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, resolve_port
+from sandbox.nodeagent.probes import ProbeSpec, ProbeTracker, keep_probing, resolve_port
 
 T0, T1 = "2026-11-28T10:00:00Z", "2026-11-28T10:00:05Z"
 
@@ -125,6 +125,44 @@ def test_probe_tracker_changes_only_at_its_thresholds(
         tracker.record(result)
         seen.append(tracker.passing)
     assert seen == verdicts
+
+
+@pytest.mark.parametrize(
+    ("passing", "stop_on", "results", "changes", "checks"),
+    [
+        # readiness: every change is handed on, probing goes on (until the results run out here)
+        (False, None, [False, True, True, False, False, False, True], [True, False, True], 7),
+        # liveness: the first failure verdict stops it; later results are never checked
+        (True, False, [True, False, False, False, True], [False], 4),
+    ],
+    ids=["readiness", "liveness"],
+)
+async def test_keep_probing_hands_on_each_change_of_the_verdict_until_told_to_stop(
+    passing: bool, stop_on: bool | None, results: list[bool], changes: list[bool], checks: int
+) -> None:
+    probe = ProbeSpec({"tcpSocket": {"port": 1}}, period_s=0.0, failure_threshold=3)
+    remaining = list(results)
+    checked: list[ProbeSpec] = []
+    seen: list[bool] = []
+
+    async def check(spec: ProbeSpec) -> bool:
+        checked.append(spec)
+        if not remaining:
+            raise LookupError("no results left")
+        return remaining.pop(0)
+
+    async def changed(verdict: bool) -> bool:
+        seen.append(verdict)
+        return verdict == stop_on
+
+    if stop_on is None:
+        with pytest.raises(LookupError):
+            await keep_probing(probe, passing, check, changed)
+    else:
+        await keep_probing(probe, passing, check, changed)
+    assert seen == changes
+    assert checked[:checks] == [probe] * checks
+    assert len(checked) == (checks + 1 if stop_on is None else checks)
 
 
 def test_probe_defaults_and_named_ports() -> None:
