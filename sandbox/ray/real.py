@@ -24,6 +24,7 @@ from typing import IO
 
 import aiohttp
 
+from sandbox.ray.head_access import HeadAccess
 from sandbox.ray.ports import claim_ports, release_ports, reserve_port_block, reserve_ports
 from sandbox.ray.processes import session_members, stop_session
 from sandbox.ray.real_front import DashboardFront
@@ -71,7 +72,7 @@ def ray_executable() -> Path:
     return Path(sys.executable).parent / "ray"
 
 
-class RealRayHead:
+class RealRayHead(HeadAccess):
     """One `ray start --head` process tree.
 
     `ports` maps "dashboard", "serve", "client", "gcs-server" and "metrics" (the names of KubeRay's head
@@ -116,14 +117,6 @@ class RealRayHead:
     def ignored_params(self) -> tuple[str, ...]:
         """rayStartParams keys not passed to Ray because the sandbox owns them (or does not know them)."""
         return self._params.ignored
-
-    @property
-    def dashboard_url(self) -> str:
-        return f"http://{self.host}:{self._all_ports['dashboard']}"
-
-    @property
-    def auth_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     @property
     def log_path(self) -> Path:

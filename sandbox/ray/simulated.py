@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
+from sandbox.ray.head_access import HeadAccess
 from sandbox.ray.listening import serve_app
 from sandbox.ray.ports import claim_ports, release_ports, reserve_ports
 from sandbox.ray.real_params import auth_token
@@ -96,7 +97,7 @@ def dashboard_requests_exposition(requests: Mapping[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-class SimulatedDashboard:
+class SimulatedDashboard(HeadAccess):
     """`ports` has "dashboard", "serve" and "metrics" (on `host`); the serve port answers once Serve was
     started by a PUT, as on a real head."""
 
@@ -142,14 +143,6 @@ class SimulatedDashboard:
     @property
     def pids(self) -> list[int]:
         return []
-
-    @property
-    def dashboard_url(self) -> str:
-        return f"http://{self.host}:{self._ports['dashboard']}"
-
-    @property
-    def auth_headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     async def start(self) -> None:
         if self._runner is not None:
