@@ -1,4 +1,5 @@
-"""Table tests for turning a head's rayStartParams and env into a local `ray start`."""
+"""Table tests for turning a head's rayStartParams and env into a local `ray start`, and for the address and
+auth headers a client of a head gets from it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sandbox.ray.real_params import (
     ray_process_env,
     translate_ray_start_params,
 )
+from sandbox.ray.simulated import SimulatedDashboard
 
 DEFAULTS = (f"--num-cpus={DEFAULT_NUM_CPUS}", f"--object-store-memory={DEFAULT_OBJECT_STORE_MEMORY}")
 
@@ -108,3 +110,20 @@ def test_auth_token_from_a_file(tmp_path: Path) -> None:
 def test_token_mode_without_a_token_is_refused() -> None:
     with pytest.raises(ValueError, match="RAY_AUTH_TOKEN"):
         auth_token({"RAY_AUTH_MODE": "token"})
+
+
+@pytest.mark.parametrize(
+    ("env", "headers"),
+    [
+        ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "secret"}, {"Authorization": "Bearer secret"}),
+        ({"RAY_AUTH_TOKEN": "secret"}, {}),  # token auth off: no header, whatever the env holds
+    ],
+    ids=["token auth", "no auth"],
+)
+def test_a_head_is_reached_at_its_dashboard_port_with_its_token(
+    env: dict[str, str], headers: dict[str, str]
+) -> None:
+    ports = {"dashboard": 18265, "serve": 18000, "metrics": 18080}
+    head = SimulatedDashboard("head", env, {}, host="10.0.0.7", ports=ports)
+    assert head.dashboard_url == "http://10.0.0.7:18265"
+    assert head.auth_headers == headers
