@@ -4,12 +4,13 @@ first workflow that registers an interest in one of them (signal-with-start by a
 It owns the watch book and keeps the one observer activity (`k8s_observer.observe_namespace`) running while
 any watch exists; the activity reads the book with the `watches` query and signals the workflows. With no
 watch left for `IDLE` it completes (a later watch starts a new run); a long history continues as new with the
-book. The loop, and the restart when a worker starts, are the Ray job observer's (workflows/observer/loop.py).
+book. The loop, the restart when a worker starts and the other handlers are the Ray job observer's
+(workflows/observer/book_observer.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from typing import ClassVar
 
 from temporalio import workflow
 
@@ -17,31 +18,27 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.kubernetes_observer import (
         KUBE_OBSERVER_WORKFLOW,
-        KUBE_UNWATCH_SIGNAL,
         KUBE_WATCH_SIGNAL,
-        KUBE_WATCHES_QUERY,
         ObjectWatch,
         ObjectWatchBook,
-        ObjectWatchChanges,
         ObserveKubernetes,
-        packed_object_changes,
     )
-    from wire.observer import WORKER_STARTED_SIGNAL
-    from wire.packing import pack, unpack
+    from wire.packing import unpack
 
 from workflows.kit.calls import IO, start
-from workflows.observer.loop import ObserverActivity, observe_then_continue
+from workflows.observer.book_observer import BookObserver
+from workflows.observer.loop import ObserverActivity
 
 
 @workflow.defn(name=KUBE_OBSERVER_WORKFLOW)
-class KubernetesObserverWorkflow:
+class KubernetesObserverWorkflow(BookObserver[ObjectWatch]):
+    WATCHES: ClassVar = dict[str, ObjectWatch]
+
     @workflow.init
     def __init__(self, namespace: str, packed_watches: str = "") -> None:
         # A run continued as new gets the watches packed.
         self.book = (
-            ObjectWatchBook.of(unpack(packed_watches, dict[str, ObjectWatch]))
-            if packed_watches
-            else ObjectWatchBook()
+            ObjectWatchBook.of(unpack(packed_watches, self.WATCHES)) if packed_watches else ObjectWatchBook()
         )
 
         def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
@@ -54,24 +51,6 @@ class KubernetesObserverWorkflow:
     def watch(self, request: ObjectWatch) -> None:
         self.book.watch(request)
 
-    @workflow.signal(name=KUBE_UNWATCH_SIGNAL)
-    def unwatch(self, key: str) -> None:
-        self.book.unwatch(key)
-
-    @workflow.signal(name=WORKER_STARTED_SIGNAL)
-    def worker_started(self, identity: str) -> None:
-        self.observer.restart_asked = True
-
-    @workflow.query(name=KUBE_WATCHES_QUERY)
-    def watches(self, since: int) -> ObjectWatchChanges:
-        changes = packed_object_changes(self.book.changes_since(since))
-        return dataclasses.replace(changes, epoch_ms=self.observer.epoch_ms)
-
     @workflow.run
     async def run(self, namespace: str, packed_watches: str = "") -> None:
-        await observe_then_continue(
-            self.observer,
-            namespace,
-            lambda: self.book.watches,
-            lambda: pack(self.book.watches, dict[str, ObjectWatch]),
-        )
+        await self.observe(namespace)

@@ -6,44 +6,34 @@ It owns the watch book (which workflow waits for which submission id) and keeps 
 query and signals the workflows. Signal-with-start by a fixed id makes starting it idempotent, and Temporal
 hands the activity to one worker of the task queue: several workers share observers as any activity. With
 no watch left for `IDLE` it completes (a later watch starts a new run); a long history continues as new with
-the book. The loop, and the restart when a worker starts, are shared with the Kubernetes observer
-(workflows/observer/loop.py).
+the book. The loop, the restart when a worker starts and the other handlers are shared with the Kubernetes
+observer (workflows/observer/book_observer.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from typing import ClassVar
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from wire import stubs
-    from wire.observer import (
-        OBSERVER_WORKFLOW,
-        UNWATCH_SIGNAL,
-        WATCH_SIGNAL,
-        WATCHES_QUERY,
-        WORKER_STARTED_SIGNAL,
-        JobWatch,
-        ObserveJobs,
-        WatchBook,
-        WatchChanges,
-        packed_changes,
-    )
-    from wire.packing import pack, unpack
+    from wire.observer import OBSERVER_WORKFLOW, WATCH_SIGNAL, JobWatch, ObserveJobs, WatchBook
+    from wire.packing import unpack
 
 from workflows.kit.calls import IO, start
-from workflows.observer.loop import ObserverActivity, observe_then_continue
+from workflows.observer.book_observer import BookObserver
+from workflows.observer.loop import ObserverActivity
 
 
 @workflow.defn(name=OBSERVER_WORKFLOW)
-class RayJobObserverWorkflow:
+class RayJobObserverWorkflow(BookObserver[JobWatch]):
+    WATCHES: ClassVar = dict[str, JobWatch]
+
     @workflow.init
     def __init__(self, namespace: str, packed_watches: str = "") -> None:
         # A run continued as new gets the watches packed.
-        self.book = (
-            WatchBook.of(unpack(packed_watches, dict[str, JobWatch])) if packed_watches else WatchBook()
-        )
+        self.book = WatchBook.of(unpack(packed_watches, self.WATCHES)) if packed_watches else WatchBook()
 
         def observe(epoch_ms: int) -> workflow.ActivityHandle[None]:
             request = ObserveJobs(namespace, workflow.info().workflow_id, epoch_ms)
@@ -55,24 +45,6 @@ class RayJobObserverWorkflow:
     def watch(self, request: JobWatch) -> None:
         self.book.watch(request)
 
-    @workflow.signal(name=UNWATCH_SIGNAL)
-    def unwatch(self, key: str) -> None:
-        self.book.unwatch(key)
-
-    @workflow.signal(name=WORKER_STARTED_SIGNAL)
-    def worker_started(self, identity: str) -> None:
-        self.observer.restart_asked = True
-
-    @workflow.query(name=WATCHES_QUERY)
-    def watches(self, since: int) -> WatchChanges:
-        changes = packed_changes(self.book.changes_since(since))
-        return dataclasses.replace(changes, epoch_ms=self.observer.epoch_ms)
-
     @workflow.run
     async def run(self, namespace: str, packed_watches: str = "") -> None:
-        await observe_then_continue(
-            self.observer,
-            namespace,
-            lambda: self.book.watches,
-            lambda: pack(self.book.watches, dict[str, JobWatch]),
-        )
+        await self.observe(namespace)
