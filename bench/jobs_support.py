@@ -14,9 +14,10 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -67,6 +68,29 @@ def sample_process(pid: int) -> ProcessSample:
     return ProcessSample(rss, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
 
 
+@dataclass(frozen=True)
+class HeldWindow:
+    """A worker process over a window of holding: its RSS at the end, its CPU share over the window."""
+
+    wall_s: float
+    rss_bytes: int
+    cpu_share: float
+
+
+async def held_window(pid: int, seconds: float) -> HeldWindow:
+    """Waits `seconds` and says what the process `pid` used meanwhile."""
+    cpu_before, wall_before = sample_process(pid).cpu_seconds, time.monotonic()
+    await asyncio.sleep(seconds)
+    sample = sample_process(pid)
+    wall = time.monotonic() - wall_before
+    return HeldWindow(wall, sample.rss_bytes, (sample.cpu_seconds - cpu_before) / wall)
+
+
+def bench_task_queue(series: str) -> str:
+    """A task queue of its own for one run or point of `series` (no other worker takes its tasks)."""
+    return f"bench-{series}-{uuid.uuid4().hex[:6]}"
+
+
 @dataclass
 class SharedCluster:
     """The real stack, a namespace with one ready RayCluster of simulated Ray, and its head Pod."""
@@ -76,9 +100,11 @@ class SharedCluster:
     namespace: str
     head_pod: str
 
-    @property
-    def worker_kubeconfig(self) -> Path:
-        return self.real.worker_kubeconfig
+    def worker(
+        self, context: BenchContext, task_queue: str, log_path: Path
+    ) -> AbstractAsyncContextManager[WorkerProcess]:
+        """raypilot's worker for `task_queue` in a process of its own, as its ServiceAccount on this stack."""
+        return worker_process(context.address, task_queue, self.real.worker_kubeconfig, log_path)
 
     def api_mark(self) -> AuditMark:
         return audit_mark(self.real.plane.audit_log)

@@ -29,11 +29,11 @@ from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, event_kind, parse_ev
 from bench.jobs_support import (
     SHARED_CLUSTER,
     SharedCluster,
+    bench_task_queue,
     results_in_order,
     selector_rayjob,
     shared_cluster,
     start_rayjobs,
-    worker_process,
 )
 from bench.suite import BenchContext
 from models.naming import head_service_name
@@ -110,11 +110,10 @@ def dashboard_base(shared: SharedCluster) -> str:
 async def run(context: BenchContext) -> list[Figure]:
     count = 3 if context.smoke else 30
     lengths = sleeps(count, 2.0 if context.smoke else 8.0)
-    task_queue = f"bench-p3-{uuid.uuid4().hex[:6]}"
+    task_queue = bench_task_queue("p3")
     async with shared_cluster(context) as shared:
         base = dashboard_base(shared)
-        kubeconfig = shared.worker_kubeconfig
-        async with worker_process(context.address, task_queue, kubeconfig, context.scratch("p3") / "w.log"):
+        async with shared.worker(context, task_queue, context.scratch("p3") / "w.log"):
             tag = uuid.uuid4().hex[:4]
             manifests = [
                 selector_rayjob(shared.namespace, f"p3-{tag}-{index}", f"sleep {length:.3f}")

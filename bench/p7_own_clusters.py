@@ -22,10 +22,10 @@ from temporalio.service import RPCError
 from bench.jobs_support import (
     SHARED_CLUSTER,
     SharedCluster,
-    sample_process,
+    bench_task_queue,
+    held_window,
     start_rayjobs,
     terminate_all,
-    worker_process,
 )
 from bench.progress import Progress
 from bench.realkube_counts import without_proxy
@@ -86,10 +86,8 @@ async def _all_running(handles: list[Any], bar: Progress) -> bool:
 async def measure_own_clusters(
     context: BenchContext, shared: SharedCluster, jobs: int, window_s: float
 ) -> OwnClusterPoint:
-    task_queue = f"bench-p7o-{uuid.uuid4().hex[:6]}"
-    log_path = context.scratch("p7") / f"worker-own-{jobs}.log"
-    kubeconfig = shared.worker_kubeconfig
-    async with worker_process(context.address, task_queue, kubeconfig, log_path) as worker:
+    task_queue = bench_task_queue("p7o")
+    async with shared.worker(context, task_queue, context.scratch("p7") / f"worker-own-{jobs}.log") as worker:
         tag = uuid.uuid4().hex[:4]
         names = [f"p7o-{tag}-{index}" for index in range(jobs)]
         manifests = [own_cluster_rayjob(shared.namespace, name, "sleep 100000") for name in names]
@@ -107,10 +105,7 @@ async def measure_own_clusters(
             ramp = time.monotonic() - started
             ramp_requests = shared.api_requests_since(ramp_mark)
             hold_mark = shared.api_mark()
-            cpu_before, wall_before = sample_process(worker.pid).cpu_seconds, time.monotonic()
-            await asyncio.sleep(window_s)
-            sample = sample_process(worker.pid)
-            wall = time.monotonic() - wall_before
+            held = await held_window(worker.pid, window_s)
             hold = shared.api_requests_since(hold_mark)
             slots = await worker.activity_slots_used()
         finally:
@@ -120,9 +115,9 @@ async def measure_own_clusters(
     return OwnClusterPoint(
         jobs=jobs,
         ramp_s=ramp,
-        rss_bytes=sample.rss_bytes,
-        cpu_share=(sample.cpu_seconds - cpu_before) / wall,
+        rss_bytes=held.rss_bytes,
+        cpu_share=held.cpu_share,
         ramp_cluster_requests=sum(ramp_requests[key] for key in WAITS),
-        hold_api_rps=without_proxy(hold) / wall,
+        hold_api_rps=without_proxy(hold) / held.wall_s,
         slots_used=slots,
     )

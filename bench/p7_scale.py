@@ -26,13 +26,13 @@ from bench.jobs_support import (
     SHARED_CLUSTER,
     SharedCluster,
     WorkerProcess,
-    sample_process,
+    bench_task_queue,
+    held_window,
     selector_rayjob,
     shared_cluster,
     start_rayjobs,
     terminate_all,
     wait_for_states,
-    worker_process,
 )
 from bench.p7_own_clusters import OWN_CLUSTERS_MAX, OwnClusterPoint, measure_own_clusters
 from bench.realkube_counts import without_probes, without_proxy
@@ -116,10 +116,8 @@ def _delta(after: Counter[str], before: Counter[str]) -> Counter[str]:
 async def measure_point(
     context: BenchContext, shared: SharedCluster, jobs: int, window_s: float, settle_s: float
 ) -> ScalePoint:
-    task_queue = f"bench-p7-{uuid.uuid4().hex[:6]}"
-    log_path = context.scratch("p7") / f"worker-{jobs}.log"
-    kubeconfig = shared.worker_kubeconfig
-    async with worker_process(context.address, task_queue, kubeconfig, log_path) as worker:
+    task_queue = bench_task_queue("p7")
+    async with shared.worker(context, task_queue, context.scratch("p7") / f"worker-{jobs}.log") as worker:
         tag = uuid.uuid4().hex[:4]
         manifests = [
             selector_rayjob(shared.namespace, f"p7-{tag}-{index}", "sleep 100000") for index in range(jobs)
@@ -139,10 +137,7 @@ async def measure_point(
             settle = await settled(shared, worker, settle_s, within=120 + jobs * 0.1)
             dashboard_before, api_mark = await dashboard_requests(shared), shared.api_mark()
             paths_before = await dashboard_paths(shared)
-            cpu_before, wall_before = sample_process(worker.pid).cpu_seconds, time.monotonic()
-            await asyncio.sleep(window_s)
-            sample = sample_process(worker.pid)
-            wall = time.monotonic() - wall_before
+            held = await held_window(worker.pid, window_s)
             dashboard = _delta(await dashboard_requests(shared), dashboard_before)
             api = shared.api_requests_since(api_mark)
             polled = _delta(await dashboard_paths(shared), paths_before)
@@ -158,11 +153,11 @@ async def measure_point(
         jobs=jobs,
         ramp_s=ramp,
         settle_s=settle,
-        window_s=wall,
-        rss_bytes=sample.rss_bytes,
-        cpu_share=(sample.cpu_seconds - cpu_before) / wall,
-        dashboard_rps=sum(dashboard.values()) / wall,
-        api_rps=api_own / wall,
+        window_s=held.wall_s,
+        rss_bytes=held.rss_bytes,
+        cpu_share=held.cpu_share,
+        dashboard_rps=sum(dashboard.values()) / held.wall_s,
+        api_rps=api_own / held.wall_s,
         # A job is watched when it polls its own path (the polling wait) or is in the observer's book.
         jobs_polled=max(sum(1 for key in polled if key.startswith(prefix) and key.count("/") == 3), watched),
         slots_used=slots,
