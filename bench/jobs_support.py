@@ -40,7 +40,7 @@ from bench.realkube_counts import (
 from bench.realkube_stack import SharedRealStack, shared_real_stack
 from bench.suite import BenchContext
 from models.naming import head_service_name, workflow_id
-from sandbox.testing import raycluster_manifest, wait_until
+from sandbox.testing import ray_manifest, raycluster_manifest, wait_until
 from tests.integration.rayjob_support import create_raycluster, dashboard, head_pod_name
 from tests.integration.stack import Stack
 
@@ -257,18 +257,19 @@ def node_agent_pid(real: SharedRealStack) -> int | None:
     return process_with_arguments(b"sandbox.nodeagent", str(real.plane.kubeconfig).encode())
 
 
+def http_mode_rayjob(namespace: str, name: str, entrypoint: str, cluster: dict[str, Any]) -> dict[str, Any]:
+    """An HTTPMode RayJob running `entrypoint` on the cluster `cluster` names (`clusterSelector`) or makes
+    (`rayClusterSpec`)."""
+    return ray_manifest(
+        "RayJob", name, namespace, {"submissionMode": "HTTPMode", "entrypoint": entrypoint, **cluster}
+    )
+
+
 def selector_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
     """An HTTPMode RayJob on the shared cluster (no cluster of its own, nothing to delete)."""
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "submissionMode": "HTTPMode",
-            "entrypoint": entrypoint,
-            "clusterSelector": {"ray.io/cluster": SHARED_CLUSTER},
-        },
-    }
+    return http_mode_rayjob(
+        namespace, name, entrypoint, {"clusterSelector": {"ray.io/cluster": SHARED_CLUSTER}}
+    )
 
 
 async def start_rayjobs(

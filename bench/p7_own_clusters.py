@@ -24,6 +24,7 @@ from bench.jobs_support import (
     SharedCluster,
     bench_task_queue,
     held_window,
+    http_mode_rayjob,
     start_rayjobs,
     terminate_all,
 )
@@ -51,12 +52,7 @@ class OwnClusterPoint:
 def own_cluster_rayjob(namespace: str, name: str, entrypoint: str) -> dict[str, Any]:
     cluster = raycluster_manifest("unused", namespace, workers=0)
     with_quick_readiness(cluster["spec"])
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"submissionMode": "HTTPMode", "entrypoint": entrypoint, "rayClusterSpec": cluster["spec"]},
-    }
+    return http_mode_rayjob(namespace, name, entrypoint, {"rayClusterSpec": cluster["spec"]})
 
 
 def delete_own_clusters(shared: SharedCluster) -> None:

@@ -1,4 +1,4 @@
-"""Test helpers: waiting on conditions with a deadline, and a small RayCluster manifest."""
+"""Test helpers: waiting on conditions with a deadline, and small ray.io/v1 manifests (a RayCluster)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,11 @@ def raycluster_manifest(
         "ports": [{"name": port_name, "containerPort": number} for port_name, number in HEAD_PORTS],
         "env": [{"name": key, "value": value} for key, value in (env or {}).items()],
     }
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
+    return ray_manifest(
+        "RayCluster",
+        name,
+        namespace,
+        {
             "rayVersion": "2.60.0",
             "headGroupSpec": {
                 "rayStartParams": {"num-cpus": str(num_cpus)},
@@ -80,6 +80,16 @@ def raycluster_manifest(
                 }
             ],
         },
+    )
+
+
+def ray_manifest(kind: str, name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A ray.io/v1 object of `kind` named `name` in `namespace`, with `spec`."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
     }
 
 
