@@ -17,16 +17,11 @@ from raypilot.converter import raypilot_data_converter
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
-from raypilot.testing.rayservice_scenarios import (
-    eventually,
-    incremental_manifest,
-    running_rayservice,
-    status_of,
-    until_ready,
-)
+from raypilot.testing.rayservice_scenarios import eventually, incremental_manifest
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
+from tests.workflows.upgrade_support import apply, serving, upgrade_finished
 from wire import metrics as m
 from workflows.registry import WORKFLOWS
 
@@ -98,16 +93,9 @@ async def test_an_incremental_upgrade_records_its_steps_and_its_end_once(
 ) -> None:
     env, buffer, runtime = buffered
     world = FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
-
-        async def promoted() -> bool:
-            status = await status_of(handle)
-            active = status["activeServiceStatus"].get("rayClusterName")
-            return active != old and not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
-
-        await eventually(env, promoted)
+    async with serving(env, world, incremental_manifest()) as (handle, old):
+        await apply(handle, incremental_manifest("v2"))
+        await eventually(env, upgrade_finished(handle, old))
         history = await handle.fetch_history()
     updates = _raypilot(list(buffer.retrieve_updates()))
     finished = [update for update in updates if update.metric.name == m.RAYSERVICE_UPGRADES_FINISHED]

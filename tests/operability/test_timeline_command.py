@@ -15,16 +15,11 @@ from raypilot.cli.common import Console
 from raypilot.cli.main import run_main
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FakeWorld
-from raypilot.testing.rayservice_scenarios import (
-    eventually,
-    incremental_manifest,
-    running_rayservice,
-    status_of,
-    until_ready,
-)
+from raypilot.testing.rayservice_scenarios import eventually, incremental_manifest, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
 from tests.workflows.timer_dues import acts_with_decision_times, steps_timed_by_timers, timer_dues
+from tests.workflows.upgrade_support import apply, serving, upgrade_finished
 from wire import names
 
 TIMESTAMP_ROUNDING = timedelta(milliseconds=1)
@@ -61,16 +56,9 @@ async def test_the_timeline_of_a_running_rayservice_after_an_incremental_upgrade
     time_skipping_env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with running_rayservice(env, world, incremental_manifest()) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        await handle.execute_update("apply", incremental_manifest("v2"), result_type=dict)
-
-        async def promoted() -> bool:
-            status = await status_of(handle)
-            active = status["activeServiceStatus"].get("rayClusterName")
-            return active != old and not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
-
-        await eventually(env, promoted)
+    async with serving(env, world, incremental_manifest()) as (handle, old):
+        await apply(handle, incremental_manifest("v2"))
+        await eventually(env, upgrade_finished(handle, old))
         new = (await status_of(handle))["activeServiceStatus"]["rayClusterName"]
         task_queue = (await handle.describe()).task_queue
         picture = tmp_path / "svc.png"

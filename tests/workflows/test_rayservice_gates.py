@@ -18,6 +18,7 @@ from raypilot.testing.rayservice_scenarios import (
 from tests.workflows.fakes_gates import FAILING, GatedWorld
 from tests.workflows.upgrade_support import (
     apply,
+    assert_rolled_back,
     only_cluster_left,
     pending_cluster,
     promoted_away_from,
@@ -80,12 +81,9 @@ async def test_a_failing_http_probe_rolls_back_with_the_measured_values(
         await apply(handle, gated("v2", PROBE))
         final = await upgraded_or_rolled_back(env, handle, old)
         await eventually(env, only_cluster_left(world, old), step=timedelta(milliseconds=500))
-    assert final["activeServiceStatus"]["rayClusterName"] == old
-    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
-    events = [e for e in world.events if e.reason == "AnalysisFailed"]
-    assert [e.type for e in events] == ["Warning"]
-    assert "samples=20, success=75.0 % (min 95.0 %)" in events[0].message
-    assert "failed with HTTP 503" in events[0].message
+    message = assert_rolled_back(final, world, old, "RolloutAnalysis", "AnalysisFailed")
+    assert "samples=20, success=75.0 % (min 95.0 %)" in message
+    assert "failed with HTTP 503" in message
     assert world.route is not None
     backends = {b["name"]: b.get("weight") for b in world.route["spec"]["rules"][0]["backendRefs"]}
     assert backends.get(f"{old}-serve-svc") == 100

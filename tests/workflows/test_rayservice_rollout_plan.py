@@ -19,11 +19,13 @@ from raypilot.testing.rayservice_scenarios import (
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
     apply,
+    assert_rolled_back,
     promoted_away_from,
     rolled_back_to,
     rollout_manifest,
     routed,
     serving,
+    upgrade_finished,
 )
 
 PLAN = {
@@ -65,13 +67,7 @@ async def test_the_plan_is_walked_exactly_and_an_indefinite_pause_waits_for_resu
         assert condition_of(paused, "RolloutStep") == ("True", "WalkingStepPlan")
         await handle.execute_update("resume", result_type=dict)
 
-        async def promoted() -> bool:
-            status = await status_of(handle)
-            return status["activeServiceStatus"]["rayClusterName"] not in (old, None) and not (
-                status.get("pendingServiceStatus") or {}
-            ).get("rayClusterName")
-
-        await eventually(env, promoted)
+        await eventually(env, upgrade_finished(handle, old))
         final = await status_of(handle)
     assert condition_of(final, "RolloutStep") == ("", "")  # gone with the upgrade
     assert condition_of(final, "UpgradeControl") == ("", "")
@@ -152,11 +148,7 @@ async def test_a_failing_serve_status_gate_rolls_back(time_skipping_env: Workflo
         # time skip (at 1 s steps, 400 of them outlasted the test's timeout once on a loaded machine).
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(seconds=5))
         final = await status_of(handle)
-    assert final["activeServiceStatus"]["rayClusterName"] == old
-    assert condition_of(final, "RolloutAnalysis") == ("False", "AnalysisFailed")
-    failed = [e for e in world.events if e.reason == "AnalysisFailed"]
-    assert [e.type for e in failed] == ["Warning"]
-    assert failed[0].message == (
+    assert assert_rolled_back(final, world, old, "RolloutAnalysis", "AnalysisFailed") == (
         f"Analysis serve-healthy failed on RayCluster {new} (app=DEPLOY_FAILED); "
         "rolling back to the active cluster."
     )

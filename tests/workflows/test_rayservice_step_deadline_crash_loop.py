@@ -9,9 +9,10 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
+from raypilot.testing.rayservice_scenarios import eventually, running_rayservice, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
+    assert_rolled_back,
     only_cluster_left,
     pending_cluster,
     rolled_back_to,
@@ -36,11 +37,9 @@ async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEn
         began = await env.get_current_time()
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(seconds=5))
         final = await status_of(handle)
-    assert condition_of(final, "RolloutProgressing") == ("False", "StepDeadlineExceeded")
-    (event,) = [e for e in world.events if e.reason == "StepDeadlineExceeded"]
-    assert event.type == "Warning"
-    assert "Step 1 of raypilot.io/rollout" in event.message
-    assert "did not reach its traffic in 60 s; rolling back" in event.message
+    message = assert_rolled_back(final, world, old, "RolloutProgressing", "StepDeadlineExceeded")
+    assert "Step 1 of raypilot.io/rollout" in message
+    assert "did not reach its traffic in 60 s; rolling back" in message
     deleted = next(act.at for act in world.acts("delete", "RayCluster"))
     assert deleted - began >= timedelta(seconds=60)  # not before the deadline (then the deletion delay)
 
@@ -77,10 +76,8 @@ async def test_a_crash_looping_head_rolls_back(time_skipping_env: WorkflowEnviro
         world.clusters[new].serve_mode = "down"  # the dashboard goes with the head: the Serve wait returns
         await eventually(env, only_cluster_left(world, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
-    assert final["activeServiceStatus"]["rayClusterName"] == old
-    assert condition_of(final, "RolloutProgressing") == ("False", "HeadPodCrashLoop")
-    (event,) = [e for e in world.events if e.reason == "HeadPodCrashLoop"]
+    message = assert_rolled_back(final, world, old, "RolloutProgressing", "HeadPodCrashLoop")
     assert f"The head Pod of RayCluster {new} is crash-looping (ray-head: CrashLoopBackOff, 4 restarts)" in (
-        event.message
+        message
     )
     assert world.selected_cluster("svc-serve-svc") == old

@@ -13,6 +13,7 @@ from raypilot.testing.rayservice_scenarios import condition_of, eventually, runn
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.upgrade_support import (
     apply,
+    assert_rolled_back,
     promoted_to,
     rolled_back_to,
     rollout_manifest,
@@ -28,12 +29,9 @@ async def test_a_failed_new_cluster_is_rolled_back_at_once(time_skipping_env: Wo
         old = await start_stuck_upgrade(env, world, handle, rollout_manifest("v2", rollout), "failed")
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
-    assert final["activeServiceStatus"]["rayClusterName"] == old
-    assert condition_of(final, "RolloutProgressing") == ("False", "NewClusterUnhealthy")
-    events = [e for e in world.events if e.reason == "NewClusterUnhealthy"]
-    assert [e.type for e in events] == ["Warning"]
-    assert "Serve applications: app DEPLOY_FAILED" in events[0].message
-    assert "rolling back to the active cluster (onUnhealthy: Abort)" in events[0].message
+    message = assert_rolled_back(final, world, old, "RolloutProgressing", "NewClusterUnhealthy")
+    assert "Serve applications: app DEPLOY_FAILED" in message
+    assert "rolling back to the active cluster (onUnhealthy: Abort)" in message
 
 
 async def test_wait_keeps_the_upgrade_waiting(time_skipping_env: WorkflowEnvironment) -> None:

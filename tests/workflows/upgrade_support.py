@@ -159,6 +159,16 @@ def promoted_away_from(handle: Handle, old: str) -> Probe:
     return probe
 
 
+def upgrade_finished(handle: Handle, old: str) -> Probe:
+    """A cluster other than `old` serves and none is pending: the upgrade away from `old` is over."""
+
+    async def probe() -> bool:
+        status = await status_of(handle)
+        return active_of(status) not in ("", old) and not pending_of(status)
+
+    return probe
+
+
 def cluster_deleted(world: FakeRayWorld, name: str) -> Probe:
     """`name` was deleted (it may still be in the status: see `rolled_back_to`)."""
 
@@ -175,6 +185,18 @@ def only_cluster_left(world: FakeRayWorld, name: str) -> Probe:
         return world.live_clusters() == [name]
 
     return probe
+
+
+def assert_rolled_back(
+    final: dict[str, Any], world: FakeRayWorld, old: str, condition_type: str, reason: str
+) -> str:
+    """Asserts that the final status is back on `old`, its `condition_type` False for `reason`, and that one
+    Warning Event said `reason`; that Event's message."""
+    assert final["activeServiceStatus"]["rayClusterName"] == old, final["activeServiceStatus"]
+    assert condition_of(final, condition_type) == ("False", reason), final["conditions"]
+    events = [event for event in world.events if event.reason == reason]
+    assert [event.type for event in events] == ["Warning"], events
+    return events[0].message
 
 
 def rolled_back_to(world: FakeRayWorld, handle: Handle, old: str) -> Probe:
