@@ -39,6 +39,17 @@ async def job_in(client: httpx.AsyncClient, submission_id: str, states: set[str]
     return job if job["status"] in states else None
 
 
+async def finished_job(
+    dashboard: Dashboard, entrypoint: str, submission_id: str
+) -> tuple[dict[str, Any], str]:
+    """Submits `entrypoint` and waits until the job ends: (its job info, its logs)."""
+    async with dashboard.client() as client:
+        await submit(client, entrypoint, submission_id)
+        job = await eventually(lambda: job_in(client, submission_id, TERMINAL))
+        logs: str = (await client.get(f"/api/jobs/{submission_id}/logs")).json()["logs"]
+    return job, logs
+
+
 # --- transport: version, health, token auth, browser guard ---------------------------------------------
 
 
@@ -86,10 +97,7 @@ async def test_browser_guard(dashboard: Dashboard) -> None:
 
 async def test_failing_entrypoint(dashboard: Dashboard) -> None:
     submission_id = new_id("fail")
-    async with dashboard.client() as client:
-        await submit(client, "echo hello; exit 3", submission_id)
-        job = await eventually(lambda: job_in(client, submission_id, TERMINAL))
-        logs = (await client.get(f"/api/jobs/{submission_id}/logs")).json()["logs"]
+    job, logs = await finished_job(dashboard, "echo hello; exit 3", submission_id)
     assert job["status"] == "FAILED"
     assert job["error_type"] == "JOB_ENTRYPOINT_COMMAND_ERROR"
     assert job["driver_exit_code"] == 3
@@ -103,11 +111,7 @@ async def test_failing_entrypoint(dashboard: Dashboard) -> None:
 
 
 async def test_succeeding_python_entrypoint(dashboard: Dashboard) -> None:
-    submission_id = new_id("ok")
-    async with dashboard.client() as client:
-        await submit(client, "python -c \"print('from python')\"", submission_id)
-        job = await eventually(lambda: job_in(client, submission_id, TERMINAL))
-        logs = (await client.get(f"/api/jobs/{submission_id}/logs")).json()["logs"]
+    job, logs = await finished_job(dashboard, "python -c \"print('from python')\"", new_id("ok"))
     assert (job["status"], job["message"], job["driver_exit_code"]) == (
         "SUCCEEDED",
         "Job finished successfully.",

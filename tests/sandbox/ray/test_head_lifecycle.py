@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -49,37 +50,46 @@ async def test_a_simulated_restart_loses_jobs_and_keeps_ports() -> None:
     assert await port_closed(head.dashboard_url)
 
 
-async def test_a_simulated_head_exports_its_dashboard_requests_as_ray_counts_them() -> None:
+@pytest.fixture
+async def counted_head() -> AsyncIterator[SimulatedDashboard]:
+    """A started simulated head, for the tests of what it counts; stopped after the test."""
     head = SimulatedDashboard("counted", {}, {}, timings=SimulationTimings.fast())
     await head.start()
-    metrics = f"http://{head.host}:{head.ports['metrics']}/metrics"
     try:
-        async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
-            await client.post("/api/jobs/", json={"entrypoint": "true", "submission_id": "j"})
-            for _ in range(3):
-                await client.get("/api/jobs/j")
-            text = (await client.get(metrics)).text
+        yield head
     finally:
         await head.stop()
+
+
+async def submit_and_read(client: httpx.AsyncClient, entrypoint: str, reads: int) -> None:
+    """Submits job "j" running `entrypoint`, then reads its info `reads` times."""
+    await client.post("/api/jobs/", json={"entrypoint": entrypoint, "submission_id": "j"})
+    for _ in range(reads):
+        await client.get("/api/jobs/j")
+
+
+async def test_a_simulated_head_exports_its_dashboard_requests_as_ray_counts_them(
+    counted_head: SimulatedDashboard,
+) -> None:
+    head = counted_head
+    async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
+        await submit_and_read(client, "true", 3)
+        text = (await client.get(f"http://{head.host}:{head.ports['metrics']}/metrics")).text
     counter = "ray_dashboard_api_requests_count_requests_total"
     assert f'{counter}{{Component="dashboard",endpoint="/api/jobs/{{job_id}}",method="GET"}} 3.0' in text
     assert f'{counter}{{Component="dashboard",endpoint="/api/jobs/",method="POST"}} 1.0' in text
 
 
-async def test_a_simulated_head_counts_its_requests_per_route_and_path_and_its_jobs_per_state() -> None:
-    head = SimulatedDashboard("counted", {}, {}, timings=SimulationTimings.fast())
-    await head.start()
+async def test_a_simulated_head_counts_its_requests_per_route_and_path_and_its_jobs_per_state(
+    counted_head: SimulatedDashboard,
+) -> None:
+    head = counted_head
     counters_url = f"http://{head.host}:{head.ports['metrics']}{SIMULATION_COUNTERS_PATH}"
-    try:
-        async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
-            await client.post("/api/jobs/", json={"entrypoint": "sleep 60", "submission_id": "j"})
-            for _ in range(2):
-                await client.get("/api/jobs/j")
-            await client.get("/api/jobs/")
-            counters = (await client.get(counters_url)).json()
-            again = (await client.get(counters_url)).json()
-    finally:
-        await head.stop()
+    async with httpx.AsyncClient(base_url=head.dashboard_url) as client:
+        await submit_and_read(client, "sleep 60", 2)
+        await client.get("/api/jobs/")
+        counters = (await client.get(counters_url)).json()
+        again = (await client.get(counters_url)).json()
     assert counters["routes"] == {"POST /api/jobs/": 1, "GET /api/jobs/{job_id}": 2, "GET /api/jobs/": 1}
     assert counters["paths"] == {"POST /api/jobs/": 1, "GET /api/jobs/j": 2, "GET /api/jobs/": 1}
     assert sum(counters["jobStates"].values()) == 1, counters
