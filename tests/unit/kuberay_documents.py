@@ -1,5 +1,6 @@
 """The documents the unit tests build their cases from: the RayClusterSpec of KubeRay's own tests, the
-dotted-path patch a table case applies to a valid document, and those tables as pytest parameters."""
+smallest valid one, the dotted-path patch a table case applies to a valid document, and those tables as
+pytest parameters."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ DNS1035_LABEL_RULE = (
     "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')]"
 )
 """How KubeRay (from Kubernetes' apimachinery) says what a DNS-1035 label is, in its name errors."""
+
+HEAD_ONLY_CLUSTER_SPEC: dict[str, Any] = {
+    "rayVersion": "2.60.0",
+    "headGroupSpec": {
+        "rayStartParams": {},
+        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}},
+    },
+}
+"""The smallest valid RayClusterSpec: a Ray 2.60 head and no worker group."""
 
 DELETE = object()
 """A `patched` value that removes the field instead of setting it."""

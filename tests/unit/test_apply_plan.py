@@ -26,14 +26,7 @@ from raypilot.cli.apply_plan import (
 from raypilot.cli.apply_sources import read_documents
 from raypilot.cli.common import Console
 from raypilot.runs.errors import CommandError
-
-CLUSTER_SPEC: dict[str, Any] = {
-    "rayVersion": "2.60.0",
-    "headGroupSpec": {
-        "rayStartParams": {},
-        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}},
-    },
-}
+from tests.unit.kuberay_documents import HEAD_ONLY_CLUSTER_SPEC
 
 
 def rayjob(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +34,7 @@ def rayjob(metadata: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": "ray.io/v1",
         "kind": "RayJob",
         "metadata": metadata,
-        "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": CLUSTER_SPEC},
+        "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": HEAD_ONLY_CLUSTER_SPEC},
     }
 
 

@@ -19,25 +19,19 @@ from models import (
     parse_rayjob,
     parse_rayservice,
 )
+from tests.unit.kuberay_documents import HEAD_ONLY_CLUSTER_SPEC
 
-CLUSTER_SPEC: dict[str, Any] = {
-    "rayVersion": "2.60.0",
-    "headGroupSpec": {
-        "rayStartParams": {},
-        "template": {"spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.60.0"}]}},
-    },
-}
 RAYJOB: dict[str, Any] = {
     "apiVersion": "ray.io/v1",
     "kind": "RayJob",
     "metadata": {"name": "sample"},
-    "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": CLUSTER_SPEC},
+    "spec": {"entrypoint": "python -c 'print(1)'", "rayClusterSpec": HEAD_ONLY_CLUSTER_SPEC},
 }
 RAYSERVICE: dict[str, Any] = {
     "apiVersion": "ray.io/v1",
     "kind": "RayService",
     "metadata": {"name": "svc", "namespace": "serving"},
-    "spec": {"serveConfigV2": "applications: []\n", "rayClusterConfig": CLUSTER_SPEC},
+    "spec": {"serveConfigV2": "applications: []\n", "rayClusterConfig": HEAD_ONLY_CLUSTER_SPEC},
 }
 
 
@@ -135,7 +129,7 @@ def test_field_errors_name_the_kuberay_path(path: str, value: object, message: s
 
 def test_worker_group_errors_carry_list_indices() -> None:
     manifest = with_changes(
-        RAYJOB, "spec.rayClusterSpec", {**CLUSTER_SPEC, "workerGroupSpecs": [{"template": {}}]}
+        RAYJOB, "spec.rayClusterSpec", {**HEAD_ONLY_CLUSTER_SPEC, "workerGroupSpecs": [{"template": {}}]}
     )
     assert error_of(manifest) == "spec.rayClusterSpec.workerGroupSpecs[0].groupName: Field required"
 
@@ -187,7 +181,7 @@ def test_kubernetes_pod_fields_are_accepted_unchanged() -> None:
 
 def test_null_means_absent_for_fields_that_cannot_be_null() -> None:
     manifest = with_changes(RAYJOB, "spec.entrypoint", None)
-    manifest["spec"]["rayClusterSpec"] = {**CLUSTER_SPEC, "workerGroupSpecs": None}
+    manifest["spec"]["rayClusterSpec"] = {**HEAD_ONLY_CLUSTER_SPEC, "workerGroupSpecs": None}
     job = parse_rayjob(manifest)
     assert job.spec.entrypoint == ""
     assert job.spec.ray_cluster_spec is not None
@@ -208,7 +202,7 @@ def test_parse_raycluster() -> None:
             "apiVersion": "ray.io/v1",
             "kind": "RayCluster",
             "metadata": {"name": "shared"},
-            "spec": CLUSTER_SPEC,
+            "spec": HEAD_ONLY_CLUSTER_SPEC,
         }
     )
     assert cluster.spec.ray_version == "2.60.0"

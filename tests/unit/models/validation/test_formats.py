@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
@@ -41,23 +42,6 @@ def test_go_duration(text: str, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("300", 'time: missing unit in duration "300"'),
-        ("", 'time: invalid duration ""'),
-        ("-", 'time: invalid duration "-"'),
-        ("invalid", 'time: invalid duration "invalid"'),
-        ("5d", 'time: unknown unit "d" in duration "5d"'),
-        ("1e3s", 'time: unknown unit "e" in duration "1e3s"'),
-        ("9999999999h", 'time: invalid duration "9999999999h"'),
-    ],
-)
-def test_go_duration_errors(text: str, message: str) -> None:
-    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-        parse_go_duration_seconds(text)
-
-
-@pytest.mark.parametrize(
     ("text", "value"),
     [("300", 300), ("-100", -100), ("+7", 7), (" 1", None), ("1_000", None), ("", None), ("1.0", None)],
 )
@@ -73,17 +57,29 @@ def test_generic_version(text: str, components: tuple[int, ...]) -> None:
     assert parse_generic_version(text) == components
 
 
+def _parser_name(value: object) -> str | None:
+    return getattr(value, "__name__", None) if callable(value) else None
+
+
 @pytest.mark.parametrize(
-    ("text", "message"),
+    ("parse", "text", "message"),
     [
-        ("invalid", 'could not parse "invalid" as version'),
-        ("2", 'illegal version string "2"'),
-        ("02.1", 'illegal zero-prefixed version component "02" in "02.1"'),
+        (parse_go_duration_seconds, "300", 'time: missing unit in duration "300"'),
+        (parse_go_duration_seconds, "", 'time: invalid duration ""'),
+        (parse_go_duration_seconds, "-", 'time: invalid duration "-"'),
+        (parse_go_duration_seconds, "invalid", 'time: invalid duration "invalid"'),
+        (parse_go_duration_seconds, "5d", 'time: unknown unit "d" in duration "5d"'),
+        (parse_go_duration_seconds, "1e3s", 'time: unknown unit "e" in duration "1e3s"'),
+        (parse_go_duration_seconds, "9999999999h", 'time: invalid duration "9999999999h"'),
+        (parse_generic_version, "invalid", 'could not parse "invalid" as version'),
+        (parse_generic_version, "2", 'illegal version string "2"'),
+        (parse_generic_version, "02.1", 'illegal zero-prefixed version component "02" in "02.1"'),
     ],
+    ids=_parser_name,
 )
-def test_generic_version_errors(text: str, message: str) -> None:
+def test_parse_errors_say_what_go_says(parse: Callable[[str], object], text: str, message: str) -> None:
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
-        parse_generic_version(text)
+        parse(text)
 
 
 @pytest.mark.parametrize(
