@@ -1,5 +1,6 @@
 """The Kubernetes observer's pure decisions, as tables: which item belongs to which observed object, which
-views a watch wants and which end it, who gets which view, which view is newer, and the book's changes."""
+views a watch wants and which end it, who gets which view, and the book's changes (which view is newer:
+test_observer_decisions, one rule for both observers)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from wire.kubernetes_observer import (
     cached_object_key,
     ends_cluster_wait,
     ends_watch,
-    is_newer_object_view,
     kube_observer_workflow_id,
     object_deliveries,
     wants_view,
@@ -108,23 +108,6 @@ def test_after_a_restart_every_looked_watch_gets_its_view_once() -> None:
     watches = {w.key: w for w in (_watch("Job", "j", "wf1", "finished"), _watch("HeadPod", "rc", "wf2"))}
     observations = {"Job/j": Observation(None, GONE), "HeadPod/rc": Observation({}, POD_RUNNING)}
     assert {d.workflow_id for d in object_deliveries(watches, observations, {})} == {"wf1", "wf2"}
-
-
-@pytest.mark.parametrize(
-    ("held", "incoming", "newer"),
-    [
-        (None, (1, 1, 1), True),
-        ((1, 1, 5), (1, 1, 6), True),
-        ((1, 1, 5), (1, 2, 1), True),  # a retried attempt's first round
-        ((1, 2, 1), (1, 1, 9), False),  # a lost attempt still running
-        ((2, 1, 1), (1, 3, 9), False),  # an earlier observer run
-        ((1, 1, 5), (1, 1, 5), False),  # a retried signal
-    ],
-)
-def test_only_a_newer_view_replaces_the_held_one(
-    held: tuple[int, int, int] | None, incoming: tuple[int, int, int], newer: bool
-) -> None:
-    assert is_newer_object_view(held, incoming) is newer
 
 
 def test_the_book_hands_out_only_what_changed_and_a_registration_again_counts() -> None:

@@ -1,11 +1,15 @@
 """The observer's pure decisions (wire.observer): which workflow gets which view after a tick's lists, how
-views of different attempts order, what the watch book tells a reader, and a relist after a restart."""
+views of different attempts order (the Kubernetes observer's too), what the watch book tells a reader, and
+a relist after a restart."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
+from wire.kubernetes_observer import is_newer_object_view
 from wire.observer import (
     Delivery,
     JobWatch,
@@ -96,6 +100,8 @@ def test_a_watch_is_done_once_a_terminal_view_was_delivered() -> None:
     assert finished_watches({KA: SUCCEEDED, KB: RUNNING, KC: NOT_FOUND}) == [KA]
 
 
+# The Ray job observer's and the Kubernetes observer's views order by the same rule.
+@pytest.mark.parametrize("is_newer", [is_newer_view, is_newer_object_view])
 @pytest.mark.parametrize(
     ("held", "incoming", "newer"),
     [
@@ -105,12 +111,16 @@ def test_a_watch_is_done_once_a_terminal_view_was_delivered() -> None:
         ((1000, 2, 1), (1000, 1, 900), False),  # a lost attempt still running: older whatever its tick
         ((1000, 1, 900), (1000, 2, 1), True),  # the retried attempt's first list
         ((1000, 3, 50), (2000, 1, 1), True),  # a later observer activity (epoch)
+        ((2000, 1, 1), (1000, 3, 9), False),  # an earlier observer activity
     ],
 )
 def test_views_order_by_epoch_then_attempt_then_tick(
-    held: tuple[int, int, int] | None, incoming: tuple[int, int, int], newer: bool
+    is_newer: Callable[[tuple[int, int, int] | None, tuple[int, int, int]], bool],
+    held: tuple[int, int, int] | None,
+    incoming: tuple[int, int, int],
+    newer: bool,
 ) -> None:
-    assert is_newer_view(held, incoming) is newer
+    assert is_newer(held, incoming) is newer
 
 
 def test_the_book_gives_a_reader_only_what_changed_since_its_version() -> None:
