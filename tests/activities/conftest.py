@@ -1,8 +1,8 @@
 """Fixtures for the activity tests: the real stack of the test process (`real_kube_of_simulated_ray`,
 tests/conftest.py: etcd, kube-apiserver, KubeRay's operator, pods of simulated Ray), reached by the
 activities as the worker reaches it (its ServiceAccount, deploy/'s RBAC) through a fault proxy of the
-module's own; namespaces made by the admin and removed with the module; and helpers to run activities in an
-ActivityEnvironment that records heartbeats.
+module's own; namespaces made by the admin and removed with the module; helpers to run activities in an
+ActivityEnvironment that records heartbeats; and the activities a worker registers.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
+from temporalio import activity
 from temporalio.testing import ActivityEnvironment
 
 from activities.kubernetes.clusters import RayClusterActivities
-from activities.registry import ActivityDependencies
+from activities.registry import ActivityDependencies, build_activities
 from activities.waits import KubernetesWaits
 from sandbox.faults import FaultRule
 from sandbox.realkube.faultproxy import FaultProxy
@@ -102,6 +103,22 @@ def no_fault_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]
     yield
     if cluster is not None:
         cluster.set_faults([])
+
+
+async def registered_activities() -> list[tuple[str, Callable[..., Any]]]:
+    """What a worker registers, as (activity name, implementation) in registration order: a name registered
+    twice is listed twice. Built from an empty environment (nothing is reached)."""
+    dependencies = ActivityDependencies.from_env({})
+    try:
+        implementations = build_activities(dependencies)
+    finally:
+        await dependencies.aclose()
+    registered: list[tuple[str, Callable[..., Any]]] = []
+    for fn in implementations:
+        name = activity._Definition.must_from_callable(fn).name
+        assert name is not None, f"{fn} is a dynamic activity: the worker registers none"
+        registered.append((name, fn))
+    return registered
 
 
 def make_dependencies(cluster: ActivityKube, access: str) -> ActivityDependencies:

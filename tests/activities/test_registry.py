@@ -4,34 +4,20 @@ from __future__ import annotations
 
 import inspect
 
-from temporalio import activity
-
-from activities.registry import ActivityDependencies, build_activities
+from activities.registry import ActivityDependencies
+from tests.activities.conftest import registered_activities
 from wire import names
 
 
 async def test_every_named_activity_is_registered_once() -> None:
-    dependencies = ActivityDependencies.from_env({})
-    try:
-        registered = build_activities(dependencies)
-        definitions = [activity._Definition.must_from_callable(fn) for fn in registered]
-    finally:
-        await dependencies.aclose()
-    registered_names = [definition.name for definition in definitions]
+    registered_names = [name for name, _ in await registered_activities()]
     assert len(registered_names) == len(set(registered_names))
     declared = {value for key, value in vars(names).items() if key.isupper() and isinstance(value, str)}
     assert declared == set(registered_names)
 
 
 async def test_kubernetes_crud_is_sync_and_dashboard_temporal_and_waits_are_async() -> None:
-    dependencies = ActivityDependencies.from_env({})
-    try:
-        by_name = {
-            activity._Definition.must_from_callable(fn).name: fn for fn in build_activities(dependencies)
-        }
-    finally:
-        await dependencies.aclose()
-    for name, fn in by_name.items():
+    for name, fn in await registered_activities():
         is_async = inspect.iscoroutinefunction(fn)
         # The Kubernetes client blocks (threads); httpx and the Temporal client are asyncio.
         # The observers (dashboard lists, Kubernetes watches, Temporal signals) and the analysis gates (HTTP)

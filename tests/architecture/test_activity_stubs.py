@@ -10,9 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from temporalio import activity
 
-from activities.registry import ActivityDependencies, build_activities
+from tests.activities.conftest import registered_activities
 from wire import stubs
 from wire.stubs.common import Activity, ActivityWithoutInput
 
@@ -34,13 +33,7 @@ def declared_types() -> dict[str, tuple[list[Any], Any]]:
 
 
 async def test_every_registered_activity_is_declared_with_its_types() -> None:
-    dependencies = ActivityDependencies.from_env({})
-    try:
-        registered = {
-            activity._Definition.must_from_callable(fn).name: fn for fn in build_activities(dependencies)
-        }
-    finally:
-        await dependencies.aclose()
+    registered = dict(await registered_activities())
     declared = declared_types()
     assert set(declared) == set(registered)
     for name, implementation in registered.items():
