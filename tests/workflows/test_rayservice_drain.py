@@ -65,6 +65,15 @@ def read_times(world: DrainingWorld, cluster: str, times: int) -> Callable[[], A
     return probe
 
 
+async def drain_after_reads(env: WorkflowEnvironment, world: DrainingWorld, old: str, reads: int) -> None:
+    """Keeps one request in flight on `old` until its drain has read it `reads` times, then none; returns once
+    `old` is deleted."""
+    world.in_flight[old] = 1
+    await eventually(env, read_times(world, old, reads), step=DRAIN_POLL)
+    world.in_flight[old] = 0
+    await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+
+
 async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
@@ -144,12 +153,7 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
     world.closing_answer = ServeConnectionsClosing(2)
     async with running_rayservice(env, world, manifest("v1", 90)) as handle:
         old = await switch_to_v2(env, handle, 90)
-        world.in_flight[old] = 1
-
-        await eventually(env, read_times(world, old, 2), step=DRAIN_POLL)
-        world.in_flight[old] = 0
-
-        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+        await drain_after_reads(env, world, old, 2)
     [(asked_at, request)] = world.closings
     assert request.target.head_service == f"{old}-head-svc"
     assert request.submission_id == f"raypilot-close-connections-{old}"
@@ -238,12 +242,7 @@ async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
     world.drain_wait_registered = False
     async with running_rayservice(env, world, manifest("v1", 600)) as handle:
         old = await switch_to_v2(env, handle, 600)
-        world.in_flight[old] = 1
-
-        await eventually(env, read_times(world, old, 4), step=DRAIN_POLL)
-        world.in_flight[old] = 0
-
-        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+        await drain_after_reads(env, world, old, 4)
     reads = [at for at, name, _ in world.reads if name == old]
     answers = [answer for _, name, answer in world.reads if name == old]
     slack = timedelta(milliseconds=500)
