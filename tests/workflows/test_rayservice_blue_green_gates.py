@@ -4,12 +4,14 @@ a failed post-promotion analysis switches the Services back and keeps the old cl
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from raypilot.testing.rayservice_scenarios import condition_of, eventually, status_of
+from raypilot.testing.rayservice_scenarios import Handle, condition_of, eventually, status_of
 from tests.workflows.fakes_gates import FAILING, GatedWorld
 from tests.workflows.upgrade_support import (
     active_cluster,
@@ -30,13 +32,22 @@ def blue_green(version: str, **rollout: Any) -> dict[str, Any]:
     return rollout_manifest(version, {"analyses": [PROBE], **rollout}, incremental=False)
 
 
+@asynccontextmanager
+async def upgrade_failing_its_analysis(
+    env: WorkflowEnvironment, world: GatedWorld, **gate: str
+) -> AsyncIterator[tuple[Handle, str]]:
+    """v1 serving, then v2 applied with the analysis `gate` and a probe that fails: (handle, v1's cluster)."""
+    async with serving(env, world, blue_green("v1", **gate)) as (handle, old):
+        world.samples = FAILING
+        await apply(handle, blue_green("v2", **gate))
+        yield handle, old
+
+
 async def test_a_failed_pre_promotion_analysis_rolls_back_before_the_switch(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
-    async with serving(env, world, blue_green("v1", prePromotionAnalysis="probe")) as (handle, old):
-        world.samples = FAILING
-        await apply(handle, blue_green("v2", prePromotionAnalysis="probe"))
+    async with upgrade_failing_its_analysis(env, world, prePromotionAnalysis="probe") as (handle, old):
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
     message = assert_rolled_back(final, world, old, "RolloutAnalysis", "AnalysisFailed")
@@ -74,9 +85,7 @@ async def test_a_failed_post_promotion_analysis_switches_back_and_keeps_the_old_
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, GatedWorld()
-    async with serving(env, world, blue_green("v1", postPromotionAnalysis="probe")) as (handle, old):
-        world.samples = FAILING
-        await apply(handle, blue_green("v2", postPromotionAnalysis="probe"))
+    async with upgrade_failing_its_analysis(env, world, postPromotionAnalysis="probe") as (handle, old):
 
         async def switched_back() -> bool:
             return bool(world.probes) and world.selected_cluster(SERVE) == old
