@@ -6,7 +6,8 @@ time."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.testing.rayservice_scenarios import (
+    Handle,
     eventually,
     rayservice_manifest,
     running_rayservice,
@@ -34,17 +36,22 @@ def manifest(version: str, max_drain_s: int | None) -> dict[str, Any]:
     return rayservice_manifest(version=version, deletion_delay=DELAY_S, annotations=annotations)
 
 
-async def switch_to_v2(env: WorkflowEnvironment, handle: Any, max_drain_s: int | None) -> str:
-    """Runs v1, applies v2 and returns the old cluster once the new one is active."""
-    old = str(await ready_cluster(env, handle))
-    await apply(handle, manifest("v2", max_drain_s))
+@asynccontextmanager
+async def switched_to_v2(
+    env: WorkflowEnvironment, world: DrainingWorld, max_drain_s: int | None
+) -> AsyncIterator[tuple[Handle, str]]:
+    """Runs v1, applies v2 (both with `max_drain_s`) and waits until the new cluster is active: (handle, the
+    old cluster)."""
+    async with running_rayservice(env, world, manifest("v1", max_drain_s)) as handle:
+        old = str(await ready_cluster(env, handle))
+        await apply(handle, manifest("v2", max_drain_s))
 
-    async def switched() -> bool:
-        status = await status_of(handle)
-        return status["activeServiceStatus"]["rayClusterName"] != old
+        async def switched() -> bool:
+            status = await status_of(handle)
+            return status["activeServiceStatus"]["rayClusterName"] != old
 
-    await eventually(env, switched, step=timedelta(seconds=1))
-    return old
+        await eventually(env, switched, step=timedelta(seconds=1))
+        yield handle, old
 
 
 def switch_time(world: FakeRayWorld) -> Any:
@@ -78,8 +85,7 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, DrainingWorld()
-    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
-        old = await switch_to_v2(env, handle, 600)
+    async with switched_to_v2(env, world, 600) as (_, old):
         world.in_flight[old] = 3  # a long request still being answered by the old cluster
         switched = switch_time(world)
 
@@ -105,8 +111,7 @@ async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, DrainingWorld()
-    async with running_rayservice(env, world, manifest("v1", 60)) as handle:
-        old = await switch_to_v2(env, handle, 60)
+    async with switched_to_v2(env, world, 60) as (_, old):
         world.in_flight[old] = 1  # a client that never stops (or a request that never ends)
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
@@ -121,8 +126,7 @@ async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests
 async def test_unknown_in_flight_counts_are_not_drained(time_skipping_env: WorkflowEnvironment) -> None:
     """No proxy answered (None): the cluster is kept until the maximum drain time, not deleted at once."""
     env, world = time_skipping_env, DrainingWorld()
-    async with running_rayservice(env, world, manifest("v1", 40)) as handle:
-        old = await switch_to_v2(env, handle, 40)
+    async with switched_to_v2(env, world, 40) as (_, old):
         world.in_flight[old] = None
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
@@ -133,8 +137,7 @@ async def test_without_the_annotation_the_old_cluster_goes_at_the_delay_and_noth
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, DrainingWorld()
-    async with running_rayservice(env, world, manifest("v1", None)) as handle:
-        old = await switch_to_v2(env, handle, None)
+    async with switched_to_v2(env, world, None) as (_, old):
         world.in_flight[old] = 5
 
         await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=5))
@@ -151,8 +154,7 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
     and a margin; a second apply does not ask again for the cluster already draining."""
     env, world = time_skipping_env, DrainingWorld()
     world.closing_answer = ServeConnectionsClosing(2)
-    async with running_rayservice(env, world, manifest("v1", 90)) as handle:
-        old = await switch_to_v2(env, handle, 90)
+    async with switched_to_v2(env, world, 90) as (_, old):
         await drain_after_reads(env, world, old, 2)
     [(asked_at, request)] = world.closings
     assert request.target.head_service == f"{old}-head-svc"
@@ -166,9 +168,7 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
 async def test_a_failed_closing_does_not_stop_the_drain(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, DrainingWorld()
     world.closing_answer = None  # the job could not run: the drain goes on as without it
-    async with running_rayservice(env, world, manifest("v1", 60)) as handle:
-        old = await switch_to_v2(env, handle, 60)
-
+    async with switched_to_v2(env, world, 60) as (_, old):
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
     assert len(world.closings) == 1
     waited = deletion_time(world, old) - switch_time(world)
@@ -188,8 +188,7 @@ async def test_a_drain_writes_no_history_while_requests_stay_in_flight(
     this scenario: the polling loop wrote 258 events from the first reading to the deletion (two minutes of
     requests in flight, then three zeros), the waits 24."""
     env, world = time_skipping_env, DrainingWorld()
-    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
-        old = await switch_to_v2(env, handle, 600)
+    async with switched_to_v2(env, world, 600) as (handle, old):
         world.in_flight[old] = 3
 
         async def first_read() -> bool:
@@ -218,8 +217,7 @@ async def test_a_held_drain_follows_its_annotation_when_it_changes(
     is shortened below what already passed (after one last reading) or the annotation is removed (nothing
     read), as within a DRAIN_POLL before."""
     env, world = time_skipping_env, DrainingWorld()
-    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
-        old = await switch_to_v2(env, handle, 600)
+    async with switched_to_v2(env, world, 600) as (handle, old):
         world.in_flight[old] = 2
 
         await eventually(env, read_times(world, old, 5), step=DRAIN_POLL)
@@ -240,8 +238,7 @@ async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
     again, DRAIN_POLL apart, and deleted after three zeros, as before the waits."""
     env, world = time_skipping_env, DrainingWorld()
     world.drain_wait_registered = False
-    async with running_rayservice(env, world, manifest("v1", 600)) as handle:
-        old = await switch_to_v2(env, handle, 600)
+    async with switched_to_v2(env, world, 600) as (_, old):
         await drain_after_reads(env, world, old, 4)
     reads = [at for at, name, _ in world.reads if name == old]
     answers = [answer for _, name, answer in world.reads if name == old]
