@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.analysis import AnalysisActivities
 from activities.registry import ActivityDependencies
 from models.rollout import PrometheusQuery
+from sandbox.realkube.controlplane import free_port
 from tests.local_http import local_http
 from wire.analysis import PrometheusAnswer, PrometheusRequest
 from workflows.decisions.rayservice.upgrade.gates import prometheus_verdict
@@ -41,12 +41,6 @@ serve_requests_total{code="200"} 995
 serve_requests_total{code="500"} 5
 """
 ERROR_RATIO = 'sum(serve_requests_total{code=~"5.."}) / sum(serve_requests_total)'
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def metrics(_: web.Request) -> web.Response:

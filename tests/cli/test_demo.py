@@ -16,6 +16,7 @@ import pytest
 
 from raypilot.cli.demo import run_demo
 from raypilot.cli.demo_support import DemoPace
+from sandbox.realkube.controlplane import free_port
 from sandbox.realkube.stack import real_stack_unavailable
 
 # ~160 s measured on the shared 2-core machine (the K8sJobMode submitter runs the `ray` CLI twice, 20 s each
@@ -31,13 +32,6 @@ pytestmark = [
 ]
 
 QUICK = DemoPace(delete_cluster_ttl_s=2, step_size_percent=50, interval_s=1, max_surge_percent=50)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture

@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -33,6 +32,7 @@ from temporalio.service import RPCError
 
 from raypilot.cli.stack import wait_for_port
 from raypilot.testing.binaries import temporal_cli
+from sandbox.realkube.controlplane import free_port
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time, rayjob_events
 from tests.integration.stack import Stack, kubeconfig_worker
@@ -50,13 +50,6 @@ TTL_WHILE_DOWN = 6
 # How long both stay down after the second rule fell due.
 DOWN_PAST_DUE_SECONDS = 3.0
 STOP_PATIENCE_SECONDS = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclasses.dataclass

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import yaml
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 
 from raypilot.metrics import phase_counts
+from sandbox.realkube.controlplane import free_port
 from wire.metrics import EXPORTED, SPECS, MetricPoint, histogram_buckets, prometheus_series
 from workflows.kit.metrics import record_points
 
@@ -87,12 +87,6 @@ def test_the_dashboard_shows_every_metric_and_the_alerts_cover_failures_stuck_up
     assert {"RayJobsFailed", "RayServiceUpgradeStuck", "RayJobDeletionLate"} <= alerts
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _sample_point(name: str) -> MetricPoint:
     return MetricPoint(name, 2.0, {label: "x" for label in SPECS[name].labels})
 
@@ -100,7 +94,7 @@ def _sample_point(name: str) -> MetricPoint:
 def test_the_endpoint_exports_every_metric_under_its_name() -> None:
     """One value of each metric recorded through the SDK's meter, as workflows, activities and the phase
     collector record them, then the endpoint scraped as Prometheus would."""
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     config = PrometheusConfig(bind_address=address, histogram_bucket_overrides=histogram_buckets())
     runtime = Runtime(telemetry=TelemetryConfig(metrics=config))
     record_points(runtime.metric_meter, [_sample_point(spec.name) for spec in EXPORTED])

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from raypilot.search_attributes import missing_search_attributes
 from raypilot.testing.binaries import temporal_cli
+from sandbox.realkube.controlplane import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -34,12 +34,6 @@ async def bare_dev_server() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def wait_until(check: object, patience: float = 30.0) -> None:
