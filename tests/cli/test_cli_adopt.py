@@ -14,17 +14,7 @@ from kubernetes import client as k8s
 from sandbox.testing import wait_until
 from tests.cli.conftest import CliStack
 from tests.integration.rayjob_support import example
-from tests.integration.rayservice_helpers import rayservice
-
-KUBERAY_MADE = {
-    "metadata": {
-        "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
-        "annotations": {
-            "raypilot.io/workflow-id": None,
-            "ray.io/hash-without-replicas-and-workers-to-delete": "X",
-        },
-    }
-}
+from tests.integration.rayservice_helpers import KUBERAY_MADE, rayservice
 
 
 async def _status(cli_stack: CliStack, ref: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""RayService manifests and status readers shared by the RayService integration tests."""
+"""RayService manifests, status readers and KubeRay's look, shared by the RayService integration tests."""
 
 from __future__ import annotations
 
@@ -15,6 +15,17 @@ from tests.integration.stack import Stack
 
 EXAMPLE = yaml.safe_load((Path(__file__).parents[2] / "examples" / "rayservice-newcluster.yaml").read_text())
 DELETION_DELAY_S = 5
+KUBERAY_MADE: dict[str, Any] = {
+    "metadata": {
+        "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
+        "annotations": {
+            "raypilot.io/workflow-id": None,
+            "ray.io/hash-without-replicas-and-workers-to-delete": "X",
+        },
+    }
+}
+"""A merge patch that makes a RayCluster or Service raypilot made look like KubeRay's leftovers: KubeRay's
+label and hash annotation, no workflow annotation."""
 
 
 def rayservice(namespace: str, name: str, version: str) -> dict[str, Any]:

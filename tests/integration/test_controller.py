@@ -35,7 +35,13 @@ from raypilot.load import SteadyLoad
 from sandbox.testing import ConditionTimeout, wait_until
 from tests.docs.test_rbac import Permission, permission_of, role_permissions
 from tests.integration.rayjob_support import example
-from tests.integration.rayservice_helpers import active_cluster, is_running, rayservice, wait_for_status
+from tests.integration.rayservice_helpers import (
+    KUBERAY_MADE,
+    active_cluster,
+    is_running,
+    rayservice,
+    wait_for_status,
+)
 from tests.integration.stack import Stack
 from tests.kubectl import KUBECTL, kubectl
 from tests.kubes import RealKube
@@ -470,18 +476,9 @@ async def kuberay_leftovers(stack: Stack, namespace: str, name: str) -> tuple[di
     old = active_cluster(serving)
     # Make it look like KubeRay's leftovers: no workflow, KubeRay's labels, no raypilot annotations.
     await handle.terminate("stands for KubeRay's operator")
-    kuberay_made = {
-        "metadata": {
-            "labels": {"app.kubernetes.io/created-by": "kuberay-operator"},
-            "annotations": {
-                "raypilot.io/workflow-id": None,
-                "ray.io/hash-without-replicas-and-workers-to-delete": "X",
-            },
-        }
-    }
-    stack.custom.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", old, kuberay_made)
+    stack.custom.patch_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters", old, KUBERAY_MADE)
     for service in (f"{name}-head-svc", f"{name}-serve-svc"):
-        stack.core.patch_namespaced_service(service, namespace, kuberay_made)
+        stack.core.patch_namespaced_service(service, namespace, KUBERAY_MADE)
     serve = stack.core.read_namespaced_service(f"{name}-serve-svc", namespace).spec
     assert serve is not None
     return kuberay, old, str(serve.cluster_ip)
