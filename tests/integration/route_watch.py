@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 from kubernetes import client as k8s
 
@@ -62,8 +62,26 @@ class WeightChange:
         return self.weights.get(backend, 0)
 
 
+class BackgroundPoll:
+    """Runs its `_poll` loop as a task for the time of an `async with` block."""
+
+    _task: asyncio.Task[None] | None = None
+
+    async def _poll(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        self._task = asyncio.create_task(self._poll())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
 @dataclass
-class RouteRecorder:
+class RouteRecorder(BackgroundPoll):
     """Polls the HTTPRoute every `period_s` (through the blocking client, off the event loop) and records
     every change of its weights. A poll, not a watch: it cannot silently miss changes after a dropped
     stream, and 50 ms of uncertainty is far below the segment trimming."""
@@ -73,7 +91,6 @@ class RouteRecorder:
     name: str
     period_s: float = 0.05
     changes: list[WeightChange] = field(default_factory=list)
-    _task: asyncio.Task[None] | None = None
 
     async def _poll(self) -> None:
         while True:
@@ -82,15 +99,6 @@ class RouteRecorder:
             if not self.changes or self.changes[-1].weights != weights:
                 self.changes.append(WeightChange(time.monotonic(), weights))
             await asyncio.sleep(self.period_s)
-
-    async def __aenter__(self) -> RouteRecorder:
-        self._task = asyncio.create_task(self._poll())
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     def latest(self) -> WeightChange | None:
         return self.changes[-1] if self.changes else None
@@ -140,13 +148,12 @@ def segments(
 
 
 @dataclass
-class StatusSampler:
+class StatusSampler(BackgroundPoll):
     """Queries the workflow's status every `period_s` and keeps each distinct one with when it was seen."""
 
     query: Callable[[], Awaitable[dict[str, Any]]]
     period_s: float = 0.25
     seen: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    _task: asyncio.Task[None] | None = None
 
     async def _poll(self) -> None:
         while True:
@@ -154,15 +161,6 @@ class StatusSampler:
             if not self.seen or self.seen[-1][1] != status:
                 self.seen.append((time.monotonic(), status))
             await asyncio.sleep(self.period_s)
-
-    async def __aenter__(self) -> StatusSampler:
-        self._task = asyncio.create_task(self._poll())
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
     def traffic_steps(self, cluster: str) -> list[tuple[datetime, int]]:
         """(lastTrafficMigratedTime, trafficRoutedPercent) of `cluster` on whichever side it was (a promoted
