@@ -35,6 +35,7 @@ from tests.integration.rayservice_helpers import (
     head_alone,
     is_running,
     pending_cluster,
+    promoted_away_from,
     rayservice,
     serve_service_answering,
     wait_for_status,
@@ -118,10 +119,11 @@ async def answered_after_drain_start(
     old: str,
     long_requests: list[asyncio.Task[httpx.Response]],
     release: Path,
-) -> list[httpx.Response | BaseException]:
+) -> list[httpx.Response]:
     """Waits until the workflow has told the old cluster's Serve proxies to close their connections (its
     drain started, so its deletion delay has passed); checks that its long requests are still open and it is
-    still there (undrained, it is not deleted); then releases them and returns their answers."""
+    still there (undrained, it is not deleted); then releases them and checks that each was answered 200:
+    their answers."""
 
     async def drain_started() -> bool:
         acts = acts_with_decision_times(await handle.fetch_history(), names.CLOSE_SERVE_CONNECTIONS)
@@ -132,7 +134,22 @@ async def answered_after_drain_start(
     assert not early, f"held requests answered before their release: {early}"
     assert stack.exists("rayclusters", namespace, old), "the old cluster went with requests open on it"
     await asyncio.to_thread(release.touch)
-    return await asyncio.gather(*long_requests, return_exceptions=True)
+    answers = await asyncio.gather(*long_requests, return_exceptions=True)
+    answered = [a for a in answers if isinstance(a, httpx.Response) and a.status_code == 200]
+    assert len(answered) == len(answers), answers
+    return answered
+
+
+async def deleted_at(stack: Stack, namespace: str, old: str) -> float:
+    """Waits until the old cluster is deleted (after its requests); time.monotonic() then."""
+
+    def old_gone() -> bool:
+        return not stack.exists("rayclusters", namespace, old)
+
+    await wait_until(
+        old_gone, within=DELETED_WITHIN_S, interval=0.2, what="old cluster deleted after its requests"
+    )
+    return time.monotonic()
 
 
 def pending_serves(status: dict[str, Any]) -> bool:
@@ -165,26 +182,12 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
         ]
         await asyncio.sleep(0.5)
         await handle.execute_update("resume")
-        await wait_for_status(
-            stack,
-            handle,
-            lambda status: active_cluster(status) not in ("", old) and not pending_cluster(status),
-            within=60,
-            what="the new cluster promoted",
-        )
+        await promoted_away_from(stack, handle, old, within=60)
         switched_at = time.monotonic()
         answers = await answered_after_drain_start(stack, handle, namespace, old, long_requests, release)
         answered_at = time.monotonic()
-        assert all(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers), answers
-        assert {a.json()["version"] for a in answers if isinstance(a, httpx.Response)} == {"v1"}
-
-        def old_gone() -> bool:
-            return not stack.exists("rayclusters", namespace, old)
-
-        await wait_until(
-            old_gone, within=DELETED_WITHIN_S, interval=0.2, what="old cluster deleted after its requests"
-        )
-        gone_at = time.monotonic()
+        assert {a.json()["version"] for a in answers} == {"v1"}
+        gone_at = await deleted_at(stack, namespace, old)
         # The idle kept-alive connection was closed with the old cluster; the next request opens a new one.
         after = await kept_alive.get(url)
         assert after.status_code == 200
@@ -224,27 +227,13 @@ async def check_incremental_drained_deletion(stack: Stack, within: float) -> Dra
             asyncio.create_task(fresh.get(url, params=long, headers={"Connection": "close"}))
             for _ in range(2 * LONG_REQUESTS)
         ]
-        await wait_for_status(
-            stack,
-            handle,
-            lambda status: active_cluster(status) not in ("", old) and not pending_cluster(status),
-            within=60,
-            what="the new cluster promoted",
-        )
+        await promoted_away_from(stack, handle, old, within=60)
         switched_at = time.monotonic()
         answers = await answered_after_drain_start(stack, handle, namespace, old, long_requests, release)
         answered_at = time.monotonic()
-        assert all(isinstance(a, httpx.Response) and a.status_code == 200 for a in answers), answers
-        versions = [a.json()["version"] for a in answers if isinstance(a, httpx.Response)]
+        versions = [a.json()["version"] for a in answers]
         assert "v1" in versions, versions  # some went to the old cluster, and were answered by it
-
-        def old_gone() -> bool:
-            return not stack.exists("rayclusters", namespace, old)
-
-        await wait_until(
-            old_gone, within=DELETED_WITHIN_S, interval=0.2, what="old cluster deleted after its requests"
-        )
-        gone_at = time.monotonic()
+        gone_at = await deleted_at(stack, namespace, old)
         await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
     assert_nothing_failed(busy_kept_alive, busy_per_connection, switched_at=switched_at)
     await handle.execute_update("delete")

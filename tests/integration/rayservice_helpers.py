@@ -73,6 +73,18 @@ async def wait_for_status(
         ) from None
 
 
+async def promoted_away_from(stack: Stack, handle: Any, old: str, *, within: float) -> dict[str, Any]:
+    """Waits until a cluster other than `old` is active and none is pending (the upgrade is over); that
+    status."""
+    return await wait_for_status(
+        stack,
+        handle,
+        lambda status: active_cluster(status) not in ("", old) and not pending_cluster(status),
+        within=within,
+        what="the new cluster promoted",
+    )
+
+
 async def rank_reads(handle: Any) -> list[str]:
     """What the workflow's replica ranks reads answered or failed with (for failure messages)."""
     notes: list[str] = []
