@@ -15,14 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from activities.registry import ActivityDependencies, build_activities
 from raypilot.cli.common import Console
 from raypilot.cli.main import main
 from raypilot.settings import TemporalSettings, connect
-from raypilot.testing.worker import running_worker
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
-from tests.integration.stack import Stack
+from tests.integration.stack import Stack, kubeconfig_worker
 from tests.reliability.conftest import WorkerApi
 from tests.reliability.figures import figure
 from tests.reliability.ledger import Ledger
@@ -75,31 +73,19 @@ async def test_worker_and_cli_work_over_mutual_tls(
     stack, task_queue = reliability_stack, "tls-" + tmp_path.name
     env = front.env(front.client, task_queue)
     client = await connect(TemporalSettings.from_env(env))
-    dependencies = ActivityDependencies.from_env(
-        {"KUBECONFIG": str(worker_api.kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy"}
-    )
     namespace = stack.namespace()
     manifest = tmp_path / "rayjob.json"
     manifest.write_text(
         json.dumps(example("rayjob-httpmode", namespace, suspend=True, shutdownAfterJobFinishes=True))
     )
-    try:
-        async with running_worker(
-            client,
-            activities=build_activities(dependencies),
-            task_queue=task_queue,
-            replay_every_task=False,
-            as_worker_py=True,
-        ):
-            code, out, err = await raypilot(env, "apply", "-f", str(manifest))
-            assert code == 0, err
-            target = f"rayjob/{namespace}/rayjob-httpmode"
-            code, out, err = await raypilot(env, "status", target, "-o", "json")
-            assert code == 0, err
-            assert "jobDeploymentStatus" in json.loads(out)
-            await raypilot(env, "delete", f"rayjob/{namespace}/rayjob-httpmode")
-    finally:
-        await dependencies.aclose()
+    async with kubeconfig_worker(client, worker_api.kubeconfig, task_queue):
+        code, out, err = await raypilot(env, "apply", "-f", str(manifest))
+        assert code == 0, err
+        target = f"rayjob/{namespace}/rayjob-httpmode"
+        code, out, err = await raypilot(env, "status", target, "-o", "json")
+        assert code == 0, err
+        assert "jobDeploymentStatus" in json.loads(out)
+        await raypilot(env, "delete", f"rayjob/{namespace}/rayjob-httpmode")
     recorded.tried += 1
     recorded.survived += 1
 
@@ -136,35 +122,22 @@ async def test_worker_and_cli_work_with_an_api_key(
             "HOME": "/nonexistent",
         }
         client = await connect(TemporalSettings.from_env(env))
-        dependencies = ActivityDependencies.from_env(
-            {"KUBECONFIG": str(worker_api.kubeconfig), "RAYPILOT_DASHBOARD_ACCESS": "proxy"},
-            temporal_client=client,
-        )
         namespace = stack.namespace()
         manifest = tmp_path / "rayjob.json"
         manifest.write_text(
             json.dumps(example("rayjob-httpmode", namespace, rename="keyed", entrypoint="echo hi"))
         )
         target_name = f"rayjob/{namespace}/keyed"
-        try:
-            async with running_worker(
-                client,
-                activities=build_activities(dependencies),
-                task_queue=task_queue,
-                replay_every_task=False,
-                as_worker_py=True,
-            ):
-                code, out, err = await raypilot(env, "apply", "-f", str(manifest))
+        async with kubeconfig_worker(client, worker_api.kubeconfig, task_queue):
+            code, out, err = await raypilot(env, "apply", "-f", str(manifest))
+            assert code == 0, err
+
+            async def succeeded() -> bool:
+                code, out, err = await raypilot(env, "status", target_name, "-o", "json")
                 assert code == 0, err
+                return json.loads(out).get("jobStatus") == "SUCCEEDED"
 
-                async def succeeded() -> bool:
-                    code, out, err = await raypilot(env, "status", target_name, "-o", "json")
-                    assert code == 0, err
-                    return json.loads(out).get("jobStatus") == "SUCCEEDED"
-
-                await wait_until(succeeded, within=60, interval=0.5, what="the RayJob succeeded")
-        finally:
-            await dependencies.aclose()
+            await wait_until(succeeded, within=60, interval=0.5, what="the RayJob succeeded")
         recorded.tried += 1
         recorded.survived += 1
         await ledger.record(stack.client.get_workflow_handle(f"rayjob/{namespace}/keyed"))
