@@ -116,6 +116,24 @@ async def workflow_failure(handle: WorkflowHandle[Any, Any]) -> str:
     return f"completed: {json.dumps(result)[:200]}"
 
 
+async def check_temporal_start(
+    stack: Stack, ledger: Ledger, recorded: Figure, case: BadInput, path: Path, problems: list[str]
+) -> None:
+    """Starts `case` (its text at `path`) with `temporal workflow start` and checks what the user is told: the
+    CLI's own refusal of text that is not JSON, Temporal's refusal of the start (too large), or the workflow's
+    ValidationFailed message."""
+    code, output = await temporal_start(stack.client, stack.task_queue, case, path)
+    if code != 0 and case.document is None:  # the CLI itself refused text that is not JSON
+        recorded.tried, recorded.survived = recorded.tried + 1, recorded.survived + 1
+        return
+    if code != 0:  # Temporal refused the start (too large): its message is the user's
+        check(recorded, case, "temporal CLI", output, problems)
+        return
+    handle = stack.client.get_workflow_handle(path.stem)
+    check(recorded, case, "temporal CLI", await workflow_failure(handle), problems)
+    await ledger.record(handle)
+
+
 async def test_temporal_cli_start_rejects_bad_input(
     reliability_stack: Stack, ledger: Ledger, tmp_path: Path
 ) -> None:
@@ -124,16 +142,7 @@ async def test_temporal_cli_start_rejects_bad_input(
     for index, case in enumerate(cases(sample=None if FULL else 6)):
         path = tmp_path / f"s5-{uuid.uuid4().hex[:8]}-{index}.json"
         path.write_text(case.text)
-        code, output = await temporal_start(stack.client, stack.task_queue, case, path)
-        if code != 0 and case.document is None:  # the CLI itself refused text that is not JSON
-            recorded.tried, recorded.survived = recorded.tried + 1, recorded.survived + 1
-            continue
-        if code != 0:  # Temporal refused the start (too large): its message is the user's
-            check(recorded, case, "temporal CLI", output, problems)
-            continue
-        handle = stack.client.get_workflow_handle(path.stem)
-        check(recorded, case, "temporal CLI", await workflow_failure(handle), problems)
-        await ledger.record(handle)
+        await check_temporal_start(stack, ledger, recorded, case, path, problems)
     assert not objects_everywhere(stack) - objects_before, "an object was created"
     assert not problems, "\n".join(problems)
 

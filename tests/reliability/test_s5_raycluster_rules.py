@@ -34,10 +34,9 @@ from tests.reliability.test_s5_bad_input import (
     accepted_updates,
     addressed_to,
     check,
+    check_temporal_start,
     initializing,
     objects_everywhere,
-    temporal_start,
-    workflow_failure,
 )
 from tests.unit.models.validation import test_raycluster as raycluster_rules
 
@@ -92,13 +91,7 @@ async def test_temporal_cli_start_rejects_every_raycluster_rule(
         operator_gates(case.gates)
         path = tmp_path / f"s5-rc-{uuid.uuid4().hex[:8]}-{index}.json"
         path.write_text(case.text)
-        code, output = await temporal_start(stack.client, stack.task_queue, case, path)
-        if code != 0:
-            check(recorded, case, "temporal CLI", output, problems)
-            continue
-        handle = stack.client.get_workflow_handle(path.stem)
-        check(recorded, case, "temporal CLI", await workflow_failure(handle), problems)
-        await ledger.record(handle)
+        await check_temporal_start(stack, ledger, recorded, case, path, problems)
     assert not objects_everywhere(stack) - objects_before, "an object was created"
     assert not problems, "\n".join(problems)
 
