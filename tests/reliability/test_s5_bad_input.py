@@ -193,6 +193,21 @@ async def history_length(handle: WorkflowHandle[Any, Any]) -> int:
     return sum(1 for event in events if event.event_type not in WORKFLOW_TASK_EVENTS)
 
 
+async def apply_answer(handle: WorkflowHandle[Any, Any], document: Any) -> str:
+    """The message of the `apply` update's ValidationFailed rejection of `document`, or what happened
+    instead."""
+    try:
+        answer = await handle.execute_update("apply", document)
+    except WorkflowUpdateFailedError as error:
+        cause = error.cause
+        if isinstance(cause, ApplicationError) and cause.type == "ValidationFailed":
+            return cause.message
+        return f"failed otherwise: {cause!r}"
+    except RPCError as error:
+        return f"RPC {error.status.name}: {error.message}"
+    return f"accepted: {answer}"
+
+
 async def test_apply_update_rejects_bad_input_and_leaves_the_workflow_alone(
     reliability_stack: Stack, ledger: Ledger
 ) -> None:
@@ -211,15 +226,7 @@ async def test_apply_update_rejects_bad_input_and_leaves_the_workflow_alone(
         document = addressed_to(case, live[case.kind].id)
         if document is None:
             continue
-        try:
-            answer = await live[case.kind].execute_update("apply", document)
-            message = f"accepted: {answer}"
-        except WorkflowUpdateFailedError as error:
-            cause = error.cause
-            is_rejection = isinstance(cause, ApplicationError) and cause.type == "ValidationFailed"
-            message = cause.message if is_rejection and cause is not None else f"failed otherwise: {cause!r}"
-        except RPCError as error:
-            message = f"RPC {error.status.name}: {error.message}"
+        message = await apply_answer(live[case.kind], document)
         check(recorded, case, f"apply update ({case.kind})", message, problems)
     assert (await stack.status(live["RayJob"]), await history_length(live["RayJob"])) == suspended_job
     assert (await stack.status(live["RayService"])).get("observedGeneration") == 1, "a new generation"

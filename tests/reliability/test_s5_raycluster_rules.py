@@ -18,9 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError
+from temporalio.client import WorkflowHandle
 
 from models.features import FEATURE_GATES_ENV, FeatureGates
 from raypilot.cli.common import Console
@@ -33,6 +31,7 @@ from tests.reliability.ledger import Ledger
 from tests.reliability.test_s5_bad_input import (
     accepted_updates,
     addressed_to,
+    apply_answer,
     check,
     check_temporal_start,
     initializing,
@@ -117,15 +116,7 @@ async def test_apply_update_rejects_every_raycluster_rule_and_leaves_the_workflo
         handle = live[case.gates]
         document = addressed_to(case, handle.id)
         assert document is not None, case.name
-        try:
-            answer = await handle.execute_update("apply", document)
-            message = f"accepted: {answer}"
-        except WorkflowUpdateFailedError as error:
-            cause = error.cause
-            is_rejection = isinstance(cause, ApplicationError) and cause.type == "ValidationFailed"
-            message = cause.message if is_rejection and cause is not None else f"failed otherwise: {cause!r}"
-        except RPCError as error:
-            message = f"RPC {error.status.name}: {error.message}"
+        message = await apply_answer(handle, document)
         check(recorded, case, "apply update", message, problems)
     for gates, handle in live.items():
         assert not await accepted_updates(handle), f"an update was accepted ({gates})"
