@@ -67,6 +67,20 @@ def check(recorded: Figure, case: BadInput, door: str, message: str, problems: l
         problems.append(f"{door}, {case.name}: {message[:300]!r} (expected {case.message[:200]!r})")
 
 
+async def raypilot_apply_answer(env: dict[str, str], case: BadInput, path: Path) -> str:
+    """What `raypilot apply -f PATH` says of the case's text written at `path`: its error (exit 2), or how it
+    exited otherwise."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    console = Console(stdout=stdout, stderr=stderr, env=env, stdin=io.StringIO(""))
+
+    def apply() -> int:
+        path.write_text(case.text)
+        return main(["apply", "-f", str(path)], console)
+
+    code = await asyncio.to_thread(apply)
+    return stderr.getvalue().strip().removeprefix("error: ") if code == 2 else f"exit {code}"
+
+
 async def test_raypilot_apply_rejects_bad_input(reliability_stack: Stack, tmp_path: Path) -> None:
     stack, recorded, problems = reliability_stack, figure("S5", "bad input: raypilot apply"), []
     env = {
@@ -76,12 +90,7 @@ async def test_raypilot_apply_rejects_bad_input(reliability_stack: Stack, tmp_pa
     }
     workflows_before, objects_before = await stack.client.count_workflows(), objects_everywhere(stack)
     for index, case in enumerate(cases(sample=None)):
-        path = tmp_path / f"case-{index}.yaml"
-        path.write_text(case.text)
-        stdout, stderr = io.StringIO(), io.StringIO()
-        console = Console(stdout=stdout, stderr=stderr, env=env, stdin=io.StringIO(""))
-        code = await asyncio.to_thread(main, ["apply", "-f", str(path)], console)
-        message = stderr.getvalue().strip().removeprefix("error: ") if code == 2 else f"exit {code}"
+        message = await raypilot_apply_answer(env, case, tmp_path / f"case-{index}.yaml")
         if case.cli_message is not None:
             case = dataclasses.replace(case, message=case.cli_message, exact=False)
         check(recorded, case, "raypilot apply", message, problems)

@@ -10,8 +10,6 @@ generation; a RayService keeps reconciling meanwhile, so its history grows).
 
 from __future__ import annotations
 
-import asyncio
-import io
 import random
 import uuid
 from pathlib import Path
@@ -21,8 +19,6 @@ import pytest
 from temporalio.client import WorkflowHandle
 
 from models.features import FEATURE_GATES_ENV, FeatureGates
-from raypilot.cli.common import Console
-from raypilot.cli.main import main
 from tests.integration.rayservice_helpers import rayservice, wait_for_status
 from tests.integration.stack import Stack
 from tests.reliability.bad_input import BadInput, gates_env, raycluster_rule_violations
@@ -36,6 +32,7 @@ from tests.reliability.test_s5_bad_input import (
     check_temporal_start,
     initializing,
     objects_everywhere,
+    raypilot_apply_answer,
 )
 from tests.unit.models.validation import test_raycluster as raycluster_rules
 
@@ -62,12 +59,7 @@ async def test_raypilot_apply_rejects_every_raycluster_rule(reliability_stack: S
             "HOME": "/nonexistent",
             FEATURE_GATES_ENV: gates_env(case.gates or FeatureGates()),
         }
-        path = tmp_path / f"case-{index}.yaml"
-        path.write_text(case.text)
-        stdout, stderr = io.StringIO(), io.StringIO()
-        console = Console(stdout=stdout, stderr=stderr, env=env, stdin=io.StringIO(""))
-        code = await asyncio.to_thread(main, ["apply", "-f", str(path)], console)
-        message = stderr.getvalue().strip().removeprefix("error: ") if code == 2 else f"exit {code}"
+        message = await raypilot_apply_answer(env, case, tmp_path / f"case-{index}.yaml")
         check(recorded, case, "raypilot apply", message, problems)
     assert (await stack.client.count_workflows()).count == workflows_before.count, "a workflow was started"
     assert not objects_everywhere(stack) - objects_before, "an object was created"
