@@ -14,6 +14,7 @@ import pytest
 from raypilot.ast_parsing import serialize_ast_parsing
 from sandbox.realkube.install import install_raypilot
 from sandbox.realkube.kuberay import DELETION_RULES_GATE
+from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests import stalls
 from tests.kubes import RealKube
@@ -25,19 +26,26 @@ _STALLS_DIR = os.environ.get("RAYPILOT_TEST_STALLS")
 _STALLS = stalls.install(Path(_STALLS_DIR)) if _STALLS_DIR else None
 
 
+def _real_kube(tmp_path_factory: pytest.TempPathFactory, ray: RayKind) -> Generator[RealKube, None, None]:
+    """The real stack with pods of `ray` Ray and raypilot installed, skipped where it cannot run."""
+    unavailable = real_stack_unavailable()
+    if unavailable:
+        pytest.skip(unavailable)
+    directory = tmp_path_factory.mktemp(f"real-kube-{ray}-ray")
+    # The smoke of the benches beside KubeRay runs on the simulated stack, with their KubeRay gates. On real
+    # Ray, DeleteWorkers suspends a RayJob's worker groups, and KubeRay v1.5.0 refuses a RayCluster with a
+    # suspended group unless its RayJobDeletionPolicy gate is on (off by default there; on in raypilot).
+    with real_cluster(
+        directory / "kube", directory / "node", ray=ray, kuberay_feature_gates=DELETION_RULES_GATE
+    ) as plane:
+        yield RealKube(plane, directory / "node", install_raypilot(plane))
+
+
 @pytest.fixture(scope="session")
 def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator[RealKube, None, None]:
     """The real stack with pods of simulated Ray, once per test process (the `kube_stack` fixtures of
     tests/integration and tests/cli run on it)."""
-    unavailable = real_stack_unavailable()
-    if unavailable:
-        pytest.skip(unavailable)
-    directory = tmp_path_factory.mktemp("real-kube-simulated-ray")
-    # The smoke of the benches beside KubeRay runs on this stack, with their KubeRay gates.
-    with real_cluster(
-        directory / "kube", directory / "node", ray="simulated", kuberay_feature_gates=DELETION_RULES_GATE
-    ) as plane:
-        yield RealKube(plane, directory / "node", install_raypilot(plane))
+    yield from _real_kube(tmp_path_factory, "simulated")
 
 
 @pytest.fixture(scope="session")
@@ -45,16 +53,7 @@ def real_kube_of_real_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator
     """The real stack with pods of real Ray, once per test process, started when a test first asks for it: the
     real-Ray files of tests/integration and tests/realkube run on it, one after another on one worker
     (REAL_RAY_FILES below)."""
-    unavailable = real_stack_unavailable()
-    if unavailable:
-        pytest.skip(unavailable)
-    directory = tmp_path_factory.mktemp("real-kube-real-ray")
-    # DeleteWorkers suspends a RayJob's worker groups, and KubeRay v1.5.0 refuses a RayCluster with a
-    # suspended group unless its RayJobDeletionPolicy gate is on (off by default there; on in raypilot).
-    with real_cluster(
-        directory / "kube", directory / "node", ray="real", kuberay_feature_gates=DELETION_RULES_GATE
-    ) as plane:
-        yield RealKube(plane, directory / "node", install_raypilot(plane))
+    yield from _real_kube(tmp_path_factory, "real")
 
 
 @pytest.hookimpl(tryfirst=True)
