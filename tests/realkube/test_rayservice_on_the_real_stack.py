@@ -17,7 +17,6 @@ import asyncio
 import json
 import os
 import time
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -54,6 +53,21 @@ def plane(real_kube_of_real_ray: RealKube) -> ControlPlane:
 @pytest.fixture(scope="module")
 def installed(real_kube_of_real_ray: RealKube) -> Installed:
     return real_kube_of_real_ray.installed
+
+
+async def v2_answering_since(load: SteadyLoad, since: float) -> None:
+    """Waits until v2 has answered 20 requests sent since `since`."""
+    await wait_until(
+        lambda: load.counts(since=since)["v2"] >= 20, within=60, interval=0.5, what="v2 answering"
+    )
+
+
+def assert_v1_then_only_v2(load: SteadyLoad, since: float) -> None:
+    """No request failed; v1 answered some; since `since` only v2 answered."""
+    counts = load.counts()
+    assert not load.failures, (counts, load.failures[:5])
+    assert counts["v1"] > 0
+    assert set(load.counts(since=since)) == {"v2"}, load.counts(since=since)
 
 
 async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
@@ -97,13 +111,8 @@ async def test_a_rayservice_serves_then_upgrades_to_a_new_cluster(
 
         await wait_until(old_cluster_gone, within=120, interval=1.0, what="the old cluster deleted")
         gone_at = time.monotonic()
-        await wait_until(
-            lambda: load.counts(since=gone_at)["v2"] >= 20, within=60, interval=0.5, what="v2 answering"
-        )
-    counts = load.counts()
-    assert not load.failures, (counts, load.failures[:5])
-    assert counts["v1"] > 0
-    assert set(load.counts(since=gone_at)) == {"v2"}
+        await v2_answering_since(load, gone_at)
+    assert_v1_then_only_v2(load, gone_at)
     await handle.execute_update("delete", result_type=dict)
 
 
@@ -137,11 +146,6 @@ async def test_a_rayservice_upgrades_incrementally_through_the_gateway_losing_no
 
         await wait_until(upgraded, within=WITHIN_S, interval=1.0, what="v2 serving alone")
         upgraded_at = time.monotonic()
-        await wait_until(
-            lambda: load.counts(since=upgraded_at)["v2"] >= 20, within=60, interval=0.5, what="v2 answering"
-        )
-    counts = load.counts()
-    assert not load.failures, (counts, load.failures[:5])
-    assert counts["v1"] > 0
-    assert load.counts(since=upgraded_at) == Counter({"v2": sum(load.counts(since=upgraded_at).values())})
+        await v2_answering_since(load, upgraded_at)
+    assert_v1_then_only_v2(load, upgraded_at)
     await handle.execute_update("delete", result_type=dict)
