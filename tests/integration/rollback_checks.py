@@ -44,6 +44,16 @@ class RollbackRun:
     new_clusters_at_undo: int  # RayClusters that appeared after the undo (0: in place)
 
 
+UNDO_LIMIT_S = 5.0
+
+
+def assert_rolled_back_and_undone_in_place(run: RollbackRun) -> None:
+    """No request failed, and the undo moved the traffic back to v1 within UNDO_LIMIT_S on no new cluster."""
+    assert run.failed == 0, run
+    assert run.new_clusters_at_undo == 0, run
+    assert run.undo_s < UNDO_LIMIT_S, run
+
+
 def manifest(namespace: str, name: str, version: str, *, broken: bool = False) -> dict[str, Any]:
     body = head_alone(rayservice(namespace, name, version))
     body["spec"]["rayClusterDeletionDelaySeconds"] = UNDO_WINDOW_S
