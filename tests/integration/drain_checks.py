@@ -74,11 +74,17 @@ def busy_clients(url: str) -> tuple[SteadyLoad, SteadyLoad]:
     )
 
 
-def assert_nothing_failed(*loads: SteadyLoad, switched_at: float) -> None:
-    for load in loads:
+def drain_run(
+    kept_alive: SteadyLoad, per_connection: SteadyLoad, switched_at: float, answered_at: float, gone_at: float
+) -> DrainRun:
+    """Checks that the busy clients sent and lost nothing; the run's times counted from the switch."""
+    for load in (kept_alive, per_connection):
         failures = [f"{sample.detail} at {sample.at - switched_at:+.1f} s" for sample in load.failures[:5]]
         assert not load.failures, f"{len(load.failures)} of {len(load.samples)} failed: {failures}"
         assert load.samples, "the client sent nothing"
+    return DrainRun(
+        answered_at - switched_at, gone_at - switched_at, len(kept_alive.samples), len(per_connection.samples)
+    )
 
 
 def draining_rayservice(
@@ -193,14 +199,9 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
         assert after.status_code == 200
         assert after.json()["version"] == "v2"
         await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
-    assert_nothing_failed(busy_kept_alive, busy_per_connection, switched_at=switched_at)
+    run = drain_run(busy_kept_alive, busy_per_connection, switched_at, answered_at, gone_at)
     await handle.execute_update("delete")
-    return DrainRun(
-        answered_at - switched_at,
-        gone_at - switched_at,
-        len(busy_kept_alive.samples),
-        len(busy_per_connection.samples),
-    )
+    return run
 
 
 def old_share_between(status: dict[str, Any]) -> bool:
@@ -235,11 +236,6 @@ async def check_incremental_drained_deletion(stack: Stack, within: float) -> Dra
         assert "v1" in versions, versions  # some went to the old cluster, and were answered by it
         gone_at = await deleted_at(stack, namespace, old)
         await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
-    assert_nothing_failed(busy_kept_alive, busy_per_connection, switched_at=switched_at)
+    run = drain_run(busy_kept_alive, busy_per_connection, switched_at, answered_at, gone_at)
     await handle.execute_update("delete")
-    return DrainRun(
-        answered_at - switched_at,
-        gone_at - switched_at,
-        len(busy_kept_alive.samples),
-        len(busy_per_connection.samples),
-    )
+    return run
