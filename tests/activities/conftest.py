@@ -121,6 +121,11 @@ async def registered_activities() -> list[tuple[str, Callable[..., Any]]]:
     return registered
 
 
+def run_activity(fn: Any, arg: Any) -> Any:
+    """Runs a synchronous activity on `arg` in an ActivityEnvironment, as a worker's thread would."""
+    return ActivityEnvironment().run(fn, arg)
+
+
 def make_dependencies(cluster: ActivityKube, access: str) -> ActivityDependencies:
     return ActivityDependencies.from_env(
         {

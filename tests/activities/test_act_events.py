@@ -4,25 +4,18 @@ failing the act when the Event cannot be posted."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from kubernetes import client
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
 from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
 from activities.registry import ActivityDependencies
-from tests.activities.conftest import ActivityKube, small_raycluster
+from tests.activities.conftest import ActivityKube, run_activity, small_raycluster
 from wire.kubernetes import CreateObject, DeleteObject, InvolvedObject, Ownership, RecordEvent
 
 pytestmark = pytest.mark.timeout(60)
 
 OWNER = Ownership(kind="RayJob", name="job", workflow_id="rayjob/ns/job", rayjob_uid="run-1")
-
-
-def run(fn: Any, arg: Any) -> Any:
-    return ActivityEnvironment().run(fn, arg)
 
 
 def act_event(namespace: str, sequence: int, reason: str, message: str) -> RecordEvent:
@@ -45,9 +38,9 @@ def test_a_create_posts_its_event_once_however_often_it_runs(
 ) -> None:
     event = act_event(namespace, 1, "CreatedRayCluster", "Created RayCluster job-abcde")
     request = CreateObject(small_raycluster("job-abcde", namespace), OWNER, event=event)
-    first = run(RayClusterActivities(deps).create_raycluster, request)
+    first = run_activity(RayClusterActivities(deps).create_raycluster, request)
     # A retried act (its first attempt's result lost) finds the cluster and the Event of the first attempt.
-    again = run(RayClusterActivities(deps).create_raycluster, request)
+    again = run_activity(RayClusterActivities(deps).create_raycluster, request)
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
     assert events_of(core_api, namespace) == [
         ("job.run-1-1", "CreatedRayCluster", "Created RayCluster job-abcde")
@@ -58,11 +51,13 @@ def test_a_delete_posts_its_event_only_when_it_deleted_the_object(
     deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
 ) -> None:
     clusters = RayClusterActivities(deps)
-    run(clusters.create_raycluster, CreateObject(small_raycluster("job-abcde", namespace)))
+    run_activity(clusters.create_raycluster, CreateObject(small_raycluster("job-abcde", namespace)))
     deleted = act_event(namespace, 2, "DeletedRayCluster", "Deleted RayCluster job-abcde")
-    assert run(clusters.delete_raycluster, DeleteObject(namespace, "job-abcde", event=deleted)) is True
+    assert (
+        run_activity(clusters.delete_raycluster, DeleteObject(namespace, "job-abcde", event=deleted)) is True
+    )
     gone = act_event(namespace, 3, "DeletedRayCluster", "Deleted RayCluster job-abcde")
-    assert run(clusters.delete_raycluster, DeleteObject(namespace, "job-abcde", event=gone)) is False
+    assert run_activity(clusters.delete_raycluster, DeleteObject(namespace, "job-abcde", event=gone)) is False
     assert events_of(core_api, namespace) == [
         ("job.run-1-2", "DeletedRayCluster", "Deleted RayCluster job-abcde")
     ]
@@ -74,7 +69,7 @@ def test_a_failed_act_posts_no_event(
     body = {"metadata": {"name": "Not_A_Name", "namespace": namespace}, "spec": {"ports": [{"port": 80}]}}
     event = act_event(namespace, 1, "CreatedService", "Created service Not_A_Name")
     with pytest.raises(ApplicationError):
-        run(ServiceActivities(deps).create_service, CreateObject(body, event=event))
+        run_activity(ServiceActivities(deps).create_service, CreateObject(body, event=event))
     assert events_of(core_api, namespace) == []
 
 
@@ -88,7 +83,7 @@ def test_an_event_that_cannot_be_posted_never_fails_the_act(
     cluster.set_faults([{"verbs": ["create"], "resources": ["events"], "status": 403}])
     body = {"metadata": {"name": "job-head-svc", "namespace": namespace}, "spec": {"ports": [{"port": 80}]}}
     event = act_event(namespace, 1, "CreatedService", "Created service job-head-svc")
-    created = run(ServiceActivities(deps).create_service, CreateObject(body, OWNER, event=event))
+    created = run_activity(ServiceActivities(deps).create_service, CreateObject(body, OWNER, event=event))
     assert created["metadata"]["name"] == "job-head-svc"
     assert "could not record event CreatedService" in caplog.text
     cluster.set_faults([])
@@ -111,7 +106,7 @@ def test_an_event_the_api_failed_to_take_for_a_moment_is_posted_after_all(
     )
     body = {"metadata": {"name": "job-head-svc", "namespace": namespace}, "spec": {"ports": [{"port": 80}]}}
     event = act_event(namespace, 1, "CreatedService", "Created service job-head-svc")
-    run(ServiceActivities(deps).create_service, CreateObject(body, OWNER, event=event))
+    run_activity(ServiceActivities(deps).create_service, CreateObject(body, OWNER, event=event))
     cluster.set_faults([])
     assert events_of(core_api, namespace) == [
         ("job.run-1-1", "CreatedService", "Created service job-head-svc")

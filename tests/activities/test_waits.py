@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from kubernetes import client
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
 from activities import errors
 from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
@@ -21,6 +20,7 @@ from activities.waits import DashboardWaits, KubernetesWaits
 from sandbox.testing import wait_until
 from tests.activities.conftest import (
     RecordingEnvironment,
+    run_activity,
     running_pod,
     small_raycluster,
     submitter_body,
@@ -41,10 +41,6 @@ from wire.views import cluster_pods_view, raycluster_head_ready, raycluster_view
 pytestmark = pytest.mark.timeout(60)
 
 
-def run_sync(fn: Any, arg: Any) -> Any:
-    return ActivityEnvironment().run(fn, arg)
-
-
 async def create_cluster(
     deps: ActivityDependencies, namespace: str, name: str, *, suspend: bool = False
 ) -> dict[str, Any]:
@@ -52,7 +48,7 @@ async def create_cluster(
     if suspend:
         body["spec"]["suspend"] = True  # KubeRay keeps it without pods: never ready
     created: dict[str, Any] = await asyncio.to_thread(
-        run_sync, RayClusterActivities(deps).create_raycluster, CreateObject(body)
+        run_activity, RayClusterActivities(deps).create_raycluster, CreateObject(body)
     )
     return created
 
@@ -93,7 +89,7 @@ async def test_wait_raycluster_until_ready_then_returns_on_change_only(
     assert settled.heartbeats[-1]["view"] == ready.view
 
     await asyncio.to_thread(
-        run_sync, RayClusterActivities(deps).suspend_worker_groups, ObjectKey(namespace, "rc")
+        run_activity, RayClusterActivities(deps).suspend_worker_groups, ObjectKey(namespace, "rc")
     )
     async with asyncio.timeout(10):
         changed = await waiting
@@ -114,7 +110,7 @@ async def test_wait_raycluster_for_readiness_ends_when_the_cluster_is_gone(
     await first_heartbeat(recording)
     assert not waiting.done()
     await asyncio.to_thread(
-        run_sync, RayClusterActivities(deps).delete_raycluster, DeleteObject(namespace, "rc")
+        run_activity, RayClusterActivities(deps).delete_raycluster, DeleteObject(namespace, "rc")
     )
     async with asyncio.timeout(10):
         observed = await waiting
@@ -156,7 +152,7 @@ async def test_wait_submitter_job_until_it_completes(
     deps: ActivityDependencies, namespace: str, recording: RecordingEnvironment
 ) -> None:
     body = submitter_body("submitter", namespace)
-    await asyncio.to_thread(run_sync, WorkloadActivities(deps).create_job, CreateObject(body))
+    await asyncio.to_thread(run_activity, WorkloadActivities(deps).create_job, CreateObject(body))
     waits = KubernetesWaits(deps)
     view: dict[str, Any] | None = None
     async with asyncio.timeout(30):
@@ -225,10 +221,10 @@ async def test_wait_gateway_until_ready(
     }
     from activities.gateway import GatewayActivities
 
-    await asyncio.to_thread(run_sync, ServiceActivities(deps).create_service, CreateObject(backend))
+    await asyncio.to_thread(run_activity, ServiceActivities(deps).create_service, CreateObject(backend))
     gateways = GatewayActivities(deps)
-    await asyncio.to_thread(run_sync, gateways.create_gateway, CreateObject(gateway))
-    await asyncio.to_thread(run_sync, gateways.create_httproute, CreateObject(route))
+    await asyncio.to_thread(run_activity, gateways.create_gateway, CreateObject(gateway))
+    await asyncio.to_thread(run_activity, gateways.create_httproute, CreateObject(route))
     async with asyncio.timeout(20):
         observed = await recording.env.run(
             DashboardWaits(deps).wait_gateway,

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from temporalio.testing import ActivityEnvironment
 
 from activities.cronjob_runs import CronJobRunActivities
 from activities.gateway import GatewayActivities
@@ -24,6 +23,7 @@ from activities.waits import KubernetesWaits
 from sandbox.testing import raycluster_manifest, wait_until
 from tests.activities.conftest import (
     RecordingEnvironment,
+    run_activity,
     running_pod,
     small_raycluster,
     submitter_body,
@@ -46,10 +46,6 @@ from wire.kubernetes import (
 from wire.views import cluster_pods_view, job_view, pod_view, raycluster_view
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def run(fn: Any, arg: Any) -> Any:
-    return ActivityEnvironment().run(fn, arg)
 
 
 def gateway_body(namespace: str, port: int) -> dict[str, Any]:
@@ -78,31 +74,35 @@ def route_body(namespace: str, weights: tuple[int, int]) -> dict[str, Any]:
 
 def test_gateway_and_route_are_read_updated_and_deleted(deps: ActivityDependencies, namespace: str) -> None:
     gateways = GatewayActivities(deps)
-    run(gateways.create_gateway, CreateObject(gateway_body(namespace, 80)))
-    run(gateways.create_httproute, CreateObject(route_body(namespace, (100, 0))))
+    run_activity(gateways.create_gateway, CreateObject(gateway_body(namespace, 80)))
+    run_activity(gateways.create_httproute, CreateObject(route_body(namespace, (100, 0))))
 
     new_gateway_spec = gateway_body(namespace, 8080)["spec"]
-    updated = run(gateways.update_gateway_spec, UpdateSpec(namespace, "svc-gateway", new_gateway_spec))
+    updated = run_activity(
+        gateways.update_gateway_spec, UpdateSpec(namespace, "svc-gateway", new_gateway_spec)
+    )
     assert updated["spec"]["listeners"][0]["port"] == 8080
     shifted = route_body(namespace, (70, 30))["spec"]
-    run(gateways.update_httproute_spec, UpdateSpec(namespace, "svc-httproute", shifted))
-    route = run(gateways.get_httproute, ObjectKey(namespace, "svc-httproute"))
+    run_activity(gateways.update_httproute_spec, UpdateSpec(namespace, "svc-httproute", shifted))
+    route = run_activity(gateways.get_httproute, ObjectKey(namespace, "svc-httproute"))
     assert [ref["weight"] for ref in route["spec"]["rules"][0]["backendRefs"]] == [70, 30]
-    assert run(gateways.get_gateway, ObjectKey(namespace, "svc-gateway"))["spec"] == updated["spec"]
+    assert run_activity(gateways.get_gateway, ObjectKey(namespace, "svc-gateway"))["spec"] == updated["spec"]
 
-    assert run(gateways.delete_httproute, DeleteObject(namespace, "svc-httproute")) is True
-    assert run(gateways.delete_gateway, DeleteObject(namespace, "svc-gateway")) is True
-    assert run(gateways.delete_gateway, DeleteObject(namespace, "svc-gateway")) is False
-    assert run(gateways.get_httproute, ObjectKey(namespace, "svc-httproute")) is None
+    assert run_activity(gateways.delete_httproute, DeleteObject(namespace, "svc-httproute")) is True
+    assert run_activity(gateways.delete_gateway, DeleteObject(namespace, "svc-gateway")) is True
+    assert run_activity(gateways.delete_gateway, DeleteObject(namespace, "svc-gateway")) is False
+    assert run_activity(gateways.get_httproute, ObjectKey(namespace, "svc-httproute")) is None
 
 
 def test_raycluster_spec_update_in_place(deps: ActivityDependencies, namespace: str) -> None:
     clusters = RayClusterActivities(deps)
-    created = run(clusters.create_raycluster, CreateObject(small_raycluster("rc", namespace)))
+    created = run_activity(clusters.create_raycluster, CreateObject(small_raycluster("rc", namespace)))
     spec = created["spec"]
     spec["workerGroupSpecs"][0]["replicas"] = 1
     spec["workerGroupSpecs"][0]["minReplicas"] = 1
-    updated = run(clusters.update_raycluster_spec, UpdateSpec(namespace, "rc", spec, labels={"tier": "a"}))
+    updated = run_activity(
+        clusters.update_raycluster_spec, UpdateSpec(namespace, "rc", spec, labels={"tier": "a"})
+    )
     assert updated["spec"]["workerGroupSpecs"][0]["replicas"] == 1
     assert updated["metadata"]["labels"]["tier"] == "a"
     assert updated["metadata"]["generation"] > created["metadata"]["generation"]
@@ -110,25 +110,25 @@ def test_raycluster_spec_update_in_place(deps: ActivityDependencies, namespace: 
 
 def test_cluster_pods_are_listed_and_one_is_deleted(deps: ActivityDependencies, namespace: str) -> None:
     clusters, workloads = RayClusterActivities(deps), WorkloadActivities(deps)
-    run(clusters.create_raycluster, CreateObject(raycluster_manifest("roll", namespace, workers=1)))
+    run_activity(clusters.create_raycluster, CreateObject(raycluster_manifest("roll", namespace, workers=1)))
 
     def both() -> list[dict[str, Any]] | None:
-        pods = run(workloads.list_cluster_pods, ClusterPods(namespace, "roll"))
+        pods = run_activity(workloads.list_cluster_pods, ClusterPods(namespace, "roll"))
         return pods if len(pods) == 2 else None
 
     pods = asyncio.run(wait_until(both, what="head and worker pods"))
     worker = next(p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker")
     name, uid = worker["metadata"]["name"], worker["metadata"]["uid"]
-    assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is True
+    assert run_activity(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is True
 
     def worker_gone() -> bool:  # once the node has stopped its containers (its grace period)
         return all(
             p["metadata"]["uid"] != uid
-            for p in run(workloads.list_cluster_pods, ClusterPods(namespace, "roll"))
+            for p in run_activity(workloads.list_cluster_pods, ClusterPods(namespace, "roll"))
         )
 
     asyncio.run(wait_until(worker_gone, within=60, what="the deleted worker pod gone"))
-    assert run(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is False
+    assert run_activity(workloads.delete_pod, DeleteObject(namespace, name, uid=uid)) is False
 
 
 def make_ready_serve_endpoint(core_api: client.CoreV1Api, namespace: str) -> None:
@@ -158,7 +158,7 @@ async def test_each_wait_watches_until_its_object_appears(
         "raycluster": (
             waits.wait_raycluster,
             WaitRayCluster(namespace, "rc", raycluster_view(None)),
-            lambda: run(
+            lambda: run_activity(
                 RayClusterActivities(deps).create_raycluster,
                 CreateObject(small_raycluster("rc", namespace)),
             ),
@@ -166,7 +166,7 @@ async def test_each_wait_watches_until_its_object_appears(
         "submitter_job": (
             waits.wait_submitter_job,
             WaitObject(namespace, "submitter", job_view(None)),
-            lambda: run(
+            lambda: run_activity(
                 WorkloadActivities(deps).create_job, CreateObject(submitter_body("submitter", namespace))
             ),
         ),
@@ -216,14 +216,14 @@ def test_deleting_an_absent_raypilot_io_rayjob_is_not_an_error(
 ) -> None:
     """DeleteSelf of a RayJob the controller drives deletes the raypilot.io object (never a ray.io one)."""
     key = RayResourceKey("RayJob", namespace, "never-created", api_version="raypilot.io/v1")
-    assert run(OwnershipActivities(deps).delete_ray_resource, key) is False
+    assert run_activity(OwnershipActivities(deps).delete_ray_resource, key) is False
 
 
 def test_deleting_an_absent_rayservice_resource_is_not_an_error(
     deps: ActivityDependencies, namespace: str
 ) -> None:
     key = RayResourceKey("RayService", namespace, "never-created")
-    assert run(OwnershipActivities(deps).delete_ray_resource, key) is False
+    assert run_activity(OwnershipActivities(deps).delete_ray_resource, key) is False
 
 
 class _TemporalWithoutRuns:
@@ -249,10 +249,10 @@ async def test_a_finished_rayjob_of_a_raycronjob_is_deleted_with_what_it_left(
 ) -> None:
     ownership = Ownership("RayJob", "nightly-29926905", "rayjob/x/nightly-29926905")
     created = CreateObject(small_raycluster("nightly-29926905-abcde", namespace), ownership=ownership)
-    await asyncio.to_thread(run, RayClusterActivities(deps).create_raycluster, created)
+    await asyncio.to_thread(run_activity, RayClusterActivities(deps).create_raycluster, created)
     deps.temporal_client = _TemporalWithoutRuns()  # type: ignore[assignment]
     ref = RayJobRunRef(namespace, "nightly-29926905", f"rayjob/{namespace}/nightly-29926905")
-    assert await run(CronJobRunActivities(deps).delete_finished_rayjob, ref) is True
+    assert await run_activity(CronJobRunActivities(deps).delete_finished_rayjob, ref) is True
     custom = client.CustomObjectsApi(deps.kube().api_client)
 
     def gone() -> bool:
