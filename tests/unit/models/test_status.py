@@ -19,12 +19,12 @@ from models import (
     RayServiceStatuses,
     dump_manifest,
     dump_status,
-    find_condition,
     format_rfc3339,
     is_condition_true,
     is_job_deployment_terminal,
     is_job_terminal,
 )
+from tests.unit.conditions import the_condition
 
 
 @pytest.mark.parametrize(
@@ -155,8 +155,7 @@ def test_condition_helpers() -> None:
     assert is_condition_true(conditions, RayServiceConditionType.READY)
     assert not is_condition_true(conditions, RayServiceConditionType.UPGRADE_IN_PROGRESS)
     assert not is_condition_true(conditions, RayServiceConditionType.SUSPENDED)
-    found = find_condition(conditions, "UpgradeInProgress")
-    assert found is not None
+    found = the_condition(conditions, "UpgradeInProgress")
     assert found.status is ConditionStatus.FALSE
 
 

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from models.meta import Condition, ConditionStatus, find_condition
+from models.meta import Condition, ConditionStatus
 from models.rayservice import RayServiceStatuses
+from tests.unit.conditions import the_condition
 from workflows.decisions.rayservice.conditions import (
     calculate_conditions,
     is_initializing_timeout,
@@ -102,8 +103,7 @@ def test_calculate_conditions(
 ) -> None:
     before = status(*([original] if original else []), endpoints=endpoints, active=active, pending=pending)
     after, events = calculate_conditions(before, {}, NOW)
-    condition = find_condition(after.conditions, condition_type)
-    assert condition is not None
+    condition = the_condition(after.conditions, condition_type)
     assert (condition.status, condition.reason) == expected
     assert events == []
 
@@ -112,10 +112,8 @@ def test_calculate_conditions_messages_and_generation() -> None:
     before = status(endpoints=2, active="a")
     before.observed_generation = 3
     after, _ = calculate_conditions(before, {}, NOW)
-    ready = find_condition(after.conditions, "Ready")
-    upgrade = find_condition(after.conditions, "UpgradeInProgress")
-    assert ready is not None
-    assert upgrade is not None
+    ready = the_condition(after.conditions, "Ready")
+    upgrade = the_condition(after.conditions, "UpgradeInProgress")
     assert ready.message == "Number of serve endpoints is greater than 0"
     assert upgrade.message == "Active Ray cluster exists and no pending Ray cluster"
     assert ready.observed_generation == upgrade.observed_generation == 3
@@ -157,8 +155,7 @@ def test_mark_failed_on_initializing_timeout(
     annotations = {} if annotation is None else {"ray.io/initializing-timeout": annotation}
     before = status(ready, active="active-cluster", pending="pending-cluster", since=NOW - elapsed)
     after, events = mark_failed_on_initializing_timeout(before, annotations, NOW)
-    condition = find_condition(after.conditions, "Ready")
-    assert condition is not None
+    condition = the_condition(after.conditions, "Ready")
     if times_out:
         assert (condition.status, condition.reason) == (FALSE, "InitializingTimeout")
         assert "failed to become ready within the configured timeout" in condition.message
@@ -181,8 +178,7 @@ def test_initializing_timeout_message_uses_go_durations() -> None:
         since=NOW - timedelta(minutes=35, milliseconds=500),
     )
     after, events = calculate_conditions(before, {"ray.io/initializing-timeout": "30m"}, NOW)
-    ready = find_condition(after.conditions, "Ready")
-    assert ready is not None
+    ready = the_condition(after.conditions, "Ready")
     assert ready.message == (
         "RayService failed to become ready within the configured timeout of 30m0s. "
         "Time spent initializing: 35m0.5s"
@@ -191,8 +187,7 @@ def test_initializing_timeout_message_uses_go_durations() -> None:
         events[0].message
         == "RayService initializing timeout exceeded after 35m0.5s (configured timeout: 30m0s)"
     )
-    upgrade = find_condition(after.conditions, "UpgradeInProgress")
-    assert upgrade is not None
+    upgrade = the_condition(after.conditions, "UpgradeInProgress")
     assert upgrade.reason == "Initializing"
 
 

@@ -11,6 +11,7 @@ import pytest
 from models.meta import ConditionStatus, find_condition
 from models.raycluster import RayClusterSpec
 from models.rayservice import RayServiceStatuses
+from tests.unit.conditions import the_condition
 from workflows.decisions.rayservice.pod_restart import (
     PodRestart,
     desired_pods_per_group,
@@ -135,16 +136,14 @@ def test_a_group_without_pods_is_skipped() -> None:
 
 def test_the_condition_follows_the_roll() -> None:
     running = with_pod_restart_condition(RayServiceStatuses(), True, "restarting cpu", NOW)
-    condition = find_condition(running.conditions, "InPlaceRestart")
-    assert condition is not None
+    condition = the_condition(running.conditions, "InPlaceRestart")
     assert (condition.status, condition.reason, condition.message) == (
         ConditionStatus.TRUE,
         "RestartingPods",
         "restarting cpu",
     )
     done = with_pod_restart_condition(running, False, "every Pod restarted", NOW)
-    condition = find_condition(done.conditions, "InPlaceRestart")
-    assert condition is not None
+    condition = the_condition(done.conditions, "InPlaceRestart")
     assert (condition.status, condition.reason) == (ConditionStatus.FALSE, "RestartComplete")
     assert (
         find_condition(with_pod_restart_condition(done, False, "", NOW).conditions, "InPlaceRestart") is None

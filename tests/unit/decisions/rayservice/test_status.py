@@ -15,6 +15,7 @@ from models.meta import find_condition
 from models.operator import OperatorConfig
 from models.raycluster import RayCluster
 from models.rayservice import RayService, RayServiceStatuses
+from tests.unit.conditions import the_condition
 from workflows.decisions.rayservice.status import (
     StatusInputs,
     StatusOutcome,
@@ -93,8 +94,7 @@ def a_active_b_pending() -> dict[str, Any]:
 
 
 def condition(status: RayServiceStatuses, condition_type: str) -> tuple[str, str]:
-    found = find_condition(status.conditions, condition_type)
-    assert found is not None
+    found = the_condition(status.conditions, condition_type)
     return found.status.value, found.reason
 
 

@@ -10,6 +10,7 @@ import pytest
 from models.meta import Condition, ConditionStatus, find_condition
 from models.operator import OperatorConfig
 from models.rayservice import RayServiceStatuses
+from tests.unit.conditions import the_condition
 from tests.unit.decisions.rayservice.test_cluster import (
     DEFAULT,
     Mutation,
@@ -66,8 +67,7 @@ def test_no_active_cluster_has_nothing_unapplied() -> None:
 def test_the_condition_and_one_event_per_goal() -> None:
     first = UnappliedSpec("svc-old", "goal A not applied")
     status, events = with_unapplied_spec_condition(RayServiceStatuses(), first, NOW)
-    condition = find_condition(status.conditions, CLUSTER_SPEC_NOT_APPLIED_CONDITION)
-    assert condition is not None
+    condition = the_condition(status.conditions, CLUSTER_SPEC_NOT_APPLIED_CONDITION)
     assert (condition.status, condition.reason, condition.message) == (
         ConditionStatus.TRUE,
         "ZeroDowntimeUpgradeDisabled",
@@ -82,8 +82,7 @@ def test_the_condition_and_one_event_per_goal() -> None:
     second, events = with_unapplied_spec_condition(
         status, UnappliedSpec("svc-old", "goal B not applied"), NOW + timedelta(seconds=9)
     )
-    changed = find_condition(second.conditions, CLUSTER_SPEC_NOT_APPLIED_CONDITION)
-    assert changed is not None
+    changed = the_condition(second.conditions, CLUSTER_SPEC_NOT_APPLIED_CONDITION)
     assert changed.message == "goal B not applied"
     assert changed.last_transition_time == NOW
     assert len(events) == 1

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from models.meta import Condition, ConditionStatus, find_condition
+from models.meta import Condition, ConditionStatus
 from models.rayservice import RayServiceStatuses
+from tests.unit.conditions import the_condition
 from workflows.decisions.rayservice.suspend import (
     SuspendAction,
     begin_suspending,
@@ -69,8 +70,7 @@ def test_entering_suspending_bumps_observed_generation_and_clears_the_service_st
     )
     after = begin_suspending(before, generation=5, now=NOW)
     assert after.observed_generation == 5
-    suspending = find_condition(after.conditions, "Suspending")
-    assert suspending is not None
+    suspending = the_condition(after.conditions, "Suspending")
     assert suspending.observed_generation == 5
     assert summary(after) == {
         "Suspending": ("True", "SuspendRequested"),
@@ -115,11 +115,9 @@ def test_resume_resets_ready_and_upgrade_to_initializing_with_a_fresh_transition
     resumed = resume_from_suspend(suspended, generation=7, now=NOW)
     assert resumed.observed_generation == 7
     for condition_type in ("Ready", "UpgradeInProgress"):
-        condition = find_condition(resumed.conditions, condition_type)
-        assert condition is not None
+        condition = the_condition(resumed.conditions, condition_type)
         assert (condition.status, condition.reason) == (FALSE, "Initializing")
         assert condition.last_transition_time == NOW  # re-arms the initializing timeout
-    resumed_condition = find_condition(resumed.conditions, "Suspended")
-    assert resumed_condition is not None
+    resumed_condition = the_condition(resumed.conditions, "Suspended")
     assert (resumed_condition.status, resumed_condition.reason) == (FALSE, "RayServiceResumed")
     assert suspend_action(False, resumed) is SuspendAction.NONE

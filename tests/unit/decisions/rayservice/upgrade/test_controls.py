@@ -8,6 +8,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition, is_condition_true
 from models.rayservice import RayService
+from tests.unit.conditions import the_condition
 from workflows.decisions.rayservice.upgrade.controls import (
     UpgradeControlRejected,
     UpgradeControls,
@@ -52,8 +53,7 @@ IDLE = rayservice()
 
 
 def control(status_conditions: list[Condition]) -> tuple[str, str]:
-    condition = find_condition(status_conditions, "UpgradeControl")
-    assert condition is not None
+    condition = the_condition(status_conditions, "UpgradeControl")
     return condition.status.value, condition.reason
 
 
@@ -98,8 +98,7 @@ def test_abort_starts_a_rollback_and_remembers_the_goal() -> None:
         UpgradeControls(paused=True, promote_requested=True), UPGRADING, "goal-b", NOW
     )
     assert controls == UpgradeControls(aborted_goal_hash="goal-b")
-    rollback = find_condition(status.conditions, "RollbackInProgress")
-    assert rollback is not None
+    rollback = the_condition(status.conditions, "RollbackInProgress")
     assert (rollback.status, rollback.reason) == (ConditionStatus.TRUE, "UpgradeAborted")
     assert control(status.conditions) == ("True", "AbortRequested")
     with pytest.raises(UpgradeControlRejected, match="already in progress"):

@@ -10,6 +10,7 @@ import pytest
 
 from models.meta import Condition, ConditionStatus, find_condition, is_condition_true
 from models.rayservice import ClusterUpgradeOptions, RayServiceStatus, RayServiceStatuses
+from tests.unit.conditions import the_condition
 from workflows.decisions.rayservice.upgrade.incremental import (
     CapacityStep,
     TrafficMoment,
@@ -362,8 +363,7 @@ def test_reconcile_rollback_state(goal: str, pending_hash: str, rolling_back: bo
 )
 def test_rollback_messages(goal: str, message: str) -> None:
     after = rollback_state(status((100, 100), (30, 0), UPGRADING), goal, "A", "B", NOW)
-    condition = find_condition(after.conditions, "RollbackInProgress")
-    assert condition is not None
+    condition = the_condition(after.conditions, "RollbackInProgress")
     assert (condition.reason, condition.message, condition.last_transition_time) == (
         "DesiredClusterSpecChanged",
         message,
@@ -380,8 +380,7 @@ def test_an_aborted_goal_keeps_rolling_back() -> None:
     started = rollback_state(
         status((100, 100), (30, 0), UPGRADING), "B", "A", "B", NOW, aborted_goal_hash="B"
     )
-    condition = find_condition(started.conditions, "RollbackInProgress")
-    assert condition is not None
+    condition = the_condition(started.conditions, "RollbackInProgress")
     assert condition.reason == "UpgradeAborted"
 
 
@@ -409,8 +408,7 @@ def test_complete_incremental_rollback() -> None:
     done = complete_incremental_rollback(status((100, 100), (0, 0), UPGRADING, ROLLING_BACK), NOW)
     assert done.pending_service_status == RayServiceStatus()
     assert find_condition(done.conditions, "RollbackInProgress") is None
-    upgrade = find_condition(done.conditions, "UpgradeInProgress")
-    assert upgrade is not None
+    upgrade = the_condition(done.conditions, "UpgradeInProgress")
     assert (upgrade.status, upgrade.reason, upgrade.message) == (
         ConditionStatus.FALSE,
         "NoPendingCluster",
