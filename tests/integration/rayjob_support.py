@@ -64,6 +64,11 @@ def rayjob_events(stack: Stack, namespace: str, rayjob: str) -> list[dict[str, s
     ]
 
 
+def normal_event(reason: str, message: str) -> dict[str, str]:
+    """A Normal Event with that reason and message, as `rayjob_events` lists it."""
+    return {"reason": reason, "message": message, "type": "Normal"}
+
+
 def reasons(events: list[dict[str, str]]) -> list[str]:
     return [event["reason"] for event in events]
 

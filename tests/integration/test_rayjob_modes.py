@@ -23,6 +23,7 @@ from tests.integration.rayjob_support import (
     first_raycluster_deletion,
     head_service,
     history_length,
+    normal_event,
     parse_time,
     ray_job,
     rayclusters,
@@ -56,11 +57,7 @@ async def test_http_mode_completes_with_kuberay_events(kube_stack: Stack) -> Non
     assert cluster.startswith("rayjob-httpmode-")
     assert not kube_stack.exists("jobs", namespace, "rayjob-httpmode"), "HTTPMode has no submitter"
     events = rayjob_events(kube_stack, namespace, "rayjob-httpmode")
-    assert {
-        "reason": "CreatedRayCluster",
-        "message": f"Created RayCluster {namespace}/{cluster}",
-        "type": "Normal",
-    } in events
+    assert normal_event("CreatedRayCluster", f"Created RayCluster {namespace}/{cluster}") in events
     assert "CreatedRayJobSubmitter" not in reasons(events)
     assert await history_length(handle) <= MAX_HTTP_MODE_EVENTS
 
@@ -102,11 +99,10 @@ async def test_k8s_job_mode_runs_kuberays_submitter(kube_stack: Stack) -> None:
     assert finished.status.succeeded == 1, "the submitter itself ran `ray job submit` and followed the logs"
     events = rayjob_events(kube_stack, namespace, "rayjob-k8sjobmode")
     assert {"CreatedRayCluster", "CreatedRayJobSubmitter"} <= set(reasons(events)), events
-    assert {
-        "reason": "CreatedRayJobSubmitter",
-        "message": f"Created Kubernetes Job {namespace}/rayjob-k8sjobmode",
-        "type": "Normal",
-    } in events
+    assert (
+        normal_event("CreatedRayJobSubmitter", f"Created Kubernetes Job {namespace}/rayjob-k8sjobmode")
+        in events
+    )
     assert await history_length(handle) <= MAX_K8S_JOB_MODE_EVENTS
 
 
@@ -272,11 +268,7 @@ async def test_delete_cluster_rule_fires_at_end_time_plus_ttl(kube_stack: Stack)
     cluster = result["rayClusterName"]
     assert not kube_stack.exists("rayclusters", namespace, cluster)
     events = rayjob_events(kube_stack, namespace, "rayjob-httpmode")
-    assert {
-        "reason": "DeletedRayCluster",
-        "message": f"Deleted cluster {namespace}/{cluster}",
-        "type": "Normal",
-    } in events
+    assert normal_event("DeletedRayCluster", f"Deleted cluster {namespace}/{cluster}") in events
 
 
 async def test_retries_use_a_new_cluster_per_attempt_and_delete_the_old_one(kube_stack: Stack) -> None:

@@ -22,6 +22,7 @@ from tests.integration.rayjob_support import (
     example,
     first_raycluster_deletion,
     head_service,
+    normal_event,
     parse_time,
     ray_job,
     rayjob_events,
@@ -142,9 +143,5 @@ async def test_delete_workers_then_delete_cluster_at_end_time_plus_ttl(real_ray_
     assert not stack.exists("rayclusters", namespace, cluster_name)
     events = rayjob_events(stack, namespace, "rayjob-deletion-workers")
     suspended = f"Set the `suspend` field to true for all worker groups in cluster {namespace}/{cluster_name}"
-    assert {"reason": "UpdatedRayCluster", "message": suspended, "type": "Normal"} in events
-    assert {
-        "reason": "DeletedRayCluster",
-        "message": f"Deleted cluster {namespace}/{cluster_name}",
-        "type": "Normal",
-    } in events
+    assert normal_event("UpdatedRayCluster", suspended) in events
+    assert normal_event("DeletedRayCluster", f"Deleted cluster {namespace}/{cluster_name}") in events
