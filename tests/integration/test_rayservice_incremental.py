@@ -15,6 +15,7 @@ import copy
 import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -136,6 +137,21 @@ class Service:
     def recorder(self) -> RouteRecorder:
         return RouteRecorder(self.stack.custom, self.namespace, f"{NAME}-httproute")
 
+    async def active_cluster(self) -> str:
+        return str(sides(await self.status())[0]["rayClusterName"])
+
+    @asynccontextmanager
+    async def followed_under_load(
+        self, version: str
+    ) -> AsyncIterator[tuple[SteadyLoad, RouteRecorder, StatusSampler]]:
+        """Steady load on the service, its route's weights and its status followed, once 200 requests were
+        answered, all by `version`: (the load, the route recorder, the status sampler)."""
+        sampler = StatusSampler(self.status)
+        async with steady_load(self.url) as load, self.recorder() as route, sampler:
+            await load.wait_for_requests(200)
+            assert set(load.counts()) == {version}, load.counts()
+            yield load, route, sampler
+
 
 async def history_tail(handle: WorkflowHandle[Any, Any], count: int = 60) -> str:
     """The last events of the workflow's history, one line each (for failure messages)."""
@@ -203,11 +219,8 @@ def describe(found: list[Segment], version: str) -> str:
 
 
 async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: Service) -> None:
-    old = str(sides(await service.status())[0]["rayClusterName"])
-    sampler = StatusSampler(service.status)
-    async with steady_load(service.url) as load, service.recorder() as route, sampler:
-        await load.wait_for_requests(200)
-        assert set(load.counts()) == {"v1"}, load.counts()
+    old = await service.active_cluster()
+    async with service.followed_under_load("v1") as (load, route, sampler):
         began = time.monotonic()
         new = await start_upgrade(service, "v2", old)
         final = await service.wait_status(
@@ -263,11 +276,8 @@ async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: S
 
 
 async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) -> None:
-    active = str(sides(await service.status())[0]["rayClusterName"])
-    sampler = StatusSampler(service.status)
-    async with steady_load(service.url) as load, service.recorder() as route, sampler:
-        await load.wait_for_requests(200)
-        assert set(load.counts()) == {"v2"}, load.counts()
+    active = await service.active_cluster()
+    async with service.followed_under_load("v2") as (load, route, sampler):
         pending = await start_upgrade(service, "v3", active)
         backend = f"{pending}-serve-svc"
 
