@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -30,12 +32,26 @@ SHORT_OUTAGE_SECONDS = sized(4, 60)
 DASHBOARD_DOWN = FaultRule(resources=frozenset({"services/proxy"}), error_rate=1.0, status=503)
 
 
-def httpmode_job(namespace: str, name: str, seconds: int) -> dict[str, Any]:
-    return example("rayjob-httpmode", namespace, rename=name, entrypoint=f"sleep {seconds}")
-
-
 def running(status: dict[str, Any]) -> bool:
     return status.get("jobDeploymentStatus") == "Running" and status.get("jobStatus") == "RUNNING"
+
+
+async def running_job(stack: Stack, name: str, seconds: int) -> Any:
+    """An HTTPMode RayJob whose entrypoint sleeps `seconds`, once its Ray job runs: its workflow handle."""
+    job = example("rayjob-httpmode", stack.namespace(), rename=name, entrypoint=f"sleep {seconds}")
+    handle = await stack.start(job)
+    await stack.wait_status(handle, running, within=60, what="the job running")
+    return handle
+
+
+@contextmanager
+def dashboard_down(worker_api: WorkerApi) -> Iterator[None]:
+    """The worker's dashboard requests (through the API server's service proxy) answered 503 in the block."""
+    worker_api.set_faults([DASHBOARD_DOWN])
+    try:
+        yield
+    finally:
+        worker_api.clear_faults()
 
 
 async def phases_until(stack: Stack, handle: Any, seconds: float) -> set[str]:
@@ -60,14 +76,9 @@ async def test_an_outage_shorter_than_the_timeout_is_no_failure(
 ) -> None:
     stack = reliability_stack
     recorded = figure("S4", f"dashboard down {SHORT_OUTAGE_SECONDS} s, timeout {status_check_timeout} s")
-    namespace = stack.namespace()
-    handle = await stack.start(httpmode_job(namespace, "outage-short", SHORT_OUTAGE_SECONDS + 6))
-    await stack.wait_status(handle, running, within=60, what="the job running")
-    worker_api.set_faults([DASHBOARD_DOWN])
-    try:
+    handle = await running_job(stack, "outage-short", SHORT_OUTAGE_SECONDS + 6)
+    with dashboard_down(worker_api):
         during = await phases_until(stack, handle, SHORT_OUTAGE_SECONDS)
-    finally:
-        worker_api.clear_faults()
     result = await handle.result()
     await ledger.record(handle)
     recorded.tried = 1
@@ -86,15 +97,10 @@ async def test_an_outage_past_the_timeout_fails_as_kuberay_does(
 ) -> None:
     stack = reliability_stack
     recorded = figure("S4", f"dashboard down past the timeout ({status_check_timeout} s)")
-    namespace = stack.namespace()
-    handle = await stack.start(httpmode_job(namespace, "outage-long", 10 * status_check_timeout))
-    await stack.wait_status(handle, running, within=60, what="the job running")
-    worker_api.set_faults([DASHBOARD_DOWN])
-    down_at = time.monotonic()
-    try:
+    handle = await running_job(stack, "outage-long", 10 * status_check_timeout)
+    with dashboard_down(worker_api):
+        down_at = time.monotonic()
         result = await asyncio.wait_for(handle.result(), timeout=status_check_timeout + 60)
-    finally:
-        worker_api.clear_faults()
     failed_after = time.monotonic() - down_at
     await ledger.record(handle)
     recorded.tried = 1
