@@ -5,6 +5,8 @@ revision with its outcome; an undo inside the deletion delay moves the traffic b
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -60,10 +62,19 @@ async def upgraded(env: WorkflowEnvironment, handle: Handle, version: str, **opt
     return active_of(await status_of(handle))
 
 
+@asynccontextmanager
+async def upgraded_once(
+    env: WorkflowEnvironment, world: FakeRayWorld, **options: Any
+) -> AsyncIterator[tuple[Handle, str, str]]:
+    """v1 serving, then v2 applied and promoted, both with the manifest's `options`: (handle, v1's cluster,
+    v2's cluster)."""
+    async with serving(env, world, manifest("v1", **options)) as (handle, first):
+        yield handle, first, await upgraded(env, handle, "v2", **options)
+
+
 async def test_history_lists_each_revision_with_its_outcome(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, manifest("v1")) as (handle, first):
-        second = await upgraded(env, handle, "v2")
+    async with upgraded_once(env, world) as (handle, first, second):
         status = await status_of(handle)
         rows: list[dict[str, Any]] = await handle.query("revisions", result_type=list)
     assert outcomes(status) == [(1, "Promoted"), (2, "Promoted")]
@@ -79,8 +90,7 @@ async def test_undo_inside_the_window_moves_traffic_back_without_a_new_cluster(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, manifest("v1")) as (handle, old):
-        new = await upgraded(env, handle, "v2")
+    async with upgraded_once(env, world) as (handle, old, new):
         created = len(world.acts("create", "RayCluster"))
         assert old in world.clusters  # kept for rayClusterDeletionDelaySeconds after the promotion
         result = await handle.execute_update("undo", {}, result_type=dict)
@@ -106,8 +116,7 @@ async def test_undo_outside_the_window_upgrades_a_new_cluster_to_the_old_spec(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, manifest("v1")) as (handle, old):
-        new = await upgraded(env, handle, "v2")
+    async with upgraded_once(env, world) as (handle, old, new):
         await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=10))  # the window passed
         result = await handle.execute_update("undo", {"toRevision": 1}, result_type=dict)
         assert result["how"] == "Upgrade"
@@ -152,8 +161,7 @@ async def test_incremental_undo_inside_the_window_promotes_the_old_cluster_at_on
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, manifest("v1", incremental=True)) as (handle, old):
-        await upgraded(env, handle, "v2", incremental=True)
+    async with upgraded_once(env, world, incremental=True) as (handle, old, _):
         created = len(world.acts("create", "RayCluster"))
         result = await handle.execute_update("undo", {}, result_type=dict)
         assert result["how"] == "InPlace"
