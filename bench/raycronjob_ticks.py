@@ -2,9 +2,9 @@
 `python -m bench.raycronjob_ticks [--ticks N]`, about N minutes).
 
 A RayCronJob with `* * * * *` is applied with `raypilot apply`; a worker runs the real tick workflow and
-activities with a stand-in RayJob (no cluster, tests/workflows/fakes_raycronjob.py). For each tick: the wall
-time from the nominal minute to the tick workflow's start and to its RayJob workflow's start (both the
-server's start times), and the history events of the tick workflow. The reference is Temporal itself: the
+activities with a stand-in RayJob (no cluster, tests/workflows/raycronjob/fakes_raycronjob.py). For each tick:
+the wall time from the nominal minute to the tick workflow's start and to its RayJob workflow's start (both
+the server's start times), and the history events of the tick workflow. The reference is Temporal itself: the
 same schedule's own action start, so the tick error shows how much the RayCronJob adds."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from raypilot.cli.main import main
 from raypilot.converter import raypilot_data_converter
 from raypilot.testing.binaries import temporal_cli
 from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_raycronjob import FakeRayJobWorkflow, cronjob_manifest
+from tests.workflows.raycronjob.fakes_raycronjob import FakeRayJobWorkflow, cronjob_manifest
 from workflows.decisions.raycronjob.runs import scheduled_time_from_tick_id
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES

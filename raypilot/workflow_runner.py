@@ -16,7 +16,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 # back to back). What the sandbox checked is held by the replay tests of every workflow type's committed
 # histories, which keep the full sandbox (raypilot/testing/replay.py), by the tests' workers, which keep it
 # too (raypilot/testing/worker.py), and by a static scan of these packages
-# (tests/unit/test_workflow_code_determinism.py).
+# (tests/raypilot/test_workflow_code_determinism.py).
 OWN_PACKAGES = ("workflows", "models", "wire")
 
 # Workflow tasks run one at a time under the GIL: a worker that takes more than it can finish within the

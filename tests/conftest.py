@@ -44,7 +44,7 @@ def _real_kube(tmp_path_factory: pytest.TempPathFactory, ray: RayKind) -> Genera
 @pytest.fixture(scope="session")
 def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator[RealKube, None, None]:
     """The real stack with pods of simulated Ray, once per test process (the `kube_stack` fixtures of
-    tests/integration and tests/cli run on it)."""
+    tests/integration and tests/raypilot/cli run on it)."""
     yield from _real_kube(tmp_path_factory, "simulated")
 
 
@@ -106,7 +106,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getoption("dist", None) != "loadfile":
         return None
     # Files in collection order, not the most numerous tests first: the slow end-to-end directories
-    # (cli, integration, reliability, sandbox) then start early and the many quick files fill in at the end.
+    # (integration, raypilot/cli, reliability, sandbox) then start early and the many quick files (wire,
+    # workflows) fill in at the end.
     config.option.loadscopereorder = False
     from xdist.scheduler import LoadFileScheduling
 

@@ -1,9 +1,9 @@
 """RayCronJob schedules on the dev server (the time-skipping server has no Schedules): the schedule `raypilot
 apply` makes fires KubeRay's ticks to the second in the RayCronJob's time zone, each tick runs the RayJob
 named after its minute, every concurrencyPolicy holds with the worker down across several ticks, history
-limits prune, suspend pauses and the controls work. RayJobs are the stand-in of tests/workflows (no cluster);
-the sandbox run of KubeRay's samples is tests/cli/test_raycronjob_cli.py. Past ticks come from backfills, so
-simulated days take seconds."""
+limits prune, suspend pauses and the controls work. RayJobs are the stand-in of tests/workflows/raycronjob (no
+cluster); the sandbox run of KubeRay's samples is tests/raypilot/cli/test_raycronjob_cli.py. Past ticks come
+from backfills, so simulated days take seconds."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from activities.registry import activity_methods
 from raypilot.cli.common import Console
 from raypilot.cli.main import main
 from raypilot.testing.worker import running_worker
-from tests.workflows.fakes_raycronjob import FakeRayJobWorkflow, cronjob_manifest
+from tests.workflows.raycronjob.fakes_raycronjob import FakeRayJobWorkflow, cronjob_manifest
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]

@@ -37,7 +37,7 @@ from tests.integration.route_watch import (
     segments,
 )
 from tests.integration.stack import Stack
-from tests.workflows.incremental_simulation import expected_upgrade_steps, traffic_steps
+from tests.workflows.rayservice.incremental_simulation import expected_upgrade_steps, traffic_steps
 from tests.workflows.timer_dues import steps_timed_by_timers, timer_dues
 from workflows.search_attributes import RAY_PHASE
 

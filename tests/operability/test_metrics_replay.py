@@ -21,7 +21,7 @@ from raypilot.testing.rayservice_scenarios import eventually, incremental_manife
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
-from tests.workflows.upgrade_support import apply, serving, upgrade_finished
+from tests.workflows.rayservice.upgrade_support import apply, serving, upgrade_finished
 from wire import metrics as m
 from workflows.registry import WORKFLOWS
 

@@ -18,8 +18,8 @@ from raypilot.testing.rayjob_world import FakeWorld
 from raypilot.testing.rayservice_scenarios import eventually, incremental_manifest, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from raypilot.testing.worker import running_worker
+from tests.workflows.rayservice.upgrade_support import apply, serving, upgrade_finished
 from tests.workflows.timer_dues import acts_with_decision_times, steps_timed_by_timers, timer_dues
-from tests.workflows.upgrade_support import apply, serving, upgrade_finished
 from wire import names
 
 TIMESTAMP_ROUNDING = timedelta(milliseconds=1)

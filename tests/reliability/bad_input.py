@@ -1,5 +1,6 @@
-"""S5's bad inputs: every KubeRay validation rule of the RayJob and RayService tables (tests/unit), each with
-KubeRay's message, and input that does not even parse, each with the words a clear message must contain."""
+"""S5's bad inputs: every KubeRay validation rule of the RayJob and RayService tables
+(tests/models/validation), each with KubeRay's message, and input that does not even parse, each with the
+words a clear message must contain."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from models.features import FeatureGates
-from tests.unit.models.validation import test_raycluster as raycluster_rules
-from tests.unit.models.validation import test_rayjob as rayjob_rules
-from tests.unit.models.validation import test_rayservice as rayservice_rules
+from tests.models.validation import test_raycluster as raycluster_rules
+from tests.models.validation import test_rayjob as rayjob_rules
+from tests.models.validation import test_rayservice as rayservice_rules
 
 MIB = 1 << 20
 # The names of the rule tables' base manifests (a case with another name is about the name).

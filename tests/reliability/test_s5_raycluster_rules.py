@@ -1,5 +1,5 @@
 """S5 for the RayCluster rule table: every case KubeRay's ValidateRayClusterSpec rejects (the unit table of
-tests/unit/models/validation/test_raycluster.py), as a RayService's rayClusterConfig, through the three doors:
+tests/models/validation/test_raycluster.py), as a RayService's rayClusterConfig, through the three doors:
 `raypilot apply`, the temporal CLI and the `apply` update of a live RayService.
 
 Each case is judged under the feature gates its table row names (the operator's RAYPILOT_FEATURE_GATES: the
@@ -21,6 +21,7 @@ from temporalio.client import WorkflowHandle
 from models.features import FEATURE_GATES_ENV, FeatureGates
 from tests.integration.rayservice_helpers import rayservice, wait_for_status
 from tests.integration.stack import Stack
+from tests.models.validation import test_raycluster as raycluster_rules
 from tests.reliability.bad_input import BadInput, gates_env, raycluster_rule_violations
 from tests.reliability.figures import FULL, SEED, figure
 from tests.reliability.ledger import Ledger
@@ -34,7 +35,6 @@ from tests.reliability.test_s5_bad_input import (
     objects_everywhere,
     raypilot_apply_answer,
 )
-from tests.unit.models.validation import test_raycluster as raycluster_rules
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 120)]
 

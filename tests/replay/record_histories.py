@@ -48,11 +48,11 @@ from raypilot.testing.replay import save_history
 from raypilot.testing.time_skipping import start_time_skipping_env
 from raypilot.testing.worker import running_worker
 from sandbox.testing import wait_until
-from tests.workflows.fakes_drain import DrainingWorld
-from tests.workflows.fakes_gates import FAILING, HEALTHY, GatedWorld
-from tests.workflows.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
-from tests.workflows.test_rayjob_frontdoor import adopted_manifest, kuberay_world
-from tests.workflows.upgrade_support import only_cluster_left, promoted_to
+from tests.workflows.raycronjob.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
+from tests.workflows.rayjob.test_frontdoor import adopted_manifest, kuberay_world
+from tests.workflows.rayservice.fakes_drain import DrainingWorld
+from tests.workflows.rayservice.fakes_gates import FAILING, HEALTHY, GatedWorld
+from tests.workflows.rayservice.upgrade_support import only_cluster_left, promoted_to
 from wire import names
 from wire.kubernetes import EarlierRun
 

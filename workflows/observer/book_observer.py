@@ -5,7 +5,7 @@ call (`unwatch`, `worker-started`, the `watches` query) and the run (workflows/o
 Each observer declares its own `watch` signal, `__init__` and `run`: Temporal decodes a signal's argument into
 the type its handler names (a generic handler would hand the book plain dicts), and a workflow's run must be
 declared on its own class. Both observers' handler names are the same (`wire.kubernetes_observer`'s KUBE_*
-names equal `wire.observer`'s; tests/workflows/test_observer_handlers.py holds them to it).
+names equal `wire.observer`'s; tests/workflows/observer/test_handlers.py holds them to it).
 """
 
 from __future__ import annotations
