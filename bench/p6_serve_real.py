@@ -1,12 +1,19 @@
-"""P6: latency and failed requests during blue-green and incremental upgrades on real Ray Serve.
+"""P6: latency and failed requests during blue-green and incremental upgrades on real Ray Serve, raypilot
+beside KubeRay's operator v1.5.0 in the same run on the same stack.
 
 On the real stack whose pods run real Ray (bench/realkube_stack.py's `real_ray_stack`: KubeRay's operator
-makes the heads' Pods, the node agent runs real Ray nodes in them; two clusters at most at a time), the same
-steady load (4 clients, 20 ms pause) runs before each upgrade (the reference: `steady` requests on the settled
-cluster) and through it (at least 5,000 requests from the apply on). Blue-green sends one connection per
-request (a Service's selector switch only moves new connections; clients reach its clusterIP through
-kube-proxy); the incremental upgrade keeps connections alive through the Gateway. Incremental plan: step 20 %,
-interval 5 s, surge 50 %.
+makes the heads' Pods, the node agent runs real Ray nodes in them), each upgrade runs once per side, one after
+the other (two clusters at most at a time): raypilot's workflow, then the same manifest as a `ray.io/v1`
+RayService that KubeRay's operator reconciles itself (bench/rayservice_sides.py). The same steady load
+(4 clients, 20 ms pause) runs before each upgrade (that side's reference: `steady` requests on the settled
+cluster) and through it (at least 5,000 requests from the apply on).
+
+Blue-green (KubeRay's NewCluster) switches the serve Service's selector, which moves only new connections,
+so its clients open one connection per request (to the Service's clusterIP, through kube-proxy). The
+incremental upgrade (NewClusterWithIncrementalUpgrade: step 20 %, interval 5 s, surge 50 %) goes through
+the Gateway, which picks a backend per request: two clients keep their connections alive and two open one per
+request. KubeRay v1.5.0 runs it only with its alpha `RayServiceIncrementalUpgrade` gate on, which the bench's
+stacks turn on; on a stack without it (the test process's, in the smoke) KubeRay's side says so instead.
 
 `--smoke` runs the same code on the run's real stack of simulated Ray with a few requests, to check the bench
 itself.
@@ -14,43 +21,101 @@ itself.
 
 from __future__ import annotations
 
+import traceback
+
 from bench.arithmetic import Figure, ratio
+from bench.rayservice_sides import INCREMENTAL_UPGRADE_GATE, SideKind, kuberay_gates
 from bench.realkube_stack import real_ray_stack, shared_real_stack
 from bench.suite import BenchContext
-from bench.upgrades import Incremental, UpgradeRun, upgrade_under_load
+from bench.upgrades import Clients, Incremental, LoadStats, UpgradeRun, upgrade_under_load
 from sandbox.realkube.node import RayKind
+from tests.integration.stack import Stack
 
 PLAN = Incremental(step_percent=20, interval_s=5, surge_percent=50)
 SMOKE_PLAN = Incremental(step_percent=50, interval_s=1, surge_percent=100)
 MIN_REQUESTS = 5000
 P99_TARGET = 1.5
+BLUE_GREEN = Clients(per_request=4)
+INCREMENTAL = Clients(keep_alive=2, per_request=2)
+GATE_OFF = (
+    f"KubeRay's {INCREMENTAL_UPGRADE_GATE} gate (alpha in v1.5.0, off by default) is off on this stack's "
+    "operator, which then takes NewClusterWithIncrementalUpgrade for no zero-downtime upgrade at all"
+)
 
 
-def figure(kind: str, run: UpgradeRun, ray: RayKind) -> Figure:
-    steady, upgrade = run.steady, run.upgrade
-    p99_ratio = ratio(upgrade.p99_s, steady.p99_s)
+def stats_text(stats: LoadStats) -> str:
+    return (
+        f"{stats.requests} requests, {stats.failed} failed; p50 {stats.p50_s * 1000:.1f} ms, "
+        f"p99 {stats.p99_s * 1000:.1f} ms"
+    )
+
+
+def upgrade_text(run: UpgradeRun) -> str:
+    return f"{stats_text(run.upgrade)} ({ratio(run.upgrade.p99_s, run.steady.p99_s):.2f}x its steady p99)"
+
+
+def detail(kind: str, side: str, run: UpgradeRun) -> str:
+    by_kind = "; ".join(f"{client}: {stats_text(upgrade)}" for client, (_, upgrade) in run.by_kind.items())
+    return (
+        f"{kind}, {side}: steady before {stats_text(run.steady)}; upgrade took {run.upgrade_s:.1f} s; "
+        f"during it by client kind: {by_kind}"
+    )
+
+
+def figure(kind: str, clients: Clients, ray: RayKind, ours: UpgradeRun, theirs: UpgradeRun | str) -> Figure:
+    """raypilot's upgrade measured, KubeRay's from the same run as the reference, with their ratio."""
+    measured = f"raypilot {upgrade_text(ours)}"
+    notes = [detail(kind, "raypilot", ours)]
+    if isinstance(theirs, UpgradeRun):
+        reference = f"KubeRay {upgrade_text(theirs)}"
+        measured += (
+            f"; failed {ours.upgrade.failed} vs KubeRay's {theirs.upgrade.failed}, "
+            f"p99 {ratio(ours.upgrade.p99_s, theirs.upgrade.p99_s):.2f}x KubeRay's"
+        )
+        notes.append(detail(kind, "KubeRay", theirs))
+    else:
+        reference = f"KubeRay not measured: {theirs}"
+    p99_ratio = ratio(ours.upgrade.p99_s, ours.steady.p99_s)
     return Figure(
         "P6",
-        f"{kind} upgrade under load, {ray} Ray Serve (real stack)",
-        f"{upgrade.requests} requests, {upgrade.failed} failed; p50 {upgrade.p50_s * 1000:.1f} ms, "
-        f"p99 {upgrade.p99_s * 1000:.1f} ms ({p99_ratio:.2f}x steady)",
-        f"steady before: {steady.requests} requests, {steady.failed} failed; "
-        f"p50 {steady.p50_s * 1000:.1f} ms, p99 {steady.p99_s * 1000:.1f} ms",
+        f"{kind} upgrade under load ({clients.text()}), {ray} Ray Serve, beside KubeRay v1.5.0 (real stack)",
+        measured,
+        reference,
         "0 failed; p99 <= 1.5x steady",
-        upgrade.failed == 0 and p99_ratio <= P99_TARGET,
-        [f"{kind}: upgrade took {run.upgrade_s:.1f} s"],
+        ours.upgrade.failed == 0 and p99_ratio <= P99_TARGET,
+        notes,
     )
+
+
+async def kuberay_upgrade(
+    context: BenchContext, stack: Stack, plan: Incremental | None, clients: Clients, sizes: tuple[int, int]
+) -> UpgradeRun | str:
+    """KubeRay's run of the same upgrade; outside the smoke, a failure is reported in its row (raypilot's
+    figures still stand) rather than failing the bench."""
+    side: SideKind = "kuberay"
+    steady, during = sizes
+    try:
+        return await upgrade_under_load(stack, plan, steady=steady, during=during, side=side, clients=clients)
+    except Exception as error:
+        if context.smoke:
+            raise
+        traceback.print_exc()
+        return f"its run failed: {type(error).__name__}: {str(error)[:300]}"
 
 
 async def run(context: BenchContext) -> list[Figure]:
     ray: RayKind = "simulated" if context.smoke else "real"
     plan = SMOKE_PLAN if context.smoke else PLAN
     steady, during = (10, 10) if context.smoke else (1000, MIN_REQUESTS)
-    figures = []
     real = await (shared_real_stack(context) if context.smoke else real_ray_stack(context))
     async with real.stack_with_worker(context.client) as stack:
-        blue_green = await upgrade_under_load(stack, None, steady=steady, during=during)
-        figures.append(figure("blue-green", blue_green, ray))
-        incremental = await upgrade_under_load(stack, plan, steady=steady, during=during)
-        figures.append(figure("incremental", incremental, ray))
+        ours = await upgrade_under_load(stack, None, steady=steady, during=during, clients=BLUE_GREEN)
+        theirs = await kuberay_upgrade(context, stack, None, BLUE_GREEN, (steady, during))
+        figures = [figure("blue-green", BLUE_GREEN, ray, ours, theirs)]
+        ours = await upgrade_under_load(stack, plan, steady=steady, during=during, clients=INCREMENTAL)
+        if INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack):
+            theirs = await kuberay_upgrade(context, stack, plan, INCREMENTAL, (steady, during))
+        else:
+            theirs = GATE_OFF
+        figures.append(figure("incremental", INCREMENTAL, ray, ours, theirs))
     return figures

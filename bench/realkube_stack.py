@@ -1,9 +1,9 @@
 """The real stack that the benches on simulated Ray share within one run: etcd, kube-apiserver,
 kube-controller-manager, kube-proxy, KubeRay's operator v1.5.0 in a pod, raypilot's node agent running
 simulated Ray, the sandbox's Gateway controller, and raypilot installed with deploy/'s RBAC
-(sandbox/realkube); KubeRay's deletion-rules gate on (for P2K). The first bench that asks starts it (tens of
-seconds); it stops when the run ends. P6 asks for a stack of its own whose pods run real Ray
-(`real_ray_stack`).
+(sandbox/realkube); KubeRay's deletion-rules gate on (for P2K) and its incremental-upgrade gate (for P6).
+The first bench that asks starts it (tens of seconds); it stops when the run ends. P6 asks for a stack of
+its own whose pods run real Ray (`real_ray_stack`), with the same gates.
 """
 
 from __future__ import annotations
@@ -27,6 +27,9 @@ from sandbox.realkube.stack import real_cluster
 from tests.integration.stack import Stack, kubeconfig_worker
 
 KEY = "real stack"
+# KubeRay v1.5.0 keeps both behind alpha gates, off by default: P2K's deletionRules and P6's
+# NewClusterWithIncrementalUpgrade, which raypilot runs beside KubeRay on the same manifests.
+KUBERAY_GATES = f"{DELETION_RULES_GATE},RayServiceIncrementalUpgrade=true"
 REAL_RAY_KEY = "real stack of real Ray"
 
 
@@ -84,7 +87,7 @@ async def shared_real_stack(context: BenchContext) -> SharedRealStack:
     found = context.shared.get(KEY)
     if isinstance(found, SharedRealStack):
         return found
-    shared = await _started(context, "real-stack", "simulated", DELETION_RULES_GATE)
+    shared = await _started(context, "real-stack", "simulated", KUBERAY_GATES)
     context.shared[KEY] = shared
     return shared
 
@@ -94,6 +97,6 @@ async def real_ray_stack(context: BenchContext) -> SharedRealStack:
     found = context.shared.get(REAL_RAY_KEY)
     if isinstance(found, SharedRealStack):
         return found
-    shared = await _started(context, "real-stack-real-ray", "real", "")
+    shared = await _started(context, "real-stack-real-ray", "real", KUBERAY_GATES)
     context.shared[REAL_RAY_KEY] = shared
     return shared

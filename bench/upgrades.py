@@ -1,19 +1,25 @@
-"""What P1 and P6 share: a RayService upgraded under a steady load on a stack (simulated or real Ray), with
-the HTTPRoute's weights followed meanwhile (tests/integration/route_watch.py) and the route updates read
-from the workflow's history afterwards (their workflow time).
+"""What P1 and P6 share: a RayService upgraded under a steady load on a stack (simulated or real Ray), run by
+raypilot's workflow or by KubeRay's operator (bench/rayservice_sides.py), with the HTTPRoute's weights
+followed meanwhile (tests/integration/route_watch.py) and, for raypilot, the route updates read from the
+workflow's history afterwards (their workflow time).
 
-Each run: deploy v1 and wait until it serves alone; start the load and let `steady` requests pass (the
-reference); apply v2 and wait for its promotion; keep the load on until `during` requests arrived since the
-apply; delete the RayService.
+Each run, in a namespace of its own: deploy v1 and wait until it serves alone; start the load (clients of
+one kind or both) and let `steady` requests pass (the reference); apply v2 and wait for its promotion; keep
+the load on until `during` requests arrived since the apply; delete the RayService and wait until its
+clusters' Pods are gone.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import copy
 import itertools
 import json
+import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +30,8 @@ import yaml
 from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import parse_event_time, percentile
-from raypilot.load import SteadyLoad
+from bench.rayservice_sides import RaypilotSide, SideKind, clusters_gone, service_side
+from raypilot.load import FAILED, Sample, SteadyLoad
 from sandbox.testing import wait_until
 from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
 from tests.integration.route_watch import RouteRecorder, route_weights, routed_gateway_url
@@ -67,11 +74,37 @@ class LoadStats:
     p99_s: float
 
 
-def load_stats(load: SteadyLoad, since: float, until: float) -> LoadStats:
-    samples = [sample for sample in load.samples if since <= sample.at < until]
-    latencies = [sample.latency_s for sample in samples] or [0.0]
-    failed = sum(1 for sample in samples if sample.version == "failed")
-    return LoadStats(len(samples), failed, percentile(latencies, 50), percentile(latencies, 99))
+def load_stats(samples: Iterable[Sample], since: float, until: float) -> LoadStats:
+    window = [sample for sample in samples if since <= sample.at < until]
+    latencies = [sample.latency_s for sample in window] or [0.0]
+    failed = sum(1 for sample in window if sample.version == FAILED)
+    return LoadStats(len(window), failed, percentile(latencies, 50), percentile(latencies, 99))
+
+
+KEEP_ALIVE = "keep-alive"
+PER_REQUEST = "one connection per request"
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The load's clients of each kind: kept-alive connections (a pooled HTTP client), or a new connection per
+    request. A Service's selector switch (blue-green) moves only new connections: a kept-alive one stays on
+    the old cluster until that cluster goes."""
+
+    keep_alive: int = 0
+    per_request: int = 0
+
+    def kinds(self) -> list[tuple[str, int]]:
+        return [
+            (kind, n) for kind, n in ((KEEP_ALIVE, self.keep_alive), (PER_REQUEST, self.per_request)) if n
+        ]
+
+    def text(self) -> str:
+        return " + ".join(f"{n} {kind}" for kind, n in self.kinds()) + " clients"
+
+
+def default_clients(incremental: bool, concurrency: int) -> Clients:
+    return Clients(keep_alive=concurrency) if incremental else Clients(per_request=concurrency)
 
 
 @dataclass(frozen=True)
@@ -79,6 +112,7 @@ class UpgradeRun:
     steady: LoadStats
     upgrade: LoadStats
     upgrade_s: float
+    by_kind: dict[str, tuple[LoadStats, LoadStats]]  # client kind -> (steady, upgrade)
     workflow_steps: list[tuple[float, int]]  # (seconds since the first step, percent), workflow time
     route_steps: list[tuple[float, int]]  # (seconds since the first step, weight), as the route showed them
 
@@ -132,45 +166,76 @@ async def answers(url: str) -> bool:
 
 
 async def upgrade_under_load(
-    stack: Stack, plan: Incremental | None, *, steady: int, during: int, concurrency: int = 4
+    stack: Stack,
+    plan: Incremental | None,
+    *,
+    steady: int,
+    during: int,
+    concurrency: int = 4,
+    side: SideKind = "raypilot",
+    clients: Clients | None = None,
 ) -> UpgradeRun:
-    """One v1 -> v2 upgrade (incremental with `plan`, else blue-green) under a steady load."""
+    """One v1 -> v2 upgrade (incremental with `plan`, else blue-green) of a RayService run by `side`, under
+    a steady load of `clients` (default: `concurrency` one-connection-per-request clients for blue-green,
+    kept-alive ones for incremental), in a namespace of its own. Each kind of client sends its share of
+    `steady` and of `during` requests."""
     namespace, name = stack.namespace(), "bench-rs"
+    clients = clients or default_clients(plan is not None, concurrency)
+    total = sum(n for _, n in clients.kinds())
 
     def manifest(version: str) -> dict[str, Any]:
         if plan is None:
             return rayservice(namespace, name, version)
         return incremental_rayservice(namespace, name, version, plan)
 
-    handle = await stack.start(manifest("v1"))
-    await stack.wait_status(
-        handle, serving_alone if plan else is_running, within=PROMOTION_WITHIN_S, what="v1 serving"
+    def share(count: int, n: int) -> int:
+        return math.ceil(count * n / total)
+
+    service = service_side(side, stack, namespace, name)
+    await service.deploy(manifest("v1"))
+    await service.wait_status(
+        serving_alone if plan else is_running, within=PROMOTION_WITHIN_S, what="v1 serving"
     )
-    old = active_cluster(await stack.status(handle))
+    old = active_cluster(await service.status())
     url = await service_url(stack, namespace, name, plan is not None)
     route = RouteRecorder(stack.custom, namespace, f"{name}-httproute")
-    # Blue-green switches a Service's selector: only new connections follow it, so one per request.
-    load = SteadyLoad(url, concurrency=concurrency, keep_alive=plan is not None, pause_s=0.02)
+    loads = [
+        (kind, n, SteadyLoad(url, concurrency=n, keep_alive=kind == KEEP_ALIVE, pause_s=0.02))
+        for kind, n in clients.kinds()
+    ]
     try:
-        async with load, route:
+        async with contextlib.AsyncExitStack() as running:
+            for _, _, load in loads:
+                await running.enter_async_context(load)
+            await running.enter_async_context(route)
             began = time.monotonic()
-            await load.wait_for_requests(steady)
+            await asyncio.gather(*(load.wait_for_requests(share(steady, n)) for _, n, load in loads))
             applied, applied_at = time.monotonic(), datetime.now(UTC)
-            await handle.execute_update("apply", manifest("v2"))
-            await stack.wait_status(
-                handle,
+            before = [len([s for s in load.samples if s.at < applied]) for _, _, load in loads]
+            await service.apply(manifest("v2"))
+            await service.wait_status(
                 lambda s: active_cluster(s) not in ("", old) and not pending_cluster(s),
                 within=PROMOTION_WITHIN_S,
                 what="v2 promoted",
             )
             promoted = time.monotonic()
-            await load.wait_for_requests(len([s for s in load.samples if s.at < applied]) + during)
+            await asyncio.gather(
+                *(
+                    load.wait_for_requests(count + share(during, n))
+                    for count, (_, n, load) in zip(before, loads, strict=True)
+                )
+            )
             ended = time.monotonic()
-        new = active_cluster(await stack.status(handle))
+        new = active_cluster(await service.status())
     finally:
-        await handle.execute_update("delete")
+        await service.delete()
+    await clusters_gone(stack, namespace)
     backend = f"{new}-serve-svc"
-    updates = await route_updates(handle, applied_at, backend) if plan else []
+    updates = (
+        await route_updates(service.handle, applied_at, backend)
+        if plan and isinstance(service, RaypilotSide)
+        else []
+    )
     workflow_steps = [((at - updates[0][0]).total_seconds(), weight) for at, weight in updates]
     weights: list[tuple[float, int]] = []
     for change in route.changes:
@@ -178,10 +243,15 @@ async def upgrade_under_load(
         if weight > 0 and (not weights or weights[-1][1] != weight):
             weights.append((change.at, weight))
     route_steps = [(at - weights[0][0], weight) for at, weight in weights] if weights else []
+    samples = [sample for _, _, load in loads for sample in load.samples]
     return UpgradeRun(
-        steady=load_stats(load, began, applied),
-        upgrade=load_stats(load, applied, ended),
+        steady=load_stats(samples, began, applied),
+        upgrade=load_stats(samples, applied, ended),
         upgrade_s=promoted - applied,
+        by_kind={
+            kind: (load_stats(load.samples, began, applied), load_stats(load.samples, applied, ended))
+            for kind, _, load in loads
+        },
         workflow_steps=workflow_steps,
         route_steps=route_steps,
     )
