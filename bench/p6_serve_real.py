@@ -21,6 +21,7 @@ itself.
 
 from __future__ import annotations
 
+import time
 import traceback
 
 from bench.arithmetic import Figure, ratio
@@ -106,16 +107,24 @@ async def kuberay_upgrade(
 async def run(context: BenchContext) -> list[Figure]:
     ray: RayKind = "simulated" if context.smoke else "real"
     plan = SMOKE_PLAN if context.smoke else PLAN
-    steady, during = (10, 10) if context.smoke else (1000, MIN_REQUESTS)
+    sizes = (10, 10) if context.smoke else (1000, MIN_REQUESTS)
     real = await (shared_real_stack(context) if context.smoke else real_ray_stack(context))
+    figures = []
     async with real.stack_with_worker(context.client) as stack:
-        ours = await upgrade_under_load(stack, None, steady=steady, during=during, clients=BLUE_GREEN)
-        theirs = await kuberay_upgrade(context, stack, None, BLUE_GREEN, (steady, during))
-        figures = [figure("blue-green", BLUE_GREEN, ray, ours, theirs)]
-        ours = await upgrade_under_load(stack, plan, steady=steady, during=during, clients=INCREMENTAL)
-        if INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack):
-            theirs = await kuberay_upgrade(context, stack, plan, INCREMENTAL, (steady, during))
-        else:
-            theirs = GATE_OFF
-        figures.append(figure("incremental", INCREMENTAL, ray, ours, theirs))
+        incremental_gate = INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack)
+        for kind, upgrade_plan, clients in (
+            ("blue-green", None, BLUE_GREEN),
+            ("incremental", plan, INCREMENTAL),
+        ):
+            started = time.monotonic()
+            ours = await upgrade_under_load(
+                stack, upgrade_plan, steady=sizes[0], during=sizes[1], clients=clients
+            )
+            context.log(f"   P6 {kind}, raypilot: {time.monotonic() - started:.0f} s")
+            started = time.monotonic()
+            theirs: UpgradeRun | str = GATE_OFF
+            if upgrade_plan is None or incremental_gate:
+                theirs = await kuberay_upgrade(context, stack, upgrade_plan, clients, sizes)
+            context.log(f"   P6 {kind}, KubeRay: {time.monotonic() - started:.0f} s")
+            figures.append(figure(kind, clients, ray, ours, theirs))
     return figures

@@ -100,7 +100,7 @@ class Clients:
         ]
 
     def text(self) -> str:
-        return " + ".join(f"{n} {kind}" for kind, n in self.kinds()) + " clients"
+        return " + ".join(f"{n} {kind.replace(' ', '-')}" for kind, n in self.kinds()) + " clients"
 
 
 def default_clients(incremental: bool, concurrency: int) -> Clients:
