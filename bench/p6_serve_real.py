@@ -6,7 +6,9 @@ makes the heads' Pods, the node agent runs real Ray nodes in them), each upgrade
 the other (two clusters at most at a time): raypilot's workflow, then the same manifest as a `ray.io/v1`
 RayService that KubeRay's operator reconciles itself (bench/rayservice_sides.py). The same steady load
 (4 clients, 20 ms pause) runs before each upgrade (that side's reference: `steady` requests on the settled
-cluster) and through it (at least 5,000 requests from the apply on).
+cluster) and through it (at least 5,000 requests from the apply on). raypilot's worker runs in a process of
+its own (`worker.py`, deploy/'s RBAC), as KubeRay's operator runs in its pod: the load's clients share the
+bench's event loop with neither controller.
 
 Blue-green (KubeRay's NewCluster) switches the serve Service's selector, which moves only new connections,
 so its clients open one connection per request (to the Service's clusterIP, through kube-proxy). The
@@ -23,8 +25,10 @@ from __future__ import annotations
 
 import time
 import traceback
+import uuid
 
 from bench.arithmetic import Figure, ratio
+from bench.jobs_support import worker_process
 from bench.rayservice_sides import INCREMENTAL_UPGRADE_GATE, SideKind, kuberay_gates
 from bench.realkube_stack import real_ray_stack, shared_real_stack
 from bench.suite import BenchContext
@@ -110,7 +114,12 @@ async def run(context: BenchContext) -> list[Figure]:
     sizes = (10, 10) if context.smoke else (1000, MIN_REQUESTS)
     real = await (shared_real_stack(context) if context.smoke else real_ray_stack(context))
     figures = []
-    async with real.stack_with_worker(context.client) as stack:
+    task_queue = f"bench-p6-{uuid.uuid4().hex[:6]}"
+    log_path = context.scratch("p6") / "worker.log"
+    async with (
+        worker_process(context.address, task_queue, real.worker_kubeconfig, log_path),
+        real.admin_stack(context.client, task_queue) as stack,
+    ):
         incremental_gate = INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack)
         for kind, upgrade_plan, clients in (
             ("blue-green", None, BLUE_GREEN),
