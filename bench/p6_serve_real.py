@@ -3,8 +3,9 @@ beside KubeRay's operator v1.5.0 in the same run on the same stack.
 
 On the real stack whose pods run real Ray (bench/realkube_stack.py's `real_ray_stack`: KubeRay's operator
 makes the heads' Pods, the node agent runs real Ray nodes in them), each upgrade runs once per side, one after
-the other (two clusters at most at a time): raypilot's workflow, then the same manifest as a `ray.io/v1`
-RayService that KubeRay's operator reconciles itself (bench/rayservice_sides.py). The same steady load
+the other (two clusters at most at a time; raypilot first for blue-green, KubeRay first for incremental):
+raypilot's workflow, and the same manifest as a `ray.io/v1` RayService that KubeRay's operator reconciles
+itself (bench/rayservice_sides.py). The same steady load
 (4 clients, 20 ms pause) runs before each upgrade (that side's reference: `steady` requests on the settled
 cluster) and through it (at least 5,000 requests from the apply on). raypilot's worker runs in a process of
 its own (`worker.py`, deploy/'s RBAC), as KubeRay's operator runs in its pod: the load's clients share the
@@ -121,19 +122,43 @@ async def run(context: BenchContext) -> list[Figure]:
         real.admin_stack(context.client, task_queue) as stack,
     ):
         incremental_gate = INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack)
-        for kind, upgrade_plan, clients in (
-            ("blue-green", None, BLUE_GREEN),
-            ("incremental", plan, INCREMENTAL),
-        ):
-            started = time.monotonic()
-            ours = await upgrade_under_load(
-                stack, upgrade_plan, steady=sizes[0], during=sizes[1], clients=clients
-            )
-            context.log(f"   P6 {kind}, raypilot: {time.monotonic() - started:.0f} s")
-            started = time.monotonic()
-            theirs: UpgradeRun | str = GATE_OFF
-            if upgrade_plan is None or incremental_gate:
-                theirs = await kuberay_upgrade(context, stack, upgrade_plan, clients, sizes)
-            context.log(f"   P6 {kind}, KubeRay: {time.monotonic() - started:.0f} s")
-            figures.append(figure(kind, clients, ray, ours, theirs))
+        # raypilot first for blue-green, KubeRay first for incremental: neither side always meets the machine
+        # as the other's run left it.
+        blue_green = await both_sides(context, stack, None, BLUE_GREEN, sizes, kuberay_first=False)
+        figures.append(figure("blue-green", BLUE_GREEN, ray, *blue_green))
+        incremental = await both_sides(
+            context, stack, plan, INCREMENTAL, sizes, kuberay_first=True, kuberay_can=incremental_gate
+        )
+        figures.append(figure("incremental", INCREMENTAL, ray, *incremental))
     return figures
+
+
+async def both_sides(
+    context: BenchContext,
+    stack: Stack,
+    plan: Incremental | None,
+    clients: Clients,
+    sizes: tuple[int, int],
+    *,
+    kuberay_first: bool,
+    kuberay_can: bool = True,
+) -> tuple[UpgradeRun, UpgradeRun | str]:
+    """The upgrade run by raypilot and by KubeRay (GATE_OFF where KubeRay cannot run it), one after the
+    other, each one's duration logged."""
+    kind = "incremental" if plan else "blue-green"
+    theirs: UpgradeRun | str | None = None
+
+    async def kuberay() -> UpgradeRun | str:
+        started = time.monotonic()
+        run = await kuberay_upgrade(context, stack, plan, clients, sizes) if kuberay_can else GATE_OFF
+        context.log(f"   P6 {kind}, KubeRay: {time.monotonic() - started:.0f} s")
+        return run
+
+    if kuberay_first:
+        theirs = await kuberay()
+    started = time.monotonic()
+    ours = await upgrade_under_load(stack, plan, steady=sizes[0], during=sizes[1], clients=clients)
+    context.log(f"   P6 {kind}, raypilot: {time.monotonic() - started:.0f} s")
+    if theirs is None:
+        theirs = await kuberay()
+    return ours, theirs
