@@ -79,14 +79,24 @@ CLUSTER = {
 }
 
 
+# What this module's tests make in `default`, deleted at its end.
+MADE_HERE = (
+    ("raycluster", ("real",)),
+    ("job", ("once",)),
+    ("pod", ("web", "exits", "talks", "backend", "client", "whoami")),
+    ("service", ("backend",)),
+)
+
+
 @pytest.fixture(scope="module")
 def plane(real_kube_of_real_ray: RealKube) -> Iterator[ControlPlane]:
     """The test process's real stack of real Ray (tests/conftest.py), left as the module found it: what its
-    tests made in the `default` namespace is deleted at the end, the RayCluster's pods with it."""
+    tests made in the `default` namespace is deleted at the end (MADE_HERE), the RayCluster's pods with it."""
     plane = real_kube_of_real_ray.plane
     yield plane
-    plane.kubectl("delete", "raycluster,job,pod", "--all", "-n", "default", "--cascade=foreground", "--wait")
-    plane.kubectl("delete", "service", "backend", "-n", "default", "--ignore-not-found")
+    # By name: `default` also holds the stack's own pods (KubeRay's operator), which nothing would recreate.
+    for kind, names in MADE_HERE:
+        plane.kubectl("delete", kind, *names, "-n", "default", "--cascade=foreground", "--ignore-not-found")
 
 
 @pytest.fixture(scope="module")
