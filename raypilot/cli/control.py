@@ -26,7 +26,7 @@ from temporalio.client import (
 
 from activities.kubernetes.client import KubeObjects, load_kube_configuration
 from activities.kubernetes.events import delete_objects, labelled_objects
-from models.naming import KIND_RAYJOB, ObjectRef, ownership_labels
+from models.naming import KIND_RAYJOB, KIND_RAYSERVICE, ObjectRef, ownership_labels
 from raypilot.cli.common import Console, client_for, parse_ref, ref_id, settings_from
 from raypilot.runs.cleanup import DELETE_PATIENCE_SECONDS, delete_finished_runs
 from raypilot.runs.errors import CommandError, rejected
@@ -40,6 +40,7 @@ from raypilot.runs.lookup import (
 )
 from wire.kubernetes import OWNED_KINDS
 from workflows.decisions.rayjob.object import RunState, holds_object
+from workflows.decisions.rayservice.deletion import orphan_request
 
 
 def leftover_selector(ref: ObjectRef) -> str:
@@ -77,14 +78,21 @@ def describe_objects(refs: list[dict[str, str]]) -> str:
     return ", ".join(f"{ref['kind']}/{ref['name']}" for ref in refs)
 
 
-async def delete_object(ref_text: str, console: Console, *, wait: bool) -> int:
+async def delete_object(ref_text: str, console: Console, *, wait: bool, cascade: str = "background") -> int:
     ref = parse_ref(ref_text)
+    if cascade == "orphan" and ref.kind != KIND_RAYSERVICE:
+        raise rejected(
+            "--cascade=orphan lets go of a RayService's clusters; a RayJob is deleted or left to finish "
+            "(docs/gitops.md, Moving back to KubeRay)"
+        )
     settings = settings_from(console)
     client = await client_for(console)
     handle = client.get_workflow_handle(ref_id(ref))
     latest = await latest_run(handle)
     state = latest.status if latest is not None else None
     target = ref_id(ref)
+    if cascade == "orphan":
+        return await _let_go(handle, target, state, settings.task_queue, console)
     if state != WorkflowExecutionStatus.RUNNING:
         deleted = await delete_leftovers_for(ref, console)
         if (
@@ -120,6 +128,23 @@ async def delete_object(ref_text: str, console: Console, *, wait: bool) -> int:
     except WorkflowFailureError:
         pass  # deleted anyway: the workflow's failure is not the deletion's
     console.out(f"{target} deleted")
+    return 0
+
+
+async def _let_go(
+    handle: WorkflowHandle[Any, Any],
+    target: str,
+    state: WorkflowExecutionStatus | None,
+    task_queue: str,
+    console: Console,
+) -> int:
+    """The `delete` update with the Orphan policy: the workflow completes, what it made stays."""
+    if state != WorkflowExecutionStatus.RUNNING:
+        raise CommandError(f"{target}: no running workflow to let go of its objects")
+    await accepted_update(
+        handle.execute_update("delete", orphan_request(), result_type=dict), f"let go of {target}", task_queue
+    )
+    console.out(f"{target} let go: its RayClusters and Services stay, no longer managed by raypilot")
     return 0
 
 

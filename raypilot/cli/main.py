@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     delete = commands.add_parser("delete", help="delete a RayJob or RayService (the delete update)")
     delete.add_argument("ref", metavar="KIND/NAMESPACE/NAME", help=REF_HELP)
     delete.add_argument("--no-wait", action="store_true", help="return once the deletion was accepted")
+    delete.add_argument(
+        "--cascade",
+        choices=("background", "foreground", "orphan"),
+        default="background",
+        help="orphan (a RayService): let go of its RayClusters and Services, which keep serving unmanaged",
+    )
     upgrade_help = (
         "control a RayService's upgrade: pause, resume, promote [--full] (finish now: skip the remaining "
         "steps, pauses and step analyses; the new replicas must still run), abort, retry (start an aborted "
@@ -240,7 +246,7 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
 
         return await draw_timeline(args.ref, args.output, console)
     if args.command == "delete":
-        return await delete_object(args.ref, console, wait=not args.no_wait)
+        return await delete_object(args.ref, console, wait=not args.no_wait, cascade=args.cascade)
     if args.command == "rollout":
         from raypilot.cli.rollout_command import rollout_command
 

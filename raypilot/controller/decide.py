@@ -10,6 +10,7 @@ object does not count), so a restarted controller neither repeats nor skips an a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -18,6 +19,9 @@ from models.crd import PRINTER_COLUMNS
 from workflows.decisions.rayjob.object import RunState, holds_object
 
 FINALIZER: Final = "raypilot.io/finalizer"
+# Kubernetes' own finalizer on an object deleted with the Orphan propagation policy (`kubectl delete
+# --cascade=orphan`): on it while the garbage collector takes the object's ownerReferences off its dependents.
+ORPHAN_FINALIZER: Final = "orphan"
 ANNOTATION_APPLIED_GENERATION: Final = "raypilot.io/applied-generation"
 MEMO_OBJECT_UID: Final = "raypilot.io/object-uid"
 CLOSED: Final = "<closed>"  # the phase of a workflow the visibility list no longer shows running
@@ -30,6 +34,7 @@ class Action(StrEnum):
     START_OR_APPLY = "start-or-apply"  # update-with-start
     REPLACE_RUN = "replace-run"  # an earlier object's run holds the id: delete it, then start
     DELETE_WORKFLOW = "delete-workflow"  # the `delete` update; the finalizer stays until the run closed
+    LET_GO = "let-go"  # a RayService deleted with --cascade=orphan: the `delete` update with that policy
     DELETE_FINISHED = "delete-finished"  # what `raypilot delete` does to a finished RayJob
     RELEASE = "release"  # remove the finalizer: the object may go
 
@@ -42,6 +47,7 @@ class ObjectView:
     applied_generation: int
     deleting: bool
     has_finalizer: bool
+    orphaning: bool = False  # deleted with the Orphan propagation policy (deleted_with_orphans)
 
 
 @dataclass(frozen=True)
@@ -92,10 +98,24 @@ def _deletion_action(obj: ObjectView, run: RunView | None) -> Action:
     if run is None or not same_object(obj, run):
         return Action.RELEASE
     if run.state == RunState.RUNNING:
-        return Action.DELETE_WORKFLOW
+        # KubeRay's RayJob stops its Ray job on deletion whatever the propagation: a RayJob is deleted.
+        return Action.LET_GO if obj.orphaning and obj.kind == "RayService" else Action.DELETE_WORKFLOW
     if _holds(obj, run):
         return Action.DELETE_FINISHED
     return Action.RELEASE
+
+
+def deleted_with_orphans(
+    finalizers: Sequence[str], dependents_owners: Sequence[Sequence[str]], uid: str
+) -> bool:
+    """Whether a deleted object was deleted with the Orphan propagation policy. Kubernetes' `orphan`
+    finalizer says so until the garbage collector has taken the object's ownerReferences off every
+    dependent (`dependents_owners`: the owner uids of each RayCluster labelled as the object's), which it
+    may do before the controller looks; then dependents that exist but are none of them owned by the object
+    say the same (a Background or Foreground deletion keeps the references until the dependents go)."""
+    if ORPHAN_FINALIZER in finalizers:
+        return True
+    return bool(dependents_owners) and all(uid not in owners for owners in dependents_owners)
 
 
 # ---- status write-back -------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 from typing import Any
@@ -21,12 +22,13 @@ from temporalio.service import RPCError
 from models.crd import KINDS
 from models.features import FeatureGates
 from models.manifest import parse_rayjob, parse_rayservice
-from models.naming import workflow_id
+from models.naming import KIND_RAYSERVICE, workflow_id
 from models.source import ANNOTATION_ADOPTED_CLUSTER, ANNOTATION_ADOPTED_RAYJOB
 from raypilot.adopt.kube import adopt_rayjob_leftovers, adopt_rayservice_leftovers
 from raypilot.controller.decide import (
     CLOSED,
     Action,
+    deleted_with_orphans,
     phase_read_at,
     reconcile_action,
     should_write_status,
@@ -150,6 +152,10 @@ class Controller:
         if obj is None:
             return Action.NOTHING
         ref, view = object_ref(obj), object_view(obj)
+        if view.deleting and view.has_finalizer and kind == KIND_RAYSERVICE and not view.orphaning:
+            owners = await asyncio.to_thread(self.kube.cluster_owners, obj)
+            orphaning = deleted_with_orphans(obj["metadata"].get("finalizers") or [], owners, view.uid)
+            view = dataclasses.replace(view, orphaning=orphaning)
         manifest = workflow_manifest(obj)
         message = None if view.deleting else validation_message(manifest, self.gates)
         run, description = await self.temporal.latest(ref)
@@ -189,8 +195,8 @@ class Controller:
             else:
                 await self.temporal.delete_finished(ref, description)
             self._later(key)
-        elif action == Action.DELETE_WORKFLOW:
-            await self.temporal.delete_workflow(ref)
+        elif action in (Action.DELETE_WORKFLOW, Action.LET_GO):
+            await self.temporal.delete_workflow(ref, let_go=action == Action.LET_GO)
             self._later(key)  # the finalizer goes once the run has closed
         elif action == Action.DELETE_FINISHED and description is not None:
             await self.temporal.delete_finished(ref, description)

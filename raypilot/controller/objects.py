@@ -12,7 +12,7 @@ from models.raycluster import RAY_API_VERSION
 from models.rayjob import RayJob
 from models.source import ANNOTATION_OBJECT_API_VERSION, RAYPILOT_API_VERSION
 from models.validation import validate
-from raypilot.controller.decide import ANNOTATION_APPLIED_GENERATION, FINALIZER, ObjectView
+from raypilot.controller.decide import ANNOTATION_APPLIED_GENERATION, FINALIZER, ORPHAN_FINALIZER, ObjectView
 from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
 
 
@@ -32,6 +32,7 @@ def object_view(obj: dict[str, Any]) -> ObjectView:
         applied_generation=applied_generation(meta.get("annotations") or {}, uid),
         deleting=bool(meta.get("deletionTimestamp")),
         has_finalizer=FINALIZER in (meta.get("finalizers") or []),
+        orphaning=ORPHAN_FINALIZER in (meta.get("finalizers") or []),
     )
 
 

@@ -13,6 +13,7 @@ from raypilot.runs.cleanup import delete_finished_runs
 from raypilot.runs.lookup import latest_outcome, latest_run, with_worker_patience
 from raypilot.runs.start import decide_apply, update_with_start
 from workflows.decisions.rayjob.object import RunState
+from workflows.decisions.rayservice.deletion import orphan_request
 from workflows.search_attributes import MEMO_JOB_STATUS, RAY_PHASE
 
 
@@ -45,11 +46,15 @@ class ControllerTemporal:
             self.client, ref, manifest, decision.reuse_policy, self.task_queue, memo={MEMO_OBJECT_UID: uid}
         )
 
-    async def delete_workflow(self, ref: ObjectRef) -> None:
+    async def delete_workflow(self, ref: ObjectRef, *, let_go: bool = False) -> None:
+        """The `delete` update; `let_go`: with the Orphan policy (what the run made stays)."""
         handle = self._handle(ref)
-        await with_worker_patience(
-            handle.execute_update("delete", result_type=dict), "delete", self.task_queue
+        update = (
+            handle.execute_update("delete", orphan_request(), result_type=dict)
+            if let_go
+            else handle.execute_update("delete", result_type=dict)
         )
+        await with_worker_patience(update, "delete", self.task_queue)
 
     async def delete_finished(self, ref: ObjectRef, description: WorkflowExecutionDescription) -> None:
         """What `raypilot delete` does to a finished RayJob, but for its objects: its runs are removed from

@@ -4,10 +4,12 @@ record of every object that existed (to tell an object created twice)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client as k8s
@@ -15,6 +17,10 @@ from kubernetes import config
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from models.features import FeatureGates
+from raypilot.controller.kube import ControllerKube
+from raypilot.controller.loop import Controller
+from raypilot.controller.temporal_io import ControllerTemporal
 from sandbox.faults import FaultRule
 from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.realkube.controlplane import ControlPlane
@@ -114,3 +120,22 @@ async def start(
         id=f"{kind.lower()}/{metadata['namespace']}/{metadata['name']}",
         task_queue=task_queue,
     )
+
+
+@contextlib.asynccontextmanager
+async def running_controller(
+    kubeconfig: Path, env: WorkflowEnvironment, task_queue: str
+) -> AsyncIterator[None]:
+    """`raypilot controller`'s loop with its ServiceAccount's credentials (deploy/controller's RBAC)."""
+    api_client = config.new_client_from_config(config_file=str(kubeconfig))
+    controller = Controller(
+        ControllerKube(api_client), ControllerTemporal(env.client, task_queue), FeatureGates(), 0.5
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+        api_client.close()

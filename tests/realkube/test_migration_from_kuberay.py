@@ -1,10 +1,12 @@
 """Moving from a running KubeRay to raypilot, for real: KubeRay's operator (v1.5.0, in its pod on the real
 stack, simulated Ray) runs a `ray.io/v1` object, which is deleted leaving what it made (docs/gitops.md);
-`raypilot adopt` with the same manifest takes that over.
+the same manifest as `raypilot.io/v1` (through `raypilot controller`) or `raypilot adopt` takes that over.
 
 - A RayService, deleted with `--cascade=orphan`: the workflow starts from the cluster that serves, creating
   none; clients of the serve Service's clusterIP (through kube-proxy), kept-alive and one connection per
-  request, lose no request from before the move to after it.
+  request, lose no request from before the move to after it. And back, as docs/gitops.md says: deleted with
+  `--cascade=orphan`, raypilot lets go of the cluster, KubeRay's operator serves the same manifest from a
+  cluster of its own, and the old cluster is deleted; the same clients lose no request on the way.
 - A K8sJobMode RayJob whose Ray job is running: KubeRay stops such a job when it sees its RayJob being
   deleted, so what it made is detached and the RayJob goes without finalizers; raypilot then continues that
   Ray job (its submission id read from KubeRay's submitter Job) to SUCCEEDED, with no second submission and
@@ -33,6 +35,7 @@ from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import rayservice
 from tests.integration.stack import kubeconfig_worker
 from tests.kubes import RealKube
+from tests.realkube.raypilot_support import running_controller
 
 pytestmark = [
     pytest.mark.realkube,
@@ -81,15 +84,18 @@ def serving_cluster(real: RealKube) -> str:
     return str(found["spec"]["selector"]["ray.io/cluster"])
 
 
-async def test_a_kuberay_rayservice_moves_to_raypilot_losing_no_request(
+async def test_a_kuberay_rayservice_moves_to_raypilot_and_back_losing_no_request(
     real_kube_of_simulated_ray: RealKube, dev_server_env: WorkflowEnvironment, task_queue: str, tmp_path: Path
 ) -> None:
+    """Both ways through `raypilot controller` and the same manifest as `ray.io/v1` and `raypilot.io/v1`."""
     real = real_kube_of_simulated_ray
-    real.plane.kubectl("create", "namespace", NAMESPACE)
+    kubectl = real.plane.kubectl
+    kubectl("create", "namespace", NAMESPACE)
     manifest = rayservice(NAMESPACE, NAME, "v1")
-    path = tmp_path / "rayservice.yaml"
-    path.write_text(yaml.safe_dump(manifest))
-    real.plane.kubectl("apply", "-f", str(path))
+    kuberay_file, raypilot_file = tmp_path / "ray.io.yaml", tmp_path / "raypilot.io.yaml"
+    kuberay_file.write_text(yaml.safe_dump(manifest))
+    raypilot_file.write_text(yaml.safe_dump({**manifest, "apiVersion": "raypilot.io/v1"}))
+    kubectl("apply", "-f", str(kuberay_file))
 
     async def kuberay_ready() -> dict[str, Any] | None:
         status = await asyncio.to_thread(kuberay_status, real)
@@ -98,29 +104,28 @@ async def test_a_kuberay_rayservice_moves_to_raypilot_losing_no_request(
 
     await wait_until(kuberay_ready, within=WITHIN_S, interval=1.0, what="KubeRay's RayService Ready")
     cluster = serving_cluster(real)
-    cluster_ip = json.loads(
-        real.plane.kubectl("get", "service", f"{NAME}-serve-svc", "-n", NAMESPACE, "-o", "json")
-    )["spec"]["clusterIP"]
+    cluster_ip = json.loads(kubectl("get", "service", f"{NAME}-serve-svc", "-n", NAMESPACE, "-o", "json"))[
+        "spec"
+    ]["clusterIP"]
     url = f"http://{cluster_ip}:8000/"
 
     async with (
+        running_controller(real.installed.controller, dev_server_env, task_queue),
         SteadyLoad(url, concurrency=2, pause_s=0.05) as kept_alive,
         SteadyLoad(url, concurrency=2, keep_alive=False, pause_s=0.05) as per_request,
     ):
         await kept_alive.wait_for_requests(20)
         await per_request.wait_for_requests(20)
-        real.plane.kubectl("delete", "rayservices.ray.io", NAME, "-n", NAMESPACE, "--cascade=orphan")
+        await asyncio.to_thread(
+            kubectl, "delete", "rayservices.ray.io", NAME, "-n", NAMESPACE, "--cascade=orphan"
+        )
         await wait_until(
             lambda: asyncio.to_thread(lambda: not kuberay_status(real)),
             within=60,
             interval=0.5,
             what="KubeRay's RayService gone",
         )
-        code, said = await raypilot(
-            real, dev_server_env, task_queue, "adopt", f"rayservice/{NAMESPACE}/{NAME}", "-f", str(path)
-        )
-        assert code == 0, said
-        assert f"adopted RayCluster {cluster} (kept as it is)" in said
+        await asyncio.to_thread(kubectl, "apply", "-f", str(raypilot_file))
 
         async def running() -> dict[str, Any] | None:
             code, shown = await raypilot(
@@ -130,21 +135,61 @@ async def test_a_kuberay_rayservice_moves_to_raypilot_losing_no_request(
             return status if status.get("serviceStatus") == "Running" else None
 
         adopted = await wait_until(running, within=120, interval=0.5, what="raypilot's RayService Running")
-        before = len(kept_alive.samples) + len(per_request.samples)
         await kept_alive.wait_for_requests(len(kept_alive.samples) + 50)
         await per_request.wait_for_requests(len(per_request.samples) + 50)
+        assert adopted["activeServiceStatus"]["rayClusterName"] == cluster
+        assert serving_cluster(real) == cluster
+        assert cluster_names(real) == [cluster]  # none created
+        failed_moving_over = [len(load.failures) for load in (kept_alive, per_request)]
+        served = await back_to_kuberay(real, kuberay_file, cluster, (kept_alive, per_request))
 
-    assert adopted["activeServiceStatus"]["rayClusterName"] == cluster
-    assert serving_cluster(real) == cluster
-    listed = json.loads(real.plane.kubectl("get", "rayclusters", "-n", NAMESPACE, "-o", "json"))["items"]
-    assert [item["metadata"]["name"] for item in listed] == [cluster]  # none created
+    assert failed_moving_over == [0, 0], [load.failures[:5] for load in (kept_alive, per_request)]
+    assert cluster_names(real) == [served]
     for load in (kept_alive, per_request):
         assert not load.failures, (load.counts(), load.failures[:5])
         assert set(load.counts()) == {"v1"}
-    assert len(kept_alive.samples) + len(per_request.samples) > before
-    assert (await raypilot(real, dev_server_env, task_queue, "delete", f"rayservice/{NAMESPACE}/{NAME}"))[
-        0
-    ] == 0
+    kubectl("delete", "rayservices.ray.io", NAME, "-n", NAMESPACE, "--wait=true")
+
+
+def cluster_names(real: RealKube) -> list[str]:
+    listed = json.loads(real.plane.kubectl("get", "rayclusters", "-n", NAMESPACE, "-o", "json"))["items"]
+    return sorted(item["metadata"]["name"] for item in listed)
+
+
+async def back_to_kuberay(
+    real: RealKube, kuberay_file: Path, cluster: str, loads: tuple[SteadyLoad, ...]
+) -> str:
+    """docs/gitops.md, Moving back to KubeRay, while `loads` run: the RayCluster KubeRay serves from."""
+    kubectl = real.plane.kubectl
+    # `kubectl delete` waits for the object to go, which needs the controller (raypilot's finalizer): in a
+    # thread, as every kubectl call here, so that the controller and the clients on this loop go on.
+    await asyncio.to_thread(
+        kubectl, "delete", "rayservices.raypilot.io", NAME, "-n", NAMESPACE, "--cascade=orphan"
+    )
+    # To KubeRay, raypilot's cluster is a dangling one of the RayService: it would delete it
+    # rayClusterDeletionDelaySeconds after its first look, whether a cluster of its own serves by then or not.
+    await asyncio.to_thread(
+        kubectl, "label", "rayclusters", cluster, "-n", NAMESPACE, "ray.io/originated-from-cr-name-"
+    )
+    await asyncio.to_thread(kubectl, "apply", "-f", str(kuberay_file))
+
+    async def kuberay_serves() -> str | None:
+        """KubeRay's cluster, once the RayService is Ready (docs/gitops.md waits for that) and its Services
+        point at that cluster."""
+        status = await asyncio.to_thread(kuberay_status, real)
+        active = str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
+        ready = any(c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or [])
+        if not ready or active in ("", cluster):
+            return None
+        return active if await asyncio.to_thread(serving_cluster, real) == active else None
+
+    served = await wait_until(kuberay_serves, within=WITHIN_S, interval=1.0, what="KubeRay serving again")
+    for load in loads:
+        await load.wait_for_requests(len(load.samples) + 50)
+    await asyncio.to_thread(kubectl, "delete", "rayclusters", cluster, "-n", NAMESPACE, "--wait=true")
+    for load in loads:
+        await load.wait_for_requests(len(load.samples) + 50)
+    return served
 
 
 def ray_jobs(real: RealKube, namespace: str, cluster: str) -> list[dict[str, Any]]:

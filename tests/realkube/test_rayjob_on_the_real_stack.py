@@ -18,7 +18,6 @@ ServiceAccount tokens), so every request they make is one that deploy/'s RBAC al
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 from collections import Counter
@@ -27,13 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import config
 from temporalio.testing import WorkflowEnvironment
 
-from models.features import FeatureGates
-from raypilot.controller.kube import ControllerKube
-from raypilot.controller.loop import Controller
-from raypilot.controller.temporal_io import ControllerTemporal
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
 from sandbox.realkube.install import Installed
@@ -41,7 +35,15 @@ from sandbox.realkube.stack import real_cluster
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.stack import kubeconfig_worker
-from tests.realkube.raypilot_support import FAULTS, RAY_PODS, SUBMITTED_BY_JOB, objects, start, uids_seen
+from tests.realkube.raypilot_support import (
+    FAULTS,
+    RAY_PODS,
+    SUBMITTED_BY_JOB,
+    objects,
+    running_controller,
+    start,
+    uids_seen,
+)
 
 pytestmark = [
     pytest.mark.realkube,
@@ -72,25 +74,6 @@ async def faulty(
         kubeconfig = proxied_kubeconfig(worker_kubeconfig, proxy, plane.directory / "faulty.kubeconfig")
         async with kubeconfig_worker(dev_server_env.client, kubeconfig) as queue:
             yield proxy, queue
-
-
-@contextlib.asynccontextmanager
-async def running_controller(
-    kubeconfig: Path, env: WorkflowEnvironment, task_queue: str
-) -> AsyncIterator[None]:
-    """`raypilot controller`'s loop with its ServiceAccount's credentials (deploy/controller's RBAC)."""
-    api_client = config.new_client_from_config(config_file=str(kubeconfig))
-    controller = Controller(
-        ControllerKube(api_client), ControllerTemporal(env.client, task_queue), FeatureGates(), 0.5
-    )
-    stop = asyncio.Event()
-    task = asyncio.create_task(controller.run(stop))
-    try:
-        yield
-    finally:
-        stop.set()
-        await task
-        api_client.close()
 
 
 async def test_kuberays_operator_runs_its_own_rayjob_beside_raypilot(plane: ControlPlane) -> None:

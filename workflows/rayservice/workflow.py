@@ -9,7 +9,8 @@ the test knob), after every handler finished, carrying its whole state (state.py
 
 Handlers (docs/contract.md §3): query `status`; updates `apply` (validated by its validator: an invalid or
 mismatched manifest is rejected with ValidationFailed and changes nothing; the newest accepted manifest wins)
-and `delete` (delete every owned object, then complete); and the upgrade controls
+and `delete` (delete every owned object, then complete; with the Orphan propagation policy, let go of them
+and complete: decisions/rayservice/deletion.py); and the upgrade controls
 (decisions/rayservice/upgrade/controls.py).
 """
 
@@ -43,6 +44,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
+    from workflows.decisions.rayservice.deletion import deletion_request_error, lets_go_of_owned_objects
     from workflows.decisions.rayservice.manifest import (
         manifest_error,
         manifest_update_error,
@@ -106,6 +108,7 @@ class RayServiceWorkflow:
         self._config: OperatorConfig | None = None
         self._changes = 0
         self._deletion_done = False
+        self._letting_go = False
         self._deleted: list[dict[str, str]] = []
         namespace, name = manifest_namespace_and_name(self._state.manifest)
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
@@ -158,13 +161,17 @@ class RayServiceWorkflow:
                 lambda seen=seen: self._changes != seen or state.deleting,  # type: ignore[misc]
                 reconciler.rayservice(),
             )
-        self._deleted = await calls.delete_owned()
-        clusters = [ref["name"] for ref in self._deleted if ref.get("kind") == "RayCluster"]
-        # The Serve wait learns of its cancellation at its next heartbeat (up to a minute), or returns once
-        # the deleted head is gone. Its cancellation is not confirmed: a wait lost with a crashed worker is
-        # recorded cancelled only at its heartbeat timeout (3 min for the quiet Serve wait), which would hold
-        # the deletion that long; one left on a live worker learns at its next heartbeat that the run closed.
-        await asyncio.gather(world.stop(confirm=False), world.wait_clusters_gone(clusters))
+        if self._letting_go:
+            await world.stop(confirm=False)  # what it made keeps serving, managed by whoever takes it over
+        else:
+            self._deleted = await calls.delete_owned()
+            clusters = [ref["name"] for ref in self._deleted if ref.get("kind") == "RayCluster"]
+            # The Serve wait learns of its cancellation at its next heartbeat (up to a minute), or returns
+            # once the deleted head is gone. Its cancellation is not confirmed: a wait lost with a crashed
+            # worker is recorded cancelled only at its heartbeat timeout (3 min for the quiet Serve wait),
+            # which would hold the deletion that long; one left on a live worker learns at its next heartbeat
+            # that the run closed.
+            await asyncio.gather(world.stop(confirm=False), world.wait_clusters_gone(clusters))
         self._deletion_done = True
         await workflow.wait_condition(workflow.all_handlers_finished)
         return status_query(state.status, state.serve_details)
@@ -342,8 +349,17 @@ class RayServiceWorkflow:
             raise _control_rejected(rejection)
 
     @workflow.update(name="delete")
-    async def delete(self) -> dict[str, Any]:
+    async def delete(self, request: dict[str, Any] | None = None) -> dict[str, Any]:
+        if not self._state.deleting:
+            self._letting_go = lets_go_of_owned_objects(request)
         self._state.deleting = True
         self._changes += 1
         await workflow.wait_condition(lambda: self._deletion_done)
-        return {"deleted": [f"{ref.get('kind')}/{ref.get('name')}" for ref in self._deleted]}
+        deleted = [f"{ref.get('kind')}/{ref.get('name')}" for ref in self._deleted]
+        return {"deleted": deleted, "orphaned": True} if self._letting_go else {"deleted": deleted}
+
+    @delete.validator
+    def _validate_delete(self, request: dict[str, Any] | None = None) -> None:
+        error = deletion_request_error(request)
+        if error is not None:
+            raise _rejected(error)

@@ -68,6 +68,9 @@ async def test_rejected_input_exits_2_and_starts_nothing(cli_stack: CliStack) ->
     assert bad_kind.code == 2
     not_a_service = await cli_stack.run("upgrade", "pause", "rayjob/default/x")
     assert not_a_service.code == 2
+    orphaned_job = await cli_stack.run("delete", "rayjob/default/x", "--cascade=orphan")
+    assert orphaned_job.code == 2
+    assert "--cascade=orphan lets go of a RayService's clusters" in orphaned_job.stderr
 
 
 async def test_unknown_workflow_is_a_failure_naming_it(cli_stack: CliStack) -> None:
@@ -236,3 +239,38 @@ async def test_rayservice_status_rejected_upgrade_control_and_delete(cli_stack: 
     assert deleted.code == 0, deleted.stderr
     assert deleted.stdout.strip() == f"{ref} deleted"
     assert not cli_stack.owned("rayclusters", namespace, "RayService", "svc")  # the workflow waited for it
+
+
+async def test_delete_with_cascade_orphan_lets_the_rayservice_go_and_keeps_what_it_made(
+    cli_stack: CliStack,
+) -> None:
+    namespace = cli_stack.namespace()
+    manifest = yaml.safe_load(
+        (Path(__file__).parents[3] / "examples" / "rayservice-newcluster.yaml").read_text()
+    )
+    manifest["metadata"] = {"name": "kept", "namespace": namespace}
+    ref = f"rayservice/{namespace}/kept"
+    assert (await cli_stack.run("apply", "-f", "-", stdin=yaml.safe_dump(manifest))).code == 0
+
+    async def running() -> str | None:
+        view = await cli_stack.run("status", ref)
+        return view.stdout if view.stdout.startswith(f"{ref}  Running") else None
+
+    await wait_until(running, within=60, interval=0.5, what="the RayService running")
+    clusters = cli_stack.owned("rayclusters", namespace, "RayService", "kept")
+    let_go = await cli_stack.run("delete", ref, "--cascade=orphan")
+    assert let_go.code == 0, let_go.stderr
+    assert let_go.stdout.strip() == (
+        f"{ref} let go: its RayClusters and Services stay, no longer managed by raypilot"
+    )
+    description = await cli_stack.client.get_workflow_handle(ref).describe()
+    assert description.status == WorkflowExecutionStatus.COMPLETED
+    assert cli_stack.owned("rayclusters", namespace, "RayService", "kept") == clusters
+    again = await cli_stack.run("delete", ref, "--cascade=orphan")
+    assert (again.code, again.stderr.strip()) == (
+        1,
+        f"error: {ref}: no running workflow to let go of its objects",
+    )
+    # What was let go is still found by its labels: a plain delete removes it.
+    assert (await cli_stack.run("delete", ref)).code == 0
+    assert not cli_stack.owned("rayclusters", namespace, "RayService", "kept")

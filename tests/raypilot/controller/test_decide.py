@@ -11,6 +11,7 @@ from raypilot.controller.decide import (
     Action,
     ObjectView,
     RunView,
+    deleted_with_orphans,
     phase_read_at,
     reconcile_action,
     should_write_status,
@@ -22,9 +23,15 @@ UID = "uid-1"
 
 
 def obj(
-    kind: str = "RayJob", *, gen: int = 1, applied: int = 0, deleting: bool = False, fin: bool = True
+    kind: str = "RayJob",
+    *,
+    gen: int = 1,
+    applied: int = 0,
+    deleting: bool = False,
+    fin: bool = True,
+    orphaning: bool = False,
 ) -> ObjectView:
-    return ObjectView(kind, UID, gen, applied, deleting, fin)
+    return ObjectView(kind, UID, gen, applied, deleting, fin, orphaning)
 
 
 RUNNING = RunView(RunState.RUNNING, None, UID)
@@ -75,6 +82,10 @@ CLI_RUNNING = RunView(RunState.RUNNING, None, None)
         (obj(deleting=True, fin=False), RUNNING, True, Action.NOTHING),
         (obj("RayService", deleting=True), RUNNING, True, Action.DELETE_WORKFLOW),
         (obj("RayService", deleting=True), RunView(RunState.COMPLETED, None, UID), True, Action.RELEASE),
+        # --cascade=orphan: a RayService's run lets go of its clusters; a RayJob is deleted as in KubeRay
+        (obj("RayService", deleting=True, orphaning=True), RUNNING, True, Action.LET_GO),
+        (obj("RayService", deleting=True, orphaning=True), DELETED, True, Action.RELEASE),
+        (obj(deleting=True, orphaning=True), RUNNING, True, Action.DELETE_WORKFLOW),
     ],
 )
 def test_reconcile_action(view: ObjectView, run: RunView | None, valid: bool, expected: Action) -> None:
@@ -88,6 +99,24 @@ SERVICE = {
     "activeServiceStatus": {"rayClusterName": "s-a", "applicationStatuses": {"app": {"status": "RUNNING"}}},
     "conditions": [{"type": "Ready", "status": "True", "message": "one", "lastTransitionTime": "t1"}],
 }
+
+
+@pytest.mark.parametrize(
+    ("finalizers", "dependents_owners", "expected"),
+    [
+        (["raypilot.io/finalizer", "orphan"], [[UID]], True),  # the garbage collector has not begun
+        (["raypilot.io/finalizer", "orphan"], [[UID], []], True),  # ... is halfway
+        (["raypilot.io/finalizer"], [[], []], True),  # ... is done and took its finalizer off
+        (["raypilot.io/finalizer"], [[UID], [UID]], False),  # Background: owned until the object goes
+        (["raypilot.io/finalizer"], [[UID], ["uid-of-another-owner"]], False),
+        (["raypilot.io/finalizer", "foregroundDeletion"], [], False),  # Foreground, dependents gone
+        (["raypilot.io/finalizer"], [], False),  # nothing was made: nothing to tell, nothing to keep
+    ],
+)
+def test_deleted_with_orphans(
+    finalizers: list[str], dependents_owners: list[list[str]], expected: bool
+) -> None:
+    assert deleted_with_orphans(finalizers, dependents_owners, UID) is expected
 
 
 @pytest.mark.parametrize(

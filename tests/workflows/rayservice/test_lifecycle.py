@@ -102,6 +102,44 @@ async def test_delete_removes_every_owned_object_and_completes(
     assert condition_of(final, "Ready")[0] == "True"
 
 
+async def test_delete_with_the_orphan_policy_lets_go_of_every_owned_object(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with serving(env, world, rayservice_manifest()) as (handle, active):
+        result = await handle.execute_update("delete", {"propagationPolicy": "Orphan"}, result_type=dict)
+        final = await handle.result()
+    assert result == {"deleted": [], "orphaned": True}
+    assert world.acts("delete") == []
+    assert world.live_clusters() == [active]
+    assert sorted(world.services) == ["svc-head-svc", "svc-serve-svc"]
+    assert final["activeServiceStatus"]["rayClusterName"] == active
+
+
+@pytest.mark.parametrize(
+    ("request_body", "message"),
+    [
+        (
+            {"propagationPolicy": "Sideways"},
+            "propagationPolicy must be one of Background, Foreground, Orphan",
+        ),
+        ({"cascade": "orphan"}, "unknown field of the delete request: cascade"),
+    ],
+)
+async def test_a_delete_request_it_does_not_know_is_refused_and_changes_nothing(
+    time_skipping_env: WorkflowEnvironment, request_body: dict[str, str], message: str
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with serving(env, world, rayservice_manifest()) as (handle, _):
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update("delete", request_body, result_type=dict)
+        assert isinstance(refused.value.cause, ApplicationError)
+        assert message in str(refused.value.cause)
+        await apply(handle, rayservice_manifest(suspend=True))  # still managed: an apply is taken
+        await status_when(env, handle, with_condition("Suspended"))
+    assert world.acts("delete", "RayCluster") != []
+
+
 async def test_delete_completes_while_a_serve_wait_is_lost_with_its_worker(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
