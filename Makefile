@@ -41,17 +41,13 @@ unit: $(STAMP)
 test: kube node-tools lint typecheck unit
 
 # The inner loop: decisions, workflows on the time-skipping server, replay, the activities that need no
-# cluster, the docs' blocks (no real Ray, no real Kubernetes: tests on the real stack are marked realkube):
-# about 2.5 minutes on 2 cores. `make test` stays the whole suite.
-# The CLI's command tests (most on a dev server or the sandbox) and the worker process's stay out of it.
+# cluster, the docs' blocks and the CLI's views: about 2.5 minutes on 2 cores. Left out by marker: tests on
+# the real stack (realkube) and those that start a sandbox stack or a worker process of their own (slow: the
+# CLI's commands, the worker process). `make test` stays the whole suite.
 FAST_TESTS := tests/models tests/wire tests/workflows tests/raypilot tests/architecture tests/replay \
 	tests/harness tests/activities tests/docs
-FAST_SKIPPED := $(addprefix tests/raypilot/cli/,test_apply_input.py test_apply_rollout.py test_cli_adopt.py \
-	test_cli_commands.py test_cli_idempotent_apply.py test_corpus.py test_demo.py test_demo_kubectl.py \
-	test_gitops_loop.py test_raycronjob_cli.py test_raycronjob_render.py test_render.py) \
-	tests/raypilot/test_startup_heap.py tests/raypilot/test_worker_process.py
 test-fast: $(STAMP)
-	$(BIN)/pytest $(XDIST) -m "not realkube" $(FAST_TESTS) $(addprefix --ignore=,$(FAST_SKIPPED)) $(PYTEST_ARGS)
+	$(BIN)/pytest $(XDIST) -m "not realkube and not slow" $(FAST_TESTS) $(PYTEST_ARGS)
 
 # The reliability suite (tests/reliability) at the issue's sizes: worker kills, API faults, dashboard outages,
 # bad input, secrets. Seeded (the seed is printed; RAYPILOT_RELIABILITY_SEED=N repeats a run); the figures

@@ -20,6 +20,7 @@ from raypilot.testing.binaries import temporal_cli
 from sandbox.realkube.controlplane import free_port
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.devserver, pytest.mark.slow]
 
 
 @pytest.fixture

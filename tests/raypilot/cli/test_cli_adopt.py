@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client as k8s
 
@@ -15,6 +16,8 @@ from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import KUBERAY_MADE, rayservice
 from tests.raypilot.cli.conftest import CliStack
+
+pytestmark = [pytest.mark.devserver, pytest.mark.slow]
 
 
 async def _status(cli_stack: CliStack, ref: str) -> dict[str, Any]:

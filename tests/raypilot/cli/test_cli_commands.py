@@ -18,7 +18,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from sandbox.testing import wait_until
 from tests.raypilot.cli.conftest import CliStack
 
-pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(180)]
 
 EXAMPLE = json.loads((Path(__file__).parents[3] / "examples" / "rayjob.json").read_text())
 

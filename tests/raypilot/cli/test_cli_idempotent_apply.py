@@ -18,7 +18,7 @@ from kubernetes import client as k8s
 from raypilot.testing.binaries import temporal_cli
 from tests.raypilot.cli.conftest import CliStack
 
-pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(240)]
 
 EXAMPLE = json.loads((Path(__file__).parents[3] / "examples" / "rayjob.json").read_text())
 

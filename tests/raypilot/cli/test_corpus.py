@@ -23,7 +23,7 @@ from models.naming import LABEL_CLUSTER, LABEL_NODE_TYPE, SUBMITTER_CONTAINER_NA
 from sandbox.testing import ConditionTimeout, wait_until
 from tests.raypilot.cli.conftest import CliResult, CliStack
 
-pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(240)]
 
 CORPUS = Path(__file__).parents[2] / "corpus"
 FEATURES = sorted(path.stem for path in CORPUS.glob("*.yaml"))

@@ -23,6 +23,7 @@ from sandbox.realkube.stack import real_stack_unavailable
 # under load): beyond the suite's budget, so it runs when asked for.
 pytestmark = [
     pytest.mark.devserver,
+    pytest.mark.slow,
     pytest.mark.realkube,
     pytest.mark.timeout(420),
     pytest.mark.skipif(

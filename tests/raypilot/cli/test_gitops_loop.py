@@ -29,7 +29,7 @@ from temporalio.client import WorkflowFailureError
 from tests.raypilot.cli.conftest import CliStack
 from tests.readiness import with_quick_readiness
 
-pytestmark = [pytest.mark.devserver, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(600)]
 
 FULL = os.environ.get("RAYPILOT_GITOPS_FULL", "") == "1"
 EXAMPLE = json.loads((Path(__file__).parents[3] / "examples" / "rayjob.json").read_text())

@@ -19,7 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from tests.raypilot.cli.conftest import CliStack
 
-pytestmark = [pytest.mark.devserver, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(240)]
 
 SAMPLES = Path(__file__).parents[3] / "examples" / "raycronjob"
 SAMPLE, TIMEZONE_SAMPLE = "raycronjob-sample", "raycronjob-timezone-sample"
