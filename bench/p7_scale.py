@@ -40,12 +40,13 @@ from bench.suite import BenchContext
 from models.naming import head_service_name
 from wire.observer import (
     WATCHES_QUERY,
+    JobWatch,
     WatchChanges,
-    apply_watch_changes,
     observer_shard,
     observer_shards_from_env,
     observer_workflow_id,
 )
+from wire.watch_book import added_watches
 
 RSS_TARGET_BYTES = int(1.5 * 2**30)
 # An observer that lists a cluster's jobs once a second stays within this whatever N is.
@@ -78,7 +79,7 @@ async def observer_watches(context: BenchContext, task_queue: str, namespace: st
         book = await handle.query(WATCHES_QUERY, 0, result_type=WatchChanges)
     except (RPCError, WorkflowQueryFailedError):
         return 0
-    return len(apply_watch_changes({}, book))  # a large book answers packed
+    return len(added_watches(book, dict[str, JobWatch]))  # a large book answers packed
 
 
 async def settled(shared: SharedCluster, worker: WorkerProcess, probe_s: float, within: float) -> float:

@@ -1,6 +1,6 @@
 """The Kubernetes observer of one namespace: what RayJob workflows, the observer workflow and its activity
 tell each other, and the observer's pure decisions (which object a watch follows, who gets which view,
-which view is newer, when a watch is done). Pure: workflows and activities both import this module.
+when a watch is done). Pure: workflows and activities both import this module.
 
 One observer per Kubernetes namespace (and raypilot task queue) LISTs then WATCHes the namespace's
 RayClusters (all of them: a clusterSelector picks one raypilot did not create), the batch Jobs carrying
@@ -23,14 +23,7 @@ from typing import Any, ClassVar, Final, Literal
 
 from wire.kubernetes import Observation
 from wire.views import raycluster_ready
-from wire.watch_book import (
-    TOMBSTONES,
-    BookChanges,
-    VersionedBook,
-    added_watches,
-    apply_book_changes,
-    packed_book_changes,
-)
+from wire.watch_book import BookChanges, VersionedBook, ViewVersion
 
 KUBE_OBSERVER_WORKFLOW: Final = "KubernetesObserverWorkflow"
 KUBE_WATCH_SIGNAL: Final = "watch"
@@ -42,7 +35,6 @@ KUBE_OBSERVER_ID_PREFIX: Final = "raypilot-k8s-observer"
 
 ObservedKind = Literal["RayCluster", "Job", "HeadPod"]
 WatchGoal = Literal["change", "ready", "finished"]
-Version = tuple[int, int, int]
 
 
 def kube_observer_workflow_id(task_queue: str, namespace: str) -> str:
@@ -87,7 +79,7 @@ class ObservedObject:
     kind: ObservedKind
     name: str
     observation: Observation
-    version: Version
+    version: ViewVersion
 
     @property
     def object(self) -> str:
@@ -108,8 +100,6 @@ class ObserveKubernetes:
 # The `watches` query's answer (the watches added and removed since the activity's last look).
 ObjectWatchChanges = BookChanges[ObjectWatch]
 
-BOOK_TOMBSTONES: Final = TOMBSTONES
-
 
 @dataclass
 class ObjectWatchBook(VersionedBook[ObjectWatch]):
@@ -125,23 +115,6 @@ class ObjectWatchBook(VersionedBook[ObjectWatch]):
     @classmethod
     def key_of(cls, watch: ObjectWatch) -> str:
         return watch.key
-
-
-def packed_object_changes(changes: ObjectWatchChanges) -> ObjectWatchChanges:
-    """`changes` as the `watches` query answers them: many added watches packed into one text."""
-    return packed_book_changes(changes, dict[str, ObjectWatch])
-
-
-def apply_object_watch_changes(
-    known: Mapping[str, ObjectWatch], changes: ObjectWatchChanges
-) -> dict[str, ObjectWatch]:
-    """The activity's copy of the watches after reading `changes` (packed or not)."""
-    return apply_book_changes(known, changes, dict[str, ObjectWatch])
-
-
-def added_object_watches(changes: ObjectWatchChanges) -> dict[str, ObjectWatch]:
-    """The watches `changes` adds (registered or registered again), packed or not."""
-    return added_watches(changes, dict[str, ObjectWatch])
 
 
 # ---- what the activity decides -------------------------------------------------------------------------
@@ -205,11 +178,6 @@ def ends_watch(goal: WatchGoal, kind: ObservedKind, view: Mapping[str, Any]) -> 
             for condition in view.get("conditions") or []
         )
     return False
-
-
-def is_newer_object_view(held: Version | None, incoming: Version) -> bool:
-    """Whether a view of `incoming` version replaces the one held (versions compare in order)."""
-    return held is None or tuple(incoming) > tuple(held)
 
 
 def ends_cluster_wait(view: Mapping[str, Any]) -> bool:

@@ -1,6 +1,7 @@
 """The cluster observer of Ray jobs: what RayJob workflows, the observer workflow and its activity tell each
-other, and the pure decisions of the observer (who gets which view, which view is newer, what a watch book
-says changed). Pure: workflows and activities both import this module.
+other, and the pure decisions of the observer (which shard watches a cluster, who gets which view, when a
+watch is done, whether a view replaces what a RayJob holds). Pure: workflows and activities both import
+this module.
 
 One observer per Kubernetes namespace (and raypilot task queue) lists `GET /api/jobs/` of every watched Ray
 dashboard of the namespace once per tick and sends each watching RayJob workflow the view of its Ray job
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
-from wire.watch_book import BookChanges, VersionedBook, apply_book_changes, packed_book_changes
+from wire.watch_book import BookChanges, VersionedBook, ViewVersion
 
 OBSERVER_WORKFLOW: Final = "RayJobObserverWorkflow"
 WATCH_SIGNAL: Final = "watch"
@@ -99,7 +100,7 @@ class ObservedJob:
 
     submission_id: str
     answer: JobInfoAnswer
-    version: tuple[int, int, int]
+    version: ViewVersion
 
 
 @dataclass(frozen=True)
@@ -131,16 +132,6 @@ class WatchBook(VersionedBook[JobWatch]):
     @classmethod
     def key_of(cls, watch: JobWatch) -> str:
         return watch_key(watch.target, watch.submission_id)
-
-
-def packed_changes(changes: WatchChanges) -> WatchChanges:
-    """`changes` as the `watches` query answers them: many added watches packed into one text."""
-    return packed_book_changes(changes, dict[str, JobWatch])
-
-
-def apply_watch_changes(known: Mapping[str, JobWatch], changes: WatchChanges) -> dict[str, JobWatch]:
-    """The activity's copy of the watches after reading `changes` (packed or not)."""
-    return apply_book_changes(known, changes, dict[str, JobWatch])
 
 
 def dashboards_to_list(watches: Mapping[str, JobWatch]) -> dict[str, DashboardTarget]:
@@ -208,11 +199,6 @@ def next_epoch_ms(now_ms: int, previous_ms: int) -> int:
     """The epoch of a new observer activity: now, but always after the previous one's (two activities
     started within one workflow task would otherwise share it, and their views could not be ordered)."""
     return max(now_ms, previous_ms + 1)
-
-
-def is_newer_view(held: tuple[int, int, int] | None, incoming: tuple[int, int, int]) -> bool:
-    """Whether a view of `incoming` version replaces the one held (versions compare in order)."""
-    return held is None or tuple(incoming) > tuple(held)
 
 
 # How far a found Ray job has got: its status only ever moves forward (PENDING -> RUNNING -> terminal).

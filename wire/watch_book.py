@@ -1,7 +1,8 @@
 """The watch book of an observer workflow, shared by the Ray job observer (`wire.observer.WatchBook`) and the
 Kubernetes observer (`wire.kubernetes_observer.ObjectWatchBook`): which workflow waits for what, versioned so
 that the observer activity reads only what changed since its last look (`changes_since`, answered by the
-`watches` query), and the activity's side of that exchange (`BookCopy`).
+`watches` query), the activity's side of that exchange (`BookCopy`), and how the views it sends order
+(`is_newer_view`).
 
 Pure: workflows and activities both import this module. A book is workflow state: observer workflows carry
 it through continue-as-new and receive it as an argument from runs of older code, so its JSON shape (the
@@ -114,14 +115,6 @@ def added_watches(changes: BookChanges[W], kind: type[dict[str, W]]) -> dict[str
     return unpack(changes.packed, kind) if changes.packed else dict(changes.added)
 
 
-def apply_book_changes(
-    known: Mapping[str, W], changes: BookChanges[W], kind: type[dict[str, W]]
-) -> dict[str, W]:
-    """The activity's copy of the watches after reading `changes` (packed or not; `kind` as in
-    `packed_book_changes`)."""
-    return _applied(known, changes, added_watches(changes, kind))
-
-
 def _applied(known: Mapping[str, W], changes: BookChanges[W], added: Mapping[str, W]) -> dict[str, W]:
     if changes.full:
         return dict(added)
@@ -154,3 +147,13 @@ class BookCopy(Generic[W, V]):
         self.version = changes.version
         self.sent = {key: view for key, view in self.sent.items() if key in self.watches}
         return added
+
+
+# A view's version as both observers send it: (observer epoch in ms, activity attempt, list tick or delivery
+# round).
+ViewVersion = tuple[int, int, int]
+
+
+def is_newer_view(held: ViewVersion | None, incoming: ViewVersion) -> bool:
+    """Whether a view of `incoming` version replaces the one held (versions compare in order)."""
+    return held is None or tuple(incoming) > tuple(held)

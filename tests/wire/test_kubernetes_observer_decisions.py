@@ -14,7 +14,6 @@ from wire.kubernetes_observer import (
     ObjectWatchBook,
     ObservedKind,
     WatchGoal,
-    apply_object_watch_changes,
     cached_object_key,
     ends_cluster_wait,
     ends_watch,
@@ -22,9 +21,10 @@ from wire.kubernetes_observer import (
     object_deliveries,
     wants_view,
 )
+from wire.watch_book import BookCopy
 
 GONE: dict[str, Any] = {"exists": False}
-STARTING = {"exists": True, "state": None, "conditions": []}
+STARTING: dict[str, Any] = {"exists": True, "state": None, "conditions": []}
 READY = {"exists": True, "state": "ready", "conditions": [["HeadPodReady", "True", "HeadPodRunningAndReady"]]}
 JOB_RUNNING = {"exists": True, "uid": "u", "deleting": False, "conditions": []}
 JOB_COMPLETE = {"exists": True, "uid": "u", "deleting": False, "conditions": [["Complete", "True", "x"]]}
@@ -117,14 +117,15 @@ def test_the_book_hands_out_only_what_changed_and_a_registration_again_counts() 
     start = book.changes_since(0)
     assert start.full
     assert set(start.added) == {first.key}
-    known = apply_object_watch_changes({}, start)
+    copy: BookCopy[ObjectWatch, dict[str, Any]] = BookCopy(dict[str, ObjectWatch])
+    copy.take(start)
     book.watch(second)
     book.unwatch(first.key)
     changes = book.changes_since(start.version)
     assert not changes.full
     assert (set(changes.added), changes.removed) == ({second.key}, [first.key])
-    known = apply_object_watch_changes(known, changes)
-    assert set(known) == {second.key}
+    copy.take(changes)
+    assert set(copy.watches) == {second.key}
     # The same watch registered again (a fresh look asked for) shows up as added again.
     book.watch(second)
     assert set(book.changes_since(changes.version).added) == {second.key}

@@ -7,24 +7,11 @@ from __future__ import annotations
 from temporalio.api.common.v1 import Payload
 
 from raypilot.converter import raypilot_data_converter
-from wire.dashboard import DashboardTarget
-from wire.kubernetes_observer import (
-    ObjectWatch,
-    ObjectWatchBook,
-    added_object_watches,
-    apply_object_watch_changes,
-    packed_object_changes,
-)
-from wire.observer import (
-    JobWatch,
-    WatchBook,
-    WatchChanges,
-    apply_watch_changes,
-    packed_changes,
-    watch_key,
-)
+from wire.dashboard import DashboardTarget, JobInfoAnswer
+from wire.kubernetes_observer import ObjectWatch, ObjectWatchBook
+from wire.observer import JobWatch, WatchBook, WatchChanges, watch_key
 from wire.packing import pack, unpack
-from wire.watch_book import PACK_ABOVE
+from wire.watch_book import PACK_ABOVE, BookCopy, packed_book_changes
 
 PAYLOAD_LIMIT = 2 * 1024 * 1024
 TARGET = DashboardTarget("bench-4f2a9c", "shared-cluster-head-svc", "shared-cluster-head-svc.bench:8265")
@@ -33,6 +20,16 @@ TARGET = DashboardTarget("bench-4f2a9c", "shared-cluster-head-svc", "shared-clus
 def encoded(value: object) -> Payload:
     payload: Payload = raypilot_data_converter.payload_converter.to_payloads([value])[0]
     return payload
+
+
+def packed_changes(changes: WatchChanges) -> WatchChanges:
+    """`changes` as the observer's `watches` query answers them."""
+    return packed_book_changes(changes, dict[str, JobWatch])
+
+
+def job_copy() -> BookCopy[JobWatch, JobInfoAnswer]:
+    """A fresh copy of a Ray job book, as the observer activity starts with."""
+    return BookCopy(dict[str, JobWatch])
 
 
 def job_book(size: int) -> WatchBook:
@@ -58,7 +55,9 @@ def test_the_whole_book_answers_packed_and_reads_back_whole() -> None:
     assert answer.packed
     assert answer.full
     assert len(encoded(answer).data) < PAYLOAD_LIMIT / 4
-    assert apply_watch_changes({}, answer) == book.watches
+    copy = job_copy()
+    assert copy.take(answer) == book.watches
+    assert copy.watches == book.watches
 
 
 def test_small_answers_stay_plain() -> None:
@@ -70,16 +69,18 @@ def test_small_answers_stay_plain() -> None:
 
 def test_a_packed_delta_applies_as_a_plain_one() -> None:
     book = job_book(PACK_ABOVE + 50)
-    known = apply_watch_changes({}, packed_changes(book.changes_since(0)))
+    copy = job_copy()
+    copy.take(packed_changes(book.changes_since(0)))
     first = next(iter(book.watches))
     book.unwatch(first)
     extra = job_book(2 * PACK_ABOVE + 100)
     for watch in list(extra.watches.values())[PACK_ABOVE + 50 :]:
         book.watch(watch)
-    delta = book.changes_since(PACK_ABOVE + 50)
+    delta = book.changes_since(copy.version)
     assert delta.removed == [first]
     assert delta.packed == ""
-    assert apply_watch_changes(known, packed_changes(delta)) == book.watches
+    copy.take(packed_changes(delta))
+    assert copy.watches == book.watches
 
 
 def test_a_continued_run_starts_from_the_watches_alone() -> None:
@@ -109,11 +110,12 @@ def test_ten_thousand_object_watches_pack_and_read_back() -> None:
     for index in range(10_000):
         cluster = f"job-{index}-raycluster-x7k2p"
         book.watch(ObjectWatch("RayCluster", "bench", cluster, f"rayjob/bench/job-{index}"))
-    answer = packed_object_changes(book.changes_since(0))
+    answer = packed_book_changes(book.changes_since(0), dict[str, ObjectWatch])
     assert answer.packed
     assert len(encoded(answer).data) < PAYLOAD_LIMIT / 4
-    assert apply_object_watch_changes({}, answer) == book.watches
+    copy: BookCopy[ObjectWatch, dict[str, object]] = BookCopy(dict[str, ObjectWatch])
     # The activity resets what it sent for every watch added (registered again: a fresh look), packed too.
-    assert added_object_watches(answer) == book.watches
+    assert copy.take(answer) == book.watches
+    assert copy.watches == book.watches
     continued = ObjectWatchBook.of(unpack(pack(book.watches, dict[str, ObjectWatch]), dict[str, ObjectWatch]))
     assert continued.watches == book.watches

@@ -4,29 +4,24 @@ a relist after a restart."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
-from wire.kubernetes_observer import is_newer_object_view
 from wire.observer import (
     Delivery,
     JobWatch,
     Listing,
     WatchBook,
     WatchChanges,
-    apply_watch_changes,
     dashboards_to_list,
     deliveries,
     finished_watches,
-    is_newer_view,
     is_replaced,
     next_epoch_ms,
     observer_workflow_id,
     watch_key,
 )
-from wire.watch_book import TOMBSTONES, BookCopy
+from wire.watch_book import TOMBSTONES, BookCopy, is_newer_view
 
 RUNNING = JobInfoAnswer("found", status="RUNNING", message="Job is currently running.")
 SUCCEEDED = JobInfoAnswer("found", status="SUCCEEDED", message="Job finished successfully.")
@@ -40,6 +35,11 @@ B = JobWatch(SHARED, "job-b", "rayjob/b")
 C = JobWatch(OWN, "job-a", "rayjob/c")  # the same submission id on another cluster: another job
 WATCHES = {watch_key(w.target, w.submission_id): w for w in (A, B, C)}
 KA, KB, KC = WATCHES
+
+
+def job_copy() -> BookCopy[JobWatch, JobInfoAnswer]:
+    """A fresh copy of the book, as the observer activity starts with."""
+    return BookCopy(dict[str, JobWatch])
 
 
 def test_keys_tell_clusters_apart() -> None:
@@ -100,8 +100,7 @@ def test_a_watch_is_done_once_a_terminal_view_was_delivered() -> None:
     assert finished_watches({KA: SUCCEEDED, KB: RUNNING, KC: NOT_FOUND}) == [KA]
 
 
-# The Ray job observer's and the Kubernetes observer's views order by the same rule.
-@pytest.mark.parametrize("is_newer", [is_newer_view, is_newer_object_view])
+# The Ray job observer's and the Kubernetes observer's views order by this one rule.
 @pytest.mark.parametrize(
     ("held", "incoming", "newer"),
     [
@@ -115,12 +114,9 @@ def test_a_watch_is_done_once_a_terminal_view_was_delivered() -> None:
     ],
 )
 def test_views_order_by_epoch_then_attempt_then_tick(
-    is_newer: Callable[[tuple[int, int, int] | None, tuple[int, int, int]], bool],
-    held: tuple[int, int, int] | None,
-    incoming: tuple[int, int, int],
-    newer: bool,
+    held: tuple[int, int, int] | None, incoming: tuple[int, int, int], newer: bool
 ) -> None:
-    assert is_newer(held, incoming) is newer
+    assert is_newer_view(held, incoming) is newer
 
 
 def test_the_book_gives_a_reader_only_what_changed_since_its_version() -> None:
@@ -129,7 +125,8 @@ def test_the_book_gives_a_reader_only_what_changed_since_its_version() -> None:
     book.watch(B)
     first = book.changes_since(0)
     assert first == WatchChanges(2, {KA: A, KB: B}, [], full=True)
-    known = apply_watch_changes({}, first)
+    copy = job_copy()
+    copy.take(first)
 
     book.watch(A)  # a repeated registration (a retried step, the hourly check) changes nothing
     assert book.changes_since(2) == WatchChanges(2)
@@ -137,14 +134,15 @@ def test_the_book_gives_a_reader_only_what_changed_since_its_version() -> None:
     book.watch(C)
     changes = book.changes_since(2)
     assert changes == WatchChanges(4, {KC: C}, [KA])
-    assert apply_watch_changes(known, changes) == {KB: B, KC: C}
+    copy.take(changes)
+    assert copy.watches == {KB: B, KC: C}
 
 
 def test_the_activity_copy_takes_what_changed_and_forgets_the_views_of_removed_watches() -> None:
     book = WatchBook()
     book.watch(A)
     book.watch(B)
-    copy: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch])
+    copy = job_copy()
     assert copy.take(book.changes_since(copy.version)) == {KA: A, KB: B}
     assert (copy.watches, copy.version) == ({KA: A, KB: B}, 2)
     copy.sent.update({KA: RUNNING, KB: PENDING})
@@ -166,7 +164,9 @@ def test_a_job_watched_again_after_it_was_forgotten_is_added_again() -> None:
     book.unwatch(KA)
     book.watch(A)
     assert book.changes_since(2) == WatchChanges(3, {KA: A}, [])
-    assert apply_watch_changes({}, book.changes_since(2)) == {KA: A}
+    copy = job_copy()
+    copy.take(book.changes_since(2))
+    assert copy.watches == {KA: A}
 
 
 def test_a_reader_from_another_run_or_too_far_behind_reads_the_whole_book() -> None:
@@ -181,7 +181,10 @@ def test_a_reader_from_another_run_or_too_far_behind_reads_the_whole_book() -> N
     # A reader ahead of the book (it read a later run's book before a restart) also reads it whole.
     assert book.changes_since(book.version + 5).full
     # The full book replaces whatever the reader had.
-    assert apply_watch_changes({KB: B}, book.changes_since(0)) == {KA: A}
+    copy: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch], {KB: B}, 1, {KB: RUNNING})
+    copy.take(book.changes_since(0))
+    assert copy.watches == {KA: A}
+    assert copy.sent == {}
 
 
 def test_one_observer_per_namespace_and_deployment() -> None:

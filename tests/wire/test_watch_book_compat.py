@@ -13,13 +13,9 @@ from temporalio.api.common.v1 import Payload
 
 from raypilot.converter import raypilot_data_converter
 from wire.dashboard import DashboardTarget
-from wire.kubernetes_observer import (
-    ObjectWatch,
-    ObjectWatchBook,
-    ObjectWatchChanges,
-    apply_object_watch_changes,
-)
-from wire.observer import JobWatch, WatchBook, WatchChanges, apply_watch_changes
+from wire.kubernetes_observer import ObjectWatch, ObjectWatchBook, ObjectWatchChanges
+from wire.observer import JobWatch, WatchBook, WatchChanges
+from wire.watch_book import BookCopy
 
 TARGET = (
     '{"namespace":"ns","head_service":"head-svc","dashboard_url":"head-svc.ns:8265","dashboard_port":8265,'
@@ -89,8 +85,10 @@ def test_a_ray_job_watches_answer_of_older_code_decodes_for_the_activity() -> No
     changes = decoded(JOB_CHANGES, WatchChanges)
     assert isinstance(changes.added["head-svc/c"], JobWatch)
     assert encoded(changes) == JOB_CHANGES.replace(TARGET, TARGET_NOW)
-    known = apply_watch_changes(decoded(JOB_BOOK, WatchBook).watches, changes)
-    assert sorted(known) == ["head-svc/a", "head-svc/c"]
+    book = decoded(JOB_BOOK, WatchBook)
+    copy: BookCopy[JobWatch, Any] = BookCopy(dict[str, JobWatch], book.watches, 2)
+    copy.take(changes)
+    assert sorted(copy.watches) == ["head-svc/a", "head-svc/c"]
 
 
 def test_a_kubernetes_book_of_older_code_decodes_as_the_observer_receives_it() -> None:
@@ -116,5 +114,7 @@ def test_a_kubernetes_watches_answer_of_older_code_decodes_for_the_activity() ->
     changes = decoded(OBJECT_CHANGES, ObjectWatchChanges)
     assert isinstance(changes.added["HeadPod/c1/rayjob/ns/a"], ObjectWatch)
     assert encoded(changes) == OBJECT_CHANGES
-    known = apply_object_watch_changes(decoded(OBJECT_BOOK, ObjectWatchBook).watches, changes)
-    assert sorted(known) == ["HeadPod/c1/rayjob/ns/a", "RayCluster/c1/rayjob/ns/a"]
+    book = decoded(OBJECT_BOOK, ObjectWatchBook)
+    copy: BookCopy[ObjectWatch, Any] = BookCopy(dict[str, ObjectWatch], book.watches, 1)
+    copy.take(changes)
+    assert sorted(copy.watches) == ["HeadPod/c1/rayjob/ns/a", "RayCluster/c1/rayjob/ns/a"]

@@ -21,7 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
     from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
     from wire.kubernetes_observer import ObservedKind, object_key
-    from wire.observer import JobWatch, ObservedJob, is_newer_view, takes_observed_view
+    from wire.observer import JobWatch, ObservedJob, takes_observed_view
+    from wire.watch_book import is_newer_view
     from workflows.decisions.rayjob.dashboard import rayjob_head_service_manifest
     from workflows.decisions.rayjob.deadlines import (
         OBSERVER_CHECK_INTERVAL,

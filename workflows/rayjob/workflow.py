@@ -38,8 +38,9 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.admission import ADMISSION_SIGNAL
     from wire.kubernetes import EarlierRun, EarlierRuns, RunStart
-    from wire.kubernetes_observer import KUBE_OBSERVED_SIGNAL, ObservedObject, is_newer_object_view
-    from wire.observer import OBSERVED_SIGNAL, ObservedJob, is_newer_view
+    from wire.kubernetes_observer import KUBE_OBSERVED_SIGNAL, ObservedObject
+    from wire.observer import OBSERVED_SIGNAL, ObservedJob
+    from wire.watch_book import is_newer_view
     from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
     from workflows.decisions.rayjob.apply import applied_job, is_spec_changed
     from workflows.decisions.rayjob.object import inherits_object, outcome_memo, rayjob_spec_hash
@@ -265,7 +266,7 @@ class RayJobWorkflow:
         the one held for that object (older versions come from a lost observer attempt still running)."""
         views = self.core.state.k8s_views
         held = views.get(view.object)
-        if is_newer_object_view(held.version if held is not None else None, tuple(view.version)):  # type: ignore[arg-type]
+        if is_newer_view(held.version if held is not None else None, tuple(view.version)):  # type: ignore[arg-type]
             views[view.object] = view
 
     @workflow.update(name="apply")
