@@ -109,20 +109,6 @@ def remove_condition(conditions: Sequence[Condition], condition_type: str) -> li
     return [condition.model_copy() for condition in conditions if condition.type != condition_type]
 
 
-def _set(
-    status: RayServiceStatuses,
-    condition_type: str,
-    value: ConditionStatus,
-    reason: str,
-    message: str,
-    now: datetime,
-) -> None:
-    # Only ever called on a private copy; KubeRay's setCondition stamps the status' observedGeneration.
-    status.conditions = set_condition(
-        status.conditions, condition_type, value, reason, message, status.observed_generation, now
-    )
-
-
 def with_condition(
     status: RayServiceStatuses,
     condition_type: str,
@@ -131,9 +117,12 @@ def with_condition(
     message: str,
     now: datetime,
 ) -> RayServiceStatuses:
-    """A copy of `status` with one condition set (at the status' observedGeneration, as `_set`)."""
+    """A copy of `status` with one condition set at the status' observedGeneration (as KubeRay's
+    setCondition stamps it)."""
     result = status.model_copy(deep=True)
-    _set(result, condition_type, value, reason, message, now)
+    result.conditions = set_condition(
+        result.conditions, condition_type, value, reason, message, result.observed_generation, now
+    )
     return result
 
 
@@ -166,7 +155,9 @@ def mark_failed_on_initializing_timeout(
     result = status.model_copy(deep=True)
     result.active_service_status.ray_cluster_name = ""
     result.pending_service_status.ray_cluster_name = ""
-    _set(result, Ready, ConditionStatus.FALSE, Reason.INITIALIZING_TIMEOUT, outcome.condition_message, now)
+    result = with_condition(
+        result, Ready, ConditionStatus.FALSE, Reason.INITIALIZING_TIMEOUT, outcome.condition_message, now
+    )
     return result, [RayServiceEvent("Warning", "RayServiceInitializingTimeout", outcome.event_message)]
 
 
@@ -178,11 +169,15 @@ def calculate_conditions(
     result = status.model_copy(deep=True)
     events: list[RayServiceEvent] = []
     if not result.conditions:
-        _set(result, Ready, ConditionStatus.FALSE, Reason.INITIALIZING, MESSAGE_INITIALIZING, now)
-        _set(result, UpgradeInProgress, ConditionStatus.FALSE, Reason.INITIALIZING, MESSAGE_INITIALIZING, now)
+        result = with_condition(
+            result, Ready, ConditionStatus.FALSE, Reason.INITIALIZING, MESSAGE_INITIALIZING, now
+        )
+        result = with_condition(
+            result, UpgradeInProgress, ConditionStatus.FALSE, Reason.INITIALIZING, MESSAGE_INITIALIZING, now
+        )
 
     if result.num_serve_endpoints > 0:
-        _set(
+        result = with_condition(
             result,
             Ready,
             ConditionStatus.TRUE,
@@ -191,14 +186,16 @@ def calculate_conditions(
             now,
         )
     elif is_condition_true(result.conditions, Ready):
-        _set(result, Ready, ConditionStatus.FALSE, Reason.ZERO_SERVE_ENDPOINTS, MESSAGE_ZERO_ENDPOINTS, now)
+        result = with_condition(
+            result, Ready, ConditionStatus.FALSE, Reason.ZERO_SERVE_ENDPOINTS, MESSAGE_ZERO_ENDPOINTS, now
+        )
     else:
         result, events = mark_failed_on_initializing_timeout(result, annotations, now)
 
     active = result.active_service_status.ray_cluster_name
     pending = result.pending_service_status.ray_cluster_name
     if active and pending:
-        _set(
+        result = with_condition(
             result,
             UpgradeInProgress,
             ConditionStatus.TRUE,
@@ -207,7 +204,7 @@ def calculate_conditions(
             now,
         )
     elif active:
-        _set(
+        result = with_condition(
             result,
             UpgradeInProgress,
             ConditionStatus.FALSE,
@@ -218,7 +215,7 @@ def calculate_conditions(
     else:
         upgrade = find_condition(result.conditions, UpgradeInProgress)
         if upgrade is None or upgrade.reason not in (Reason.INITIALIZING, Reason.INITIALIZING_TIMEOUT):
-            _set(
+            result = with_condition(
                 result,
                 UpgradeInProgress,
                 ConditionStatus.UNKNOWN,
