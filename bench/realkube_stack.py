@@ -78,25 +78,23 @@ async def running_real_stack(
         await asyncio.to_thread(stack.__exit__, None, None, None)
 
 
-async def _started(context: BenchContext, name: str, ray: RayKind, gates: str) -> SharedRealStack:
-    """A real stack that runs until the bench run ends."""
-    return await context.resources.enter_async_context(running_real_stack(context.scratch(name), ray, gates))
+async def _once_per_run(context: BenchContext, key: str, name: str, ray: RayKind) -> SharedRealStack:
+    """The real stack kept under `key` in the run's shared resources: started by the first bench that asks,
+    running until the bench run ends."""
+    found = context.shared.get(key)
+    if isinstance(found, SharedRealStack):
+        return found
+    shared = await context.resources.enter_async_context(
+        running_real_stack(context.scratch(name), ray, KUBERAY_GATES)
+    )
+    context.shared[key] = shared
+    return shared
 
 
 async def shared_real_stack(context: BenchContext) -> SharedRealStack:
-    found = context.shared.get(KEY)
-    if isinstance(found, SharedRealStack):
-        return found
-    shared = await _started(context, "real-stack", "simulated", KUBERAY_GATES)
-    context.shared[KEY] = shared
-    return shared
+    return await _once_per_run(context, KEY, "real-stack", "simulated")
 
 
 async def real_ray_stack(context: BenchContext) -> SharedRealStack:
     """A real stack whose pods run real Ray (P6), started once per run beside the shared one."""
-    found = context.shared.get(REAL_RAY_KEY)
-    if isinstance(found, SharedRealStack):
-        return found
-    shared = await _started(context, "real-stack-real-ray", "real", KUBERAY_GATES)
-    context.shared[REAL_RAY_KEY] = shared
-    return shared
+    return await _once_per_run(context, REAL_RAY_KEY, "real-stack-real-ray", "real")
