@@ -27,7 +27,7 @@ from raypilot.cli.common import Console
 from raypilot.cli.main import main
 from raypilot.converter import raypilot_data_converter
 from raypilot.testing.binaries import temporal_cli
-from raypilot.testing.worker import running_worker
+from raypilot.testing.worker import console_env, running_worker
 from tests.workflows.raycronjob.fakes_raycronjob import FakeRayJobWorkflow, cronjob_manifest
 from workflows.decisions.raycronjob.runs import scheduled_time_from_tick_id
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
@@ -43,12 +43,6 @@ async def measure(ticks: int) -> None:
     )
     client = env.client
     queue = f"bench-cron-{uuid.uuid4().hex[:6]}"
-    console_env = {
-        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": client.namespace,
-        "RAYPILOT_TASK_QUEUE": queue,
-        "HOME": "/nonexistent",
-    }
     dependencies = ActivityDependencies.from_env({"HOME": "/nonexistent"}, temporal_client=client)
     activities = activity_methods(CronJobRunActivities(dependencies, leftovers=lambda *_: None))
     try:
@@ -71,7 +65,7 @@ async def measure(ticks: int) -> None:
                         )
                     )
                 )
-                console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=console_env)
+                console = Console(stdout=io.StringIO(), stderr=io.StringIO(), env=console_env(client, queue))
                 assert await asyncio.to_thread(main, ["apply", "-f", str(path)], console) == 0
             query = (
                 "WorkflowType = 'RayCronJobTick' AND RayCronJob = 'bench' AND ExecutionStatus = 'Completed'"

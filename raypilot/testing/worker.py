@@ -63,3 +63,14 @@ async def running_worker(
             deployment_config=deployment,
         ):
             yield queue
+
+
+def console_env(client: Client, task_queue: str) -> dict[str, str]:
+    """The environment of a `raypilot` command run in-process against `client`'s namespace, for the workers
+    of `task_queue`; HOME is a directory that does not exist, so no user configuration is read."""
+    return {
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "TEMPORAL_NAMESPACE": client.namespace,
+        "RAYPILOT_TASK_QUEUE": task_queue,
+        "HOME": "/nonexistent",
+    }

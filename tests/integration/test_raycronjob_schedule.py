@@ -27,7 +27,7 @@ from activities.dependencies import ActivityDependencies
 from activities.registry import activity_methods
 from raypilot.cli.common import Console
 from raypilot.cli.main import main
-from raypilot.testing.worker import running_worker
+from raypilot.testing.worker import console_env, running_worker
 from tests.workflows.raycronjob.fakes_raycronjob import FakeRayJobWorkflow, cronjob_manifest
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 
@@ -74,13 +74,7 @@ def no_leftovers(dependencies: ActivityDependencies, ref: Any) -> None:
 async def cron_stack(dev_server_env: WorkflowEnvironment, tmp_path: Path) -> CronStack:
     client = dev_server_env.client
     queue = f"cron-{uuid.uuid4().hex[:8]}"
-    env = {
-        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "TEMPORAL_NAMESPACE": client.namespace,
-        "RAYPILOT_TASK_QUEUE": queue,
-        "HOME": "/nonexistent",
-    }
-    return CronStack(client, env, tmp_path)
+    return CronStack(client, console_env(client, queue), tmp_path)
 
 
 def worker(stack: CronStack) -> Any:
