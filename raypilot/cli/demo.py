@@ -30,7 +30,7 @@ from temporalio.exceptions import TemporalError
 from raypilot.cli.demo_kubectl import install_crds
 from raypilot.cli.demo_rayjob import run_rayjob
 from raypilot.cli.demo_rayservice import SERVICE_NAME, deploy_first_version, upgrade_under_load
-from raypilot.cli.demo_support import DemoPace
+from raypilot.cli.demo_support import DemoContext, DemoPace
 from raypilot.cli.demo_view import JobReport, UpgradeReport, job_summary, upgrade_summary
 from raypilot.cli.stack import TEMPORAL_PORT, UI_PORT, LocalStack
 from raypilot.load import FAILED
@@ -74,18 +74,18 @@ async def run_workloads(
     task_queue = TemporalSettings.from_env(os.environ).task_queue
     client = await connect(TemporalSettings(address=stack.temporal_address, task_queue=task_queue))
     api_client = k8s_config.new_client_from_config(config_file=str(kubeconfig))
-    custom = k8s.CustomObjectsApi(api_client)
+    context = DemoContext(client, task_queue, k8s.CustomObjectsApi(api_client), NAMESPACE, emit, pace)
     try:
         title = (
             f"RayJob raypilot.io/v1 (K8sJobMode, DeleteCluster {pace.delete_cluster_ttl_s} s after the end)"
         )
         with step(title, timings):
-            job = await run_rayjob(client, task_queue, custom, NAMESPACE, emit, pace)
+            job = await run_rayjob(context)
         reports += job_summary(job)
         with step(f"RayService {SERVICE_NAME} v1 first deployment", timings):
-            deployed = await deploy_first_version(client, task_queue, custom, NAMESPACE, emit, pace)
+            deployed = await deploy_first_version(context)
         with step("RayService v1 -> v2 incremental upgrade under load", timings):
-            upgrade = await upgrade_under_load(deployed, emit, stack.workdir)
+            upgrade = await upgrade_under_load(deployed, stack.workdir)
         reports += upgrade_summary(upgrade)
         return job_succeeded(job) and upgrade_succeeded(upgrade)
     finally:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from kubernetes import client as k8s
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
@@ -21,8 +20,8 @@ from raypilot.cli.demo_kubectl import KubectlWatch
 from raypilot.cli.demo_support import (
     POLL_INTERVAL_S,
     ChangePrinter,
+    DemoContext,
     DemoFailed,
-    DemoPace,
     example_manifest,
     query_status,
     read_custom,
@@ -80,17 +79,11 @@ def _run_seconds(status: dict[str, Any]) -> float | None:
     return (ended - started).total_seconds() if started and ended else None
 
 
-async def run_rayjob(
-    client: Client,
-    task_queue: str,
-    custom: k8s.CustomObjectsApi,
-    namespace: str,
-    emit: Callable[[str], None],
-    pace: DemoPace,
-) -> JobReport:
-    """Starts the RayJob workflow, prints each change of phase / job status / cluster, then waits until the
-    RayCluster is gone and the workflow completed."""
-    ttl_s = pace.delete_cluster_ttl_s
+async def run_rayjob(context: DemoContext) -> JobReport:
+    """Applies the RayJob (the controller starts its workflow), prints each change of phase / job status /
+    cluster, then waits until the RayCluster is gone and the workflow completed."""
+    client, custom, namespace, emit = context.client, context.custom, context.namespace, context.emit
+    ttl_s = context.pace.delete_cluster_ttl_s
     manifest = {**demo_job_manifest(namespace, ttl_s), "apiVersion": RAYPILOT_API_VERSION}
     await asyncio.to_thread(
         custom.create_namespaced_custom_object,

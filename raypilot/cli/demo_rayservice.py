@@ -15,12 +15,13 @@ from typing import Any
 
 import httpx
 from kubernetes import client as k8s
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import WorkflowHandle
 
 from models.naming import gateway_name
 from raypilot.cli.demo_support import (
     POLL_INTERVAL_S,
     ChangePrinter,
+    DemoContext,
     DemoFailed,
     DemoPace,
     example_manifest,
@@ -149,22 +150,16 @@ async def _wait_for_gateway(custom: k8s.CustomObjectsApi, namespace: str) -> str
 class Deployed:
     """The first version, Running and answering through the Gateway at `url`."""
 
+    context: DemoContext
     handle: WorkflowHandle[Any, Any]
-    namespace: str
     url: str
-    pace: DemoPace
 
 
-async def deploy_first_version(
-    client: Client,
-    task_queue: str,
-    custom: k8s.CustomObjectsApi,
-    namespace: str,
-    emit: Callable[[str], None],
-    pace: DemoPace,
-) -> Deployed:
+async def deploy_first_version(context: DemoContext) -> Deployed:
     """Starts the RayService workflow with v1 and waits until it is Running and its Gateway has an address."""
-    handle = await start_workflow(client, task_queue, demo_service_manifest(namespace, OLD_VERSION, pace))
+    emit = context.emit
+    manifest = demo_service_manifest(context.namespace, OLD_VERSION, context.pace)
+    handle = await start_workflow(context.client, context.task_queue, manifest)
     emit(f"  workflow {handle.id} started ({OLD_VERSION})")
     began = time.monotonic()
     printer = ChangePrinter(emit)
@@ -176,14 +171,15 @@ async def deploy_first_version(
             f"  active {_active_cluster(status) or '-'}  pending {_pending_cluster(status) or '-'}",
         ),
     )
-    url = await _wait_for_gateway(custom, namespace)
+    url = await _wait_for_gateway(context.custom, context.namespace)
     emit(f"  {time.monotonic() - began:6.1f} s  {OLD_VERSION} answers through the Gateway at {url}")
-    return Deployed(handle, namespace, url, pace)
+    return Deployed(context, handle, url)
 
 
-async def upgrade_under_load(deployed: Deployed, emit: Callable[[str], None], workdir: Path) -> UpgradeReport:
+async def upgrade_under_load(deployed: Deployed, workdir: Path) -> UpgradeReport:
     """Sends a steady load through the Gateway, applies v2 once v1 answered, follows the upgrade to its
     end."""
+    emit = deployed.context.emit
     load_began = time.monotonic()
     async with SteadyLoad(deployed.url, concurrency=LOAD_CONCURRENCY) as load:
         await asyncio.wait_for(load.wait_for_requests(BASELINE_REQUESTS), 60)
@@ -198,10 +194,10 @@ async def _upgrade_under_load(
     emit: Callable[[str], None],
     workdir: Path,
 ) -> UpgradeReport:
-    handle, pace = deployed.handle, deployed.pace
+    handle, pace = deployed.handle, deployed.context.pace
     old_cluster = _active_cluster(await query_status(handle))
     applied_at = time.monotonic()
-    manifest = demo_service_manifest(deployed.namespace, NEW_VERSION, pace)
+    manifest = demo_service_manifest(deployed.context.namespace, NEW_VERSION, pace)
     result = await handle.execute_update("apply", manifest)
     emit(f"  {NEW_VERSION} applied (generation {result.get('generation')}); {pace.upgrade_text()}")
     phases: tuple[PhaseMark, ...] = ()  # for the `raypilot status` view at the end

@@ -1,5 +1,6 @@
-"""What both demo steps share: the manifests' source, starting a workflow as `raypilot apply` does, reading
-Kubernetes objects without blocking the event loop (the load runs on it), and printing changes only."""
+"""What both demo steps share: what they run with (`DemoContext`), the manifests' source, starting a
+workflow as `raypilot apply` does, reading Kubernetes objects without blocking the event loop (the load runs
+on it), and printing changes only."""
 
 from __future__ import annotations
 
@@ -42,6 +43,19 @@ class DemoPace:
             f"traffic moves {self.step_size_percent} % every {self.interval_s} s,"
             f" capacity surge {self.max_surge_percent} %"
         )
+
+
+@dataclass(frozen=True)
+class DemoContext:
+    """What every demo step runs with: the Temporal client and the task queue of the demo's worker, the
+    Kubernetes API and namespace of its objects, where it prints, and how fast its objects move."""
+
+    client: Client
+    task_queue: str
+    custom: k8s.CustomObjectsApi
+    namespace: str
+    emit: Callable[[str], None]
+    pace: DemoPace
 
 
 def example_manifest(file_name: str, name: str, namespace: str) -> dict[str, Any]:
