@@ -8,6 +8,7 @@ import pytest
 
 from models.features import FeatureGates
 from models.rayjob import RayJob
+from tests.workflows.decisions.rayjob.rayjobs import rayjob
 from workflows.decisions.rayjob.cluster import (
     DashboardPortNotFound,
     cluster_head_service_name,
@@ -116,9 +117,7 @@ def test_sidecar_submitter_restarts_with_the_gate() -> None:
 
 
 def test_cluster_selector_jobs_create_no_cluster() -> None:
-    job = RayJob.model_validate(
-        {"metadata": {"name": "rj"}, "spec": {"clusterSelector": {"ray.io/cluster": "c"}}}
-    )
+    job = rayjob({"clusterSelector": {"ray.io/cluster": "c"}})
     with pytest.raises(ValueError, match="rayClusterSpec"):
         manifest(job)
 

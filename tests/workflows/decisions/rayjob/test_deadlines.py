@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from models.operator import OperatorConfig, operator_config_from_env
+from models.operator import operator_config_from_env
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
+from tests.workflows.decisions.rayjob.rayjobs import CONFIG, rayjob
 from workflows.decisions.rayjob.deadlines import (
     GRACE_PERIOD_MESSAGE,
     OBSERVER_CHECK,
@@ -28,17 +29,10 @@ from workflows.decisions.rayjob.deadlines import (
 from workflows.decisions.rayjob.status import Transition
 
 START = datetime(2025, 3, 4, 5, 6, 7, tzinfo=UTC)
-CONFIG = OperatorConfig()
 
 
 def make_job(spec: dict[str, Any] | None = None, **status: Any) -> RayJob:
-    return RayJob.model_validate(
-        {
-            "metadata": {"name": "rj"},
-            "spec": spec or {},
-            "status": {"startTime": "2025-03-04T05:06:07Z", **status},
-        }
-    )
+    return rayjob(spec, {"startTime": "2025-03-04T05:06:07Z", **status})
 
 
 def test_active_deadline_counts_from_start_time() -> None:

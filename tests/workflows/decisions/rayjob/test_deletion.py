@@ -3,15 +3,16 @@ paths, the completion checks and the DeleteWorkers manifest change (KubeRay's en
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from models.features import FeatureGates
 from models.operator import OperatorConfig
-from models.rayjob import DeletionPolicyType, RayJob
+from models.rayjob import DeletionPolicyType
 from tests.models.kuberay_documents import deletion_rule
+from tests.workflows.decisions.rayjob.rayjobs import CONFIG, END, finished_job
 from workflows.decisions.rayjob.deletion import (
     ClusterDeletionObservation,
     DeletionMechanism,
@@ -23,22 +24,8 @@ from workflows.decisions.rayjob.deletion import (
     next_deletion_step,
 )
 
-END = datetime(2025, 8, 1, 10, 0, 0, tzinfo=UTC)
-CONFIG = OperatorConfig()
 P = DeletionPolicyType
 NOTHING_DONE: dict[DeletionPolicyType, bool] = {}
-
-
-def finished_job(
-    spec: dict[str, Any],
-    job_status: str = "SUCCEEDED",
-    deployment: str = "Complete",
-    end: datetime | None = END,
-) -> RayJob:
-    status: dict[str, Any] = {"jobStatus": job_status, "jobDeploymentStatus": deployment}
-    if end is not None:
-        status["endTime"] = end.isoformat()
-    return RayJob.model_validate({"metadata": {"name": "rj"}, "spec": spec, "status": status})
 
 
 def rule(

@@ -3,14 +3,14 @@ for deletion, the `raypilot.io/cleanup-after` annotation, and the deletion step 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType, RayJob
 from tests.models.kuberay_documents import deletion_rule
+from tests.workflows.decisions.rayjob.rayjobs import CONFIG, END, finished_job
 from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
 from workflows.decisions.rayjob.deletion import DeletionStep
 from workflows.decisions.rayjob.leftovers import (
@@ -22,8 +22,6 @@ from workflows.decisions.rayjob.leftovers import (
     next_finished_step,
 )
 
-END = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-CONFIG = OperatorConfig()
 P = DeletionPolicyType
 
 
@@ -57,18 +55,8 @@ def finished(
     cluster: str = "rj-abcde",
 ) -> RayJob:
     job_status, deployment, reason = final
-    status: dict[str, Any] = {
-        "jobStatus": job_status,
-        "jobDeploymentStatus": deployment,
-        "rayClusterName": cluster,
-        "endTime": END.isoformat(),
-    }
-    if reason:
-        status["reason"] = reason
-    annotations = {CLEANUP_AFTER_ANNOTATION: cleanup} if cleanup is not None else {}
-    return RayJob.model_validate(
-        {"metadata": {"name": "rj", "annotations": annotations}, "spec": spec, "status": status}
-    )
+    annotations = {CLEANUP_AFTER_ANNOTATION: cleanup} if cleanup is not None else None
+    return finished_job(spec, job_status, deployment, reason=reason, cluster=cluster, annotations=annotations)
 
 
 @pytest.mark.parametrize(

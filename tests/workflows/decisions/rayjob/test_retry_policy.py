@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from models.rayjob import RayJob, RayJobStatus
+from tests.workflows.decisions.rayjob.rayjobs import rayjob
 from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
 from workflows.decisions.rayjob.attempts import (
     ATTEMPT_ENV,
@@ -75,12 +76,8 @@ def test_classify_failure(status: RayJobStatus, error_type: str, expected: Failu
 
 def job_with(policy: Any, mode: str = "HTTPMode", **spec: Any) -> RayJob:
     text = policy if isinstance(policy, str) else json.dumps(policy)
-    return RayJob.model_validate(
-        {
-            "metadata": {"name": "rj", "annotations": {RETRY_POLICY_ANNOTATION: text}},
-            "spec": {"submissionMode": mode, "entrypoint": "python main.py", **spec},
-        }
-    )
+    submission = {"submissionMode": mode, "entrypoint": "python main.py"}
+    return rayjob({**submission, **spec}, annotations={RETRY_POLICY_ANNOTATION: text})
 
 
 YAML_POLICY = """

@@ -10,6 +10,7 @@ import pytest
 
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
+from tests.workflows.decisions.rayjob.rayjobs import rayjob
 from workflows.decisions.rayjob.observations import (
     JobInfo,
     JobInfoResult,
@@ -134,18 +135,15 @@ def test_k8s_job_submitter_state(
 
 
 def running_job(mode: str, **status: Any) -> RayJob:
-    return RayJob.model_validate(
+    return rayjob(
+        {"submissionMode": mode, "entrypoint": "python x.py"},
         {
-            "metadata": {"name": "rj"},
-            "spec": {"submissionMode": mode, "entrypoint": "python x.py"},
-            "status": {
-                "jobId": "rj-abcde",
-                "jobDeploymentStatus": "Running",
-                "startTime": "2025-06-01T11:00:00Z",
-                "message": "previous message",
-                **status,
-            },
-        }
+            "jobId": "rj-abcde",
+            "jobDeploymentStatus": "Running",
+            "startTime": "2025-06-01T11:00:00Z",
+            "message": "previous message",
+            **status,
+        },
     )
 
 

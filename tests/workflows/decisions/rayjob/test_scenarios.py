@@ -7,9 +7,9 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from models.operator import OperatorConfig
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob, RayJobStatus
+from tests.workflows.decisions.rayjob.rayjobs import CONFIG, rayjob
 from workflows.decisions.rayjob.observations import JobInfo, SubmitterState
 from workflows.decisions.rayjob.retry import settle_transition, status_after_resources_released
 from workflows.decisions.rayjob.running import next_running_status
@@ -24,12 +24,11 @@ from workflows.decisions.rayjob.transitions import (
 )
 
 T0 = datetime(2025, 7, 1, 8, 0, 0, tzinfo=UTC)
-CONFIG = OperatorConfig()
 READY = RayClusterStatus(state="ready")
 
 
 def new_job(**spec: Any) -> RayJob:
-    return RayJob.model_validate({"metadata": {"name": "rj"}, "spec": {"entrypoint": "python x.py", **spec}})
+    return rayjob({"entrypoint": "python x.py", **spec})
 
 
 def settled(job: RayJob, status: RayJobStatus, now: datetime) -> RayJob:

@@ -13,6 +13,7 @@ from models.operator import OperatorConfig
 from models.raycluster import RayClusterStatus
 from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJob
 from models.validation.rayjob import validate_rayjob_status
+from tests.workflows.decisions.rayjob.rayjobs import rayjob
 from workflows.decisions.rayjob.status import Transition, apply_transition, kube_time
 from workflows.decisions.rayjob.transitions import (
     adopt_interactive_job_id,
@@ -32,7 +33,7 @@ SUFFIX = r"[bcdfghjklmnpqrstvwxz2456789]{5}"
 
 
 def make_job(spec: dict[str, Any] | None = None, **status: Any) -> RayJob:
-    return RayJob.model_validate({"metadata": {"name": "rj"}, "spec": spec or {}, "status": status})
+    return rayjob(spec, status)
 
 
 def test_start_attempt_generates_ids_and_starts_the_clock() -> None:
