@@ -187,3 +187,17 @@ def assert_effect(world: TimedWorld, policy: P, cluster_name: str) -> None:
         assert (rayjob.kind, rayjob.namespace, rayjob.name) == ("RayJob", "default", "sample")
     if policy != P.DELETE_SELF:
         assert world.deleted_resources == []
+
+
+def assert_one_deletion_at(
+    world: TimedWorld,
+    result: dict[str, Any],
+    timers: list[tuple[datetime, datetime]],
+    policy: P,
+    ttl_seconds: int,
+) -> None:
+    """The run deleted once: one timer set for endTime + TTL, `policy`'s calls at that time, its effect."""
+    due = due_after_end(result, ttl_seconds)
+    assert_timers_set_for(timers, [due])
+    assert_fired_at(world, [(policy, due)])
+    assert_effect(world, policy, result["rayClusterName"])

@@ -26,6 +26,7 @@ from tests.workflows.rayjob.fakes_rayjob_deletion import (
     TimedWorld,
     assert_effect,
     assert_fired_at,
+    assert_one_deletion_at,
     assert_timers_set_for,
     due_after_end,
     rule,
@@ -52,10 +53,7 @@ async def test_a_rule_fires_at_exactly_end_time_plus_ttl_and_unmatched_rules_do_
     result, timers = await run_to_end(time_skipping_env, fake_worker, world, manifest)
 
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == (deployment, job_status)
-    due = due_after_end(result, 90)
-    assert_timers_set_for(timers, [due])
-    assert_fired_at(world, [(policy, due)])
-    assert_effect(world, policy, result["rayClusterName"])
+    assert_one_deletion_at(world, result, timers, policy, 90)
 
 
 @pytest.mark.parametrize("job_status", ["SUCCEEDED", "FAILED"])
@@ -87,10 +85,7 @@ async def test_a_deployment_failure_matches_job_deployment_status_rules_only(
 
     assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", "DeadlineExceeded")
     assert result["jobStatus"] != "FAILED"
-    due = due_after_end(result, 20)
-    assert_timers_set_for(timers, [due])
-    assert_fired_at(world, [(P.DELETE_CLUSTER, due)])
-    assert_effect(world, P.DELETE_CLUSTER, result["rayClusterName"])
+    assert_one_deletion_at(world, result, timers, P.DELETE_CLUSTER, 20)
 
 
 async def test_staged_rules_run_workers_then_cluster_then_self_at_their_times(

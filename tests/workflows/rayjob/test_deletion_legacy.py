@@ -25,8 +25,7 @@ from tests.workflows.rayjob.fakes_rayjob_deletion import (
     P,
     TimedWorld,
     assert_effect,
-    assert_fired_at,
-    assert_timers_set_for,
+    assert_one_deletion_at,
     due_after_end,
     rule,
     run_to_end,
@@ -67,10 +66,7 @@ async def test_legacy_policy_of_the_outcome_runs_at_end_time_plus_ttl_seconds_af
     result, timers = await run_to_end(time_skipping_env, fake_worker, world, legacy(on_success, on_failure))
 
     assert result["jobStatus"] == ("SUCCEEDED" if script == SUCCEEDS else "FAILED")
-    due = due_after_end(result, TTL)
-    assert_timers_set_for(timers, [due])
-    assert_fired_at(world, [(expected, due)])
-    assert_effect(world, expected, result["rayClusterName"])
+    assert_one_deletion_at(world, result, timers, expected, TTL)
 
 
 async def test_legacy_delete_none_deletes_nothing(
@@ -128,10 +124,7 @@ async def test_shutdown_after_job_finishes_deletes_the_cluster_and_keeps_the_sub
     result, timers = await run_to_end(time_skipping_env, fake_worker, world, manifest)
 
     assert result["jobDeploymentStatus"] in ("Complete", "Failed")
-    due = due_after_end(result, TTL)
-    assert_timers_set_for(timers, [due])
-    assert_fired_at(world, [(P.DELETE_CLUSTER, due)])
-    assert_effect(world, P.DELETE_CLUSTER, result["rayClusterName"])
+    assert_one_deletion_at(world, result, timers, P.DELETE_CLUSTER, TTL)
     # The submitter Job stays for its logs.
     assert list(world.jobs) == ["sample"]
 
@@ -146,10 +139,7 @@ async def test_shutdown_deletes_the_rayjob_itself_when_the_operator_says_so(
     result, timers = await run_to_end(time_skipping_env, fake_worker, world, manifest)
 
     assert result["jobDeploymentStatus"] == "Complete"
-    due = due_after_end(result, TTL)
-    assert_timers_set_for(timers, [due])
-    assert_fired_at(world, [(P.DELETE_SELF, due)])
-    assert_effect(world, P.DELETE_SELF, result["rayClusterName"])
+    assert_one_deletion_at(world, result, timers, P.DELETE_SELF, TTL)
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,8 @@ from tests.workflows.rayjob.fakes_rayjob_deletion import (
     FakeWorker,
     P,
     TimedWorld,
-    assert_effect,
     assert_fired_at,
-    assert_timers_set_for,
+    assert_one_deletion_at,
     due_after_end,
     rule,
     with_rules,
@@ -81,10 +80,7 @@ async def test_cleanup_after_deletes_the_cluster_left_behind_at_end_time_plus_th
         time_skipping_env, fake_worker, world, _deadline_job("10m", activeDeadlineSeconds=60)
     )
 
-    due = due_after_end(result, 600)
-    assert_timers_set_for(timers, [due])
-    assert_fired_at(world, [(P.DELETE_CLUSTER, due)])
-    assert_effect(world, P.DELETE_CLUSTER, result["rayClusterName"])
+    assert_one_deletion_at(world, result, timers, P.DELETE_CLUSTER, 600)
     assert len(_left_behind_events(events)) == 1
     [condition] = result["conditions"]
     assert (condition["type"], condition["status"]) == (LEFT_BEHIND_CONDITION, "False")
