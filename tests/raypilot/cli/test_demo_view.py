@@ -4,6 +4,7 @@ when a step counts as succeeded."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,36 +30,32 @@ from raypilot.cli.demo_view import (
 from raypilot.cli.timeline import Step
 from raypilot.load import FAILED
 
+JOB = JobReport(
+    name="demo-job",
+    phase="Complete",
+    job_status="SUCCEEDED",
+    job_id="demo-job-abcde",
+    cluster="demo-job-xyz12",
+    run_s=4.0,
+    cluster_deleted_after_end_s=10.4,
+    ttl_s=10,
+)
+"""A RayJob the demo ran to success, its cluster deleted after the TTL; tests change it with `replace`."""
 
-def job_report(**changes: Any) -> JobReport:
-    fields: dict[str, Any] = {
-        "name": "demo-job",
-        "phase": "Complete",
-        "job_status": "SUCCEEDED",
-        "job_id": "demo-job-abcde",
-        "cluster": "demo-job-xyz12",
-        "run_s": 4.0,
-        "cluster_deleted_after_end_s": 10.4,
-        "ttl_s": 10,
-    }
-    return JobReport(**{**fields, **changes})
-
-
-def upgrade_report(**changes: Any) -> UpgradeReport:
-    fields: dict[str, Any] = {
-        "old_cluster": "svc-old",
-        "new_cluster": "svc-new",
-        "old_version": "v1",
-        "new_version": "v2",
-        "counts": Counter({"v1": 600, "v2": 390, FAILED: 10}),
-        "failure_details": Counter({"HTTP 503": 10}),
-        "steps": [Step(2.5, "svc-new", "capacity", 0, 50), Step(3.0, "svc-old", "traffic", 100, 75)],
-        "migrated_times": [datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC) for s in (1, 7, 12)],
-        "total_s": 31.25,
-        "strategy": "NewClusterWithIncrementalUpgrade",
-        "timeline_png": Path("demo/upgrade-timeline.png"),
-    }
-    return UpgradeReport(**{**fields, **changes})
+UPGRADE = UpgradeReport(
+    old_cluster="svc-old",
+    new_cluster="svc-new",
+    old_version="v1",
+    new_version="v2",
+    counts=Counter({"v1": 600, "v2": 390, FAILED: 10}),
+    failure_details=Counter({"HTTP 503": 10}),
+    steps=[Step(2.5, "svc-new", "capacity", 0, 50), Step(3.0, "svc-old", "traffic", 100, 75)],
+    migrated_times=[datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC) for s in (1, 7, 12)],
+    total_s=31.25,
+    strategy="NewClusterWithIncrementalUpgrade",
+    timeline_png=Path("demo/upgrade-timeline.png"),
+)
+"""An incremental upgrade the demo watched, 10 of its requests failed; tests change it with `replace`."""
 
 
 def test_job_line_shows_phase_job_and_cluster() -> None:
@@ -101,15 +98,15 @@ def test_service_line_shows_both_sides_and_the_load() -> None:
 
 
 def test_job_summary_says_when_the_cluster_went() -> None:
-    lines = job_summary(job_report())
+    lines = job_summary(JOB)
     assert lines[0] == "RayJob demo-job: Complete, job SUCCEEDED (id demo-job-abcde) on demo-job-xyz12"
     assert "RayCluster deleted 10.4 s after endTime" in lines[2]
-    kept = job_summary(job_report(cluster_deleted_after_end_s=None, run_s=None))
+    kept = job_summary(replace(JOB, cluster_deleted_after_end_s=None, run_s=None))
     assert kept[1] == "  RayCluster demo-job-xyz12 NOT deleted (DeleteCluster rule, ttl 10 s)"
 
 
 def test_upgrade_summary_has_requests_steps_intervals_and_total() -> None:
-    text = "\n".join(upgrade_summary(upgrade_report()))
+    text = "\n".join(upgrade_summary(UPGRADE))
     assert "requests sent 1000, failed 10 (1.00 %); v2 answered 39.4 % of them" in text
     lines = text.splitlines()
     assert f"       2.5 s  {'v2 svc-new':<28} capacity   0% ->  50%" in lines
@@ -126,7 +123,7 @@ def test_upgrade_summary_has_requests_steps_intervals_and_total() -> None:
 
 def test_upgrade_summary_of_an_upgrade_that_never_finished() -> None:
     text = "\n".join(
-        upgrade_summary(upgrade_report(total_s=None, steps=[], migrated_times=[], timeline_png=None))
+        upgrade_summary(replace(UPGRADE, total_s=None, steps=[], migrated_times=[], timeline_png=None))
     )
     assert "upgrade did NOT complete" in text
     assert "none seen" in text
@@ -140,12 +137,12 @@ def test_migration_intervals() -> None:
 
 
 def test_success_needs_a_deleted_cluster_and_a_lossless_upgrade() -> None:
-    assert job_succeeded(job_report())
-    assert not job_succeeded(job_report(cluster_deleted_after_end_s=None))
-    assert not job_succeeded(job_report(job_status="FAILED", phase="Failed"))
-    assert upgrade_succeeded(upgrade_report(counts=Counter({"v1": 5, "v2": 5})))
-    assert not upgrade_succeeded(upgrade_report())  # 10 failed requests
-    assert not upgrade_succeeded(upgrade_report(counts=Counter({"v2": 5}), total_s=None))
+    assert job_succeeded(JOB)
+    assert not job_succeeded(replace(JOB, cluster_deleted_after_end_s=None))
+    assert not job_succeeded(replace(JOB, job_status="FAILED", phase="Failed"))
+    assert upgrade_succeeded(replace(UPGRADE, counts=Counter({"v1": 5, "v2": 5})))
+    assert not upgrade_succeeded(UPGRADE)  # 10 failed requests
+    assert not upgrade_succeeded(replace(UPGRADE, counts=Counter({"v2": 5}), total_s=None))
 
 
 def programmed(message: str) -> dict[str, Any]:
