@@ -17,6 +17,7 @@ import yaml
 
 from sandbox.realkube.controlplane import ControlPlane
 from tests.kubes import RealKube
+from tests.realkube.answering_server import answering_server
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -28,18 +29,7 @@ pytestmark = [
 NAMESPACE = "gateway-weights"
 GROUP = "gateway.networking.k8s.io"
 # Answers its VERSION on any path, over HTTP/1.1 keep-alive connections.
-VERSION_SERVER = """
-import http.server, os
-class Answer(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        body = os.environ["VERSION"].encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-http.server.ThreadingHTTPServer(("", 8080), Answer).serve_forever()
-"""
+VERSION_SERVER = answering_server("VERSION")
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ from sandbox.realkube.conditions import is_ready
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.node import NODE_NAME
 from tests.kubes import RealKube
+from tests.realkube.answering_server import answering_server
 from tests.realkube.waiting import eventually
 
 pytestmark = [
@@ -32,20 +33,7 @@ pytestmark = [
 ]
 
 # An HTTP/1.1 server that keeps connections alive and answers with its pod's name.
-NAMED_SERVER = """
-import http.server, os
-class Named(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        body = os.environ["POD"].encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("", 8080), Named).serve_forever()
-"""
+NAMED_SERVER = answering_server("POD")
 
 
 @pytest.fixture(scope="module")
