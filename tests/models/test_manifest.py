@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -19,7 +18,7 @@ from models import (
     parse_rayjob,
     parse_rayservice,
 )
-from tests.models.kuberay_documents import HEAD_ONLY_CLUSTER_SPEC
+from tests.models.kuberay_documents import DELETE, HEAD_ONLY_CLUSTER_SPEC, patched
 
 RAYJOB: dict[str, Any] = {
     "apiVersion": "ray.io/v1",
@@ -33,17 +32,6 @@ RAYSERVICE: dict[str, Any] = {
     "metadata": {"name": "svc", "namespace": "serving"},
     "spec": {"serveConfigV2": "applications: []\n", "rayClusterConfig": HEAD_ONLY_CLUSTER_SPEC},
 }
-
-
-def with_changes(base: dict[str, Any], path: str, value: object) -> dict[str, Any]:
-    """A deep copy of `base` with the dotted `path` set to `value`."""
-    result = copy.deepcopy(base)
-    *parents, leaf = path.split(".")
-    node = result
-    for key in parents:
-        node = node.setdefault(key, {})
-    node[leaf] = value
-    return result
 
 
 def error_of(manifest: dict[str, Any]) -> str:
@@ -68,18 +56,18 @@ def test_namespace_defaults_to_default_without_appearing_in_dump() -> None:
     ("manifest", "message"),
     [
         (
-            with_changes(RAYJOB, "apiVersion", "ray.io/v2"),
+            patched(RAYJOB, {"apiVersion": "ray.io/v2"}),
             'unsupported apiVersion "ray.io/v2": expected "ray.io/v1"',
         ),
-        ({k: v for k, v in RAYJOB.items() if k != "apiVersion"}, 'missing apiVersion: expected "ray.io/v1"'),
+        (patched(RAYJOB, {"apiVersion": DELETE}), 'missing apiVersion: expected "ray.io/v1"'),
         (
-            with_changes(RAYJOB, "kind", "RayCluster"),
+            patched(RAYJOB, {"kind": "RayCluster"}),
             'unsupported kind "RayCluster": expected RayJob or RayService',
         ),
-        ({k: v for k, v in RAYJOB.items() if k != "kind"}, "missing kind: expected RayJob or RayService"),
-        (with_changes(RAYJOB, "metadata", {}), "metadata.name: Field required"),
+        (patched(RAYJOB, {"kind": DELETE}), "missing kind: expected RayJob or RayService"),
+        (patched(RAYJOB, {"metadata": {}}), "metadata.name: Field required"),
         (
-            with_changes(RAYJOB, "metadata", {"generateName": "sample-"}),
+            patched(RAYJOB, {"metadata": {"generateName": "sample-"}}),
             "metadata.name: Field required (metadata.generateName is resolved by `raypilot apply`; "
             "a workflow started directly needs metadata.name)",
         ),
@@ -124,18 +112,18 @@ def test_specific_parser_rejects_the_other_kind() -> None:
     ],
 )
 def test_field_errors_name_the_kuberay_path(path: str, value: object, message: str) -> None:
-    assert error_of(with_changes(RAYJOB, path, value)).startswith(message)
+    assert error_of(patched(RAYJOB, {path: value})).startswith(message)
 
 
 def test_worker_group_errors_carry_list_indices() -> None:
-    manifest = with_changes(
-        RAYJOB, "spec.rayClusterSpec", {**HEAD_ONLY_CLUSTER_SPEC, "workerGroupSpecs": [{"template": {}}]}
+    manifest = patched(
+        RAYJOB, {"spec.rayClusterSpec": {**HEAD_ONLY_CLUSTER_SPEC, "workerGroupSpecs": [{"template": {}}]}}
     )
     assert error_of(manifest) == "spec.rayClusterSpec.workerGroupSpecs[0].groupName: Field required"
 
 
 def test_several_errors_form_one_message() -> None:
-    manifest = with_changes(with_changes(RAYJOB, "spec.backoffLimit", "x"), "spec.extra", 1)
+    manifest = patched(RAYJOB, {"spec.backoffLimit": "x", "spec.extra": 1})
     message = error_of(manifest)
     assert 'unknown field "spec.extra"' in message
     assert "spec.backoffLimit: Input should be a valid integer" in message
@@ -143,7 +131,7 @@ def test_several_errors_form_one_message() -> None:
 
 
 def test_missing_required_rayservice_cluster_config() -> None:
-    manifest = with_changes(RAYSERVICE, "spec", {"serveConfigV2": ""})
+    manifest = patched(RAYSERVICE, {"spec": {"serveConfigV2": ""}})
     assert error_of(manifest) == "spec.rayClusterConfig: Field required"
 
 
@@ -169,7 +157,7 @@ def test_kubernetes_pod_fields_are_accepted_unchanged() -> None:
             "schedulingGates": [{"name": "wait"}],
         },
     }
-    manifest = with_changes(RAYJOB, "spec.submitterPodTemplate", template)
+    manifest = patched(RAYJOB, {"spec.submitterPodTemplate": template})
     job = parse_rayjob(manifest)
     assert dump_manifest(job) == manifest
     assert job.spec.submitter_pod_template is not None
@@ -180,7 +168,7 @@ def test_kubernetes_pod_fields_are_accepted_unchanged() -> None:
 
 
 def test_null_means_absent_for_fields_that_cannot_be_null() -> None:
-    manifest = with_changes(RAYJOB, "spec.entrypoint", None)
+    manifest = patched(RAYJOB, {"spec.entrypoint": None})
     manifest["spec"]["rayClusterSpec"] = {**HEAD_ONLY_CLUSTER_SPEC, "workerGroupSpecs": None}
     job = parse_rayjob(manifest)
     assert job.spec.entrypoint == ""
@@ -190,7 +178,7 @@ def test_null_means_absent_for_fields_that_cannot_be_null() -> None:
 
 
 def test_explicit_null_of_a_nullable_field_round_trips() -> None:
-    manifest = with_changes(RAYJOB, "spec.activeDeadlineSeconds", None)
+    manifest = patched(RAYJOB, {"spec.activeDeadlineSeconds": None})
     job = parse_rayjob(manifest)
     assert job.spec.active_deadline_seconds is None
     assert dump_manifest(job) == manifest
