@@ -14,7 +14,6 @@ from temporalio.testing import WorkflowEnvironment
 
 from models.rollout import ANNOTATION_ROLLOUT
 from raypilot.testing.rayservice_scenarios import (
-    Handle,
     condition_of,
     eventually,
     rayservice_manifest,
@@ -25,13 +24,13 @@ from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.rayservice.upgrade_support import (
     apply,
     assert_rolled_back,
-    pending_cluster,
+    new_pending_cluster,
     promoted_away_from,
     promoted_to,
     rolled_back_to,
     rollout_manifest,
     serving,
-    start_stuck_upgrade,
+    stuck_rollout_upgrade,
 )
 
 
@@ -48,27 +47,13 @@ def condition_message(status: dict[str, Any], condition_type: str) -> str:
     return next(str(c.get("message")) for c in status["conditions"] if c["type"] == condition_type)
 
 
-async def upgrade_to_a_cluster_that_never_serves(
-    env: WorkflowEnvironment, world: FakeRayWorld, handle: Handle, v2: dict[str, Any]
-) -> tuple[str, str]:
-    old = await start_stuck_upgrade(env, world, handle, v2, "deploying")
-
-    async def pending() -> bool:
-        return bool(await pending_cluster(handle))
-
-    await eventually(env, pending, step=timedelta(milliseconds=200))
-    return old, await pending_cluster(handle)
-
-
 async def test_incremental_upgrade_past_the_deadline_rolls_back(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 120}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
-        old, new = await upgrade_to_a_cluster_that_never_serves(
-            env, world, handle, rollout_manifest("v2", rollout)
-        )
+    async with stuck_rollout_upgrade(env, world, rollout, "deploying") as (handle, old):
+        new = await new_pending_cluster(env, handle)
         await advance(env, timedelta(seconds=100))
         waiting = await status_of(handle)
         assert waiting["pendingServiceStatus"]["rayClusterName"] == new  # before the deadline: still waiting
@@ -97,10 +82,8 @@ async def test_new_cluster_upgrade_past_the_deadline_drops_the_new_cluster(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 60}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
-        old, _ = await upgrade_to_a_cluster_that_never_serves(
-            env, world, handle, rollout_manifest("v2", rollout, incremental=False)
-        )
+    async with stuck_rollout_upgrade(env, world, rollout, "deploying", incremental=False) as (handle, old):
+        await new_pending_cluster(env, handle)
 
         await eventually(env, rolled_back_to(world, handle, old))
         final = await status_of(handle)
@@ -113,10 +96,8 @@ async def test_degraded_keeps_waiting_and_the_upgrade_completes_once_ready(
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"progressDeadlineSeconds": 60, "onProgressDeadline": "Degraded"}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
-        old, new = await upgrade_to_a_cluster_that_never_serves(
-            env, world, handle, rollout_manifest("v2", rollout, incremental=False)
-        )
+    async with stuck_rollout_upgrade(env, world, rollout, "deploying", incremental=False) as (handle, old):
+        new = await new_pending_cluster(env, handle)
 
         async def degraded() -> bool:
             return (

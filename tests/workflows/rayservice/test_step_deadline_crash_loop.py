@@ -9,31 +9,23 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from raypilot.testing.rayservice_scenarios import eventually, running_rayservice, status_of
+from raypilot.testing.rayservice_scenarios import eventually, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.rayservice.upgrade_support import (
     assert_rolled_back,
+    new_pending_cluster,
     only_cluster_left,
-    pending_cluster,
     rolled_back_to,
-    rollout_manifest,
-    start_stuck_upgrade,
+    stuck_rollout_upgrade,
 )
 
 
 async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 10, "progressDeadlineSeconds": 60}, {"traffic": 50}]}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, True)) as handle:
-        # v2's replicas never come up: no traffic moves
-        old = await start_stuck_upgrade(
-            env, world, handle, rollout_manifest("v2", rollout, True), "deploying"
-        )
-
-        async def pending() -> bool:
-            return bool(await pending_cluster(handle))
-
-        await eventually(env, pending, step=timedelta(milliseconds=500))
+    # v2's replicas never come up: no traffic moves
+    async with stuck_rollout_upgrade(env, world, rollout, "deploying") as (handle, old):
+        await new_pending_cluster(env, handle, step=timedelta(milliseconds=500))
         began = await env.get_current_time()
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(seconds=5))
         final = await status_of(handle)
@@ -62,10 +54,7 @@ def crash_looping_head(name: str) -> dict[str, Any]:
 async def test_a_crash_looping_head_rolls_back(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"onUnhealthy": "Abort"}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, False)) as handle:
-        old = await start_stuck_upgrade(
-            env, world, handle, rollout_manifest("v2", rollout, False), "deploying"
-        )
+    async with stuck_rollout_upgrade(env, world, rollout, "deploying", incremental=False) as (handle, old):
 
         async def created() -> bool:
             return len(world.clusters) == 2

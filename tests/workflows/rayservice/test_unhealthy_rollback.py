@@ -9,7 +9,7 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from raypilot.testing.rayservice_scenarios import condition_of, eventually, running_rayservice, status_of
+from raypilot.testing.rayservice_scenarios import condition_of, eventually, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.rayservice.upgrade_support import (
     apply,
@@ -18,15 +18,14 @@ from tests.workflows.rayservice.upgrade_support import (
     rolled_back_to,
     rollout_manifest,
     serving,
-    start_stuck_upgrade,
+    stuck_rollout_upgrade,
 )
 
 
 async def test_a_failed_new_cluster_is_rolled_back_at_once(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"steps": [{"traffic": 10}, {"pause": "indefinite"}]}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout)) as handle:
-        old = await start_stuck_upgrade(env, world, handle, rollout_manifest("v2", rollout), "failed")
+    async with stuck_rollout_upgrade(env, world, rollout, "failed") as (handle, old):
         await eventually(env, rolled_back_to(world, handle, old), step=timedelta(milliseconds=500))
         final = await status_of(handle)
     message = assert_rolled_back(final, world, old, "RolloutProgressing", "NewClusterUnhealthy")
@@ -37,10 +36,7 @@ async def test_a_failed_new_cluster_is_rolled_back_at_once(time_skipping_env: Wo
 async def test_wait_keeps_the_upgrade_waiting(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     rollout = {"onUnhealthy": "Wait"}
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental=False)) as handle:
-        old = await start_stuck_upgrade(
-            env, world, handle, rollout_manifest("v2", rollout, incremental=False), "failed"
-        )
+    async with stuck_rollout_upgrade(env, world, rollout, "failed", incremental=False) as (handle, old):
 
         async def said_so() -> bool:
             return condition_of(await status_of(handle), "RolloutProgressing")[1] == "NewClusterUnhealthy"

@@ -80,6 +80,22 @@ async def start_stuck_upgrade(
     return old
 
 
+@asynccontextmanager
+async def stuck_rollout_upgrade(
+    env: WorkflowEnvironment,
+    world: FakeRayWorld,
+    rollout: dict[str, Any],
+    serve_mode: str,
+    incremental: bool = True,
+) -> AsyncIterator[tuple[Handle, str]]:
+    """v1 of `rollout_manifest(rollout, incremental)` running, then its upgrade to v2 started, whose new
+    clusters' Serve stays in `serve_mode` (see `start_stuck_upgrade`): (handle, the cluster that served
+    before)."""
+    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental)) as handle:
+        upgrade = rollout_manifest("v2", rollout, incremental)
+        yield handle, await start_stuck_upgrade(env, world, handle, upgrade, serve_mode)
+
+
 def active_of(status: dict[str, Any]) -> str:
     """The active cluster's name in `status`, "" while there is none."""
     return str((status.get("activeServiceStatus") or {}).get("rayClusterName") or "")
@@ -96,6 +112,18 @@ async def active_cluster(handle: Handle) -> str:
 
 async def pending_cluster(handle: Handle) -> str:
     return pending_of(await status_of(handle))
+
+
+async def new_pending_cluster(
+    env: WorkflowEnvironment, handle: Handle, step: timedelta = timedelta(milliseconds=200)
+) -> str:
+    """Advances workflow time as `eventually` does until the upgrade's new cluster is pending; its name."""
+
+    async def pending() -> bool:
+        return bool(await pending_cluster(handle))
+
+    await eventually(env, pending, step=step)
+    return await pending_cluster(handle)
 
 
 async def status_when(
