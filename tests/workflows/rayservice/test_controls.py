@@ -23,7 +23,6 @@ from raypilot.testing.rayservice_scenarios import (
     eventually,
     incremental_manifest,
     rayservice_manifest,
-    running_rayservice,
     status_of,
     until_ready,
     upgrade_sequence,
@@ -37,8 +36,8 @@ from tests.workflows.rayservice.upgrade_support import (
     promoted_to,
     routed,
     serving,
-    start_stuck_upgrade,
     status_when,
+    stuck_upgrade,
     traffic_moved_to_pending,
     with_condition,
 )
@@ -70,10 +69,8 @@ async def new_cluster_upgrade_held_deploying(
 ) -> AsyncIterator[tuple[Handle, str]]:
     """Deploy v1 (NewCluster strategy), apply v2 whose Serve stays DEPLOYING, and give (handle, old cluster)
     once the new one reported it (its Serve wait settled: a control cannot race its completion)."""
-    async with running_rayservice(env, world, rayservice_manifest(deletion_delay=10)) as handle:
-        old = await start_stuck_upgrade(
-            env, world, handle, rayservice_manifest(version="v2", deletion_delay=10), "deploying"
-        )
+    v1, v2 = rayservice_manifest(deletion_delay=10), rayservice_manifest(version="v2", deletion_delay=10)
+    async with stuck_upgrade(env, world, v1, v2, "deploying") as (handle, old):
 
         async def deploying() -> bool:
             apps = (await status_of(handle)).get("pendingServiceStatus", {}).get("applicationStatuses", {})
@@ -93,8 +90,7 @@ async def test_controls_are_rejected_when_no_upgrade_is_in_progress(
     time_skipping_env: WorkflowEnvironment, name: str
 ) -> None:
     world = FakeRayWorld()
-    async with running_rayservice(time_skipping_env, world, incremental_manifest()) as handle:
-        await until_ready(time_skipping_env, handle)
+    async with serving(time_skipping_env, world, incremental_manifest()) as (handle, _):
         with pytest.raises(WorkflowUpdateFailedError) as rejected:
             await control(handle, name)
     cause = rejected.value.cause

@@ -17,7 +17,6 @@ from raypilot.testing.rayservice_scenarios import (
     condition_of,
     eventually,
     rayservice_manifest,
-    running_rayservice,
     status_of,
     until_ready,
 )
@@ -28,8 +27,8 @@ from tests.workflows.rayservice.upgrade_support import (
     cluster_deleted,
     pending_of,
     serving,
-    start_stuck_upgrade,
     status_when,
+    stuck_upgrade,
 )
 
 
@@ -184,10 +183,8 @@ async def test_a_newer_spec_replaces_the_pending_cluster_still_being_built(
     name = f"newer-{uuid.uuid4().hex[:8]}"  # the dev server lives for the session: one id per run
     manifest = rayservice_manifest(name, deletion_delay=1)
     workflow_id = f"rayservice/default/{name}"
-    async with running_rayservice(env, world, manifest, workflow_id=workflow_id) as handle:
-        first = await start_stuck_upgrade(
-            env, world, handle, rayservice_manifest(name, version="v2", deletion_delay=1), "deploying"
-        )
+    v2 = rayservice_manifest(name, version="v2", deletion_delay=1)
+    async with stuck_upgrade(env, world, manifest, v2, "deploying", workflow_id) as (handle, first):
         status = await status_when(env, handle, lambda status: bool(pending_of(status)))
         second = pending_of(status)
         assert condition_of(status, "UpgradeInProgress") == ("True", "BothActivePendingClustersExist")

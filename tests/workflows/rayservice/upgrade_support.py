@@ -81,6 +81,21 @@ async def start_stuck_upgrade(
 
 
 @asynccontextmanager
+async def stuck_upgrade(
+    env: WorkflowEnvironment,
+    world: FakeRayWorld,
+    manifest: dict[str, Any],
+    upgrade: dict[str, Any],
+    serve_mode: str,
+    workflow_id: str = WORKFLOW_ID,
+) -> AsyncIterator[tuple[Handle, str]]:
+    """`running_rayservice` of `manifest`, then `start_stuck_upgrade` to `upgrade` with the new clusters'
+    Serve in `serve_mode`: (handle, the cluster that served before)."""
+    async with running_rayservice(env, world, manifest, workflow_id=workflow_id) as handle:
+        yield handle, await start_stuck_upgrade(env, world, handle, upgrade, serve_mode)
+
+
+@asynccontextmanager
 async def stuck_rollout_upgrade(
     env: WorkflowEnvironment,
     world: FakeRayWorld,
@@ -88,12 +103,10 @@ async def stuck_rollout_upgrade(
     serve_mode: str,
     incremental: bool = True,
 ) -> AsyncIterator[tuple[Handle, str]]:
-    """v1 of `rollout_manifest(rollout, incremental)` running, then its upgrade to v2 started, whose new
-    clusters' Serve stays in `serve_mode` (see `start_stuck_upgrade`): (handle, the cluster that served
-    before)."""
-    async with running_rayservice(env, world, rollout_manifest("v1", rollout, incremental)) as handle:
-        upgrade = rollout_manifest("v2", rollout, incremental)
-        yield handle, await start_stuck_upgrade(env, world, handle, upgrade, serve_mode)
+    """`stuck_upgrade` from v1 to v2 of `rollout_manifest(rollout, incremental)`."""
+    v1, v2 = (rollout_manifest(version, rollout, incremental) for version in ("v1", "v2"))
+    async with stuck_upgrade(env, world, v1, v2, serve_mode) as upgrade:
+        yield upgrade
 
 
 def active_of(status: dict[str, Any]) -> str:
