@@ -376,7 +376,7 @@ async def kuberay_rayjob_leftovers(
         handle,
         lambda s: s.get("jobDeploymentStatus") == "Running" and s.get("jobStatus") in ("PENDING", "RUNNING"),
         what="Ray job submitted",
-        within=60,
+        within=120,  # a submitter Pod on a loaded 2-core machine
     )
     await handle.terminate("stands for KubeRay's operator")
     cluster = status["rayClusterName"]
