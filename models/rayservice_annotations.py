@@ -13,6 +13,7 @@ __all__ = [
     "ANNOTATION_IN_PLACE_RESTART",
     "MAX_DRAIN_ANNOTATION",
     "rayservice_annotation_problem",
+    "whole_seconds",
 ]
 
 MAX_DRAIN_ANNOTATION: Final = "raypilot.io/max-drain-seconds"
@@ -20,9 +21,16 @@ ANNOTATION_IN_PLACE_RESTART: Final = "raypilot.io/in-place-restart"
 _BOOLEANS: Final = ("true", "false")
 
 
+def whole_seconds(raw: str) -> int | None:
+    """A whole number of seconds (0 or more, blanks around it allowed); None for anything else (ASCII digits
+    only: `str.isdigit` also takes digits `int` refuses, like "²")."""
+    text = raw.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def _max_drain_problem(annotations: Mapping[str, str]) -> str | None:
     raw = annotations.get(MAX_DRAIN_ANNOTATION)
-    if raw is None or raw.strip().isdigit():
+    if raw is None or whole_seconds(raw) is not None:
         return None
     return (
         f"metadata.annotations[{MAX_DRAIN_ANNOTATION}]: must be a whole number of seconds (0 or more), "

@@ -9,7 +9,8 @@ time, while history grows by nothing (retries are not recorded), just as with th
 
 Every act is logged with the workflow time its attempt was scheduled at (`FakeRayWorld.log`). The world's
 clusters are in `raypilot.testing.rayservice_cluster`, its activities in
-`raypilot.testing.rayservice_activities`.
+`raypilot.testing.rayservice_activities` and (the old cluster's drain, on by default: no request in flight
+unless a test sets `world.in_flight`) `raypilot.testing.rayservice_drain_activities`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from raypilot.testing.rayservice_activities import fake_rayservice_activities
 from raypilot.testing.rayservice_cluster import FakeCluster, LoggedAct
+from raypilot.testing.rayservice_drain_activities import fake_drain_activities
 from raypilot.testing.rayservice_world_state import FakeRayWorldState, Unchanged
 
 __all__ = ["FakeCluster", "FakeRayWorld", "LoggedAct", "Unchanged"]
@@ -27,4 +29,4 @@ class FakeRayWorld(FakeRayWorldState):
     """An in-memory Kubernetes, Ray Serve and Gateway (`FakeRayWorldState`) with its fake activities."""
 
     def activities(self) -> list[Any]:
-        return fake_rayservice_activities(self)
+        return [*fake_rayservice_activities(self), *fake_drain_activities(self)]

@@ -1,11 +1,12 @@
 """The state of the RayService fake world (`raypilot.testing.rayservice_world.FakeRayWorld`): its clusters,
-Services, Gateway and HTTPRoute, the acts it logged, how tests drive it, and what its waits observe."""
+Services, Gateway and HTTPRoute, the Serve requests its clusters have in flight, the acts it logged, how tests
+drive it, and what its waits observe."""
 
 from __future__ import annotations
 
 import asyncio
 import zlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import activity
@@ -15,6 +16,7 @@ from models.naming import LABEL_CLUSTER, LABEL_SERVE
 from models.operator import OperatorConfig
 from raypilot.testing.rayservice_cluster import FakeCluster, LoggedAct
 from wire.dashboard import ServeObservation
+from wire.drain import CloseServeConnections, ServeConnectionsClosing
 from wire.kubernetes import OwnedObjects, RecordEvent
 from wire.views import serve_view
 
@@ -66,6 +68,15 @@ class FakeRayWorldState:
         # (`serve_wait_lost` is set once one hangs).
         self.serve_waits_lost = False
         self.serve_wait_lost = asyncio.Event()
+        # Drained deletion: each cluster's Serve requests in flight (absent: 0; None: no proxy answers), the
+        # readings (time, cluster, answer) and closing jobs (time, request) the workflow asked for, the
+        # closing job's answer (None: it fails) and whether a worker runs the drain wait (False: a release
+        # before it).
+        self.in_flight: dict[str, int | None] = {}
+        self.in_flight_reads: list[tuple[datetime, str, int | None]] = []
+        self.closings: list[tuple[datetime, CloseServeConnections]] = []
+        self.closing_answer: ServeConnectionsClosing | None = ServeConnectionsClosing(1)
+        self.drain_wait_registered = True
         self._uid = 0
 
     # ---- helpers for tests -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ is tests/workflows/rayservice/test_annotations.py)."""
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ INVALID = [
     ({MAX_DRAIN_ANNOTATION: "-1"}, MAX_DRAIN_ANNOTATION, "'-1'"),
     ({MAX_DRAIN_ANNOTATION: ""}, MAX_DRAIN_ANNOTATION, "''"),
     ({MAX_DRAIN_ANNOTATION: "1.5"}, MAX_DRAIN_ANNOTATION, "'1.5'"),
+    ({MAX_DRAIN_ANNOTATION: "\u00b2"}, MAX_DRAIN_ANNOTATION, "'\u00b2'"),  # a digit to isdigit, not to int
     ({ANNOTATION_IN_PLACE_RESTART: "yes"}, ANNOTATION_IN_PLACE_RESTART, "'yes'"),
     ({ANNOTATION_IN_PLACE_RESTART: ""}, ANNOTATION_IN_PLACE_RESTART, "''"),
 ]
@@ -58,9 +60,9 @@ def test_absent_or_usable_values_pass(annotations: dict[str, str] | None) -> Non
     assert rayservice_annotation_problem(annotations) is None
 
 
-def test_the_drain_reads_the_value_it_accepted() -> None:
-    assert max_drain_time({MAX_DRAIN_ANNOTATION: " 300 "}) is not None
-    assert max_drain_time({}) is None
+def test_the_drain_reads_the_values_it_accepted() -> None:
+    assert max_drain_time({MAX_DRAIN_ANNOTATION: " 300 "}) == timedelta(seconds=300)
+    assert max_drain_time({MAX_DRAIN_ANNOTATION: "0"}) is None  # KubeRay's deletion at the delay
 
 
 def manifest_with(annotations: dict[str, str]) -> dict[str, Any]:

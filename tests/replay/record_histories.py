@@ -50,7 +50,6 @@ from raypilot.testing.worker import running_worker
 from sandbox.testing import wait_until
 from tests.workflows.raycronjob.fakes_raycronjob import FakeCronJobWorld, cronjob_manifest, finished_run
 from tests.workflows.rayjob.test_frontdoor import adopted_manifest, kuberay_world
-from tests.workflows.rayservice.fakes_drain import DrainingWorld
 from tests.workflows.rayservice.fakes_gates import FAILING, HEALTHY, GatedWorld
 from tests.workflows.rayservice.upgrade_support import only_cluster_left, promoted_to
 from wire import names
@@ -452,7 +451,7 @@ async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
 async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
     """With raypilot.io/max-drain-seconds the old cluster of a blue-green
     upgrade is read past its deletion delay, held while it has requests in flight, then deleted."""
-    world = DrainingWorld()
+    world = FakeRayWorld()
     annotations = {"raypilot.io/max-drain-seconds": "300"}
 
     def spec(version: str) -> dict[str, Any]:
@@ -466,7 +465,7 @@ async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
         await until_ready(env, handle)
 
         async def read_twice() -> bool:
-            return len(world.reads) >= 2
+            return len(world.in_flight_reads) >= 2
 
         await eventually(env, read_twice)
         world.in_flight[old] = 0

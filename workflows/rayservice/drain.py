@@ -1,12 +1,12 @@
-"""Drained deletion of dangling RayClusters (raypilot.io/max-drain-seconds, kuberay#3602): a cluster whose
-deletion delay has passed is read (its Serve proxies' in-flight HTTP requests) and deleted only once drained
-or once the maximum drain time has passed; otherwise it is held until its drain deadline, while a drain wait
-reports the readings that change the verdict's count: a drain writes no history while requests stay in
-flight. (If that wait fails, the cluster is due again every DRAIN_POLL and read by the passes.)
-The verdicts are decided in workflows/decisions/rayservice/drain.py. When its drain starts, the cluster's
-Serve proxies are told to close kept-alive connections after their responses
-(activities/serve_connections.py), so that clients pinned to it by a Service move to the active cluster
-before it goes."""
+"""Drained deletion of dangling RayClusters (kuberay#3602), on by default: a cluster whose deletion delay has
+passed is read (its Serve proxies' in-flight HTTP requests) and deleted only once drained or once the maximum
+drain time (raypilot.io/max-drain-seconds, a minute without it) has passed; otherwise it is held until its
+drain deadline, while a drain wait reports the readings that change the verdict's count: a drain writes no
+history while requests stay in flight. (If that wait fails, the cluster is due again every DRAIN_POLL and read
+by the passes.) `"0"` restores KubeRay's deletion at the delay. The verdicts are decided in
+workflows/decisions/rayservice/drain.py. When its drain starts, the cluster's Serve proxies are told to close
+kept-alive connections after their responses (activities/serve_connections.py), so that clients pinned to it
+by a Service move to the active cluster before it goes."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayService
     from workflows.decisions.rayservice.cleanup import CleanupPlan
     from workflows.decisions.rayservice.drain import (
+        MAX_DRAIN_ANNOTATION,
         Drain,
         DrainVerdict,
         decide_drain,
@@ -33,10 +34,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rayservice.part import RayServicePart
     from workflows.rayservice.world import dashboard_target
 
-__all__ = ["CLOSING_MARGIN", "ClusterDrains", "metrics_port_of"]
+__all__ = ["CLOSING_MARGIN", "DRAIN_BY_DEFAULT_PATCH", "ClusterDrains", "metrics_port_of"]
 
 # The proxies close connections for the maximum drain time and this margin: past it the cluster is gone.
 CLOSING_MARGIN = timedelta(seconds=60)
+# Runs recorded while draining was opt-in deleted a cluster without the annotation at its delay; they replay
+# so (the patch is asked only without the annotation, when a cluster is due or draining).
+DRAIN_BY_DEFAULT_PATCH = "rayservice-drain-by-default"
 
 
 class ClusterDrains(RayServicePart):
@@ -45,9 +49,9 @@ class ClusterDrains(RayServicePart):
 
     async def hold_undrained(self, rayservice: RayService, plan: CleanupPlan, now: datetime) -> CleanupPlan:
         """The cleanup plan with the clusters not yet drained held back until their drain deadline instead of
-        deleted. Without the annotation the plan is KubeRay's (clusters held for a drain are due at once)."""
-        max_drain = max_drain_time(rayservice.metadata.annotations)
+        deleted. With "0" the plan is KubeRay's (clusters held for a drain are due at once)."""
         drains = {name: self._drain(name, now) for name in self.state.drain_started}
+        max_drain = self._max_drain(rayservice, deciding=bool(plan.delete_now or drains))
         polled = [name for name in drains if self.world.wait_failed("drain", name)]
         due, held_until = held_drains_due(plan.schedule, drains, max_drain, now, polled)
         reported = [name for name in held_until if name in self.world.drain_readings]
@@ -61,6 +65,16 @@ class ClusterDrains(RayServicePart):
         self.forget_gone(list(schedule))
         next_due = min(schedule.values(), default=None)
         return replace(plan, schedule=schedule, delete_now=delete, next_due=next_due)
+
+    def _max_drain(self, rayservice: RayService, *, deciding: bool) -> timedelta | None:
+        """The maximum drain time (None: KubeRay's deletion at the delay). Without the annotation, a run that
+        decides (a cluster is due or draining) asks the patch first: one recorded before it replays KubeRay's
+        deletion at the delay."""
+        annotations = rayservice.metadata.annotations or {}
+        max_drain = max_drain_time(annotations)
+        if MAX_DRAIN_ANNOTATION in annotations or not deciding:
+            return max_drain
+        return max_drain if workflow.patched(DRAIN_BY_DEFAULT_PATCH) else None
 
     async def _read_due(
         self, rayservice: RayService, due: Sequence[str], now: datetime, max_drain: timedelta

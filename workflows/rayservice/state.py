@@ -39,7 +39,7 @@ class RayServiceState:
     serve_config_cache: dict[str, str] = field(default_factory=dict)
     deletion_schedule: dict[str, datetime] = field(default_factory=dict)
     owned_clusters: list[str] = field(default_factory=list)
-    # raypilot.io/max-drain-seconds: when each dangling cluster's drain began (its deletion delay ended) and
+    # Drained deletion: when each dangling cluster's drain began (its deletion delay ended) and
     # how many zero in-flight readings it had in a row (decisions/rayservice/drain.py: Drain).
     drain_started: dict[str, datetime] = field(default_factory=dict)
     drain_quiet_reads: dict[str, int] = field(default_factory=dict)

@@ -1,7 +1,7 @@
-"""Drained deletion of the old cluster (raypilot.io/max-drain-seconds, kuberay#3602) on the time-skipping
-server: after a blue-green switch the old cluster is kept for rayClusterDeletionDelaySeconds as in KubeRay,
-then until its Serve proxies report no request in flight three times in a row, or until the maximum drain
-time."""
+"""Drained deletion of the old cluster (kuberay#3602) on the time-skipping server: after a blue-green switch
+the old cluster is kept for rayClusterDeletionDelaySeconds as in KubeRay, then until its Serve proxies report
+no request in flight three times in a row, or until the maximum drain time (raypilot.io/max-drain-seconds, a
+minute without it; "0" is KubeRay's deletion at the delay)."""
 
 from __future__ import annotations
 
@@ -22,23 +22,28 @@ from raypilot.testing.rayservice_scenarios import (
     status_of,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.rayservice.fakes_drain import DrainingWorld
 from tests.workflows.rayservice.upgrade_support import apply, cluster_deleted, ready_cluster
 from wire.drain import ServeConnectionsClosing
-from workflows.decisions.rayservice.drain import DRAIN_POLL, MAX_DRAIN_ANNOTATION, QUIET_READS_NEEDED
+from workflows.decisions.rayservice.drain import (
+    DEFAULT_MAX_DRAIN,
+    DRAIN_POLL,
+    MAX_DRAIN_ANNOTATION,
+    QUIET_READS_NEEDED,
+)
 from workflows.rayservice.drain import CLOSING_MARGIN
 
 DELAY_S = 30
 
 
 def manifest(version: str, max_drain_s: int | None) -> dict[str, Any]:
+    """The RayService at `version`, with `max_drain_s` as its annotation (None: without it)."""
     annotations = {MAX_DRAIN_ANNOTATION: str(max_drain_s)} if max_drain_s is not None else None
     return rayservice_manifest(version=version, deletion_delay=DELAY_S, annotations=annotations)
 
 
 @asynccontextmanager
 async def switched_to_v2(
-    env: WorkflowEnvironment, world: DrainingWorld, max_drain_s: int | None
+    env: WorkflowEnvironment, world: FakeRayWorld, max_drain_s: int | None
 ) -> AsyncIterator[tuple[Handle, str]]:
     """Runs v1, applies v2 (both with `max_drain_s`) and waits until the new cluster is active: (handle, the
     old cluster)."""
@@ -63,16 +68,16 @@ def deletion_time(world: FakeRayWorld, cluster: str) -> Any:
     return deleted.at
 
 
-def read_times(world: DrainingWorld, cluster: str, times: int) -> Callable[[], Awaitable[bool]]:
+def read_times(world: FakeRayWorld, cluster: str, times: int) -> Callable[[], Awaitable[bool]]:
     """A probe: `cluster`'s in-flight requests were read at least `times` times."""
 
     async def probe() -> bool:
-        return len([read for read in world.reads if read[1] == cluster]) >= times
+        return len([read for read in world.in_flight_reads if read[1] == cluster]) >= times
 
     return probe
 
 
-async def drain_after_reads(env: WorkflowEnvironment, world: DrainingWorld, old: str, reads: int) -> None:
+async def drain_after_reads(env: WorkflowEnvironment, world: FakeRayWorld, old: str, reads: int) -> None:
     """Keeps one request in flight on `old` until its drain has read it `reads` times, then none; returns once
     `old` is deleted."""
     world.in_flight[old] = 1
@@ -84,7 +89,7 @@ async def drain_after_reads(env: WorkflowEnvironment, world: DrainingWorld, old:
 async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     async with switched_to_v2(env, world, 600) as (_, old):
         world.in_flight[old] = 3  # a long request still being answered by the old cluster
         switched = switch_time(world)
@@ -94,8 +99,8 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
         world.in_flight[old] = 0
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
-    reads = [at for at, name, _ in world.reads if name == old]
-    answers = [answer for _, name, answer in world.reads if name == old]
+    reads = [at for at, name, _ in world.in_flight_reads if name == old]
+    answers = [answer for _, name, answer in world.in_flight_reads if name == old]
     # The first reading comes when the deletion delay ends (KubeRay's semantics kept), then one per poll.
     assert abs(reads[0] - switched - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
     # (Activity schedule times trail the workflow time of their pass by the task's processing time.)
@@ -110,7 +115,7 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
 async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests_never_end(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     async with switched_to_v2(env, world, 60) as (_, old):
         world.in_flight[old] = 1  # a client that never stops (or a request that never ends)
 
@@ -125,7 +130,7 @@ async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests
 
 async def test_unknown_in_flight_counts_are_not_drained(time_skipping_env: WorkflowEnvironment) -> None:
     """No proxy answered (None): the cluster is kept until the maximum drain time, not deleted at once."""
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     async with switched_to_v2(env, world, 40) as (_, old):
         world.in_flight[old] = None
 
@@ -133,15 +138,47 @@ async def test_unknown_in_flight_counts_are_not_drained(time_skipping_env: Workf
     assert deletion_time(world, old) - switch_time(world) >= timedelta(seconds=DELAY_S + 40)
 
 
-async def test_without_the_annotation_the_old_cluster_goes_at_the_delay_and_nothing_is_read(
+async def test_without_the_annotation_the_old_cluster_drains_for_at_most_the_default_time(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
-    env, world = time_skipping_env, DrainingWorld()
+    """Draining is the default (KubeRay loses the requests of kept-alive clients at the deletion): read from
+    the delay on, the proxies told to close kept-alive connections, deleted at the default maximum."""
+    env, world = time_skipping_env, FakeRayWorld()
     async with switched_to_v2(env, world, None) as (_, old):
+        world.in_flight[old] = 5  # requests that never end
+
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+    first_read = min(at for at, name, _ in world.in_flight_reads if name == old)
+    assert abs(first_read - switch_time(world) - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+    [(_, closing)] = world.closings
+    assert closing.seconds == (DEFAULT_MAX_DRAIN + CLOSING_MARGIN).total_seconds()
+    waited = deletion_time(world, old) - switch_time(world)
+    at_most = timedelta(seconds=DELAY_S) + DEFAULT_MAX_DRAIN
+    assert at_most <= waited < at_most + DRAIN_POLL + timedelta(seconds=1)
+
+
+async def test_without_the_annotation_a_drained_old_cluster_goes_after_three_zero_readings(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()  # no request in flight
+    async with switched_to_v2(env, world, None) as (_, old):
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+    answers = [answer for _, name, answer in world.in_flight_reads if name == old]
+    assert answers == [0] * QUIET_READS_NEEDED
+    waited = deletion_time(world, old) - switch_time(world)
+    drained = timedelta(seconds=DELAY_S) + DRAIN_POLL * (QUIET_READS_NEEDED - 1)
+    assert drained <= waited < drained + timedelta(seconds=2)
+
+
+async def test_zero_restores_kuberays_deletion_at_the_delay_with_nothing_read(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with switched_to_v2(env, world, 0) as (_, old):
         world.in_flight[old] = 5
 
         await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=5))
-    assert world.reads == []
+    assert world.in_flight_reads == []
     assert world.closings == []
     waited = deletion_time(world, old) - switch_time(world)
     assert abs(waited - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
@@ -152,7 +189,7 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
 ) -> None:
     """Once per old cluster, when its drain starts (before its first reading), for the maximum drain time
     and a margin; a second apply does not ask again for the cluster already draining."""
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     world.closing_answer = ServeConnectionsClosing(2)
     async with switched_to_v2(env, world, 90) as (_, old):
         await drain_after_reads(env, world, old, 2)
@@ -160,13 +197,13 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
     assert request.target.head_service == f"{old}-head-svc"
     assert request.submission_id == f"raypilot-close-connections-{old}"
     assert request.seconds == (timedelta(seconds=90) + CLOSING_MARGIN).total_seconds()
-    first_read = min(at for at, name, _ in world.reads if name == old)
+    first_read = min(at for at, name, _ in world.in_flight_reads if name == old)
     assert asked_at <= first_read
     assert abs(asked_at - switch_time(world) - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
 
 
 async def test_a_failed_closing_does_not_stop_the_drain(time_skipping_env: WorkflowEnvironment) -> None:
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     world.closing_answer = None  # the job could not run: the drain goes on as without it
     async with switched_to_v2(env, world, 60) as (_, old):
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
@@ -187,12 +224,12 @@ async def test_a_drain_writes_no_history_while_requests_stay_in_flight(
     a reading that changes the count of zeros, not from a timer and a read every DRAIN_POLL. Measured on
     this scenario: the polling loop wrote 258 events from the first reading to the deletion (two minutes of
     requests in flight, then three zeros), the waits 24."""
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     async with switched_to_v2(env, world, 600) as (handle, old):
         world.in_flight[old] = 3
 
         async def first_read() -> bool:
-            return any(name == old for _, name, _ in world.reads)
+            return any(name == old for _, name, _ in world.in_flight_reads)
 
         await eventually(env, first_read, step=timedelta(milliseconds=500))
         await env.sleep(timedelta(seconds=1))  # the pass that read is over
@@ -204,31 +241,51 @@ async def test_a_drain_writes_no_history_while_requests_stay_in_flight(
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
         drain = await history_length(handle) - drain_from
-    answers = [answer for _, name, answer in world.reads if name == old]
+    answers = [answer for _, name, answer in world.in_flight_reads if name == old]
     assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
     assert drain < 60, drain
 
 
-@pytest.mark.parametrize("max_drain_after", [10, None])
+@pytest.mark.parametrize(
+    ("max_drain_after", "last_reads"),
+    [
+        (10, [2]),  # shortened below what already passed: one last reading, then deleted
+        (0, []),  # turned off: deleted at once, as KubeRay, nothing read
+    ],
+)
 async def test_a_held_drain_follows_its_annotation_when_it_changes(
-    time_skipping_env: WorkflowEnvironment, max_drain_after: int | None
+    time_skipping_env: WorkflowEnvironment, max_drain_after: int, last_reads: list[int]
 ) -> None:
     """Held until its drain deadline, an old cluster still goes at the next pass when the maximum drain time
-    is shortened below what already passed (after one last reading) or the annotation is removed (nothing
-    read), as within a DRAIN_POLL before."""
-    env, world = time_skipping_env, DrainingWorld()
+    is shortened below what already passed or drains are turned off, as within a DRAIN_POLL before."""
+    env, world = time_skipping_env, FakeRayWorld()
     async with switched_to_v2(env, world, 600) as (handle, old):
         world.in_flight[old] = 2
 
         await eventually(env, read_times(world, old, 5), step=DRAIN_POLL)
-        reads_before = len(world.reads)
-        last_read = world.reads[-1][0]
+        reads_before = len(world.in_flight_reads)
+        last_read = world.in_flight_reads[-1][0]
         await apply(handle, manifest("v2", max_drain_after))
 
         await eventually(env, cluster_deleted(world, old), step=timedelta(milliseconds=500))
     assert deletion_time(world, old) - last_read < DRAIN_POLL + timedelta(seconds=1)
-    last_reads = [answer for _, name, answer in world.reads[reads_before:] if name == old]
-    assert last_reads == ([2] if max_drain_after is not None else [])
+    assert [answer for _, name, answer in world.in_flight_reads[reads_before:] if name == old] == last_reads
+
+
+async def test_a_held_drain_whose_annotation_is_removed_drains_for_the_default_time(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, FakeRayWorld()
+    async with switched_to_v2(env, world, 600) as (handle, old):
+        world.in_flight[old] = 2
+
+        await eventually(env, read_times(world, old, 2), step=DRAIN_POLL)
+        drain_started = world.in_flight_reads[0][0]
+        await apply(handle, manifest("v2", None))
+
+        await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+    held = deletion_time(world, old) - drain_started
+    assert DEFAULT_MAX_DRAIN <= held < DEFAULT_MAX_DRAIN + DRAIN_POLL + timedelta(seconds=1)
 
 
 async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
@@ -236,12 +293,12 @@ async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
 ) -> None:
     """A worker that does not run the drain wait (NotFoundError): the held cluster is read by the passes
     again, DRAIN_POLL apart, and deleted after three zeros, as before the waits."""
-    env, world = time_skipping_env, DrainingWorld()
+    env, world = time_skipping_env, FakeRayWorld()
     world.drain_wait_registered = False
     async with switched_to_v2(env, world, 600) as (_, old):
         await drain_after_reads(env, world, old, 4)
-    reads = [at for at, name, _ in world.reads if name == old]
-    answers = [answer for _, name, answer in world.reads if name == old]
+    reads = [at for at, name, _ in world.in_flight_reads if name == old]
+    answers = [answer for _, name, answer in world.in_flight_reads if name == old]
     slack = timedelta(milliseconds=500)
     assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
     assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED

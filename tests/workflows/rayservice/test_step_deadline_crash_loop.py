@@ -33,7 +33,7 @@ async def test_a_step_past_its_deadline_rolls_back(time_skipping_env: WorkflowEn
     assert "Step 1 of raypilot.io/rollout" in message
     assert "did not reach its traffic in 60 s; rolling back" in message
     deleted = next(act.at for act in world.acts("delete", "RayCluster"))
-    assert deleted - began >= timedelta(seconds=60)  # not before the deadline (then the deletion delay)
+    assert deleted - began >= timedelta(seconds=60)  # not before the deadline (then the delay and drain)
 
 
 def crash_looping_head(name: str) -> dict[str, Any]:

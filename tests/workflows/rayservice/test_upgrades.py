@@ -1,7 +1,8 @@
-"""RayServiceWorkflow changes by spec hash: NewCluster blue-green (Services switched, old cluster
-deleted after the delay), worker groups appended (in place), strategy None and ENABLE_ZERO_DOWNTIME=false
-(the cluster left alone as in KubeRay, with the ClusterSpecNotApplied condition and a Warning event),
-Serve-config-only changes, and a newer spec replacing a pending cluster still being built."""
+"""RayServiceWorkflow changes by spec hash: NewCluster blue-green (Services switched, old cluster deleted
+after the delay and its drain), worker groups appended (in place), strategy None and
+ENABLE_ZERO_DOWNTIME=false (the cluster left alone as in KubeRay, with the ClusterSpecNotApplied condition and
+a Warning event), Serve-config-only changes, and a newer spec replacing a pending cluster still being
+built."""
 
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ from tests.workflows.rayservice.upgrade_support import (
     status_when,
     stuck_upgrade,
 )
+from workflows.decisions.rayservice.drain import DRAIN_POLL, QUIET_READS_NEEDED
 
 
-async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_cluster_after_the_delay(
+async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_cluster_after_delay_and_drain(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
@@ -53,8 +55,14 @@ async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_c
     assert sorted(act.name for act in switched) == ["svc-head-svc", "svc-serve-svc"]
     [deleted] = world.acts("delete", "RayCluster")
     assert deleted.name == old
-    # The deletion comes rayClusterDeletionDelaySeconds after the switch, by a durable timer.
-    assert abs(deleted.at - max(act.at for act in switched) - timedelta(seconds=30)) < timedelta(seconds=1)
+    # rayClusterDeletionDelaySeconds after the switch (a durable timer) the old cluster's drain starts, on by
+    # default: it has no request in flight, so it goes after three zero readings DRAIN_POLL apart.
+    delay = max(act.at for act in switched) + timedelta(seconds=30)
+    reads = [(at, answer) for at, name, answer in world.in_flight_reads if name == old]
+    assert [answer for _, answer in reads] == [0] * QUIET_READS_NEEDED
+    for index, (at, _) in enumerate(reads):
+        assert abs(at - delay - DRAIN_POLL * index) < timedelta(seconds=1)
+    assert abs(deleted.at - delay - DRAIN_POLL * (QUIET_READS_NEEDED - 1)) < timedelta(seconds=1)
     # The new cluster runs the v2 spec; v1's serve config was PUT to it before it took traffic.
     env_vars = world.clusters[new].body["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"]
     assert env_vars == [{"name": "APP_VERSION", "value": "v2"}]

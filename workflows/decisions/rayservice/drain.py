@@ -1,12 +1,13 @@
 """Whether a dangling RayCluster whose deletion delay has passed may be deleted now (kuberay#3602).
 
 KubeRay deletes the old cluster `rayClusterDeletionDelaySeconds` after the switch, whatever its Serve proxies
-are still answering: a request longer than the delay is cut off. With the annotation
-`raypilot.io/max-drain-seconds: "N"` raypilot keeps KubeRay's delay and then also waits until the cluster's
-Serve proxies report no HTTP request in flight (the gauge `ray_serve_num_ongoing_http_requests`), read
-`QUIET_READS_NEEDED` times in a row `DRAIN_POLL` apart (Ray exports the gauge every 10 s, so one zero may be
-stale), or until N seconds after the delay ended, whichever comes first. Without
-the annotation the cluster is deleted at the delay, as in KubeRay, and nothing is read.
+are still answering: a request longer than the delay, or one a kept-alive client sends at the deletion, is
+lost. So raypilot keeps KubeRay's delay and then also waits until the cluster's Serve proxies report no HTTP
+request in flight (the gauge `ray_serve_num_ongoing_http_requests`), read `QUIET_READS_NEEDED` times in a row
+`DRAIN_POLL` apart (Ray exports the gauge every 10 s, so one zero may be stale), or until the maximum drain
+time after the delay ended, whichever comes first. The maximum is `DEFAULT_MAX_DRAIN` unless the annotation
+`raypilot.io/max-drain-seconds: "N"` sets it; `"0"` restores KubeRay's behaviour: nothing is read and the
+cluster is deleted at the delay.
 
 The workflow reads the first time when the delay ends and then waits: a drain wait reads every `DRAIN_POLL`
 inside its activity and returns only a reading that changes the run of zero readings
@@ -22,10 +23,12 @@ from datetime import datetime, timedelta
 from enum import Enum
 from typing import Final
 
-from models.rayservice_annotations import MAX_DRAIN_ANNOTATION
+from models.rayservice import DEFAULT_RAY_CLUSTER_DELETION_DELAY_SECONDS
+from models.rayservice_annotations import MAX_DRAIN_ANNOTATION, whole_seconds
 from wire.views import quiet_reads_after
 
 __all__ = [
+    "DEFAULT_MAX_DRAIN",
     "DRAIN_POLL",
     "MAX_DRAIN_ANNOTATION",
     "QUIET_READS_NEEDED",
@@ -42,6 +45,11 @@ __all__ = [
 # three zero readings 6 s apart span 12 s, so they cannot all predate a request that is still running.
 DRAIN_POLL: Final = timedelta(seconds=6)
 QUIET_READS_NEEDED: Final = 3
+# Without the annotation: as long as KubeRay's own default deletion delay (rayClusterDeletionDelaySeconds,
+# 60 s), so a service on KubeRay's defaults keeps its old cluster at most twice that delay. A drained cluster
+# goes after three zero readings (12 s), so this bounds only a request still running a minute after the delay
+# (or Pods whose metrics the worker cannot read: then the cluster goes at this bound).
+DEFAULT_MAX_DRAIN: Final = timedelta(seconds=DEFAULT_RAY_CLUSTER_DELETION_DELAY_SECONDS)
 
 
 class DrainVerdict(Enum):
@@ -59,12 +67,14 @@ class Drain:
 
 
 def max_drain_time(annotations: Mapping[str, str] | None) -> timedelta | None:
-    """The annotation as a duration; None (delete at the delay, as KubeRay) when it is absent (a value that is
-    not a non-negative integer is rejected with the manifest: models/rayservice_annotations.py)."""
+    """The maximum drain time: the annotation's seconds, `DEFAULT_MAX_DRAIN` without it, None (delete at the
+    delay and read nothing, as KubeRay) for `"0"`. A value that is not a whole number of seconds is rejected
+    with the manifest (models/rayservice_annotations.py); were one to reach a run, it drains by default."""
     raw = (annotations or {}).get(MAX_DRAIN_ANNOTATION)
-    if raw is None or not raw.strip().isdigit():
-        return None
-    return timedelta(seconds=int(raw.strip()))
+    seconds = None if raw is None else whole_seconds(raw)
+    if seconds is None:
+        return DEFAULT_MAX_DRAIN
+    return timedelta(seconds=seconds) if seconds > 0 else None
 
 
 def decide_drain(
@@ -101,10 +111,10 @@ def held_drains_due(
     polled: Collection[str] = (),
 ) -> tuple[list[str], dict[str, datetime]]:
     """With the drain waits: of the clusters held in the deletion schedule, those due now and the others
-    with their time. A draining cluster is held until its drain deadline under the annotation as it is now
-    (shortened: due sooner; removed: due at once, deleted at the delay as without it); one whose drain wait
-    failed (`polled`) is read by the passes again, DRAIN_POLL apart, until then; any other cluster keeps
-    its deletion time."""
+    with their time. A draining cluster is held until its drain deadline under the maximum drain time as it
+    is now (shortened: due sooner; turned off with "0", `max_drain` None: due at once); one whose drain
+    wait failed (`polled`) is read by the passes again, DRAIN_POLL apart, until then; any other cluster
+    keeps its deletion time."""
     due: list[str] = []
     still: dict[str, datetime] = {}
     for name, at in held.items():

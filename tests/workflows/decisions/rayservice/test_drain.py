@@ -1,4 +1,5 @@
-"""Drained deletion (raypilot.io/max-drain-seconds): the annotation read, and the verdict on each reading."""
+"""Drained deletion (on by default, raypilot.io/max-drain-seconds bounds it, "0" turns it off): the annotation
+read, and the verdict on each reading."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from workflows.decisions.rayservice.drain import (
+    DEFAULT_MAX_DRAIN,
     MAX_DRAIN_ANNOTATION,
     Drain,
     DrainVerdict,
@@ -24,18 +26,23 @@ MAX = timedelta(seconds=120)
 @pytest.mark.parametrize(
     ("annotations", "expected"),
     [
-        (None, None),  # KubeRay: delete at the delay
-        ({}, None),
+        (None, DEFAULT_MAX_DRAIN),  # drained by default: KubeRay's deletion at the delay loses requests
+        ({}, DEFAULT_MAX_DRAIN),
+        ({"raypilot.io/other": "300"}, DEFAULT_MAX_DRAIN),
+        ({MAX_DRAIN_ANNOTATION: "0"}, None),  # KubeRay's behaviour: deleted at the delay, nothing read
+        ({MAX_DRAIN_ANNOTATION: " 0 "}, None),
+        ({MAX_DRAIN_ANNOTATION: "00"}, None),
         ({MAX_DRAIN_ANNOTATION: "300"}, timedelta(seconds=300)),
         ({MAX_DRAIN_ANNOTATION: " 45 "}, timedelta(seconds=45)),
-        ({MAX_DRAIN_ANNOTATION: "0"}, timedelta(0)),  # one reading, then delete whatever it says
-        ({MAX_DRAIN_ANNOTATION: "-5"}, None),
-        ({MAX_DRAIN_ANNOTATION: "2m"}, None),
-        ({MAX_DRAIN_ANNOTATION: ""}, None),
-        ({"raypilot.io/other": "300"}, None),
+        ({MAX_DRAIN_ANNOTATION: "1"}, timedelta(seconds=1)),
+        # Rejected with the manifest; were one to reach a run, it would drain by default.
+        ({MAX_DRAIN_ANNOTATION: "-5"}, DEFAULT_MAX_DRAIN),
+        ({MAX_DRAIN_ANNOTATION: "2m"}, DEFAULT_MAX_DRAIN),
+        ({MAX_DRAIN_ANNOTATION: ""}, DEFAULT_MAX_DRAIN),
+        ({MAX_DRAIN_ANNOTATION: "\u00b2"}, DEFAULT_MAX_DRAIN),  # a digit to str.isdigit, not to int
     ],
 )
-def test_max_drain_time_reads_a_non_negative_number_of_seconds(
+def test_max_drain_time_is_the_default_unless_the_annotation_sets_it(
     annotations: dict[str, str] | None, expected: timedelta | None
 ) -> None:
     assert max_drain_time(annotations) == expected
@@ -65,8 +72,10 @@ def test_drain_verdict_table(
     assert (decided, drain) == (verdict, Drain(STARTED, quiet_after))
 
 
-def test_zero_maximum_deletes_after_one_reading_as_kuberay_would_at_the_delay() -> None:
-    assert decide_drain(Drain(STARTED), 7, STARTED, timedelta(0))[0] == DrainVerdict.GIVE_UP
+def test_a_one_second_maximum_gives_up_at_the_first_reading_after_it() -> None:
+    one = timedelta(seconds=1)
+    assert decide_drain(Drain(STARTED), 7, STARTED, one)[0] == DrainVerdict.WAIT
+    assert decide_drain(Drain(STARTED), 7, STARTED + one, one)[0] == DrainVerdict.GIVE_UP
 
 
 @pytest.mark.parametrize(
@@ -98,7 +107,7 @@ LATER = STARTED + timedelta(seconds=300)
         (120, 120, ["draining"], {"other": LATER}),  # the maximum drain time passed: its last reading
         (60, 30, [], {"draining": STARTED + timedelta(seconds=60), "other": LATER}),  # shortened
         (20, 30, ["draining"], {"other": LATER}),  # shortened below what already passed
-        (None, 30, ["draining"], {"other": LATER}),  # the annotation went: delete at the delay, as without
+        (None, 30, ["draining"], {"other": LATER}),  # turned off ("0"): delete at the delay, as KubeRay
         (120, 300, ["draining", "other"], {}),
     ],
 )
