@@ -16,9 +16,13 @@ request on a new connection, which the Service opens on the new cluster. Nothing
 left alone (a client that sends again is answered, with `Connection: close`), responses finish. The driver
 prints how many HTTP servers it reached; the job record is deleted afterwards.
 
-It reaches into uvicorn's per-connection state (`server_state.connections`, `cycle.keep_alive`); a Ray whose
-proxy is built otherwise makes the driver fail or reach no server, which is answered in `error` (nothing is
-retried, nothing else changes: the drain goes on without it).
+It reaches into Ray's developer API and uvicorn's per-connection state (`server_state.connections`,
+`cycle.keep_alive`), neither a supported interface, so it runs only on the Ray and uvicorn releases it was
+tested on (`TESTED_RAY`, `TESTED_UVICORN`: the driver reads `ray.__version__` and `uvicorn.__version__` before
+anything else, and each proxy its own uvicorn's): on any other the driver reaches nothing and only reports
+"unsupported Ray <version>". That, or a driver that fails or reaches no server, is answered in `error`
+(nothing is retried, nothing else changes: the drain goes on without it, and kept-alive connections stay
+open until the deletion).
 """
 
 from __future__ import annotations
@@ -37,12 +41,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOSING_MARKER",
+    "TESTED_RAY",
+    "TESTED_UVICORN",
+    "UNSUPPORTED_MARKER",
     "ServeConnectionActivities",
     "close_connections_entrypoint",
+    "closing_answer",
     "parse_closing_output",
+    "parse_unsupported_output",
+    "release_series",
 ]
 
 CLOSING_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_CLOSING "
+UNSUPPORTED_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_UNSUPPORTED "
+# The release series (major.minor) the driver was tested on, on real Ray Serve
+# (tests/integration/test_rayservice_drain_real.py, with the Ray of requirements.lock). Add one only after
+# that test passed on it: a proxy built otherwise may keep the names and change what they mean.
+TESTED_RAY: Final = ("2.60",)
+TESTED_UVICORN: Final = ("0.54",)
 CLOSING_JOB: Final = DriverJobKind(
     activity="CloseServeConnections",
     label="connection-closing",
@@ -53,19 +69,40 @@ CLOSING_JOB: Final = DriverJobKind(
 # proxy's server task when the closure is not called on the loop's thread.
 CLOSING_DRIVER: Final = """
 import sys
+
 import ray
-from ray.serve._private.constants import SERVE_NAMESPACE, SERVE_PROXY_NAME
 
 SECONDS = float(sys.argv[1])
+TESTED_RAY = __TESTED_RAY__
+TESTED_UVICORN = __TESTED_UVICORN__
 
 
-def close_after_responses(proxy, seconds):
+def series(version):
+    return ".".join(version.split(".")[:2])
+
+
+try:
+    import uvicorn
+
+    UVICORN = uvicorn.__version__
+except ImportError:
+    UVICORN = "missing"
+if series(ray.__version__) not in TESTED_RAY or series(UVICORN) not in TESTED_UVICORN:
+    print("RAYPILOT_SERVE_CONNECTIONS_UNSUPPORTED", "Ray", ray.__version__, "uvicorn", UVICORN)
+    sys.exit(0)
+
+from ray.serve._private.constants import SERVE_NAMESPACE, SERVE_PROXY_NAME
+
+
+def close_after_responses(proxy, seconds, tested_uvicorn):
     import asyncio
     import gc
     import time
 
     import uvicorn
 
+    if ".".join(uvicorn.__version__.split(".")[:2]) not in tested_uvicorn:
+        return 0
     servers = [found for found in gc.get_objects() if isinstance(found, uvicorn.Server)]
     try:
         loop = asyncio.get_running_loop()
@@ -92,9 +129,15 @@ proxies = [
     for actor in ray.util.list_named_actors(all_namespaces=True)
     if actor["namespace"] == SERVE_NAMESPACE and actor["name"].startswith(SERVE_PROXY_NAME)
 ]
-servers = sum(ray.get([proxy.__ray_call__.remote(close_after_responses, SECONDS) for proxy in proxies]))
+calls = [proxy.__ray_call__.remote(close_after_responses, SECONDS, TESTED_UVICORN) for proxy in proxies]
+servers = sum(ray.get(calls))
 print("RAYPILOT_SERVE_CONNECTIONS_CLOSING", servers)
-"""
+""".replace("__TESTED_RAY__", repr(TESTED_RAY)).replace("__TESTED_UVICORN__", repr(TESTED_UVICORN))
+
+
+def release_series(version: str) -> str:
+    """The major.minor of a release (as the driver compares it): "2.60" for "2.60.1"."""
+    return ".".join(version.split(".")[:2])
 
 
 def close_connections_entrypoint(seconds: float) -> str:
@@ -108,6 +151,28 @@ def parse_closing_output(logs: str) -> int | None:
         return None
     raw = lines[-1][len(CLOSING_MARKER) :].strip()
     return int(raw) if raw.isdigit() else None
+
+
+def parse_unsupported_output(logs: str) -> str | None:
+    """The releases the driver found when they are not the tested ones, e.g. "Ray 2.61.0, uvicorn 0.54.0";
+    None when it did not say so."""
+    lines = [line for line in logs.splitlines() if line.startswith(UNSUPPORTED_MARKER)]
+    if not lines:
+        return None
+    words = lines[-1][len(UNSUPPORTED_MARKER) :].split()
+    return ", ".join(" ".join(words[index : index + 2]) for index in range(0, len(words), 2))
+
+
+def closing_answer(succeeded: bool, logs: str) -> ServeConnectionsClosing | None:
+    """What the driver's log answers: the HTTP servers it reached, or why it reached none on purpose (an
+    untested release); None when it gave no answer (the job's failure says why)."""
+    unsupported = parse_unsupported_output(logs) if succeeded else None
+    if unsupported is not None:
+        tested = f"Ray {' or '.join(TESTED_RAY)} with uvicorn {' or '.join(TESTED_UVICORN)}"
+        error = f"unsupported {unsupported}: the connection-closing job changes nothing, tested on {tested}"
+        return ServeConnectionsClosing(0, error)
+    servers = parse_closing_output(logs) if succeeded else None
+    return ServeConnectionsClosing(servers) if servers else None
 
 
 class ServeConnectionActivities:
@@ -124,7 +189,5 @@ class ServeConnectionActivities:
         run = await run_driver_job(
             client, CLOSING_JOB, entrypoint, request.submission_id, request.poll_seconds
         )
-        servers = parse_closing_output(run.logs) if run.info.status == "SUCCEEDED" else None
-        if not servers:
-            return ServeConnectionsClosing(0, run.failure(client))
-        return ServeConnectionsClosing(servers)
+        answered = closing_answer(run.info.status == "SUCCEEDED", run.logs)
+        return answered or ServeConnectionsClosing(0, run.failure(client))
