@@ -477,6 +477,35 @@ async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
     return handle
 
 
+async def rayservice_drained_by_default(env: WorkflowEnvironment) -> Handle:
+    """Without raypilot.io/max-drain-seconds (drained by default, patch rayservice-drain-by-default) the old
+    cluster of a blue-green upgrade is read past its deletion delay, held while it has requests in flight,
+    then deleted."""
+    world = FakeRayWorld()
+
+    def spec(version: str) -> dict[str, Any]:
+        return rayservice_manifest(version=version, deletion_delay=30)
+
+    async with running_rayservice(env, world, spec("v1")) as handle:
+        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
+        world.in_flight[old] = 2
+        await handle.execute_update("apply", spec("v2"))
+        await _pending_cluster(env, handle)
+        await until_ready(env, handle)
+
+        async def read_twice() -> bool:
+            return len(world.in_flight_reads) >= 2
+
+        await eventually(env, read_twice)
+        world.in_flight[old] = 0
+
+        async def old_deleted() -> bool:
+            return old not in world.clusters
+
+        await eventually(env, old_deleted)
+    return handle
+
+
 async def rayservice_analysis_gates(env: WorkflowEnvironment) -> Handle:
     """A blue-green upgrade whose new cluster passes its pre-promotion HTTP
     probe, is switched to, fails its post-promotion probe and is switched back from (the old cluster kept,
@@ -587,6 +616,7 @@ SCENARIOS: dict[str, Scenario] = {
         rayservice_progress_deadline,
         rayservice_unhealthy_rollback,
         rayservice_drained_deletion,
+        rayservice_drained_by_default,
         rayservice_analysis_gates,
         rayservice_undo_in_place,
         rayservice_header_canary,
