@@ -46,6 +46,7 @@ from tests.integration.stack import Stack
 from tests.kubectl import KUBECTL, kubectl
 from tests.kubes import RealKube
 from tests.workflows.history_digest import history_digest
+from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 ROOT = Path(__file__).resolve().parents[2]
@@ -571,7 +572,7 @@ async def test_orphaned_leftovers_of_another_spec_are_upgraded_on_adoption_with_
             new = upgraded["status"]["activeServiceStatus"]["rayClusterName"]
             await wait_until(
                 lambda: [c["metadata"]["name"] for c in rayclusters(kube_env, namespace)] == [new],
-                within=60,
+                within=60 + DEFAULT_MAX_DRAIN.total_seconds(),  # the delay, then the drain (on by default)
                 what="the old cluster deleted",
             )
             await load.stop()

@@ -26,6 +26,7 @@ from tests.integration.rayservice_helpers import (
     wait_for_status,
 )
 from tests.integration.stack import Stack
+from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 
 pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(900)]
 
@@ -54,14 +55,14 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_ray_kube_stac
         switched_at = time.monotonic()
         new = active_cluster(switched)
         # The Services were re-pointed before the status named the new cluster active; the old cluster is kept
-        # for rayClusterDeletionDelaySeconds.
+        # for rayClusterDeletionDelaySeconds, then drained (on by default: DEFAULT_MAX_DRAIN at most).
         assert selected_cluster(stack, namespace, f"{name}-serve-svc") == new
         assert selected_cluster(stack, namespace, f"{name}-head-svc") == new
         assert stack.exists("rayclusters", namespace, old)
 
         await wait_until(
             lambda: not stack.exists("rayclusters", namespace, old),
-            within=DELETION_DELAY_S + 30,
+            within=DELETION_DELAY_S + DEFAULT_MAX_DRAIN.total_seconds() + 30,
             interval=0.2,
             what="old cluster deleted",
         )

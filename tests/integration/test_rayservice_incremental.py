@@ -39,6 +39,7 @@ from tests.integration.route_watch import (
 from tests.integration.stack import Stack
 from tests.workflows.rayservice.incremental_simulation import expected_upgrade_steps, traffic_steps
 from tests.workflows.timer_dues import steps_timed_by_timers, timer_dues
+from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 from workflows.search_attributes import RAY_PHASE
 
 pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(1200)]
@@ -54,6 +55,7 @@ SHARE_TOLERANCE = 10.0
 # of the load (200-400 answers here) whatever the total.
 AFTER_DELETION_REQUESTS = 300
 DELETION_DELAY_S = 5
+DRAIN_S = DEFAULT_MAX_DRAIN.total_seconds()  # then the drain, on by default (at most this)
 TIMESTAMP_ROUNDING = timedelta(milliseconds=1)
 ABORT_AT_PERCENT = 2 * STEP_PERCENT  # "half-way": the abort comes once the new cluster has this much traffic
 
@@ -229,7 +231,7 @@ async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: S
             what="v2 promoted",
         )
         promoted = time.monotonic()
-        await eventually(cluster_gone(service, old), within=60, what="old cluster deleted")
+        await eventually(cluster_gone(service, old), within=60 + DRAIN_S, what="old cluster deleted")
         deleted = time.monotonic()
         await load.wait_for_requests(len(load.samples) + AFTER_DELETION_REQUESTS)
         ended = time.monotonic()
@@ -308,7 +310,7 @@ async def test_pause_freezes_then_abort_returns_all_traffic(service: Service) ->
         phase = (await service.handle.describe()).typed_search_attributes.get(RAY_PHASE)
         final = await service.wait_status(serving_alone, within=480, what="rolled back")
         rolled_back = time.monotonic()
-        await eventually(cluster_gone(service, pending), within=60, what="pending cluster deleted")
+        await eventually(cluster_gone(service, pending), within=60 + DRAIN_S, what="pending cluster deleted")
         await load.wait_for_requests(len(load.samples) + 500)
         ended = time.monotonic()
     found = segments(route.changes, backend, load, ended)

@@ -41,6 +41,7 @@ from tests.kubes import RealKube
 from tests.reliability.figures import FULL, figure
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import leftovers, names_seen
+from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 
 # About 40 s each with its own dev server: only in `make reliability` (`make test` budget).
 pytestmark = [
@@ -90,7 +91,9 @@ async def restart_during_upgrade(server: DevServer, stack: Stack, kubeconfig: Pa
             async def old_cluster_gone() -> bool:
                 return not stack.exists("rayclusters", namespace, first)
 
-            await wait_until(old_cluster_gone, within=DELETION_DELAY_S + 30, interval=0.2, what="v1 deleted")
+            # After its delay the old cluster is drained (on by default), DEFAULT_MAX_DRAIN at most.
+            within = DELETION_DELAY_S + DEFAULT_MAX_DRAIN.total_seconds() + 30
+            await wait_until(old_cluster_gone, within=within, interval=0.2, what="v1 deleted")
             assert time.monotonic() - promoted_at >= DELETION_DELAY_S - 1.5, "deleted before its delay"
             await handle.execute_update("delete")
             await handle.result()

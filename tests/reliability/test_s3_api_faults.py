@@ -26,6 +26,7 @@ from tests.reliability.figures import FULL, SEED, Figure, figure, sized
 from tests.reliability.ledger import Ledger
 from tests.reliability.objects import created_count, difference, kinds_left, names_seen, store_list
 from tests.reliability.upgrade import upgrade_under_load
+from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 
 pytestmark = [pytest.mark.devserver, pytest.mark.timeout(900 if FULL else 150)]
 
@@ -147,7 +148,10 @@ async def upgrade_then_delete(stack: Stack, ledger: Ledger, namespace: str, name
         names = [c["metadata"]["name"] for c in store_list(stack, "ray.io/v1", "RayCluster", namespace)]
         return names == [second]
 
-    await wait_until(old_cluster_gone, within=25 * PATIENCE, interval=0.2, what="only the v2 cluster left")
+    # After its delay the old cluster is drained (on by default): its metrics are read through the faulty API
+    # server, so readings may fail and hold it for DEFAULT_MAX_DRAIN.
+    within = 25 * PATIENCE + DEFAULT_MAX_DRAIN.total_seconds()
+    await wait_until(old_cluster_gone, within=within, interval=0.2, what="only the v2 cluster left")
     await handle.execute_update("delete")
     await handle.result()
     await ledger.record(handle)

@@ -23,6 +23,7 @@ from tests.integration.route_watch import route_weights
 from tests.integration.stack import Stack
 from tests.integration.test_rayservice_incremental import serving_alone
 from tests.reliability.objects import kinds_left, names_seen, store_list
+from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 
 # Small steps so that the upgrade lasts long enough to be disturbed several times (simulated Ray is fast).
 PLAN = Incremental(step_percent=20, interval_s=1, surge_percent=50)
@@ -145,7 +146,9 @@ async def upgrade_under_load(
             names = {c["metadata"]["name"] for c in store_list(stack, "ray.io/v1", "RayCluster", namespace)}
             return names == {new}
 
-        await wait_until(old_cluster_gone, within=60, interval=0.1, what="only the v2 cluster left")
+        # After its delay the old cluster is drained (on by default), DEFAULT_MAX_DRAIN at most.
+        within = 60 + DEFAULT_MAX_DRAIN.total_seconds()
+        await wait_until(old_cluster_gone, within=within, interval=0.1, what="only the v2 cluster left")
         # A few more answers from v2 alone: requests right after the old cluster's deletion count too.
         await kept.wait_for_requests(len(kept.samples) + 10)
         await short.wait_for_requests(len(short.samples) + 10)
