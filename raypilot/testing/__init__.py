@@ -6,11 +6,13 @@ fresh Temporal time-skipping test server: days of durable timers pass in millise
 
 - RayServices (`raypilot.testing.rayservice_world`, `raypilot.testing.rayservice_scenarios`): `FakeRayWorld`
   is an in-memory Kubernetes + Ray Serve + Gateway behind fake activities registered under the real names; it
-  reacts at once (a created cluster is ready, a Serve config runs its replicas) and logs every act with its
-  workflow time (`world.log`). `running_rayservice(env, world, manifest)` runs a worker and starts the
-  workflow; `until_ready`, `eventually` (advances workflow time until a probe holds), `status_of`,
-  `condition_of` observe it; `upgrade_sequence` / `timed_sequence` list the traffic and capacity steps an
-  upgrade took; `rayservice_manifest` / `incremental_manifest` build manifests KubeRay accepts.
+  reacts at once (a created cluster is ready, a Serve config runs its replicas; an old cluster's drain finds
+  no request in flight unless `world.in_flight` says otherwise) and logs every act with its workflow time
+  (`world.log`; the drain's readings in `world.in_flight_reads`). `running_rayservice(env, world,
+  manifest)` runs a worker and starts the workflow; `until_ready`, `eventually` (advances workflow time until
+  a probe holds), `status_of`, `condition_of` observe it; `upgrade_sequence` / `timed_sequence` list the
+  traffic and capacity steps an upgrade took; `rayservice_manifest` / `incremental_manifest` build manifests
+  KubeRay accepts.
 - RayJobs (`raypilot.testing.rayjob_world`, `raypilot.testing.rayjob_scenarios`): `FakeWorld` (clusters,
   Services, submitter Jobs, Pods, Events and a Ray dashboard whose jobs follow a script: `SUCCEEDS`,
   `FAILS`, `RUNS_FOREVER`); `world.activities()` for `fake_worker` / `running_worker`; `rayjob_manifest`,
