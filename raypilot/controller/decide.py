@@ -10,7 +10,6 @@ object does not count), so a restarted controller neither repeats nor skips an a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -47,7 +46,7 @@ class ObjectView:
     applied_generation: int
     deleting: bool
     has_finalizer: bool
-    orphaning: bool = False  # deleted with the Orphan propagation policy (deleted_with_orphans)
+    orphaning: bool = False  # deleted with the Orphan propagation policy (`--cascade=orphan`)
 
 
 @dataclass(frozen=True)
@@ -103,19 +102,6 @@ def _deletion_action(obj: ObjectView, run: RunView | None) -> Action:
     if _holds(obj, run):
         return Action.DELETE_FINISHED
     return Action.RELEASE
-
-
-def deleted_with_orphans(
-    finalizers: Sequence[str], dependents_owners: Sequence[Sequence[str]], uid: str
-) -> bool:
-    """Whether a deleted object was deleted with the Orphan propagation policy. Kubernetes' `orphan`
-    finalizer says so until the garbage collector has taken the object's ownerReferences off every
-    dependent (`dependents_owners`: the owner uids of each RayCluster labelled as the object's), which it
-    may do before the controller looks; then dependents that exist but are none of them owned by the object
-    say the same (a Background or Foreground deletion keeps the references until the dependents go)."""
-    if ORPHAN_FINALIZER in finalizers:
-        return True
-    return bool(dependents_owners) and all(uid not in owners for owners in dependents_owners)
 
 
 # ---- status write-back -------------------------------------------------------------------------------------

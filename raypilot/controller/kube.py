@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +13,6 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from models.crd import RAYPILOT_GROUP, RAYPILOT_VERSION, plural_of
-from models.naming import ownership_label_selector
 from raypilot.controller.decide import ANNOTATION_APPLIED_GENERATION, FINALIZER
 
 WATCH_TIMEOUT_SECONDS = 300
@@ -64,21 +63,6 @@ class ControllerKube:
                 yield event
         finally:
             stream.stop()
-
-    def cluster_owners(self, obj: dict[str, Any]) -> Sequence[Sequence[str]]:
-        """The owner uids of each RayCluster labelled as the RayService's (docs/contract.md §5)."""
-        meta = obj["metadata"]
-        listed = self.custom.list_namespaced_custom_object(
-            "ray.io",
-            "v1",
-            meta["namespace"],
-            "rayclusters",
-            label_selector=ownership_label_selector(obj["kind"], meta["name"]),
-        )
-        return [
-            [str(ref.get("uid")) for ref in item["metadata"].get("ownerReferences") or []]
-            for item in listed.get("items") or []
-        ]
 
     def _patch(self, obj: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]

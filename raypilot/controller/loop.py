@@ -22,13 +22,12 @@ from temporalio.service import RPCError
 from models.crd import KINDS
 from models.features import FeatureGates
 from models.manifest import parse_rayjob, parse_rayservice
-from models.naming import KIND_RAYSERVICE, workflow_id
+from models.naming import workflow_id
 from models.source import ANNOTATION_ADOPTED_CLUSTER, ANNOTATION_ADOPTED_RAYJOB
 from raypilot.adopt.kube import adopt_rayjob_leftovers, adopt_rayservice_leftovers
 from raypilot.controller.decide import (
     CLOSED,
     Action,
-    deleted_with_orphans,
     phase_read_at,
     reconcile_action,
     should_write_status,
@@ -71,6 +70,10 @@ class Controller:
         self.queue: asyncio.Queue[Key] = asyncio.Queue()
         self.queued: set[Key] = set()
         self.objects: dict[Key, dict[str, Any]] = {}  # the newest version of each live object seen
+        # uids of objects a watch event showed deleted with the Orphan propagation policy: Kubernetes' own
+        # `orphan` finalizer is on the object only until its garbage collector has orphaned the dependents,
+        # which may be over before the reconcile reads the object again.
+        self.orphan_deletions: set[str] = set()
         # object uid -> the workflow's phase (and a RayJob's jobStatus memo) its status was last read at
         self.seen_phase: dict[str, str] = {}
         self.status_writes = 0  # status subresource writes (the write-back cadence is tested by counting)
@@ -87,10 +90,14 @@ class Controller:
 
     def _seen(self, event_type: str, obj: dict[str, Any]) -> None:
         key = _key(obj)
+        view = object_view(obj)
         if event_type == "DELETED":
             self.objects.pop(key, None)
+            self.orphan_deletions.discard(view.uid)
         else:
             self.objects[key] = obj
+            if view.deleting and view.orphaning:
+                self.orphan_deletions.add(view.uid)
         self.enqueue(key)
 
     def _watch_kind(self, kind: str, loop: asyncio.AbstractEventLoop) -> None:
@@ -152,10 +159,8 @@ class Controller:
         if obj is None:
             return Action.NOTHING
         ref, view = object_ref(obj), object_view(obj)
-        if view.deleting and view.has_finalizer and kind == KIND_RAYSERVICE and not view.orphaning:
-            owners = await asyncio.to_thread(self.kube.cluster_owners, obj)
-            orphaning = deleted_with_orphans(obj["metadata"].get("finalizers") or [], owners, view.uid)
-            view = dataclasses.replace(view, orphaning=orphaning)
+        if view.uid in self.orphan_deletions:
+            view = dataclasses.replace(view, orphaning=True)
         manifest = workflow_manifest(obj)
         message = None if view.deleting else validation_message(manifest, self.gates)
         run, description = await self.temporal.latest(ref)

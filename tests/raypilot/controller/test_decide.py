@@ -11,7 +11,6 @@ from raypilot.controller.decide import (
     Action,
     ObjectView,
     RunView,
-    deleted_with_orphans,
     phase_read_at,
     reconcile_action,
     should_write_status,
@@ -99,24 +98,6 @@ SERVICE = {
     "activeServiceStatus": {"rayClusterName": "s-a", "applicationStatuses": {"app": {"status": "RUNNING"}}},
     "conditions": [{"type": "Ready", "status": "True", "message": "one", "lastTransitionTime": "t1"}],
 }
-
-
-@pytest.mark.parametrize(
-    ("finalizers", "dependents_owners", "expected"),
-    [
-        (["raypilot.io/finalizer", "orphan"], [[UID]], True),  # the garbage collector has not begun
-        (["raypilot.io/finalizer", "orphan"], [[UID], []], True),  # ... is halfway
-        (["raypilot.io/finalizer"], [[], []], True),  # ... is done and took its finalizer off
-        (["raypilot.io/finalizer"], [[UID], [UID]], False),  # Background: owned until the object goes
-        (["raypilot.io/finalizer"], [[UID], ["uid-of-another-owner"]], False),
-        (["raypilot.io/finalizer", "foregroundDeletion"], [], False),  # Foreground, dependents gone
-        (["raypilot.io/finalizer"], [], False),  # nothing was made: nothing to tell, nothing to keep
-    ],
-)
-def test_deleted_with_orphans(
-    finalizers: list[str], dependents_owners: list[list[str]], expected: bool
-) -> None:
-    assert deleted_with_orphans(finalizers, dependents_owners, UID) is expected
 
 
 @pytest.mark.parametrize(
