@@ -25,7 +25,7 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _children() -> dict[int, list[int]]:
+def process_children() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -78,7 +78,7 @@ async def run(context: BenchContext) -> list[Figure]:
         components["node agent and its pods"] = agent
     window = SMOKE_WINDOW_S if context.smoke else WINDOW_S
     await asyncio.sleep(0 if context.smoke else SETTLE_S)
-    children = _children()
+    children = process_children()
     trees = {name: tree(pid, children) for name, pid in components.items()}
     before = {name: cpu_seconds(pids) for name, pids in trees.items()}
     await asyncio.sleep(window)  # the measured idle window itself

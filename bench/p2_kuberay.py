@@ -26,19 +26,18 @@ from kubernetes import config
 
 from bench.arithmetic import Figure, percentile
 from bench.progress import Progress
+from bench.realkube_counts import KUBERAY_USER, WORKER_USER
 from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 from sandbox.realkube.audit import audited_requests
-from sandbox.realkube.controlplane import KUBERAY_ACCOUNT, ControlPlane
-from sandbox.realkube.install import NAMESPACE, WORKER_ACCOUNT
+from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.kuberay import restart_kuberay
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example, first_raycluster_deletion, parse_time
 from tests.integration.stack import Stack, kubeconfig_worker
 
 SIDES = ("kuberay", "raypilot", "kuberay restarted", "raypilot restarted", "kuberay rules", "raypilot rules")
-KUBERAY_USER = f"system:serviceaccount:default:{KUBERAY_ACCOUNT}"
-RAYPILOT_USER = f"system:serviceaccount:{NAMESPACE}:{WORKER_ACCOUNT}"
+RAYPILOT_USER = WORKER_USER
 LAG_TARGET_S = 1.0
 RESTART_GAP_S = 3.0
 # Longer than either controller is away in the restart runs (KubeRay's pod takes seconds to go and to come

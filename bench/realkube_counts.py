@@ -13,11 +13,13 @@ from datetime import datetime
 from pathlib import Path
 
 from sandbox.ray.simulated import SIMULATION_COUNTERS_PATH
+from sandbox.realkube.controlplane import KUBERAY_ACCOUNT
 from sandbox.realkube.install import NAMESPACE, WORKER_ACCOUNT
 from tests.integration.rayjob_support import through_api_server
 from tests.integration.stack import Stack
 
 WORKER_USER = f"system:serviceaccount:{NAMESPACE}:{WORKER_ACCOUNT}"
+KUBERAY_USER = f"system:serviceaccount:default:{KUBERAY_ACCOUNT}"  # its operator's pod runs in default
 HEAD_METRICS_PORT = 8080  # a Ray image's --metrics-export-port, where a simulated head serves its counters
 
 
@@ -33,10 +35,20 @@ def audit_mark(log: Path) -> AuditMark:
     return AuditMark(log.stat().st_size if log.exists() else 0, time.time())
 
 
-def audited_since(log: Path, user: str, namespace: str, mark: AuditMark) -> Counter[str]:
+def audited_since(
+    log: Path,
+    user: str,
+    namespace: str,
+    mark: AuditMark,
+    *,
+    cluster_wide: bool = False,
+    until: float | None = None,
+) -> Counter[str]:
     """ "<verb> <resource>[/<subresource>]" -> how many requests `user` made in `namespace` that the API
-    server received after `mark`: a watch counts when it starts, a proxied dashboard call is
-    "get services/proxy". A request is counted once, by its audit ID, whichever of its stages are logged."""
+    server received after `mark` (and before `until`, a time.time(), if given): a watch counts when it
+    starts, a proxied dashboard call is "get services/proxy". With `cluster_wide`, the requests of no
+    namespace count too (an informer's list and watch of every namespace, a Node's read). A request is
+    counted once, by its audit ID, whichever of its stages are logged."""
     counted: Counter[str] = Counter()
     seen: set[str] = set()
     with log.open("rb") as file:
@@ -50,7 +62,10 @@ def audited_since(log: Path, user: str, namespace: str, mark: AuditMark) -> Coun
             continue
         received = datetime.fromisoformat(event["requestReceivedTimestamp"]).timestamp()
         target = event.get("objectRef") or {}
-        if received < mark.at or target.get("namespace") != namespace:
+        if received < mark.at or (until is not None and received >= until):
+            continue
+        found = target.get("namespace")
+        if found != namespace and not (cluster_wide and not found):
             continue
         seen.add(audit_id)
         resource = str(target.get("resource", ""))

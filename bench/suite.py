@@ -42,10 +42,14 @@ BENCHES: dict[str, str] = {
     "P4": "bench.p4_history",
     "P5": "bench.p5_throughput",
     "P7": "bench.p7_scale",
+    "P7K": "bench.p7_kuberay",
+    "P8": "bench.p8_own_clusters",
     "P9": "bench.p9_activations",
     "P6": "bench.p6_serve_real",  # real Ray: last, on the machine as the others left it
 }
 DEFAULT_SCALE = (100, 1000)
+# P8's RayJobs with a RayCluster each: each cluster is a head Pod, a local process of simulated Ray.
+DEFAULT_CLUSTERS = (20, 50, 100)
 
 
 @dataclass
@@ -59,6 +63,7 @@ class BenchContext:
     workdir: Path
     smoke: bool = False
     scale: Sequence[int] = DEFAULT_SCALE
+    clusters: Sequence[int] = DEFAULT_CLUSTERS
     log: Callable[[str], None] = print
     loads: list[float] = field(default_factory=list)
     shared: dict[str, object] = field(default_factory=dict)
@@ -144,11 +149,17 @@ async def main_async(options: argparse.Namespace) -> list[Figure]:
         raise SystemExit(f"unknown bench {unknown}; known: {', '.join(BENCHES)}")
     ids = [bench_id for bench_id in BENCHES if bench_id in ids]  # P6 stays last
     scale = tuple(int(n) for n in options.scale.split(",")) if options.scale else DEFAULT_SCALE
+    clusters = tuple(int(n) for n in options.clusters.split(",")) if options.clusters else DEFAULT_CLUSTERS
     env = await start_dev_server()
     try:
         with tempfile.TemporaryDirectory(prefix="raypilot-bench-") as workdir:
             context = BenchContext(
-                env.client, dev_server_address(env), Path(workdir), smoke=options.smoke, scale=scale
+                env.client,
+                dev_server_address(env),
+                Path(workdir),
+                smoke=options.smoke,
+                scale=scale,
+                clusters=clusters,
             )
             figures = await run_benches(context, ids)
     finally:
@@ -172,6 +183,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--only", default="", help="comma-separated bench ids, e.g. P1,P3 (default: all)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every bench runs")
     parser.add_argument("--scale", default="", help="P7's numbers of running RayJobs, e.g. 100,1000,10000")
+    parser.add_argument(
+        "--clusters", default="", help="P8's numbers of RayJobs with a cluster each, e.g. 20,50"
+    )
     parser.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
     options = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)

@@ -53,3 +53,18 @@ def test_requests_since_a_mark_in_one_namespace_each_counted_once(tmp_path: Path
 def test_the_kubelets_probes_are_no_clients_requests() -> None:
     routes = {"GET /api/gcs_healthz": 4, "GET /api/jobs/": 10, "GET /api/local_raylet_healthz": 2}
     assert without_probes(Counter(routes)) == {"GET /api/jobs/": 10}
+
+
+def test_cluster_wide_requests_and_an_end_of_the_count(tmp_path: Path) -> None:
+    """An informer's list and watch of every namespace name none; `until` leaves out what came after."""
+    log = tmp_path / "audit.log"
+    log.write_text(
+        line("w1", "watch", "rayjobs", namespace="")
+        + line("u1", "update", "rayjobs/status")
+        + line("n1", "get", "rayclusters", namespace="other")
+        + line("late", "get", "rayjobs", at="2026-12-06T10:00:20.000000Z")
+    )
+    mark = AuditMark(0, 1796551205.0)  # 2026-12-06T10:00:05Z
+    assert audited_since(log, WORKER, "ns", mark) == {"update rayjobs/status": 1, "get rayjobs": 1}
+    counted = audited_since(log, WORKER, "ns", mark, cluster_wide=True, until=1796551215.0)
+    assert counted == {"watch rayjobs": 1, "update rayjobs/status": 1}
