@@ -6,7 +6,8 @@ the same manifest as `raypilot.io/v1` (through `raypilot controller`) or `raypil
   none; clients of the serve Service's clusterIP (through kube-proxy), kept-alive and one connection per
   request, lose no request from before the move to after it. And back, as docs/gitops.md says: deleted with
   `--cascade=orphan`, raypilot lets go of the cluster, KubeRay's operator serves the same manifest from a
-  cluster of its own, and the old cluster is deleted; the same clients lose no request on the way.
+  cluster of its own, and the old cluster is deleted; the same clients lose no request until that deletion,
+  when a kept-alive connection still on the old cluster can lose the one request it has in flight.
 - A K8sJobMode RayJob whose Ray job is running: KubeRay stops such a job when it sees its RayJob being
   deleted, so what it made is detached and the RayJob goes without finalizers; raypilot then continues that
   Ray job (its submission id read from KubeRay's submitter Job) to SUCCEEDED, with no second submission and
@@ -141,13 +142,22 @@ async def test_a_kuberay_rayservice_moves_to_raypilot_and_back_losing_no_request
         assert serving_cluster(real) == cluster
         assert cluster_names(real) == [cluster]  # none created
         failed_moving_over = [len(load.failures) for load in (kept_alive, per_request)]
-        served = await back_to_kuberay(real, kuberay_file, cluster, (kept_alive, per_request))
+        served, failed_until_deletion = await back_to_kuberay(
+            real, kuberay_file, cluster, (kept_alive, per_request)
+        )
 
     assert failed_moving_over == [0, 0], [load.failures[:5] for load in (kept_alive, per_request)]
+    assert failed_until_deletion == [0, 0], [load.failures[:5] for load in (kept_alive, per_request)]
     assert cluster_names(real) == [served]
+    # Deleting the old cluster is KubeRay's kind of deletion (nobody drains it): a kept-alive connection stays
+    # on the Pod it opened to, so each can lose the one request it has in flight when that Pod goes
+    # (docs/gitops.md says so); a client that opens a connection per request loses none.
+    assert not per_request.failures, per_request.failures[:5]
+    assert len(kept_alive.failures) <= kept_alive.concurrency, kept_alive.failures
+    cut = ("RemoteProtocolError", "ReadError")  # the connection went with its Pod
+    assert all(sample.detail.startswith(cut) for sample in kept_alive.failures), kept_alive.failures
     for load in (kept_alive, per_request):
-        assert not load.failures, (load.counts(), load.failures[:5])
-        assert set(load.counts()) == {"v1"}
+        assert set(load.counts()) - {"failed"} == {"v1"}, load.counts()
     kubectl("delete", "rayservices.ray.io", NAME, "-n", NAMESPACE, "--wait=true")
 
 
@@ -158,8 +168,9 @@ def cluster_names(real: RealKube) -> list[str]:
 
 async def back_to_kuberay(
     real: RealKube, kuberay_file: Path, cluster: str, loads: tuple[SteadyLoad, ...]
-) -> str:
-    """docs/gitops.md, Moving back to KubeRay, while `loads` run: the RayCluster KubeRay serves from."""
+) -> tuple[str, list[int]]:
+    """docs/gitops.md, Moving back to KubeRay, while `loads` run: the RayCluster KubeRay serves from, and each
+    load's failures until the old cluster's deletion began."""
     kubectl = real.plane.kubectl
     # `kubectl delete` waits for the object to go, which needs the controller (raypilot's finalizer): in a
     # thread, as every kubectl call here, so that the controller and the clients on this loop go on.
@@ -186,10 +197,11 @@ async def back_to_kuberay(
     served = await wait_until(kuberay_serves, within=WITHIN_S, interval=1.0, what="KubeRay serving again")
     for load in loads:
         await load.wait_for_requests(len(load.samples) + 50)
+    failed_until_deletion = [len(load.failures) for load in loads]
     await asyncio.to_thread(kubectl, "delete", "rayclusters", cluster, "-n", NAMESPACE, "--wait=true")
     for load in loads:
         await load.wait_for_requests(len(load.samples) + 50)
-    return served
+    return served, failed_until_deletion
 
 
 def ray_jobs(real: RealKube, namespace: str, cluster: str) -> list[dict[str, Any]]:
