@@ -451,40 +451,22 @@ async def rayservice_unhealthy_rollback(env: WorkflowEnvironment) -> Handle:
 async def rayservice_drained_deletion(env: WorkflowEnvironment) -> Handle:
     """With raypilot.io/max-drain-seconds the old cluster of a blue-green
     upgrade is read past its deletion delay, held while it has requests in flight, then deleted."""
-    world = FakeRayWorld()
-    annotations = {"raypilot.io/max-drain-seconds": "300"}
-
-    def spec(version: str) -> dict[str, Any]:
-        return rayservice_manifest(version=version, deletion_delay=30, annotations=annotations)
-
-    async with running_rayservice(env, world, spec("v1")) as handle:
-        old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
-        world.in_flight[old] = 2
-        await handle.execute_update("apply", spec("v2"))
-        await _pending_cluster(env, handle)
-        await until_ready(env, handle)
-
-        async def read_twice() -> bool:
-            return len(world.in_flight_reads) >= 2
-
-        await eventually(env, read_twice)
-        world.in_flight[old] = 0
-
-        async def old_deleted() -> bool:
-            return old not in world.clusters
-
-        await eventually(env, old_deleted)
-    return handle
+    return await _drained_blue_green(env, {"raypilot.io/max-drain-seconds": "300"})
 
 
 async def rayservice_drained_by_default(env: WorkflowEnvironment) -> Handle:
     """Without raypilot.io/max-drain-seconds (drained by default, patch rayservice-drain-by-default) the old
     cluster of a blue-green upgrade is read past its deletion delay, held while it has requests in flight,
     then deleted."""
+    return await _drained_blue_green(env, {})
+
+
+async def _drained_blue_green(env: WorkflowEnvironment, annotations: dict[str, str]) -> Handle:
+    """A blue-green upgrade whose old cluster answers 2 requests in flight for two readings, then none."""
     world = FakeRayWorld()
 
     def spec(version: str) -> dict[str, Any]:
-        return rayservice_manifest(version=version, deletion_delay=30)
+        return rayservice_manifest(version=version, deletion_delay=30, annotations=annotations or None)
 
     async with running_rayservice(env, world, spec("v1")) as handle:
         old = (await until_ready(env, handle))["activeServiceStatus"]["rayClusterName"]
