@@ -62,10 +62,22 @@ async def v2_answering_since(load: SteadyLoad, since: float) -> None:
     )
 
 
+def timeline(load: SteadyLoad, since: float) -> str:
+    """When v1 last answered, v2 first answered and each request failed, in seconds before `since`."""
+    last_v1 = max((sample.at for sample in load.samples if sample.version == "v1"), default=None)
+    first_v2 = min((sample.at for sample in load.samples if sample.version == "v2"), default=None)
+    failed = [f"{since - sample.at:.3f} s ({sample.detail})" for sample in load.failures[:10]]
+    seconds = {
+        name: None if at is None else round(since - at, 3)
+        for name, at in [("v1 last", last_v1), ("v2 first", first_v2)]
+    }
+    return f"before the old cluster's deletion: {seconds}, failed {failed}"
+
+
 def assert_v1_then_only_v2(load: SteadyLoad, since: float) -> None:
     """No request failed; v1 answered some; since `since` only v2 answered."""
     counts = load.counts()
-    assert not load.failures, (counts, load.failures[:5])
+    assert not load.failures, (counts, timeline(load, since))
     assert counts["v1"] > 0
     assert set(load.counts(since=since)) == {"v2"}, load.counts(since=since)
 
