@@ -9,28 +9,39 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle, WorkflowHistory
 
 # The summary of the RayJob workflow's deletion timers (its deletion policies, TTLs, cleanup-after).
 DELETION_TIMER_SUMMARY = "deletion policy due"
 
 
-def timer_dues(history: WorkflowHistory) -> list[datetime]:
-    """Every durable timer's due instant, in the order the timers were started."""
+def _timer_starts(events: Iterable[HistoryEvent]) -> Iterator[tuple[datetime, timedelta]]:
+    """Each durable timer's due instant and duration, in the order the timers were started."""
     task_started: datetime | None = None
-    dues: list[datetime] = []
-    for event in history.events:
+    for event in events:
         if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
             task_started = event.event_time.ToDatetime(tzinfo=UTC)
         elif event.event_type == EventType.EVENT_TYPE_TIMER_STARTED:
             assert task_started is not None, "a timer started outside a workflow task"
             timeout = event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
-            dues.append(task_started + timeout)
-    return dues
+            yield task_started + timeout, timeout
+
+
+def timer_dues(history: WorkflowHistory) -> list[datetime]:
+    """Every durable timer's due instant, in the order the timers were started."""
+    return [due for due, _ in _timer_starts(history.events)]
+
+
+async def timers_lasting(handle: WorkflowHandle[Any, Any], duration: timedelta) -> list[datetime]:
+    """The due instants of the workflow's durable timers that were started for exactly `duration`."""
+    history = await handle.fetch_history()
+    return [due for due, timeout in _timer_starts(history.events) if timeout == duration]
 
 
 def acts_with_decision_times(history: WorkflowHistory, activity: str) -> list[tuple[datetime, Any]]:

@@ -20,7 +20,6 @@ from temporalio.testing import WorkflowEnvironment
 from raypilot.testing.rayjob_scenarios import start, until_phase
 from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.rayjob.fakes_rayjob_deletion import (
-    WORKER_LATENCY,
     FakeWorker,
     P,
     TimedWorld,
@@ -153,7 +152,9 @@ async def test_after_downtime_only_the_most_impactful_overdue_rule_runs(
 
     assert result["endTime"] == finished["endTime"]
     calls = world.deletion_calls()
-    assert back_at <= calls[0][1] < back_at + WORKER_LATENCY
+    # At the recovery, on no timer of its own: the timers checked below are the first rule's and the later
+    # rules' only (however long a loaded machine took to start the worker and run the task).
+    assert back_at <= calls[0][1]
     expected = [(recovered, calls[0][1]), *((policy, due_after_end(result, ttl)) for policy, ttl in later)]
     assert_fired_at(world, expected)
     assert world.called(names.SUSPEND_WORKER_GROUPS) == []

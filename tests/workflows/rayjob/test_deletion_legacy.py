@@ -20,18 +20,22 @@ from models.features import FEATURE_GATES_ENV
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, shared_cluster, start
 from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS
 from tests.workflows.rayjob.fakes_rayjob_deletion import (
-    WORKER_LATENCY,
     FakeWorker,
     P,
     TimedWorld,
     assert_effect,
     assert_one_deletion_at,
+    assert_timers_set_for,
     due_after_end,
     rule,
     run_to_end,
     with_rules,
 )
+from tests.workflows.timer_dues import deletion_timer_windows, timers_lasting
 from wire import names
+
+# The first backoff after a failed act.
+BACKOFF = timedelta(seconds=10)
 
 STOPS: tuple[str, ...] = ("PENDING", "RUNNING", "STOPPED")
 TTL = 45
@@ -201,16 +205,21 @@ async def test_a_rejected_deletion_is_reported_and_tried_again_after_a_backoff(
     failure_event: str,
     success_event: str,
 ) -> None:
-    world = TimedWorld(rejected_deletions=1)
-    result, _ = await run_to_end(
-        time_skipping_env, fake_worker, world, with_rules(rule(policy, TTL, "SUCCEEDED"))
-    )
+    world = TimedWorld(rejected_deletions=1, clock=time_skipping_env.get_current_time)
+    async with fake_worker(time_skipping_env.client, activities=world.activities()) as queue:
+        handle = await start(time_skipping_env.client, with_rules(rule(policy, TTL, "SUCCEEDED")), queue)
+        result: dict[str, Any] = await handle.result()
 
     due = due_after_end(result, TTL)
     (_, rejected_at), (_, retried_at) = world.deletion_calls()
-    assert due <= rejected_at < due + WORKER_LATENCY
-    # The first backoff after a failed act is 10 s (a controller's rate-limited requeue).
-    assert timedelta(seconds=10) <= retried_at - rejected_at < timedelta(seconds=10) + WORKER_LATENCY
+    # The rejected call answered the policy's own timer; the retry came after the first backoff of a failed
+    # act, 10 s (a controller's rate-limited requeue), on a timer of its own. The timers are the workflow's
+    # decisions; when a loaded machine ran what they woke is not.
+    assert_timers_set_for(await deletion_timer_windows(handle), [due])
+    assert due <= rejected_at
+    backoffs = await timers_lasting(handle, BACKOFF)
+    assert len(backoffs) == 1, backoffs
+    assert rejected_at < backoffs[0] <= retried_at, (rejected_at, backoffs, retried_at)
     reasons = world.event_reasons()
     assert reasons[-2:] == [failure_event, success_event]
     assert "Forbidden" in world.events[-2].message or "forbidden" in world.events[-2].message

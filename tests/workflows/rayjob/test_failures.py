@@ -7,12 +7,14 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
 from models.operator import OperatorConfig
 from raypilot.testing.rayjob_scenarios import rayjob_manifest
 from raypilot.testing.rayjob_world import FAILS, RUNS_FOREVER, SUCCEEDS, FakeWorld
 from tests.workflows.rayjob.rayjob_support import FakeWorker, completed_run
+from tests.workflows.timer_dues import timer_dues
 from wire import names
 from workflows.decisions.rayjob.deadlines import GRACE_PERIOD_MESSAGE
 
@@ -28,18 +30,23 @@ def _time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def _elapsed(result: dict[str, Any], since: str = "startTime") -> timedelta:
-    return _time(result["endTime"]) - _time(result[since])
+# How far a durable timer's due instant, as the history shows it, may lie from a whole-second timestamp plus
+# the deadline: the timestamp drops the fraction of the instant it stands for, and the history's task start
+# is a few milliseconds off the workflow time the task counted from.
+TIMESTAMP_ROUNDING = timedelta(seconds=1)
 
 
-# A deadline's timer fires exactly on time; the pass it wakes first takes a fresh look at the Ray job (a job
-# that ended in time must not fail) and stamps endTime (whole seconds) after that look. The look's run time
-# moves the test server's clock too: on a loaded machine it has crossed a second boundary.
-FRESH_LOOK = timedelta(seconds=2)
-
-
-def _on_time(elapsed: timedelta, seconds: int) -> bool:
-    return timedelta(seconds=seconds) <= elapsed <= timedelta(seconds=seconds) + FRESH_LOOK
+async def assert_ended_by_its_timer(
+    handle: WorkflowHandle[Any, Any], result: dict[str, Any], since: datetime, seconds: int
+) -> None:
+    """The RayJob ended no earlier than `seconds` after `since`, woken by a durable timer set for that
+    instant. The timer's instant is the workflow's decision; the pass it wakes takes a fresh look at the Ray
+    job (a job that ended in time must not fail) before it stamps endTime, which a loaded machine makes late
+    by any amount (the test server's clock runs while a task does)."""
+    due = since + timedelta(seconds=seconds)
+    assert _time(result["endTime"]) >= due, (result["endTime"], due)
+    dues = timer_dues(await handle.fetch_history())
+    assert any(abs(timer - due) <= TIMESTAMP_ROUNDING for timer in dues), (due, dues)
 
 
 async def test_a_failed_ray_job_fails_the_rayjob(
@@ -117,7 +124,7 @@ async def test_a_deadline_passed_while_initializing_fails_the_attempt(
     world = FakeWorld(clusters_become_ready=False)
     deadline: dict[str, Any] = {field: seconds}
     manifest = rayjob_manifest(**deadline, backoffLimit=backoff_limit)
-    result = await _run(time_skipping_env, fake_worker, world, manifest)
+    handle, result = await completed_run(time_skipping_env, fake_worker, world, manifest)
 
     assert (result["jobDeploymentStatus"], result["reason"]) == ("Failed", reason)
     start_time = _time(result["startTime"]).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
@@ -125,7 +132,7 @@ async def test_a_deadline_passed_while_initializing_fails_the_attempt(
     assert result["message"] == (
         f"The RayJob has passed the {field}. StartTime: {start_time}. {capitalized}: {seconds}"
     )
-    assert _on_time(_elapsed(result), seconds), _elapsed(result)
+    await assert_ended_by_its_timer(handle, result, _time(result["startTime"]), seconds)
     assert result["failed"] == attempts
     assert len(world.called(names.CREATE_RAYCLUSTER)) == attempts
 
@@ -134,26 +141,29 @@ async def test_active_deadline_while_running(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = FakeWorld(job_scripts=[RUNS_FOREVER])
-    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(activeDeadlineSeconds=600))
+    manifest = rayjob_manifest(activeDeadlineSeconds=600)
+    handle, result = await completed_run(time_skipping_env, fake_worker, world, manifest)
     assert (result["jobDeploymentStatus"], result["reason"], result["jobStatus"]) == (
         "Failed",
         "DeadlineExceeded",
         "RUNNING",
     )
-    assert _on_time(_elapsed(result), 600), _elapsed(result)
+    await assert_ended_by_its_timer(handle, result, _time(result["startTime"]), 600)
 
 
 async def test_grace_period_after_the_job_ended_but_the_submitter_did_not(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = FakeWorld(submitter_outcome="never", config=OperatorConfig(job_transition_grace_seconds=120))
-    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode"))
+    handle, result = await completed_run(
+        time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode")
+    )
 
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Complete", "SUCCEEDED")
     assert result["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
     assert result["message"] == GRACE_PERIOD_MESSAGE
     # Counted from the Ray job's end (rayJobInfo.endTime, whole seconds).
-    assert _on_time(_time(result["endTime"]) - _time(result["rayJobInfo"]["endTime"]), 120)
+    await assert_ended_by_its_timer(handle, result, _time(result["rayJobInfo"]["endTime"]), 120)
     assert result["succeeded"] == 1
 
 
@@ -161,7 +171,9 @@ async def test_submitter_finished_but_the_ray_job_did_not(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
     world = FakeWorld(submitter_outcome="immediately", job_scripts=[RUNS_FOREVER])
-    result = await _run(time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode"))
+    handle, result = await completed_run(
+        time_skipping_env, fake_worker, world, rayjob_manifest(mode="K8sJobMode")
+    )
 
     assert (result["jobDeploymentStatus"], result["jobStatus"]) == ("Failed", "FAILED")
     assert result["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
@@ -171,7 +183,7 @@ async def test_submitter_finished_but_the_ray_job_did_not(
     assert result["message"] == (
         f"The RayJob submitter finished at {stamp} but the ray job did not reach terminal state within 30s"
     )
-    assert _on_time(_time(result["endTime"]) - finished_at, 30)
+    await assert_ended_by_its_timer(handle, result, finished_at, 30)
 
 
 async def test_a_failed_submitter_is_a_submission_failure(
