@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class SteadyLoad:
         try:
             response = await http.get(self.url)
         except httpx.HTTPError as error:
-            return sample(FAILED, f"{type(error).__name__}: {error}")
+            return sample(FAILED, f"{type(error).__name__}: {error}{os_error_of(error)}")
         if response.status_code != 200:
             # The start of the body says who answered (a gateway without a route, or Serve without the app).
             said = response.text[:80]
@@ -116,6 +117,17 @@ class SteadyLoad:
     @property
     def failures(self) -> list[Sample]:
         return [sample for sample in self.samples if sample.version == FAILED]
+
+
+def os_error_of(error: BaseException) -> str:
+    """The operating system's error under an HTTP client's one, as " (ECONNREFUSED)": httpx says "All
+    connection attempts failed" whether the peer reset the connection, refused it or was unreachable."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return f" ({errno.errorcode.get(cause.errno, cause.errno)})"
+        cause = cause.__cause__ or cause.__context__
+    return ""
 
 
 def share(counts: Counter[str], version: str) -> float:
