@@ -146,7 +146,6 @@ REAL_RAY_FILES = frozenset(
         "tests/integration/test_rayservice_incremental.py",
         "tests/integration/test_rayservice_rollout_real.py",
         "tests/realkube/test_node_agent.py",
-        "tests/realkube/test_rayservice_on_the_real_stack.py",
         "tests/sandbox/ray/test_dashboard_contract.py",
         "tests/sandbox/ray/test_head_lifecycle.py",
         "tests/sandbox/ray/test_real_params.py",

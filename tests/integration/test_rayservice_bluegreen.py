@@ -1,5 +1,6 @@
-"""RayService on real Ray heads on the real stack: a NewCluster blue-green upgrade v1 -> v2 under steady load
-on the serve Service's clusterIP (kube-proxy), and Serve replica ranks in the status while target_capacity
+"""RayService on real Ray heads on the real stack: served through the API server's Service proxy and the serve
+Service's clusterIP, a NewCluster blue-green upgrade v1 -> v2 under steady load on that clusterIP (kube-proxy,
+a connection per request), and Serve replica ranks in the status while target_capacity
 moves 50 -> 100 -> 50.
 
 The blue-green test costs two heads (old and new cluster), the ranks test one more.
@@ -7,6 +8,8 @@ The blue-green test costs two heads (old and new cluster), the ranks test one mo
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 
 import pytest
@@ -43,6 +46,16 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_ray_kube_stac
     assert serve_spec is not None
     url = f"http://{serve_spec.cluster_ip}:8000/"
     await serve_service_answering(url)
+    # And through the API server's Service proxy, as `kubectl proxy` users reach it (the serve Service's port
+    # is named `serve`, as KubeRay names it).
+    proxied = await asyncio.to_thread(
+        lambda: (
+            stack.core.connect_get_namespaced_service_proxy(
+                f"{name}-serve-svc:serve", namespace, _preload_content=False
+            ).data
+        )
+    )
+    assert json.loads(proxied)["version"] == "v1", proxied
 
     # A connection per request: a Service routes connections, so only new ones follow a selector switch (with
     # kept-alive connections the answers switch when the old cluster is deleted, failing what is in flight).
@@ -71,7 +84,8 @@ async def test_blue_green_upgrade_under_load_loses_no_request(real_ray_kube_stac
         await load.wait_for_requests(len(load.samples) + AFTER_DELETION_REQUESTS)
 
     failures = load.failures
-    assert not failures, f"{len(failures)} of {len(load.samples)} requests failed, e.g. {failures[:5]}"
+    when = [f"{sample.at - switched_at:+.3f} s: {sample.detail}" for sample in failures[:10]]
+    assert not failures, f"{len(failures)} of {len(load.samples)} requests failed, from the switch: {when}"
     counts = load.counts()
     assert counts["v1"] > 0, counts
     assert counts["v2"] > 0, counts

@@ -1,6 +1,6 @@
-"""What tests/realkube's raypilot tests build their cases from: the RayService examples sized for real Ray
-nodes on a shared machine, reading objects with kubectl, the fault mix for the fault proxy, and a
-record of every object that existed (to tell an object created twice)."""
+"""What tests/realkube's raypilot tests build their cases from: reading objects with kubectl, the fault mix
+for the fault proxy, a record of every object that existed (to tell an object created twice), and
+`raypilot controller` run in-process."""
 
 from __future__ import annotations
 
@@ -24,9 +24,7 @@ from raypilot.controller.temporal_io import ControllerTemporal
 from sandbox.faults import FaultRule
 from sandbox.listwatch import SYNC, list_then_watch
 from sandbox.realkube.controlplane import ControlPlane
-from tests.integration.rayjob_support import example
 
-SMALL = {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "1Gi"}}
 SUBMITTED_BY_JOB = "ray.io/originated-from-crd=RayJob,ray.io/originated-from-cr-name=job"
 RAY_PODS = "ray.io/is-ray-node=yes"
 
@@ -35,31 +33,6 @@ def objects(plane: ControlPlane, kind: str, namespace: str, selector: str) -> li
     listing = plane.kubectl("get", kind, "-n", namespace, "-l", selector, "-o", "json")
     items: list[dict[str, Any]] = json.loads(listing)["items"]
     return items
-
-
-def rayservice(namespace: str, version: str) -> dict[str, Any]:
-    manifest = example("rayservice-newcluster", namespace, rename="svc")
-    cluster = manifest["spec"]["rayClusterConfig"]
-    cluster["workerGroupSpecs"] = []  # Serve's one replica fits the head: one real Ray node per cluster
-    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
-    head["resources"] = SMALL
-    head["env"] = [{"name": "APP_VERSION", "value": version}]
-    return manifest
-
-
-def incremental(namespace: str, version: str) -> dict[str, Any]:
-    """The example with one real Ray node per cluster and quick steps: half the capacity, then all."""
-    manifest = example("rayservice-incremental", namespace, rename="inc")
-    manifest["spec"]["upgradeStrategy"]["clusterUpgradeOptions"].update(
-        maxSurgePercent=100, stepSizePercent=50, intervalSeconds=2
-    )
-    cluster = manifest["spec"]["rayClusterConfig"]
-    for group in cluster["workerGroupSpecs"]:
-        group.update(replicas=0, minReplicas=0)
-    head = cluster["headGroupSpec"]["template"]["spec"]["containers"][0]
-    head["resources"] = SMALL
-    head["env"] = [{"name": "APP_VERSION", "value": version}]
-    return manifest
 
 
 # The first RayCluster create and the first Job create fail for sure (409, then 429 with Retry-After), so
