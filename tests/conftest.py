@@ -17,6 +17,7 @@ from sandbox.realkube.kuberay import DELETION_RULES_GATE
 from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests import stalls
+from tests.docs.rbac_scope import LeftToTheAudit
 from tests.kubes import RealKube
 
 # The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
@@ -155,6 +156,10 @@ REAL_RAY_FILES = frozenset(
 
 # The session fixtures of the real stack: a test that asks for one runs on real Kubernetes.
 REAL_STACKS = frozenset({"real_kube_of_simulated_ray", "real_kube_of_real_ray"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(LeftToTheAudit(), "raypilot-left-to-the-rbac-audit")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
