@@ -10,6 +10,7 @@ import yaml
 from models.features import FeatureGates
 from models.meta import ObjectMeta
 from models.naming import CLUSTER_SELECTOR_KEY, KIND_RAYJOB, MAX_RAYJOB_NAME_LENGTH
+from models.notify import notify_error
 from models.rayjob import (
     DeletionPolicyType,
     DeletionRule,
@@ -341,4 +342,5 @@ def validate_rayjob(job: RayJob, gates: FeatureGates = _DEFAULT_GATES) -> str | 
     )
     if error is None and job.spec.ray_cluster_spec is not None and not job.spec.cluster_selector:
         error = validate_created_cluster(job.spec.ray_cluster_spec, KIND_RAYJOB)
-    return error
+    # raypilot: the `raypilot.io/notify` annotation, checked like the spec (models/notify.py).
+    return error or notify_error(job.metadata.annotations, KIND_RAYJOB)

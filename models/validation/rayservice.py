@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from models.features import FeatureGates
 from models.meta import ObjectMeta
 from models.naming import ANNOTATION_INITIALIZING_TIMEOUT, KIND_RAYSERVICE, MAX_RAYSERVICE_NAME_LENGTH
+from models.notify import notify_error
 from models.rayservice import RayService, RayServiceSpec, RayServiceUpgradeType
 from models.rayservice_annotations import rayservice_annotation_problem
 from models.rollout import rollout_error
@@ -160,4 +161,5 @@ def validate_rayservice(service: RayService, gates: FeatureGates = _DEFAULT_GATE
         # raypilot: the `raypilot.io/rollout` annotation, checked like the spec (models/rollout.py).
         or rollout_error(service.metadata.annotations)
         or rayservice_annotation_problem(service.metadata.annotations)
+        or notify_error(service.metadata.annotations, KIND_RAYSERVICE)
     )
