@@ -16,6 +16,7 @@ from activities.kubernetes.clusters import RayClusterActivities, ServiceActiviti
 from activities.kubernetes.events import EventActivities, OwnershipActivities
 from activities.kubernetes.observer import KubernetesObserverActivities
 from activities.kubernetes.workloads import WorkloadActivities
+from activities.notify import NotifyActivities
 from activities.observer import ObserverActivities
 from activities.replica_ranks import ReplicaRankActivities
 from activities.serve_connections import ServeConnectionActivities
@@ -47,6 +48,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         ObserverActivities(dependencies),
         AnalysisActivities(dependencies),
         KubernetesObserverActivities(dependencies),
+        NotifyActivities(dependencies),
     ]
     activities: list[Callable[..., Any]] = [read_operator_config]
     for instance in instances:

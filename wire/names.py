@@ -77,6 +77,9 @@ READ_REPLICA_RANKS: Final = "dashboard.read_replica_ranks"
 PROBE_HTTP: Final = "analysis.probe_http"
 QUERY_PROMETHEUS: Final = "analysis.query_prometheus"
 
+# ---- Webhook notifications of raypilot.io/notify (wire.notify) ---------------------------------------------
+SEND_NOTIFICATION: Final = "notify.send_notification"
+
 # ---- Temporal (the runs of a workflow id) ------------------------------------------------------------------
 LATEST_EARLIER_RUN: Final = "temporal.latest_earlier_run"
 # A RayJob run's one read before its first act: the operator configuration and its id's newest earlier run.

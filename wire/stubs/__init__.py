@@ -66,6 +66,7 @@ from wire.kubernetes import (
 )
 from wire.kubernetes import ObjectKey as ObjectKey  # the key most activities take, as `stubs.ObjectKey`
 from wire.kubernetes_observer import ObjectWatch, ObserveKubernetes
+from wire.notify import SendNotification
 from wire.observer import JobWatch, ObserveJobs
 from wire.stubs.common import Activity, ActivityWithoutInput
 
@@ -156,3 +157,6 @@ observe_namespace = Activity[ObserveKubernetes, None](names.OBSERVE_K8S_NAMESPAC
 # The analysis gates' measurements (an HTTP probe, a Prometheus query).
 probe_http = Activity[HttpProbeRequest, HttpProbeSamples](names.PROBE_HTTP)
 query_prometheus = Activity[PrometheusRequest, PrometheusAnswer](names.QUERY_PROMETHEUS)
+
+# A webhook notification (raypilot.io/notify): the URL read from its Secret, one POST; the answer's status.
+send_notification = Activity[SendNotification, int](names.SEND_NOTIFICATION)

@@ -37,6 +37,11 @@ differs:
 - ANALYSIS: one run of a measured analysis gate (raypilot.io/rollout: an HTTP probe over its window, a
   Prometheus query). A probe window may last minutes, so a long attempt with a heartbeat per sample; a
   failed measurement is a result, not an error, so what raises is infrastructure: retried without limit.
+- NOTIFY: a webhook notification of `raypilot.io/notify` (activities/notify.py): at-least-once, so an ordinary
+  activity retried with a growing backoff for up to an hour (schedule-to-close) while the receiver is down
+  or answers 5xx/408/429; a 4xx means it never will, and the activity fails for good. Short attempts: a
+  webhook answers in seconds or not at all. The workflow sends in the background (workflows/kit/notify.py),
+  so a slow webhook never holds its loop.
 - RANKS_READ: reading Serve replica ranks runs a short Ray job (a driver start: seconds); a few tries, then
   the status goes without ranks.
 """
@@ -72,6 +77,7 @@ class IO(enum.Enum):
     RANKS_READ = "ranks read"
     ANALYSIS = "analysis"
     OBSERVE = "observe"
+    NOTIFY = "notify"
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,16 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
         start_to_close=timedelta(minutes=30),
         heartbeat=_WAIT_HEARTBEAT,
         retry=RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=60)),
+    ),
+    IO.NOTIFY: CallPolicy(
+        local=False,
+        start_to_close=timedelta(seconds=30),
+        schedule_to_close=timedelta(hours=1),
+        retry=RetryPolicy(
+            initial_interval=timedelta(seconds=2),
+            backoff_coefficient=2.0,
+            maximum_interval=timedelta(minutes=5),
+        ),
     ),
     IO.RANKS_READ: CallPolicy(
         local=False,
