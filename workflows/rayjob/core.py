@@ -26,18 +26,21 @@ with workflow.unsafe.imports_passed_through():
     from wire import stubs
     from wire.dashboard import DashboardTarget
     from wire.kubernetes import CreateObject, InvolvedObject, OwnerReference, Ownership, RecordEvent
+    from wire.notify import NotifiedObject
     from workflows.decisions.rayjob.backoff import failure_backoff
     from workflows.decisions.rayjob.cluster import rayjob_cluster_manifest
     from workflows.decisions.rayjob.dashboard import dashboard_target
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob.details import phase_details
     from workflows.decisions.rayjob.events import EventReason, RayJobEvent, rayjob_event
+    from workflows.decisions.rayjob.notify import rayjob_notification
     from workflows.decisions.rayjob.retry import settle_transition
     from workflows.decisions.rayjob.status import Transition, apply_transition
     from workflows.search_attributes import MEMO_JOB_STATUS, RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
 from workflows.kit.calls import IO, call
 from workflows.kit.metrics import RayJobMetrics
+from workflows.kit.notify import Notifier
 from workflows.kit.waits import Waits
 from workflows.rayjob.retries import job_for_attempt, retry_verdict, settled_with_attempt
 from workflows.rayjob.state import RayJobState
@@ -57,6 +60,13 @@ class RayJobCore:
         self.watches = Waits()
         self.metrics = RayJobMetrics()
         self._event_tasks: list[asyncio.Task[None]] = []
+        info = workflow.info()
+        metadata = state.job.metadata
+        target = NotifiedObject(
+            KIND_RAYJOB, metadata.namespace, metadata.name, state.workflow_id, info.first_execution_run_id
+        )
+        # raypilot.io/notify: Complete, Failed and Retrying, sent in the background (nothing without it).
+        self.notifier = Notifier(target, state.notify)
 
     # ---- the RayJob -------------------------------------------------------------------------------------
 
@@ -101,6 +111,9 @@ class RayJobCore:
         settled = settled_with_attempt(self.state, previous, settled, workflow.now())
         self.state.job = self.job.model_copy(update={"status": settled})
         self.metrics.status_changed(previous, settled)
+        moment = rayjob_notification(previous, settled)
+        if moment is not None:
+            self.notifier.notify(self.job.metadata.annotations, [moment])
         if settled.job_deployment_status != previous.job_deployment_status:
             workflow.logger.info(
                 "RayJob %s/%s: %s -> %s (%s)",
@@ -251,9 +264,11 @@ class RayJobCore:
             workflow.logger.warning("could not record event %s: %s", request.reason, error.cause or error)
 
     async def flush_events(self) -> None:
+        """The Events and the notifications still being sent (notifications for a bounded time)."""
         tasks, self._event_tasks = self._event_tasks, []
         if tasks:
             await asyncio.gather(*tasks)
+        await self.notifier.flush()
 
     # ---- failures -----------------------------------------------------------------------------------------
 

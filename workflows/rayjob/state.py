@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from models.source import AdoptedRayJob
     from wire.dashboard import JobInfoAnswer
     from wire.kubernetes_observer import ObservedObject
+    from wire.notify import NotifyBook
     from wire.observer import ObservedJob
     from workflows.decisions.rayjob.deletion import ClusterDeletionObservation
     from workflows.decisions.rayjob.events import (
@@ -126,6 +127,8 @@ class RayJobState:
     k8s_views: dict[str, ObservedObject] = field(default_factory=dict)
     events: deque[EventRecord] = field(default_factory=lambda: deque(maxlen=EVENT_LOG_SIZE))
     event_sequence: int = 0
+    # raypilot.io/notify: the notifications made so far and those not yet sent.
+    notify: NotifyBook = field(default_factory=NotifyBook)
     published_phase: str | None = None
     # For a raypilot.io object: jobStatus goes to the memo on each change.
     publishes_job_status: bool = False

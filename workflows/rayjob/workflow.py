@@ -120,6 +120,7 @@ class RayJobWorkflow:
         error = self._invalid or self._validation_error(self.core.job, self._gates())
         if error is not None:
             self.core.transition(validation_failed_transition(error.message))
+            await self.core.notifier.flush()  # raypilot.io/notify "failed" (nothing pending without it)
             raise error
         if start is None:
             # Only if some gate made validation stricter when on (none does today): read what was skipped.

@@ -20,6 +20,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
+    from wire.notify import NotifyBook
     from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.rayservice.upgrade.blue_green import PostPromotion
     from workflows.decisions.rayservice.upgrade.controls import UpgradeControls
@@ -78,6 +79,8 @@ class RayServiceState:
     undo_cluster: str = ""
     ray_phase: str = ""
     event_sequence: int = 0
+    # raypilot.io/notify: the notifications made so far and those not yet sent (a new run sends them again).
+    notify: NotifyBook = field(default_factory=NotifyBook)
     deleting: bool = False
     # Test knob: continue as new once the run's history has this many events (None: only when suggested).
     continue_as_new_at_history_length: int | None = None

@@ -29,7 +29,8 @@ with workflow.unsafe.imports_passed_through():
     # module itself: pydantic resolves their annotations through the sandbox's own sys.modules.
     import wire.analysis
     import wire.dashboard
-    import wire.kubernetes  # noqa: F401
+    import wire.kubernetes
+    import wire.notify  # noqa: F401
     import workflows.decisions.rayservice.upgrade.blue_green
     import workflows.decisions.rayservice.upgrade.controls
     import workflows.decisions.rayservice.upgrade.gates
@@ -41,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
     from wire import stubs
+    from wire.notify import NotifiedObject
     from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
     from workflows.decisions.rayservice.continue_as_new import should_continue_as_new
@@ -51,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         next_generation,
         rayservice_at,
     )
+    from workflows.decisions.rayservice.notify import rayservice_notifications
     from workflows.decisions.rayservice.status_view import (
         current_details,
         stamp_status_update,
@@ -83,6 +86,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.builds import next_run_versioning, target_build_changed
 from workflows.kit.calls import IO, call_without_input
 from workflows.kit.metrics import rayservice_status_changed
+from workflows.kit.notify import Notifier
 
 __all__ = ["CONTROL_REJECTED", "VALIDATION_FAILED", "RayServiceWorkflow"]
 
@@ -114,6 +118,11 @@ class RayServiceWorkflow:
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
         self._calls.involved_object = involved_object(self._state.manifest)
         self._revisions = RevisionKeeper(self._state)
+        info = workflow.info()
+        target = NotifiedObject(
+            KIND_RAYSERVICE, namespace, name, info.workflow_id, info.first_execution_run_id
+        )
+        self._notifier = Notifier(target, self._state.notify)
 
     @property
     def _gates(self) -> FeatureGates:
@@ -132,6 +141,7 @@ class RayServiceWorkflow:
             if error is not None:
                 raise _rejected(error)
             start_from_adopted_cluster(state)
+        self._notifier.send_unsent()  # what the run before did not send (none without the annotation)
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(PassContext(state, world, calls, config, self._commit))
@@ -173,6 +183,7 @@ class RayServiceWorkflow:
             # that the run closed.
             await asyncio.gather(world.stop(confirm=False), world.wait_clusters_gone(clusters))
         self._deletion_done = True
+        await self._notifier.flush()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return status_query(state.status, state.serve_details)
 
@@ -192,6 +203,7 @@ class RayServiceWorkflow:
         the phase changed, and show the current details in the Web UI."""
         state = self._state
         rayservice_status_changed(*manifest_namespace_and_name(state.manifest), state.status, status)
+        self._notify(state.status, status, events)
         state.status = stamp_status_update(state.status, status, workflow.now())
         for event in events:
             state.event_sequence += 1
@@ -210,6 +222,14 @@ class RayServiceWorkflow:
             workflow.upsert_search_attributes(updates)
             state.ray_phase = phase
         workflow.set_current_details(current_details(state.status, phase, upgrade_line))
+
+    def _notify(
+        self, before: RayServiceStatuses, after: RayServiceStatuses, events: list[RayServiceEvent]
+    ) -> None:
+        """raypilot.io/notify: the notifications of this change, sent in the background (nothing without
+        the annotation)."""
+        annotations = (self._state.manifest.get("metadata") or {}).get("annotations") or {}
+        self._notifier.notify(annotations, rayservice_notifications(before, after, events))
 
     # ---- handlers ------------------------------------------------------------------------------------------
 
@@ -282,6 +302,7 @@ class RayServiceWorkflow:
 
     def _apply_control(self, control: str) -> dict[str, str]:
         controls, status = self._decide_control(control)
+        self._notify(self._state.status, status, [])
         self._state.controls = controls
         self._state.status = status
         self._changes += 1
