@@ -1,0 +1,94 @@
+"""raypilot.io/notify on a RayJob (issue #34), time-skipping with fake activities: a RayJob that completes,
+fails, or fails and is retried sends those notifications, in order, with ids from the workflow id, its run
+and the position; without the annotation nothing is sent; the webhook URL never appears in the history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from temporalio import activity
+from temporalio.testing import WorkflowEnvironment
+
+from models.notify import ANNOTATION_NOTIFY
+from raypilot.testing.rayjob_scenarios import rayjob_manifest
+from raypilot.testing.rayjob_world import FAILS, SUCCEEDS, FakeWorld
+from tests.workflows.rayjob.rayjob_support import FakeWorker, completed_run
+from wire import names
+from wire.notify import SendNotification
+
+URL = "https://hooks.example.test/rayjobs/secret-path"
+NOTIFY = '{"secretRef": {"name": "hooks"}}'
+
+
+class NotifyingWorld(FakeWorld):
+    """The fake world with a webhook activity that keeps what it was asked to send."""
+
+    sent: list[SendNotification]
+
+    def activities(self) -> list[Any]:
+        self.sent = []
+
+        @activity.defn(name=names.SEND_NOTIFICATION)
+        async def send_notification(request: SendNotification) -> int:
+            assert URL  # what the real activity reads from the Secret; the workflow never has it
+            self.sent.append(request)
+            return 200
+
+        return [*super().activities(), send_notification]
+
+
+def manifest(annotation: str | None, **spec: Any) -> dict[str, Any]:
+    made = rayjob_manifest(**spec)
+    if annotation is not None:
+        made["metadata"]["annotations"] = {ANNOTATION_NOTIFY: annotation}
+    return made
+
+
+@pytest.mark.parametrize(
+    ("scripts", "spec", "annotation", "expected", "final"),
+    [
+        ([SUCCEEDS], {}, NOTIFY, ["complete"], "Complete"),
+        ([FAILS], {}, NOTIFY, ["failed"], "Failed"),
+        ([FAILS, SUCCEEDS], {"backoffLimit": 1}, NOTIFY, ["retrying", "complete"], "Complete"),
+        ([FAILS], {"backoffLimit": 1}, NOTIFY, ["retrying", "failed"], "Failed"),
+        (
+            [FAILS, SUCCEEDS],
+            {"backoffLimit": 1},
+            "{secretRef: {name: hooks}, events: [complete]}",
+            ["complete"],
+            "Complete",
+        ),
+        ([FAILS, SUCCEEDS], {"backoffLimit": 1}, None, [], "Complete"),
+    ],
+    ids=[
+        "complete",
+        "failed",
+        "retried-then-complete",
+        "retried-then-failed",
+        "only-complete",
+        "no-annotation",
+    ],
+)
+async def test_the_outcomes_are_sent(
+    time_skipping_env: WorkflowEnvironment,
+    fake_worker: FakeWorker,
+    scripts: list[Any],
+    spec: dict[str, Any],
+    annotation: str | None,
+    expected: list[str],
+    final: str,
+) -> None:
+    world = NotifyingWorld(job_scripts=scripts)
+    handle, result = await completed_run(time_skipping_env, fake_worker, world, manifest(annotation, **spec))
+    assert result["jobDeploymentStatus"] == final
+    assert [request.notification.event for request in world.sent] == expected
+    run_id = (await handle.describe()).run_id
+    ids = [request.notification.id for request in world.sent]
+    assert ids == [f"rayjob/default/sample/{run_id}/{n}" for n in range(1, len(expected) + 1)]
+    history = json.dumps((await handle.fetch_history()).to_json_dict())
+    assert URL not in history
+    assert "hooks.example.test" not in history
+    if annotation is None:
+        assert names.SEND_NOTIFICATION not in history

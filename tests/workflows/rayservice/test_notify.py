@@ -1,0 +1,139 @@
+"""raypilot.io/notify on a RayService (issue #34), time-skipping with fake activities: an incremental
+upgrade sends started, its steps and promoted, in order, with ids from the workflow id, its first run and
+the position; an abort sends rolled-back; without the annotation nothing is sent; the webhook URL
+(only the activity knows it) never appears in the history."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from temporalio import activity
+from temporalio.testing import WorkflowEnvironment
+
+from models.notify import ANNOTATION_NOTIFY
+from raypilot.testing.rayservice_scenarios import (
+    INCREMENTAL,
+    Handle,
+    eventually,
+    rayservice_manifest,
+    status_of,
+    until_ready,
+)
+from raypilot.testing.rayservice_world import FakeRayWorld
+from tests.workflows.rayservice.upgrade_support import (
+    apply,
+    cluster_deleted,
+    pending_of,
+    routed,
+    serving,
+    status_when,
+    traffic_moved_to_pending,
+)
+from wire import names
+from wire.notify import SendNotification
+
+URL = "https://hooks.example.test/T000/B000/secret-path"
+NOTIFY = {ANNOTATION_NOTIFY: '{"secretRef": {"name": "hooks", "key": "url"}}'}
+
+
+class NotifyingWorld(FakeRayWorld):
+    """The fake world with a webhook activity that keeps what it was asked to send."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[SendNotification] = []
+
+    def activities(self) -> list[Any]:
+        @activity.defn(name=names.SEND_NOTIFICATION)
+        async def send_notification(request: SendNotification) -> int:
+            assert URL  # what the real activity reads from the Secret; the workflow never has it
+            self.sent.append(request)
+            return 200
+
+        return [*super().activities(), send_notification]
+
+    def notified(self) -> list[str]:
+        return [request.notification.event for request in self.sent]
+
+
+def manifest(version: str = "v1", annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return rayservice_manifest(
+        version=version, strategy=INCREMENTAL, autoscaling=True, deletion_delay=5, annotations=annotations
+    )
+
+
+async def history_text(handle: Handle) -> str:
+    return json.dumps((await handle.fetch_history()).to_json_dict())
+
+
+async def test_an_upgrade_sends_started_steps_and_promoted_in_order(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    env, world = time_skipping_env, NotifyingWorld()
+    async with serving(env, world, manifest(annotations=NOTIFY)) as (handle, old):
+        assert world.sent == []  # the first deployment is no upgrade
+        await eventually(env, routed(world))
+        await apply(handle, manifest("v2", NOTIFY))
+        new = pending_of(await status_when(env, handle, traffic_moved_to_pending))
+        final = await until_ready(env, handle)
+        await eventually(env, cluster_deleted(world, old))
+        history = await history_text(handle)
+        run_id = (await handle.describe()).run_id
+    assert final["activeServiceStatus"]["rayClusterName"] == new
+    events = world.notified()
+    assert events[0] == "started"
+    assert events[-1] == "promoted"
+    steps = events[1:-1]
+    assert steps
+    assert set(steps) == {"step"}
+    traffic = [request.notification.details["trafficPercent"] for request in world.sent[1:-1]]
+    assert traffic == sorted(traffic)
+    ids = [request.notification.id for request in world.sent]
+    assert ids == [f"rayservice/default/svc/{run_id}/{n}" for n in range(1, len(events) + 1)]
+    assert world.sent[0].notification.details == {"activeCluster": old, "pendingCluster": new}
+    assert {(r.secret_name, r.secret_key, r.format) for r in world.sent} == {("hooks", "url", "cloudevents")}
+    assert URL not in history
+    assert "hooks.example.test" not in history
+
+
+async def test_an_abort_sends_rolled_back(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, NotifyingWorld()
+    async with serving(env, world, manifest(annotations=NOTIFY)) as (handle, old):
+        await eventually(env, routed(world))
+        await apply(handle, manifest("v2", NOTIFY))
+        new = pending_of(await status_when(env, handle, traffic_moved_to_pending))
+        await handle.execute_update("abort", result_type=dict)
+        await eventually(env, cluster_deleted(world, new))
+        final = await until_ready(env, handle)
+    assert final["activeServiceStatus"]["rayClusterName"] == old
+    events = world.notified()
+    assert events[0] == "started"
+    assert events[-1] == "rolled-back"
+    assert "promoted" not in events
+    assert world.sent[-1].notification.details == {"activeCluster": old, "droppedCluster": new}
+
+
+async def test_only_the_events_asked_for_are_sent(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, NotifyingWorld()
+    only = {ANNOTATION_NOTIFY: "{secretRef: {name: hooks}, events: [promoted], format: slack}"}
+    async with serving(env, world, manifest(annotations=only)) as (handle, _):
+        await eventually(env, routed(world))
+        await apply(handle, manifest("v2", only))
+        await until_ready(env, handle)
+    assert world.notified() == ["promoted"]
+    assert world.sent[0].format == "slack"
+    assert world.sent[0].notification.id.endswith("/1")
+
+
+async def test_without_the_annotation_nothing_is_sent(time_skipping_env: WorkflowEnvironment) -> None:
+    env, world = time_skipping_env, NotifyingWorld()
+    async with serving(env, world, manifest()) as (handle, _):
+        await eventually(env, routed(world))
+        await apply(handle, manifest("v2"))
+        await until_ready(env, handle)
+        history = await history_text(handle)
+        status = await status_of(handle)
+    assert status["activeServiceStatus"]["rayClusterName"]
+    assert world.sent == []
+    assert names.SEND_NOTIFICATION not in history
