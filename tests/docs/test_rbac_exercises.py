@@ -1,23 +1,27 @@
 """Activity code paths the activity tests do not reach, so that the RBAC comparison (test_rbac.py, which runs
 tests/activities and this module with an API request log) sees every request the worker can make: the Gateway
 and HTTPRoute read/update/delete activities, an in-place RayCluster spec update, each wait's watch (made
-certain here, whatever the machine's speed), and deleting a RayService resource. Each also checks what the
-activity returns."""
+certain here, whatever the machine's speed), deleting a RayService resource, and the raypilot.io/notify
+webhook's Secret read (tests/activities/test_notify.py reads it from a fake API server). Each also checks
+what the activity returns."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client
+from temporalio.testing import ActivityEnvironment
 
 from activities.cronjob_runs import CronJobRunActivities
 from activities.gateway import GatewayActivities
 from activities.kubernetes.clusters import RayClusterActivities
 from activities.kubernetes.events import OwnershipActivities
 from activities.kubernetes.workloads import WorkloadActivities
+from activities.notify import NotifyActivities
 from activities.registry import ActivityDependencies
 from activities.waits import KubernetesWaits
 from sandbox.testing import raycluster_manifest, wait_until
@@ -29,6 +33,8 @@ from tests.activities.conftest import (
     submitter_body,
     unscheduled_pod,
 )
+from tests.activities.test_notify import Receiver, receiving
+from tests.activities.test_notify import request as notify_request
 from wire.cronjob import RayJobRunRef
 from wire.kubernetes import (
     ClusterPods,
@@ -43,6 +49,7 @@ from wire.kubernetes import (
     WaitRayCluster,
     WaitReadyEndpoints,
 )
+from wire.notify import SendNotification
 from wire.views import cluster_pods_view, job_view, pod_view, raycluster_view
 
 pytestmark = pytest.mark.timeout(60)
@@ -259,3 +266,24 @@ async def test_a_finished_rayjob_of_a_raycronjob_is_deleted_with_what_it_left(
         return not custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayclusters")["items"]
 
     await wait_until(gone, within=30)
+
+
+async def test_the_notify_webhook_url_is_read_from_its_secret(
+    deps: ActivityDependencies, namespace: str, core_api: client.CoreV1Api
+) -> None:
+    """`get secrets`: the URL of a raypilot.io/notify webhook, from the Secret the annotation names."""
+    async with receiving(Receiver()) as receiver:
+        core_api.create_namespaced_secret(
+            namespace,
+            client.V1Secret(metadata=client.V1ObjectMeta(name="hooks"), string_data={"url": receiver.url}),
+        )
+        sent = notify_request()
+        here = SendNotification(
+            sent.secret_name,
+            sent.secret_key,
+            sent.format,
+            dataclasses.replace(sent.notification, namespace=namespace),
+        )
+        status = await ActivityEnvironment().run(NotifyActivities(deps).send_notification, here)
+    assert status == 200
+    assert len(receiver.posts) == 1
