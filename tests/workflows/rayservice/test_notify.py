@@ -1,14 +1,17 @@
 """raypilot.io/notify on a RayService (issue #34), time-skipping with fake activities: an incremental
 upgrade sends started, its steps and promoted, in order, with ids from the workflow id, its first run and
 the position; an abort sends rolled-back; without the annotation nothing is sent; the webhook URL
-(only the activity knows it) never appears in the history."""
+(only the activity knows it) never appears in the history; a bad value fails the run, creating nothing."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import pytest
 from temporalio import activity
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from models.notify import ANNOTATION_NOTIFY
@@ -17,6 +20,7 @@ from raypilot.testing.rayservice_scenarios import (
     Handle,
     eventually,
     rayservice_manifest,
+    running_rayservice,
     status_of,
     until_ready,
 )
@@ -137,3 +141,19 @@ async def test_without_the_annotation_nothing_is_sent(time_skipping_env: Workflo
     assert status["activeServiceStatus"]["rayClusterName"]
     assert world.sent == []
     assert names.SEND_NOTIFICATION not in history
+
+
+async def test_a_bad_annotation_fails_the_run_creating_nothing(
+    time_skipping_env: WorkflowEnvironment,
+) -> None:
+    world = NotifyingWorld()
+    bad = {ANNOTATION_NOTIFY: "{secretRef: {name: hooks}, events: [deployed]}"}
+    async with running_rayservice(time_skipping_env, world, manifest(annotations=bad)) as handle:
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert (cause.type, cause.non_retryable) == ("ValidationFailed", True)
+    assert cause.message.startswith('raypilot.io/notify: events[0]: unsupported value "deployed"')
+    assert world.log == []
+    assert world.sent == []
