@@ -21,8 +21,9 @@ async def test_kubernetes_crud_is_sync_and_dashboard_temporal_and_waits_are_asyn
         is_async = inspect.iscoroutinefunction(fn)
         # The Kubernetes client blocks (threads); httpx and the Temporal client are asyncio.
         # The observers (dashboard lists, Kubernetes watches, Temporal signals) and the analysis gates (HTTP)
-        # are asyncio too.
-        prefixes = ("dashboard.", "temporal.", "observer.", "k8s_observer.", "analysis.")
+        # are asyncio too, as is the webhook of a notification (httpx, its Secret read through the asyncio
+        # API server client).
+        prefixes = ("dashboard.", "temporal.", "observer.", "k8s_observer.", "analysis.", "notify.")
         expected_async = name.startswith(prefixes) or ".wait_" in name
         assert is_async == expected_async, name
 
