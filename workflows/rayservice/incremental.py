@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         with_header_canary,
     )
     from workflows.decisions.rayservice.upgrade.incremental import (
+        REASON_ROLLBACK_IMPOSSIBLE,
         TrafficMoment,
         TrafficStep,
         capacity_step,
@@ -86,7 +87,7 @@ class IncrementalUpgrade(RayServicePart):
             return []
         if active is None:
             message = "Active RayCluster is missing during an incremental upgrade; rollback is impossible."
-            return [RayServiceEvent("Warning", "RollbackImpossible", message)]
+            return [RayServiceEvent("Warning", REASON_ROLLBACK_IMPOSSIBLE, message)]
         if pending is None:
             return []
         status = rollback_state(

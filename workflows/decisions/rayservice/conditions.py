@@ -35,6 +35,7 @@ __all__ = [
     "MESSAGE_NO_ACTIVE_CLUSTER",
     "MESSAGE_NO_PENDING_CLUSTER",
     "MESSAGE_ZERO_ENDPOINTS",
+    "REASON_INITIALIZING_TIMEOUT",
     "EventType",
     "RayPhase",
     "RayServiceEvent",
@@ -54,6 +55,7 @@ UpgradeInProgress: Final = RayServiceConditionType.UPGRADE_IN_PROGRESS
 Reason = RayServiceConditionReason
 
 MESSAGE_INITIALIZING: Final = "RayService is initializing"
+REASON_INITIALIZING_TIMEOUT: Final = "RayServiceInitializingTimeout"  # its Warning Event
 MESSAGE_NON_ZERO_ENDPOINTS: Final = "Number of serve endpoints is greater than 0"
 MESSAGE_ZERO_ENDPOINTS: Final = "Number of serve endpoints dropped to 0"
 MESSAGE_BOTH_CLUSTERS: Final = "Both active and pending Ray clusters exist"
@@ -158,7 +160,7 @@ def mark_failed_on_initializing_timeout(
     result = with_condition(
         result, Ready, ConditionStatus.FALSE, Reason.INITIALIZING_TIMEOUT, outcome.condition_message, now
     )
-    return result, [RayServiceEvent("Warning", "RayServiceInitializingTimeout", outcome.event_message)]
+    return result, [RayServiceEvent("Warning", REASON_INITIALIZING_TIMEOUT, outcome.event_message)]
 
 
 def calculate_conditions(

@@ -22,11 +22,15 @@ from models.meta import ConditionStatus
 from models.notify import NotifyEvent
 from models.rayservice import RayServiceStatuses
 from wire.notify import Details, NotifyMoment
-from workflows.decisions.rayservice.conditions import RayServiceEvent
+from workflows.decisions.rayservice.conditions import REASON_INITIALIZING_TIMEOUT, RayServiceEvent
 from workflows.decisions.rayservice.upgrade.analysis import REASON_ANALYSIS_FAILED
 from workflows.decisions.rayservice.upgrade.blue_green import REASON_AWAITING_PROMOTION
-from workflows.decisions.rayservice.upgrade.controls import UPGRADE_CONTROL_CONDITION
+from workflows.decisions.rayservice.upgrade.controls import (
+    REASON_PAUSED_BY_CONTROL,
+    UPGRADE_CONTROL_CONDITION,
+)
 from workflows.decisions.rayservice.upgrade.crash_loop import REASON_HEAD_POD_CRASH_LOOP
+from workflows.decisions.rayservice.upgrade.incremental import REASON_ROLLBACK_IMPOSSIBLE
 from workflows.decisions.rayservice.upgrade.progress_deadline import REASON_PROGRESS_DEADLINE_EXCEEDED
 from workflows.decisions.rayservice.upgrade.step_deadline import REASON_STEP_DEADLINE_EXCEEDED
 from workflows.decisions.rayservice.upgrade.step_plan import REASON_PAUSED_BY_PLAN
@@ -34,8 +38,6 @@ from workflows.decisions.rayservice.upgrade.unhealthy import REASON_NEW_CLUSTER_
 
 __all__ = ["FAILURE_REASONS", "PAUSE_REASONS", "rayservice_notifications"]
 
-# The reason the `pause` control records (decisions/rayservice/upgrade/controls.py: pause_upgrade).
-REASON_PAUSED_BY_CONTROL: Final = "Paused"
 PAUSE_REASONS: Final = frozenset({REASON_PAUSED_BY_CONTROL, REASON_PAUSED_BY_PLAN, REASON_AWAITING_PROMOTION})
 FAILURE_REASONS: Final = frozenset(
     {
@@ -44,8 +46,8 @@ FAILURE_REASONS: Final = frozenset(
         REASON_STEP_DEADLINE_EXCEEDED,
         REASON_NEW_CLUSTER_UNHEALTHY,
         REASON_HEAD_POD_CRASH_LOOP,
-        "RollbackImpossible",  # workflows/rayservice/incremental.py
-        "RayServiceInitializingTimeout",  # decisions/rayservice/conditions.py
+        REASON_ROLLBACK_IMPOSSIBLE,
+        REASON_INITIALIZING_TIMEOUT,
     }
 )
 

@@ -31,6 +31,7 @@ from workflows.decisions.rayservice.conditions import set_condition, with_condit
 from workflows.decisions.rayservice.upgrade.incremental import MESSAGE_UPGRADE_ABORTED, REASON_UPGRADE_ABORTED
 
 __all__ = [
+    "REASON_PAUSED_BY_CONTROL",
     "UPGRADE_CONTROL_CONDITION",
     "UpgradeControlRejected",
     "UpgradeControls",
@@ -44,6 +45,7 @@ __all__ = [
 ]
 
 UPGRADE_CONTROL_CONDITION: Final = "UpgradeControl"
+REASON_PAUSED_BY_CONTROL: Final = "Paused"  # the `pause` control's reason on that condition
 Type = RayServiceConditionType
 
 
@@ -87,7 +89,7 @@ def pause_upgrade(
     if controls.paused:
         raise UpgradeControlRejected("pause rejected: the upgrade is already paused")
     message = "Upgrade paused by the pause control; traffic and capacity stay where they are."
-    status = _record(rayservice.status, ConditionStatus.TRUE, "Paused", message, now)
+    status = _record(rayservice.status, ConditionStatus.TRUE, REASON_PAUSED_BY_CONTROL, message, now)
     return dataclasses.replace(controls, paused=True), status
 
 

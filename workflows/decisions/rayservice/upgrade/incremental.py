@@ -44,6 +44,7 @@ __all__ = [
     "MESSAGE_ROLLBACK_GOAL_CHANGED",
     "MESSAGE_ROLLBACK_REVERTED",
     "MESSAGE_UPGRADE_ABORTED",
+    "REASON_ROLLBACK_IMPOSSIBLE",
     "REASON_UPGRADE_ABORTED",
     "CapacityStep",
     "Side",
@@ -66,6 +67,8 @@ Type = RayServiceConditionType
 MESSAGE_ROLLBACK_REVERTED: Final = "Goal state reverted to original cluster, rolling back."
 MESSAGE_ROLLBACK_GOAL_CHANGED: Final = "Goal state changed mid-upgrade, rolling back to original cluster."
 MESSAGE_ROLLBACK_COMPLETE: Final = "Rollback complete, active Ray cluster exists and no pending Ray cluster"
+# The Warning Event of an incremental upgrade whose active cluster is gone.
+REASON_ROLLBACK_IMPOSSIBLE: Final = "RollbackImpossible"
 REASON_UPGRADE_ABORTED: Final = "UpgradeAborted"  # raypilot's reason for a rollback started by `abort`
 MESSAGE_UPGRADE_ABORTED: Final = "Upgrade aborted by the abort control, rolling back to the active cluster."
 _OPTIONS_MISSING: Final = "ClusterUpgradeOptions are not set during upgrade."
