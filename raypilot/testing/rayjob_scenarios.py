@@ -81,13 +81,18 @@ async def status_of(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], within: float = 20.0) -> None:
-    """Polls `check` until it holds (real time), failing after `within` seconds."""
+    """Polls `check` until it holds (real time), failing after `within` seconds. The pause between looks
+    grows from 50 ms to half a second: a check is usually a workflow query, and queries sent back to back
+    starve the time-skipping test server (a new activity of the queried workflows then waits ~10 s for its
+    dispatch)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
+    pause = 0.05
     while not await check():
         if loop.time() > deadline:
             raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.5)
 
 
 async def until_phase(handle: WorkflowHandle[Any, Any], phase: str, within: float = 20.0) -> dict[str, Any]:

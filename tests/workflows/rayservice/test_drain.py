@@ -1,14 +1,19 @@
 """Drained deletion of the old cluster (kuberay#3602) on the time-skipping server: after a blue-green switch
 the old cluster is kept for rayClusterDeletionDelaySeconds as in KubeRay, then until its Serve proxies report
 no request in flight three times in a row, or until the maximum drain time (raypilot.io/max-drain-seconds, a
-minute without it; "0" is KubeRay's deletion at the delay)."""
+minute without it; "0" is KubeRay's deletion at the delay).
+
+When things happen is read from the workflow's history: the workflow time of the task that decided each act
+(its `workflow.now()`) and the durable timers it set. The test server's clock runs on while a task is in
+flight, so the wall-clock gap between two acts also holds the machine's delays; the decisions do not."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +28,8 @@ from raypilot.testing.rayservice_scenarios import (
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.rayservice.upgrade_support import apply, cluster_deleted, ready_cluster
+from tests.workflows.timer_dues import acts_with_decision_times, timer_dues
+from wire import names
 from wire.drain import ServeConnectionsClosing
 from workflows.decisions.rayservice.drain import (
     DEFAULT_MAX_DRAIN,
@@ -59,13 +66,63 @@ async def switched_to_v2(
         yield handle, old
 
 
-def switch_time(world: FakeRayWorld) -> Any:
-    return max(act.at for act in world.acts("update", "Service"))
+# A timer's due instant is its task's start plus its duration: the instant decided, up to rounding.
+ROUNDING = timedelta(milliseconds=2)
 
 
-def deletion_time(world: FakeRayWorld, cluster: str) -> Any:
-    [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == cluster]
-    return deleted.at
+@dataclass(frozen=True)
+class DrainTimes:
+    """When the workflow decided each act of an old cluster's drain (workflow time), and its timers' dues.
+
+    A pass measures from its own start (`now`), which lies between the acts the history shows: the delay
+    runs from a pass at or after the switch, and the drain starts in the pass the delay's timer woke, at or
+    before its first reading. So a timer is looked for in the window those acts give."""
+
+    switched: datetime  # the last Service update: the traffic moved to the new cluster
+    first_read: datetime  # the drain's first reading of the requests in flight (the deletion without one)
+    closing: datetime | None  # the proxies told to close kept-alive connections
+    deleted: datetime
+    timers: list[datetime]
+
+    def timers_due_within(self, earliest: datetime, latest: datetime) -> list[datetime]:
+        return [due for due in self.timers if earliest - ROUNDING <= due <= latest + ROUNDING]
+
+    def delay_end(self) -> datetime:
+        """The due instant of the deletion delay's timer, which woke the drain (KubeRay's delay kept)."""
+        earliest = self.switched + timedelta(seconds=DELAY_S)
+        assert self.first_read >= earliest, self
+        dues = self.timers_due_within(earliest, self.first_read)
+        assert dues, f"no timer for the end of the deletion delay: {self}"
+        return dues[0]
+
+    def assert_held_until_deadline(self, max_drain: timedelta) -> None:
+        """Deleted no earlier than the drain's maximum after it began, with a durable timer for it."""
+        delay_end = self.delay_end()
+        assert self.deleted >= delay_end + max_drain, self
+        due = self.timers_due_within(delay_end + max_drain, self.first_read + max_drain)
+        assert due, f"no timer for the drain's deadline: {self}"
+
+
+async def drain_times(handle: Handle, old: str) -> DrainTimes:
+    history = await handle.fetch_history()
+
+    def decided(activity: str, name_field: str | None = None) -> list[datetime]:
+        return [
+            at
+            for at, request in acts_with_decision_times(history, activity)
+            if name_field is None or request[name_field] == old
+        ]
+
+    reads = decided(names.READ_SERVE_REQUESTS_IN_FLIGHT, "cluster_name")
+    [deleted] = decided(names.DELETE_RAYCLUSTER, "name")
+    closings = decided(names.CLOSE_SERVE_CONNECTIONS)
+    return DrainTimes(
+        switched=max(decided(names.UPDATE_SERVICE_SPEC)),
+        first_read=min(reads, default=deleted),
+        closing=min(closings, default=None),
+        deleted=deleted,
+        timers=timer_dues(history),
+    )
 
 
 def read_times(world: FakeRayWorld, cluster: str, times: int) -> Callable[[], Awaitable[bool]]:
@@ -90,52 +147,49 @@ async def test_old_cluster_with_requests_in_flight_is_deleted_once_drained(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with switched_to_v2(env, world, 600) as (_, old):
+    async with switched_to_v2(env, world, 600) as (handle, old):
         world.in_flight[old] = 3  # a long request still being answered by the old cluster
-        switched = switch_time(world)
 
         await eventually(env, read_times(world, old, 5), step=DRAIN_POLL)
         assert old in world.clusters  # past the delay, but not drained
         world.in_flight[old] = 0
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+        times = await drain_times(handle, old)
     reads = [at for at, name, _ in world.in_flight_reads if name == old]
     answers = [answer for _, name, answer in world.in_flight_reads if name == old]
     # The first reading comes when the deletion delay ends (KubeRay's semantics kept), then one per poll.
-    assert abs(reads[0] - switched - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+    times.delay_end()
     # (Activity schedule times trail the workflow time of their pass by the task's processing time.)
     slack = timedelta(milliseconds=500)
     assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
     # Deleted at the third zero reading in a row (12 s of zeros; Ray exports the gauge every 10 s).
     assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
     assert 0 not in answers[:-QUIET_READS_NEEDED]
-    assert deletion_time(world, old) >= reads[-1]
+    assert times.deleted >= reads[-1]
 
 
 async def test_old_cluster_is_deleted_after_the_maximum_drain_time_when_requests_never_end(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with switched_to_v2(env, world, 60) as (_, old):
+    async with switched_to_v2(env, world, 60) as (handle, old):
         world.in_flight[old] = 1  # a client that never stops (or a request that never ends)
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
-    waited = deletion_time(world, old) - switch_time(world)
-    assert (
-        timedelta(seconds=DELAY_S + 60)
-        <= waited
-        < timedelta(seconds=DELAY_S + 60) + DRAIN_POLL + timedelta(seconds=1)
-    )
+        times = await drain_times(handle, old)
+    times.assert_held_until_deadline(timedelta(seconds=60))
 
 
 async def test_unknown_in_flight_counts_are_not_drained(time_skipping_env: WorkflowEnvironment) -> None:
     """No proxy answered (None): the cluster is kept until the maximum drain time, not deleted at once."""
     env, world = time_skipping_env, FakeRayWorld()
-    async with switched_to_v2(env, world, 40) as (_, old):
+    async with switched_to_v2(env, world, 40) as (handle, old):
         world.in_flight[old] = None
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
-    assert deletion_time(world, old) - switch_time(world) >= timedelta(seconds=DELAY_S + 40)
+        times = await drain_times(handle, old)
+    assert times.deleted - times.switched >= timedelta(seconds=DELAY_S + 40)
 
 
 async def test_without_the_annotation_the_old_cluster_drains_for_at_most_the_default_time(
@@ -144,44 +198,44 @@ async def test_without_the_annotation_the_old_cluster_drains_for_at_most_the_def
     """Draining is the default (KubeRay loses the requests of kept-alive clients at the deletion): read from
     the delay on, the proxies told to close kept-alive connections, deleted at the default maximum."""
     env, world = time_skipping_env, FakeRayWorld()
-    async with switched_to_v2(env, world, None) as (_, old):
+    async with switched_to_v2(env, world, None) as (handle, old):
         world.in_flight[old] = 5  # requests that never end
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
-    first_read = min(at for at, name, _ in world.in_flight_reads if name == old)
-    assert abs(first_read - switch_time(world) - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+        times = await drain_times(handle, old)
+    times.delay_end()
     [(_, closing)] = world.closings
     assert closing.seconds == (DEFAULT_MAX_DRAIN + CLOSING_MARGIN).total_seconds()
-    waited = deletion_time(world, old) - switch_time(world)
-    at_most = timedelta(seconds=DELAY_S) + DEFAULT_MAX_DRAIN
-    assert at_most <= waited < at_most + DRAIN_POLL + timedelta(seconds=1)
+    times.assert_held_until_deadline(DEFAULT_MAX_DRAIN)
 
 
 async def test_without_the_annotation_a_drained_old_cluster_goes_after_three_zero_readings(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()  # no request in flight
-    async with switched_to_v2(env, world, None) as (_, old):
+    async with switched_to_v2(env, world, None) as (handle, old):
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+        times = await drain_times(handle, old)
     answers = [answer for _, name, answer in world.in_flight_reads if name == old]
     assert answers == [0] * QUIET_READS_NEEDED
-    waited = deletion_time(world, old) - switch_time(world)
-    drained = timedelta(seconds=DELAY_S) + DRAIN_POLL * (QUIET_READS_NEEDED - 1)
-    assert drained <= waited < drained + timedelta(seconds=2)
+    # After the third zero reading, DRAIN_POLL apart; not held to the drain's deadline.
+    drained = times.first_read + DRAIN_POLL * (QUIET_READS_NEEDED - 1)
+    assert drained <= times.deleted < times.first_read + DEFAULT_MAX_DRAIN
 
 
 async def test_zero_restores_kuberays_deletion_at_the_delay_with_nothing_read(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with switched_to_v2(env, world, 0) as (_, old):
+    async with switched_to_v2(env, world, 0) as (handle, old):
         world.in_flight[old] = 5
 
         await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=5))
+        times = await drain_times(handle, old)
     assert world.in_flight_reads == []
     assert world.closings == []
-    waited = deletion_time(world, old) - switch_time(world)
-    assert abs(waited - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+    delay_end = times.delay_end()  # the deletion's own: nothing was read
+    assert times.deleted < delay_end + DEFAULT_MAX_DRAIN
 
 
 async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connections(
@@ -191,26 +245,28 @@ async def test_a_drain_starts_with_the_old_proxies_closing_kept_alive_connection
     and a margin; a second apply does not ask again for the cluster already draining."""
     env, world = time_skipping_env, FakeRayWorld()
     world.closing_answer = ServeConnectionsClosing(2)
-    async with switched_to_v2(env, world, 90) as (_, old):
+    async with switched_to_v2(env, world, 90) as (handle, old):
         await drain_after_reads(env, world, old, 2)
-    [(asked_at, request)] = world.closings
+        times = await drain_times(handle, old)
+    [(_, request)] = world.closings
     assert request.target.head_service == f"{old}-head-svc"
     assert request.submission_id == f"raypilot-close-connections-{old}"
     assert request.seconds == (timedelta(seconds=90) + CLOSING_MARGIN).total_seconds()
-    first_read = min(at for at, name, _ in world.in_flight_reads if name == old)
-    assert asked_at <= first_read
-    assert abs(asked_at - switch_time(world) - timedelta(seconds=DELAY_S)) < timedelta(seconds=1)
+    assert times.closing is not None
+    assert times.switched + timedelta(seconds=DELAY_S) <= times.closing <= times.first_read
 
 
 async def test_a_failed_closing_does_not_stop_the_drain(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
     world.closing_answer = None  # the job could not run: the drain goes on as without it
-    async with switched_to_v2(env, world, 60) as (_, old):
+    async with switched_to_v2(env, world, 60) as (handle, old):
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
+        times = await drain_times(handle, old)
     assert len(world.closings) == 1
-    waited = deletion_time(world, old) - switch_time(world)
-    # Three zero readings DRAIN_POLL apart after the delay, as without the closing.
-    assert waited < timedelta(seconds=DELAY_S) + DRAIN_POLL * QUIET_READS_NEEDED + timedelta(seconds=2)
+    # Three zero readings DRAIN_POLL apart, as without the closing: not held to the drain's deadline.
+    answers = [answer for _, name, answer in world.in_flight_reads if name == old]
+    assert answers == [0] * QUIET_READS_NEEDED
+    assert times.deleted < times.first_read + timedelta(seconds=60)
 
 
 async def history_length(handle: Any) -> int:
@@ -264,11 +320,14 @@ async def test_a_held_drain_follows_its_annotation_when_it_changes(
 
         await eventually(env, read_times(world, old, 5), step=DRAIN_POLL)
         reads_before = len(world.in_flight_reads)
-        last_read = world.in_flight_reads[-1][0]
+        applied = await env.get_current_time()
         await apply(handle, manifest("v2", max_drain_after))
 
         await eventually(env, cluster_deleted(world, old), step=timedelta(milliseconds=500))
-    assert deletion_time(world, old) - last_read < DRAIN_POLL + timedelta(seconds=1)
+        times = await drain_times(handle, old)
+    # Deleted at the pass the change starts, not at the 600 s deadline it was held for.
+    assert times.deleted < applied + DEFAULT_MAX_DRAIN
+    assert times.deleted < times.first_read + timedelta(seconds=600)
     assert [answer for _, name, answer in world.in_flight_reads[reads_before:] if name == old] == last_reads
 
 
@@ -280,12 +339,11 @@ async def test_a_held_drain_whose_annotation_is_removed_drains_for_the_default_t
         world.in_flight[old] = 2
 
         await eventually(env, read_times(world, old, 2), step=DRAIN_POLL)
-        drain_started = world.in_flight_reads[0][0]
         await apply(handle, manifest("v2", None))
 
         await eventually(env, cluster_deleted(world, old), step=DRAIN_POLL)
-    held = deletion_time(world, old) - drain_started
-    assert DEFAULT_MAX_DRAIN <= held < DEFAULT_MAX_DRAIN + DRAIN_POLL + timedelta(seconds=1)
+        times = await drain_times(handle, old)
+    times.assert_held_until_deadline(DEFAULT_MAX_DRAIN)
 
 
 async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
@@ -295,11 +353,12 @@ async def test_without_a_drain_wait_the_passes_read_every_drain_poll(
     again, DRAIN_POLL apart, and deleted after three zeros, as before the waits."""
     env, world = time_skipping_env, FakeRayWorld()
     world.drain_wait_registered = False
-    async with switched_to_v2(env, world, 600) as (_, old):
+    async with switched_to_v2(env, world, 600) as (handle, old):
         await drain_after_reads(env, world, old, 4)
+        times = await drain_times(handle, old)
     reads = [at for at, name, _ in world.in_flight_reads if name == old]
     answers = [answer for _, name, answer in world.in_flight_reads if name == old]
     slack = timedelta(milliseconds=500)
     assert all(later - earlier >= DRAIN_POLL - slack for earlier, later in itertools.pairwise(reads)), reads
     assert answers[-QUIET_READS_NEEDED:] == [0] * QUIET_READS_NEEDED
-    assert deletion_time(world, old) - switch_time(world) < timedelta(seconds=DELAY_S + 120)
+    assert times.deleted < times.first_read + timedelta(seconds=600)
