@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from temporalio import workflow
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import http_route_name
@@ -147,8 +148,15 @@ class SharedRouting(RayServicePart):
         owner = self._owner(rayservice)
         active = self.world.cluster(self.state.status.active_service_status.ray_cluster_name, rayservice)
         port = serve_port(active) if active is not None else _DEFAULT_SERVE_PORT
-        self.world.route_object = await self.calls.get_http_route_at(refs.route.namespace, refs.route.name)
-        await self._patch_user_route(refs.route, lambda route: released_route_patch(route, owner, port))
+        try:
+            self.world.route_object = await self.calls.get_http_route_at(
+                refs.route.namespace, refs.route.name
+            )
+            await self._patch_user_route(refs.route, lambda route: released_route_patch(route, owner, port))
+        except ActivityError as error:
+            # A permanent refusal (e.g. the worker may no longer patch the route) must not hold the deletion:
+            # the route keeps the clusters' backendRefs, and the log says so.
+            workflow.logger.warning("HTTPRoute %s not released: %s", refs.route, error.cause or error)
 
     # ---- readiness, status, waits ------------------------------------------------------------------------
 
