@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from models.naming import LABEL_CLUSTER, LABEL_SERVE
 from models.operator import OperatorConfig
 from raypilot.testing.rayservice_cluster import FakeCluster, LoggedAct
-from raypilot.testing.rayservice_shared_routes import SharedObjects
+from raypilot.testing.rayservice_shared_objects import SharedObjects
 from wire.dashboard import ServeObservation
 from wire.drain import CloseServeConnections, ServeConnectionsClosing
 from wire.kubernetes import OwnedObjects, RecordEvent
