@@ -31,6 +31,7 @@ from activities.kubernetes.resources import (
     GATEWAY,
     HTTPROUTE,
     JOB,
+    NAMESPACE,
     POD,
     RAYCLUSTER,
     Resource,
@@ -364,21 +365,34 @@ class DashboardWaits:
         Accepted+Programmed, the route's parent status for it Accepted+ResolvedRefs) or their statuses
         differ from `last_view` ("change"). Heartbeat timeout ~3x poll_seconds."""
         api = self.dependencies.apiserver()
-        ns = request.namespace
+        gateway_ns = request.gateway_namespace or request.namespace
+        route_ns = request.route_namespace or request.namespace
         async with Heartbeater() as beat:
             while True:
                 gateway = await api.get_json(
-                    GATEWAY.path(ns, request.gateway_name), f"get gateway {request.gateway_name!r}"
+                    GATEWAY.path(gateway_ns, request.gateway_name), f"get gateway {request.gateway_name!r}"
                 )
                 route = None
                 if request.route_name:
                     route = await api.get_json(
-                        HTTPROUTE.path(ns, request.route_name), f"get httproute {request.route_name!r}"
+                        HTTPROUTE.path(route_ns, request.route_name), f"get httproute {request.route_name!r}"
                     )
+                labels = None
+                if request.namespace_labels_of:
+                    found = await api.get_json(
+                        NAMESPACE.path(None, request.namespace_labels_of),
+                        f"get namespace {request.namespace_labels_of!r}",
+                    )
+                    labels = dict((found or {}).get("metadata", {}).get("labels") or {}) if found else None
                 ready = gateway_ready(gateway) and (
-                    request.route_name is None or route_ready(route, request.gateway_name, ns)
+                    request.route_name is None
+                    or route_ready(route, request.gateway_name, gateway_ns, route_ns)
                 )
                 view = gateway_view(gateway, route, ready)
+                if request.with_specs:
+                    view["generations"] = [_generation(gateway), _generation(route)]
+                if request.namespace_labels_of:
+                    view["namespace_labels"] = labels
                 beat.details = {"view": view}
                 activity.heartbeat(beat.details)
                 if (request.until == "ready" and ready) or (
@@ -389,5 +403,10 @@ class DashboardWaits:
                         trim_object(route) if route is not None else None,
                         ready,
                         view,
+                        labels,
                     )
                 await asyncio.sleep(request.poll_seconds)
+
+
+def _generation(obj: Mapping[str, Any] | None) -> int | None:
+    return ((obj or {}).get("metadata") or {}).get("generation")

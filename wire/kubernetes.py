@@ -231,12 +231,22 @@ class WaitObject:
 
 @dataclass(frozen=True)
 class WaitGateway:
+    """Until the Gateway (and the HTTPRoute) are ready or their view differs from `last_view`. Both are in
+    `namespace` unless `gateway_namespace` / `route_namespace` say otherwise (a shared Gateway, a user-owned
+    route). `with_specs`: the view also holds both objects' generations, so a change of a listener's
+    allowedRoutes or of the route's rules is seen; `namespace_labels_of`: a namespace whose labels the view
+    holds too (a shared Gateway admitting routes by a namespace selector)."""
+
     namespace: str
     gateway_name: str
     route_name: str | None = None
     last_view: dict[str, Any] | None = None
     until: GatewayWaitGoal = "ready"
     poll_seconds: float = 2.0
+    gateway_namespace: str | None = None
+    route_namespace: str | None = None
+    with_specs: bool = False
+    namespace_labels_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -272,6 +282,26 @@ class GatewayObservation:
     route: dict[str, Any] | None
     ready: bool
     view: dict[str, Any]
+    # The labels of WaitGateway.namespace_labels_of (None: not asked for, or no such namespace).
+    namespace_labels: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class PatchRoute:
+    """A JSON Patch (RFC 6902) of an HTTPRoute its users own; its `test` operations guard what it replaces."""
+
+    namespace: str
+    name: str
+    patch: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RoutePatched:
+    """The route after the patch (`applied`), or as it is now when a `test` failed because it changed since it
+    was read (not applied: decide again on it); `route` None when it is gone."""
+
+    route: dict[str, Any] | None
+    applied: bool
 
 
 # ---- Temporal ---------------------------------------------------------------------------------------------

@@ -60,6 +60,10 @@ CREATE_HTTPROUTE: Final = "gateway.create_httproute"
 GET_HTTPROUTE: Final = "gateway.get_httproute"
 UPDATE_HTTPROUTE_SPEC: Final = "gateway.update_httproute_spec"
 DELETE_HTTPROUTE: Final = "gateway.delete_httproute"
+# A user-owned HTTPRoute (raypilot.io/httproute): a JSON Patch of the backendRefs raypilot owns there.
+PATCH_HTTPROUTE: Final = "gateway.patch_httproute"
+# The labels of a namespace a shared Gateway admits routes from by a label selector (raypilot.io/gateway).
+GET_NAMESPACE_LABELS: Final = "gateway.get_namespace_labels"
 
 # ---- Ray Dashboard ------------------------------------------------------------------------------------
 SUBMIT_JOB: Final = "dashboard.submit_job"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,6 +27,7 @@ from activities.kubernetes.resources import Resource
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
+JSON_PATCH: Final = "application/json-patch+json"
 REQUEST_TIMEOUT: Final = (5.0, 30.0)  # (connect, read) seconds
 CONFLICT_ATTEMPTS: Final = 5
 CONNECTION_POOL_SIZE: Final = 32
@@ -190,6 +191,24 @@ class KubeObjects:
         try:
             patched: dict[str, Any] = self.request(
                 "PATCH", resource.path(namespace, name), body=dict(patch), content_type=MERGE_PATCH
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return patched
+
+    def json_patch(
+        self, resource: Resource, namespace: str | None, name: str, ops: Sequence[Mapping[str, Any]]
+    ) -> dict[str, Any] | None:
+        """JSON Patch (RFC 6902), applied whole or not at all (a failed `test`: ApiException 422); None when
+        the object does not exist."""
+        try:
+            patched: dict[str, Any] = self.request(
+                "PATCH",
+                resource.path(namespace, name),
+                body=[dict(op) for op in ops],
+                content_type=JSON_PATCH,
             )
         except ApiException as exc:
             if exc.status == 404:

@@ -56,6 +56,7 @@ ENDPOINT_SLICE: Final = Resource("discovery.k8s.io/v1", "EndpointSlice", "endpoi
 JOB: Final = Resource("batch/v1", "Job", "jobs")
 GATEWAY: Final = Resource("gateway.networking.k8s.io/v1", "Gateway", "gateways")
 HTTPROUTE: Final = Resource("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes")
+NAMESPACE: Final = Resource("v1", "Namespace", "namespaces", namespaced=False)
 
 RESOURCES_BY_KIND: Final = {
     resource.kind: resource

@@ -12,6 +12,7 @@ from models.notify import notify_error
 from models.rayservice import RayService, RayServiceSpec, RayServiceUpgradeType
 from models.rayservice_annotations import rayservice_annotation_problem
 from models.rollout import rollout_error
+from models.traffic_refs import traffic_refs_problem
 from models.validation.formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
 from models.validation.raycluster import (
     carried_cluster_spec_error,
@@ -162,4 +163,5 @@ def validate_rayservice(service: RayService, gates: FeatureGates = _DEFAULT_GATE
         or rollout_error(service.metadata.annotations)
         or rayservice_annotation_problem(service.metadata.annotations)
         or notify_error(service.metadata.annotations, KIND_RAYSERVICE)
+        or traffic_refs_problem(service.metadata.annotations, is_incremental_upgrade_enabled(spec, gates))
     )

@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 
 from models.operator import OperatorConfig
 from raypilot.testing.rayservice_cluster import FakeCluster
+from raypilot.testing.rayservice_shared_routes import shared_wait
 from raypilot.testing.rayservice_world_state import FakeRayWorldState
 from wire import names
 from wire.dashboard import PutServeConfig, ServeObservation, WaitServe
@@ -252,6 +253,8 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
 
     @activity.defn(name=names.GET_HTTPROUTE)
     async def get_httproute(key: ObjectKey) -> dict[str, Any] | None:
+        if (key.namespace, key.name) in world.shared.routes:
+            return world.shared.route((key.namespace, key.name))
         return copy.deepcopy(world.route)
 
     @activity.defn(name=names.UPDATE_HTTPROUTE_SPEC)
@@ -265,6 +268,8 @@ def fake_rayservice_activities(world: FakeRayWorldState) -> list[Any]:
 
     @activity.defn(name=names.WAIT_GATEWAY)
     async def wait_gateway(request: WaitGateway) -> GatewayObservation:
+        if request.gateway_namespace is not None:
+            return shared_wait(world, request)
         ready = world.gateway is not None and world.route is not None
         view = gateway_view(world.gateway, world.route, ready)
         if view != request.last_view:

@@ -20,6 +20,7 @@ from typing import Any
 from raypilot.testing.rayservice_activities import fake_rayservice_activities
 from raypilot.testing.rayservice_cluster import FakeCluster, LoggedAct
 from raypilot.testing.rayservice_drain_activities import fake_drain_activities
+from raypilot.testing.rayservice_shared_routes import fake_shared_route_activities
 from raypilot.testing.rayservice_world_state import FakeRayWorldState, Unchanged
 
 __all__ = ["FakeCluster", "FakeRayWorld", "LoggedAct", "Unchanged"]
@@ -29,4 +30,8 @@ class FakeRayWorld(FakeRayWorldState):
     """An in-memory Kubernetes, Ray Serve and Gateway (`FakeRayWorldState`) with its fake activities."""
 
     def activities(self) -> list[Any]:
-        return [*fake_rayservice_activities(self), *fake_drain_activities(self)]
+        return [
+            *fake_rayservice_activities(self),
+            *fake_drain_activities(self),
+            *fake_shared_route_activities(self),
+        ]

@@ -15,6 +15,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from models.naming import LABEL_CLUSTER, LABEL_SERVE
 from models.operator import OperatorConfig
 from raypilot.testing.rayservice_cluster import FakeCluster, LoggedAct
+from raypilot.testing.rayservice_shared_objects import SharedObjects
 from wire.dashboard import ServeObservation
 from wire.drain import CloseServeConnections, ServeConnectionsClosing
 from wire.kubernetes import OwnedObjects, RecordEvent
@@ -54,6 +55,8 @@ class FakeRayWorldState:
         self.services: dict[str, dict[str, Any]] = {}
         self.gateway: dict[str, Any] | None = None
         self.route: dict[str, Any] | None = None
+        # Shared Gateways and user-owned HTTPRoutes (raypilot.io/gateway, raypilot.io/httproute).
+        self.shared = SharedObjects()
         self.events: list[RecordEvent] = []
         self.log: list[LoggedAct] = []
         self.heads_start_ready = True

@@ -51,10 +51,12 @@ from wire.kubernetes import (
     ListObjects,
     Observation,
     OwnedObjects,
+    PatchRoute,
     PodLabels,
     PodsObservation,
     RayResourceKey,
     RecordEvent,
+    RoutePatched,
     RunStart,
     ServiceEndpoints,
     UpdateSpec,
@@ -105,6 +107,8 @@ create_httproute = Activity[CreateObject, dict[str, Any]](names.CREATE_HTTPROUTE
 get_httproute = Activity[ObjectKey, dict[str, Any] | None](names.GET_HTTPROUTE)
 update_httproute_spec = Activity[UpdateSpec, dict[str, Any] | None](names.UPDATE_HTTPROUTE_SPEC)
 delete_httproute = Activity[DeleteObject, bool](names.DELETE_HTTPROUTE)
+patch_httproute = Activity[PatchRoute, RoutePatched](names.PATCH_HTTPROUTE)
+get_namespace_labels = Activity[str, dict[str, str] | None](names.GET_NAMESPACE_LABELS)
 
 # A Ray head: the dashboard's Jobs and Serve REST APIs, the Serve replicas' ranks, the serving proxies'
 # requests and connections while a cluster drains.

@@ -37,9 +37,11 @@ with workflow.unsafe.imports_passed_through():
         Observation,
         OwnedObjects,
         Ownership,
+        PatchRoute,
         PodLabels,
         PodsObservation,
         RecordEvent,
+        RoutePatched,
         ServiceEndpoints,
         UpdateSpec,
         WaitClusterPods,
@@ -157,6 +159,21 @@ class RayServiceCalls:
     async def update_http_route_spec(self, name: str, spec: dict[str, Any]) -> dict[str, Any] | None:
         return await call(stubs.update_httproute_spec, UpdateSpec(self.namespace, name, spec), IO.RECONCILE)
 
+    # A shared Gateway, a user-owned HTTPRoute (raypilot.io/gateway, raypilot.io/httproute): in their own
+    # namespaces, read and (the route) patched, never created, owned or deleted.
+
+    async def get_gateway_at(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return await call(stubs.get_gateway, ObjectKey(namespace, name), IO.RECONCILE)
+
+    async def get_http_route_at(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return await call(stubs.get_httproute, ObjectKey(namespace, name), IO.RECONCILE)
+
+    async def patch_http_route(self, namespace: str, name: str, patch: list[dict[str, Any]]) -> RoutePatched:
+        return await call(stubs.patch_httproute, PatchRoute(namespace, name, patch), IO.RECONCILE)
+
+    async def get_namespace_labels(self, namespace: str) -> dict[str, str] | None:
+        return await call(stubs.get_namespace_labels, namespace, IO.RECONCILE)
+
     async def create_per_cluster_service(self, body: dict[str, Any]) -> dict[str, Any]:
         # Owned by its RayCluster (the body carries the ownerReference); ownership labels added as well.
         return await self.create_service(body)
@@ -219,3 +236,26 @@ class RayServiceCalls:
     ) -> workflow.ActivityHandle[GatewayObservation]:
         request = WaitGateway(self.namespace, gateway, route, last_view, until="change")
         return start(stubs.wait_gateway, request, IO.WATCH, summary="Gateway/HTTPRoute status")
+
+    def wait_shared_gateway(
+        self,
+        gateway: tuple[str, str],
+        route: tuple[str, str],
+        labels_of: str | None,
+        last_view: dict[str, Any] | None,
+    ) -> workflow.ActivityHandle[GatewayObservation]:
+        """A shared Gateway and the route on it ((namespace, name) each), with their generations (a spec
+        change, e.g. allowedRoutes or the rules, counts) and the labels of `labels_of`."""
+        request = WaitGateway(
+            self.namespace,
+            gateway[1],
+            route[1],
+            last_view,
+            until="change",
+            gateway_namespace=gateway[0],
+            route_namespace=route[0],
+            with_specs=True,
+            namespace_labels_of=labels_of,
+        )
+        summary = f"Gateway {gateway[0]}/{gateway[1]} and HTTPRoute {route[0]}/{route[1]}"
+        return start(stubs.wait_gateway, request, IO.WATCH, summary=summary)

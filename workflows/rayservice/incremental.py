@@ -52,7 +52,8 @@ with workflow.unsafe.imports_passed_through():
         Watch,
         view_key,
     )
-    from workflows.rayservice.part import RayServicePart
+    from workflows.rayservice.part import PassContext, RayServicePart
+    from workflows.rayservice.shared_routing import SharedRouting
     from workflows.rayservice.world import dashboard_target
 
 __all__ = ["IncrementalUpgrade"]
@@ -75,6 +76,11 @@ class IncrementalUpgrade(RayServicePart):
     # raypilot.io/rollout (rollout.py): the step plan's traffic ceiling and the end of its timed pause.
     plan_target: int | None = None
     plan_wake_at: datetime | None = None
+
+    def __init__(self, context: PassContext) -> None:
+        super().__init__(context)
+        # raypilot.io/gateway, raypilot.io/httproute: the route through a shared Gateway or a user's route.
+        self.routing = SharedRouting(context)
 
     # ---- step 10: rollback state -------------------------------------------------------------------------
 
@@ -152,6 +158,8 @@ class IncrementalUpgrade(RayServicePart):
     # ---- step 13: per-cluster Services, Gateway, HTTPRoute ------------------------------------------------
 
     def gateway_and_route_ready(self, rayservice: RayService) -> tuple[bool, bool]:
+        if self.routing.refs(rayservice).any:
+            return self.routing.ready(rayservice)
         gateway = self.world.gateway_object
         route = self.world.route_object
         namespace = rayservice.metadata.namespace
@@ -172,7 +180,9 @@ class IncrementalUpgrade(RayServicePart):
         """The per-cluster serve Services, the Gateway and the HTTPRoute for this moment; returns the route as
         written (None when there is no active cluster yet)."""
         await self._per_cluster_services(rayservice, (active, pending))
-        await self._gateway(rayservice)
+        shared = self.routing.refs(rayservice).any
+        if not shared:
+            await self._gateway(rayservice)
         options = cluster_upgrade_options(rayservice.spec)
         moment = TrafficMoment(
             options,
@@ -187,6 +197,8 @@ class IncrementalUpgrade(RayServicePart):
         pending_name = pending.metadata.name if pending is not None else ""
         route = with_header_canary(route, rayservice.status, pending_name, self.header_canary)
         self.traffic = step
+        if shared:
+            return await self.routing.reconcile(rayservice, route, self._http_route)
         if route is None:
             return None
         return await self._http_route(route)
@@ -235,6 +247,8 @@ class IncrementalUpgrade(RayServicePart):
 
     def watches(self, rayservice: RayService) -> list[Watch]:
         """The Gateway and HTTPRoute statuses, while either is not ready yet."""
+        if self.routing.refs(rayservice).any:
+            return self.routing.watches(rayservice)
         if not self.state.gateway_created or all(self.gateway_and_route_ready(rayservice)):
             return []
         name = rayservice.metadata.name

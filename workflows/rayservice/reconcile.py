@@ -272,6 +272,9 @@ class RayServiceReconciler(RayServicePart):
         status, not_applied = with_unapplied_spec_condition(status, seen.unapplied, now)
         events += not_applied
         status = self.restarts.with_condition(status, now)
+        if seen.incremental and self.incremental.routing.refs(seen.rayservice).any:
+            status, not_routed = self.incremental.routing.with_condition(status, now)
+            events += not_routed
         detail = self.incremental.detail_line(now) if seen.incremental else ""
         await self.commit(status, events, detail)
 

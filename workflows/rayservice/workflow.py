@@ -174,6 +174,8 @@ class RayServiceWorkflow:
         if self._letting_go:
             await world.stop(confirm=False)  # what it made keeps serving, managed by whoever takes it over
         else:
+            # raypilot.io/httproute: the user's route is theirs; it points at <rs>-serve-svc again.
+            await reconciler.incremental.routing.release(reconciler.rayservice())
             self._deleted = await calls.delete_owned()
             clusters = [ref["name"] for ref in self._deleted if ref.get("kind") == "RayCluster"]
             # The Serve wait learns of its cancellation at its next heartbeat (up to a minute), or returns

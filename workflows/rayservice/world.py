@@ -77,6 +77,8 @@ class RayServiceWorld:
         self.gateway: GatewayObservation | None = None
         self.gateway_object: dict[str, Any] | None = None
         self.route_object: dict[str, Any] | None = None
+        # A shared Gateway admitting routes by a namespace selector: the route namespace's labels.
+        self.namespace_labels: dict[str, str] | None = None
         # The Pods of a cluster restarted in place, as the last listing or Pods wait saw them.
         self.pods: dict[str, PodsObservation] = {}
         # Draining cluster -> the in-flight reading its drain wait returned, not decided on yet.
@@ -145,6 +147,7 @@ class RayServiceWorld:
         self.gateway = None
         self.gateway_object = None
         self.route_object = None
+        self.namespace_labels = None
         self._refresh.clear()
 
     async def count_endpoints(self, services: Mapping[str, str]) -> dict[str, int]:
@@ -204,8 +207,17 @@ class RayServiceWorld:
             poll = DRAIN_POLL.total_seconds()
             return self.calls.wait_serve_requests_in_flight(watch.target, port, quiet, poll)
         if watch.kind == "gateway":
+            gateway_view = self.gateway.view if self.gateway else None
+            if "/" in watch.target:  # a shared Gateway or a user-owned route: "ns/gw,ns/route[,labels ns]"
+                gateway, route, *labels_of = watch.target.split(",")
+                gateway_ns, gateway_name = gateway.split("/")
+                route_ns, route_name = route.split("/")
+                labels = labels_of[0] if labels_of else None
+                return self.calls.wait_shared_gateway(
+                    (gateway_ns, gateway_name), (route_ns, route_name), labels, gateway_view
+                )
             gateway, route = watch.target.split(",")
-            return self.calls.wait_gateway(gateway, route, self.gateway.view if self.gateway else None)
+            return self.calls.wait_gateway(gateway, route, gateway_view)
         services = watch.target.split(",")
         counts = {name: self.endpoints.get(name, 0) for name in services}
         if self._endpoints_wait_missing:
@@ -310,6 +322,7 @@ class RayServiceWorld:
             self.gateway = gateway
             self.gateway_object = gateway.gateway
             self.route_object = gateway.route
+            self.namespace_labels = gateway.namespace_labels
         else:
             self.endpoints.update(result)
         return True
