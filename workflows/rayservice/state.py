@@ -56,6 +56,8 @@ class RayServiceState:
     pod_restart_message: str = ""
     # raypilot.io/rollout: where the upgrade is in its step plan.
     rollout_progress: StepProgress | None = None
+    # raypilot.io/rollout steps[].mirror: the percent of the requests mirrored to the pending cluster now.
+    rollout_mirror: int = 0
     # raypilot.io/rollout: the pending cluster whose progress deadline is settled (ready in time or acted on).
     progress_deadline_settled: str = ""
     # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
