@@ -73,6 +73,11 @@ class RayServiceState:
     # and step) whose deadline was acted on.
     step_clock: StepClock | None = None
     step_deadline_settled: str = ""
+    # raypilot.io/rollout abortScaleDownDelaySeconds (decisions/rayservice/upgrade/abort_delay.py): the new
+    # cluster of a rollback raypilot runs, until it is left over and held; the clusters kept for debugging
+    # and until when (their deletion times are in deletion_schedule).
+    aborted_cluster: str = ""
+    kept_for_debugging: dict[str, datetime] = field(default_factory=dict)
     # raypilot.io/rollout revision history (decisions/rayservice/upgrade/revisions.py), oldest first; an undo
     # accepted and not acted on yet: the revision it goes back to, and the still running cluster to serve
     # again.
