@@ -11,9 +11,11 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
+from raypilot.cli.render import render_status
 from raypilot.testing.rayservice_scenarios import Handle, condition_of, eventually, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.rayservice.upgrade_support import (
+    active_of,
     apply,
     cluster_deleted,
     new_pending_cluster,
@@ -21,6 +23,7 @@ from tests.workflows.rayservice.upgrade_support import (
     rollout_manifest,
     serving,
     status_when,
+    upgrade_finished,
 )
 from tests.workflows.timer_dues import timer_dues
 from workflows.rayservice.state import RayServiceState
@@ -66,6 +69,8 @@ async def test_the_aborted_cluster_is_kept_until_its_time_then_deleted_by_a_dura
         assert abs(until - (began + timedelta(seconds=DELAY))) <= TOLERANCE
         assert f"RayCluster {new} of the aborted upgrade is kept for debugging until" in condition["message"]
         assert status["activeServiceStatus"]["rayClusterName"] == old
+        shown = render_status("rayservice", status)  # what `raypilot status` prints
+        assert f"kept for debugging until {until:%Y-%m-%dT%H:%M:%SZ}" in shown
         await env.sleep(timedelta(seconds=120))  # far past the 5 s deletion delay: still there
         assert new in world.clusters
         assert kept(await status_of(handle))
@@ -82,18 +87,24 @@ async def test_the_aborted_cluster_is_kept_until_its_time_then_deleted_by_a_dura
 
 async def test_the_hold_survives_continue_as_new(time_skipping_env: WorkflowEnvironment) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    knob = RayServiceState(manifest=rollout_manifest("v1", PLAN), continue_as_new_at_history_length=60)
-    async with serving(env, world, rollout_manifest("v1", PLAN), carried=knob) as (handle, _):
+    # Serving v1 and the aborted v2 write ~180 events, the upgrade to v3 ~180 more: one continue-as-new,
+    # during the hold (each one more cancels waits, and so risks the test server's defect: time_skipping.py)
+    knob = RayServiceState(manifest=rollout_manifest("v1", PLAN), continue_as_new_at_history_length=250)
+    async with serving(env, world, rollout_manifest("v1", PLAN), carried=knob) as (handle, old):
         new, status = await aborted_and_kept(env, handle)
         until = kept_until(status)
         [condition] = [c for c in status["conditions"] if c["type"] == "AbortedClusterKept"]
         began = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
-        await env.sleep(timedelta(seconds=60))
-        history = await handle.fetch_history()  # the run that waits out the hold
+        # an upgrade to v3 during the hold (no pause: no update meets a run continuing as new)
+        await apply(handle, rollout_manifest("v3", {**PLAN, "steps": [{"traffic": 50}]}))
+        await eventually(env, upgrade_finished(handle, old), step=timedelta(seconds=1))
+        await eventually(env, cluster_deleted(world, old), step=timedelta(seconds=1))
+        assert active_of(await status_of(handle)) != new
+        history = await handle.fetch_history()  # the run that waits out the rest of the hold
         await eventually(env, cluster_deleted(world, new), step=timedelta(seconds=30))
     started = history.events[0]
     assert started.workflow_execution_started_event_attributes.continued_execution_run_id
-    assert started.event_time.ToDatetime(tzinfo=UTC) >= began  # it began during the hold, carrying its due
+    assert started.event_time.ToDatetime(tzinfo=UTC) > began  # it began during the hold, carrying its due
     assert any(abs(due - until) <= TOLERANCE for due in timer_dues(history))
     [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == new]
     assert deleted.at >= until - TOLERANCE

@@ -10,6 +10,7 @@ from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
+from raypilot.cli.render import render_status
 from raypilot.testing.rayservice_scenarios import Handle, condition_of, eventually, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
 from tests.workflows.rayservice.upgrade_support import (
@@ -71,6 +72,8 @@ async def test_mirror_steps_copy_before_any_weight_moves_and_the_traffic_step_en
         assert condition_of(status, "RolloutMirror") == ("True", "Mirroring")
         step_line = next(c["message"] for c in status["conditions"] if c["type"] == "RolloutStep")
         assert step_line == "step 1 of 3: pausing (traffic up to 0 %, mirroring 10 %)"
+        shown = render_status("rayservice", status)  # what `raypilot status` prints
+        assert f"10 % of the requests are mirrored to RayCluster {new}" in shown
         await eventually(env, upgrade_finished(handle, old), step=timedelta(seconds=10))
         writes = await route_writes(handle)
         final = await status_of(handle)
