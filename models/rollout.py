@@ -18,6 +18,10 @@ ValueError), and nothing is created. Without the annotation a RayService upgrade
     onUnhealthy: Abort           # or Wait
     revisionHistoryLimit: 10
     headerCanary: {name: x-canary, value: "true"}
+    abortScaleDownDelaySeconds: 600  # an aborted new cluster is kept this long for debugging
+
+A step `{mirror: P}` copies P percent of the requests to the new cluster (responses discarded) through the
+HTTPRoute's RequestMirror filter, until a step with `mirror: 0` or with `traffic`; incremental upgrades only.
 """
 
 from __future__ import annotations
@@ -49,12 +53,15 @@ __all__ = [
     "pause_seconds",
     "rollout_error",
     "rollout_settings",
+    "rollout_strategy_error",
 ]
 
 ANNOTATION_ROLLOUT: Final = "raypilot.io/rollout"
 INDEFINITE: Final = "indefinite"
 # An annotation is at most 256 KiB in Kubernetes (all of them together); a plan is far smaller.
 MAX_STEPS: Final = 100
+# An aborted cluster kept for debugging holds its resources: at most 30 days.
+MAX_ABORT_SCALE_DOWN_DELAY_SECONDS: Final = 30 * 24 * 3600
 
 Percent = Annotated[int, Field(ge=0, le=100, strict=True)]
 PositiveInt = Annotated[int, Field(gt=0, strict=True)]
@@ -85,6 +92,9 @@ class RolloutStep(SpecModel):
     traffic: Percent | None = None
     pause: str | None = None
     analysis: str | None = None
+    # Percent of the requests copied to the new cluster (responses discarded) from this step on, until a step
+    # with `mirror: 0` or with traffic; the copies go through the HTTPRoute's RequestMirror filter.
+    mirror: Percent | None = None
     # How long the step may take to reach its traffic and its analysis' verdict (pauses do not count); past
     # it, onProgressDeadline applies as for the new cluster's own deadline.
     progress_deadline_seconds: PositiveInt | None = None
@@ -101,8 +111,10 @@ class RolloutStep(SpecModel):
 
     @model_validator(mode="after")
     def _does_something(self) -> RolloutStep:
-        if self.traffic is None and self.pause is None and self.analysis is None:
-            raise ValueError("a step needs traffic, pause or analysis")
+        if self.traffic is None and self.pause is None and self.analysis is None and self.mirror is None:
+            raise ValueError("a step needs traffic, pause, analysis or mirror")
+        if self.traffic is not None and self.mirror is not None:
+            raise ValueError("mirror and traffic are separate steps: a traffic step ends the mirror")
         return self
 
 
@@ -174,6 +186,11 @@ class RolloutSettings(SpecModel):
     auto_promotion_enabled: bool = True
     post_promotion_analysis: str | None = None
     header_canary: HeaderCanary | None = None
+    # An upgrade aborted or rolled back keeps its new cluster this long (no traffic, out of the Services)
+    # before deleting it; None: deleted after rayClusterDeletionDelaySeconds, as any cluster left over.
+    abort_scale_down_delay_seconds: (
+        Annotated[int, Field(gt=0, le=MAX_ABORT_SCALE_DOWN_DELAY_SECONDS, strict=True)] | None
+    ) = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RolloutSettings:
@@ -203,6 +220,10 @@ class RolloutSettings(SpecModel):
     def traffic_steps(self) -> list[int]:
         return [step.traffic for step in self.steps if step.traffic is not None]
 
+    def first_mirror_step(self) -> int | None:
+        """The index of the first step that mirrors requests (mirror above 0), None without one."""
+        return next((index for index, step in enumerate(self.steps) if step.mirror), None)
+
 
 def rollout_settings(annotations: Mapping[str, str]) -> RolloutSettings | None:
     """The annotation read and checked (None without it); ValueError with a message naming the field."""
@@ -222,3 +243,20 @@ def rollout_error(annotations: Mapping[str, str]) -> str | None:
     except ValueError as problem:
         return str(problem)
     return None
+
+
+def rollout_strategy_error(annotations: Mapping[str, str], incremental: bool) -> str | None:
+    """Why the (valid) annotation does not fit the RayService's upgrade strategy, or None: a mirror needs
+    the Gateway of a NewClusterWithIncrementalUpgrade, which carries the traffic and copies it."""
+    try:
+        settings = rollout_settings(annotations)
+    except ValueError:
+        return None  # rollout_error says why
+    index = settings.first_mirror_step() if settings is not None else None
+    if index is None or incremental:
+        return None
+    return (
+        f"{ANNOTATION_ROLLOUT}: steps[{index}].mirror: mirroring needs upgradeStrategy.type "
+        "NewClusterWithIncrementalUpgrade (with the RayServiceIncrementalUpgrade feature gate): only there "
+        "does a Gateway carry the traffic and copy it to the new cluster"
+    )

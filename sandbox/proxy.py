@@ -1,7 +1,8 @@
 """Loopback network primitives of the sandbox: a TCP forwarder and a weighted HTTP reverse proxy.
 
 `TcpForwarder` makes podIP:containerPort reach the real port of a local process and a Service's
-clusterIP:port reach a pod; `WeightedHttpProxy` is the data plane of a Gateway. Both choose their target per
+clusterIP:port reach a pod; `WeightedHttpProxy` is the data plane of a Gateway (its RequestMirror copies:
+sandbox/proxy_mirror.py). Both choose their target per
 connection / per request, so re-pointing never disturbs what is already in flight.
 """
 
@@ -9,13 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
+
+from sandbox.proxy_mirror import MirrorBackend, Mirroring, MirrorSampler
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +160,7 @@ class ProxyRoute:
     backends: tuple[WeightedBackend, ...]
     # Exact header matches (name lower-cased, value), all required; a route with more wins at equal prefix.
     headers: tuple[tuple[str, str], ...] = ()
+    mirrors: tuple[MirrorBackend, ...] = ()
 
 
 def path_prefix_matches(prefix: str, path: str) -> bool:
@@ -188,6 +192,14 @@ class SmoothWeightedPicker:
         return self._backends[best]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    prefix: str
+    headers: tuple[tuple[str, str], ...]
+    picker: SmoothWeightedPicker
+    mirrors: tuple[MirrorSampler, ...]
+
+
 class _RouteTable:
     def __init__(self, routes: Sequence[ProxyRoute]) -> None:
         self.routes = tuple(routes)
@@ -197,15 +209,21 @@ class _RouteTable:
             self.routes, key=lambda r: (len(r.path_prefix.rstrip("/")), len(r.headers)), reverse=True
         )
         self._entries = [
-            (route.path_prefix, route.headers, SmoothWeightedPicker(route.backends)) for route in ordered
+            _Entry(
+                route.path_prefix,
+                route.headers,
+                SmoothWeightedPicker(route.backends),
+                tuple(MirrorSampler(mirror) for mirror in route.mirrors),
+            )
+            for route in ordered
         ]
 
-    def lookup(self, path: str, headers: Mapping[str, str] | None = None) -> SmoothWeightedPicker | None:
-        for prefix, wanted, picker in self._entries:
-            if path_prefix_matches(prefix, path) and all(
-                (headers or {}).get(name) == value for name, value in wanted
+    def lookup(self, path: str, headers: Mapping[str, str] | None = None) -> _Entry | None:
+        for entry in self._entries:
+            if path_prefix_matches(entry.prefix, path) and all(
+                (headers or {}).get(name) == value for name, value in entry.headers
             ):
-                return picker
+                return entry
         return None
 
 
@@ -221,6 +239,7 @@ class WeightedHttpProxy:
         self._requested_port = listen_port
         self.owner = owner  # who runs this listener (a Gateway's namespace/name, with its controller's id)
         self._table = _RouteTable(())
+        self.mirroring = Mirroring()  # RequestMirror copies (sandbox/proxy_mirror.py)
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.ServerRunner | None = None
         self._site: web.TCPSite | None = None
@@ -280,25 +299,32 @@ class WeightedHttpProxy:
         runner, self._runner, self._site = self._runner, None, None
         if runner is not None:
             await runner.cleanup()
+        await self.mirroring.stop()
         session, self._session = self._session, None
         if session is not None:
             await session.close()
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        picker = self._table.lookup(request.path, request.headers)
-        if picker is None:
+        entry = self._table.lookup(request.path, request.headers)
+        if entry is None:
             # The table's size tells "no route at all" (a listener without its routes) from "none matches",
             # and the owner which listener answered.
             routes, owner = len(self._table.routes), self.owner or "?"
             return web.Response(
                 status=404, text=f"no route matches this path ({routes} routes, listener of {owner})\n"
             )
-        backend = picker.pick()
+        backend = entry.picker.pick()
         if backend is None:
             return web.Response(status=503, text="no backend available for this route\n")
         assert self._session is not None
         url = URL(f"http://{backend.host}:{backend.port}{request.raw_path}", encoded=True)
-        body = request.content.iter_chunked(_CHUNK) if request.body_exists else None
+        body: AsyncIterator[bytes] | None = (
+            request.content.iter_chunked(_CHUNK) if request.body_exists else None
+        )
+        for sampler in entry.mirrors:
+            if sampler.copies():
+                headers = _forwarded_request_headers(request)
+                body = self.mirroring.copy(self._session, request, headers, sampler.mirror, body)
         try:
             upstream = await self._session.request(
                 request.method,

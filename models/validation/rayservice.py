@@ -11,7 +11,7 @@ from models.naming import ANNOTATION_INITIALIZING_TIMEOUT, KIND_RAYSERVICE, MAX_
 from models.notify import notify_error
 from models.rayservice import RayService, RayServiceSpec, RayServiceUpgradeType
 from models.rayservice_annotations import rayservice_annotation_problem
-from models.rollout import rollout_error
+from models.rollout import rollout_error, rollout_strategy_error
 from models.traffic_refs import traffic_refs_problem
 from models.validation.formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
 from models.validation.raycluster import (
@@ -161,6 +161,7 @@ def validate_rayservice(service: RayService, gates: FeatureGates = _DEFAULT_GATE
         or validate_created_cluster(spec.ray_cluster_config, KIND_RAYSERVICE)
         # raypilot: the `raypilot.io/rollout` annotation, checked like the spec (models/rollout.py).
         or rollout_error(service.metadata.annotations)
+        or rollout_strategy_error(service.metadata.annotations, is_incremental_upgrade_enabled(spec, gates))
         or rayservice_annotation_problem(service.metadata.annotations)
         or notify_error(service.metadata.annotations, KIND_RAYSERVICE)
         or traffic_refs_problem(service.metadata.annotations, is_incremental_upgrade_enabled(spec, gates))

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from sandbox.gateway.resync import Key, Obj, is_headless, key_of
 from sandbox.proxy import ProxyRoute, Target, WeightedBackend
+from sandbox.proxy_mirror import MirrorBackend
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 GATEWAY_API_VERSION = f"{GATEWAY_GROUP}/v1"
@@ -123,6 +124,7 @@ def resolve_route(
                 resolved.ref_problems.append(problem)
             elif target is not None:
                 backends.append(WeightedBackend(target[0], target[1], int(ref.get("weight", 1))))
+        mirrors = _mirrors(rule, namespace, services, service_address, resolved)
         for match in rule.get("matches") or [{}]:
             path = match.get("path") or {"type": "PathPrefix", "value": "/"}
             headers = match.get("headers") or []
@@ -132,8 +134,40 @@ def resolve_route(
                 resolved.skipped_matches += 1
                 continue
             wanted = tuple((str(h.get("name", "")).lower(), str(h.get("value", ""))) for h in headers)
-            resolved.proxy_routes.append(ProxyRoute(path.get("value", "/"), tuple(backends), wanted))
+            resolved.proxy_routes.append(ProxyRoute(path.get("value", "/"), tuple(backends), wanted, mirrors))
     return resolved
+
+
+def _mirrors(
+    rule: Obj,
+    namespace: str,
+    services: dict[Key, Obj],
+    service_address: ServiceAddress | None,
+    resolved: ResolvedRoute,
+) -> tuple[MirrorBackend, ...]:
+    """The rule's RequestMirror filters as mirror backends: `percent` (0-100), or `fraction`
+    (numerator/denominator, rounded down to a percent), or every request without either; a backendRef that
+    does not resolve is a ResolvedRefs problem, as a backend's is."""
+    mirrors = []
+    for entry in rule.get("filters") or []:
+        if entry.get("type") != "RequestMirror":
+            continue
+        spec = entry.get("requestMirror") or {}
+        target, problem = _resolve_backend(spec.get("backendRef") or {}, namespace, services, service_address)
+        if problem is not None:
+            resolved.ref_problems.append(problem)
+            continue
+        if target is None:
+            continue
+        fraction = spec.get("fraction") or {}
+        if "percent" in spec:
+            percent = int(spec["percent"])
+        elif fraction:
+            percent = 100 * int(fraction.get("numerator", 0)) // int(fraction.get("denominator", 100) or 100)
+        else:
+            percent = 100
+        mirrors.append(MirrorBackend(target[0], target[1], max(0, min(percent, 100))))
+    return tuple(mirrors)
 
 
 def _resolve_backend(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from models import load_manifest_text, parse_manifest
-from models.rayservice import RayService
+from models.rayservice import RayService, RayServiceUpgradeType
 from models.rollout import (
     ANNOTATION_ROLLOUT,
     OnProgressDeadline,
@@ -66,7 +66,12 @@ def test_pause_durations(pause: str, seconds: float | None) -> None:
         ("steps: [{pause: 5x}]", 'steps[0].pause: time: unknown unit "x" in duration "5x"'),
         ("steps: [{pause: 0s}]", "steps[0].pause: must be a positive Go duration"),
         ("steps: [{pause: 30}]", 'steps[0].pause: must be a Go duration string (e.g. "30s") or "indefinite"'),
-        ("steps: [{}]", "steps[0]: a step needs traffic, pause or analysis"),
+        ("steps: [{}]", "steps[0]: a step needs traffic, pause, analysis or mirror"),
+        ("steps: [{mirror: 101}]", "steps[0].mirror: Input should be less than or equal to 100"),
+        ("steps: [{mirror: 10, traffic: 5}]", "steps[0]: mirror and traffic are separate steps"),
+        ("abortScaleDownDelaySeconds: 0", "abortScaleDownDelaySeconds: Input should be greater than 0"),
+        ("abortScaleDownDelaySeconds: '60'", "abortScaleDownDelaySeconds: Input should be a valid integer"),
+        ("abortScaleDownDelaySeconds: 2592001", "abortScaleDownDelaySeconds: Input should be less than or"),
         ("steps: [{traffic: 5}, {traffic: 1}]", "steps[1].traffic: 1 is less than an earlier step's 5"),
         ("steps: [{analysis: smoke}]", 'steps[0].analysis: no analysis named "smoke" in analyses'),
         ("analyses: [{name: a}]", "analyses[0]: an analysis needs exactly one of http, prometheus"),
@@ -114,3 +119,33 @@ def test_the_rayservice_validation_rejects_a_bad_annotation_at_start_and_on_appl
     expected = f"{ANNOTATION_ROLLOUT}: steps[0].traffic: Input should be less than or equal to 100"
     assert validate(bad) == expected
     assert validate_update(good, bad) == expected
+
+
+def test_a_mirror_step_and_the_abort_delay_read() -> None:
+    settings = settings_of(
+        "steps: [{mirror: 10}, {pause: 5m}, {mirror: 0, analysis: a}, {traffic: 20}]\n"
+        "analyses: [{name: a, serveStatus: {}}]\nabortScaleDownDelaySeconds: 600"
+    )
+    assert settings is not None
+    assert [step.mirror for step in settings.steps] == [10, None, 0, None]
+    assert settings.first_mirror_step() == 0
+    assert settings.abort_scale_down_delay_seconds == 600
+    assert settings_of("steps: [{mirror: 0}, {traffic: 5}]").first_mirror_step() is None
+
+
+def test_a_mirror_is_rejected_where_no_gateway_carries_the_traffic() -> None:
+    incremental = example()
+    incremental.metadata.annotations[ANNOTATION_ROLLOUT] = "steps: [{pause: 1m}, {mirror: 10}, {traffic: 5}]"
+    assert validate(incremental) is None
+    blue_green = copy.deepcopy(incremental)
+    assert blue_green.spec.upgrade_strategy is not None
+    blue_green.spec.upgrade_strategy.type = RayServiceUpgradeType.NEW_CLUSTER
+    expected = (
+        f"{ANNOTATION_ROLLOUT}: steps[1].mirror: mirroring needs upgradeStrategy.type "
+        "NewClusterWithIncrementalUpgrade"
+    )
+    assert (validate(blue_green) or "").startswith(expected)
+    assert (validate_update(incremental, blue_green) or "").startswith(expected)
+    # mirror: 0 mirrors nothing, so it fits any strategy
+    blue_green.metadata.annotations[ANNOTATION_ROLLOUT] = "steps: [{mirror: 0}, {traffic: 5}]"
+    assert validate(blue_green) is None

@@ -139,6 +139,7 @@ class BlueGreenGates:
         goal = goal_cluster_hash(rayservice.spec)
         state.controls, status, event = switched_back(status, post, result, goal, now)
         state.deletion_schedule.pop(post.old_cluster, None)
+        state.aborted_cluster = post.new_cluster  # abortScaleDownDelaySeconds holds it (cluster_phases.py)
         await self.gates.commit(status, [event])
         return True
 

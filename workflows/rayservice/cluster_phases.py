@@ -28,6 +28,12 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayservice.conditions import RayServiceEvent
     from workflows.decisions.rayservice.observed_clusters import cluster_names
     from workflows.decisions.rayservice.suspend import complete_suspend, suspending_in_progress
+    from workflows.decisions.rayservice.upgrade.abort_delay import (
+        dropped_aborted_cluster,
+        keep_aborted_cluster,
+        still_kept,
+        with_kept_condition,
+    )
     from workflows.rayservice.drain import ClusterDrains
     from workflows.rayservice.part import PassContext, RayServicePart
     from workflows.rayservice.rollout import RolloutPlan
@@ -44,6 +50,7 @@ class ClusterPhases(RayServicePart):
     async def clean_up_dangling_clusters(self, rayservice: RayService, now: datetime) -> datetime | None:
         state = self.state
         active_name, pending_name = cluster_names(state.status)
+        began = self._hold_aborted_cluster(rayservice, (active_name, pending_name), now)
         plan = plan_dangling_cluster_cleanup(
             OwnedClusters(
                 existing=state.owned_clusters,
@@ -65,7 +72,40 @@ class ClusterPhases(RayServicePart):
             for name in plan.delete_now:
                 state.serve_details.pop(name, None)
             self.world.forget(plan.delete_now)
+        if state.kept_for_debugging or began:
+            state.kept_for_debugging = still_kept(state.kept_for_debugging, plan.schedule, now)
+            status, events = with_kept_condition(state.status, state.kept_for_debugging, began, now)
+            if status != state.status or events:
+                await self.commit(status, events)
         return plan.next_due
+
+    def note_dropped_aborted_cluster(self, before: tuple[str, str]) -> None:
+        """At the end of a pass: the pending cluster it dropped for a rollback raypilot ran is the aborted
+        one, held by the next pass' cleanup (abortScaleDownDelaySeconds)."""
+        dropped = dropped_aborted_cluster(before, cluster_names(self.state.status), self.state.controls)
+        if dropped:
+            self.state.aborted_cluster = dropped
+
+    def _hold_aborted_cluster(self, rayservice: RayService, current: tuple[str, str], now: datetime) -> str:
+        """raypilot.io/rollout abortScaleDownDelaySeconds: the aborted cluster's deletion scheduled at the
+        end of its hold once it is left over (decisions/rayservice/upgrade/abort_delay.py); the cluster whose
+        hold began now, or ""."""
+        state = self.state
+        if not state.aborted_cluster:
+            return ""
+        settings = self.rollout.settings(rayservice)
+        hold = keep_aborted_cluster(
+            state.deletion_schedule,
+            state.kept_for_debugging,
+            state.aborted_cluster,
+            state.owned_clusters,
+            current,
+            settings.abort_scale_down_delay_seconds if settings is not None else None,
+            now,
+        )
+        state.deletion_schedule, state.kept_for_debugging = hold.schedule, hold.kept
+        state.aborted_cluster = hold.aborted
+        return hold.began
 
     def _uid(self, name: str) -> str | None:
         uid = ((self.world.clusters.get(name) or {}).get("metadata") or {}).get("uid")
@@ -87,6 +127,7 @@ class ClusterPhases(RayServicePart):
                 await self.calls.delete_owned()
         state.owned_clusters = []
         state.deletion_schedule = {}
+        state.kept_for_debugging, state.aborted_cluster = {}, ""
         state.services_cluster = ""
         state.per_cluster_services = []
         state.gateway_created = False

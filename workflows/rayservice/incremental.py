@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         rollback_state,
         target_capacity_update_needed,
     )
+    from workflows.decisions.rayservice.upgrade.mirror import mirror_needs_capacity, with_mirror
     from workflows.decisions.rayservice.upgrade_status import default_target_capacities
     from workflows.decisions.rayservice.watches import (
         Watch,
@@ -133,7 +134,9 @@ class IncrementalUpgrade(RayServicePart):
             status,
             cluster_upgrade_options(rayservice.spec),
             gaining_ready,
-            paused=state.controls.paused and not header_canary_needs_capacity(status, self.header_canary),
+            paused=state.controls.paused
+            and not header_canary_needs_capacity(status, self.header_canary)
+            and not mirror_needs_capacity(status, state.rollout_mirror),
             promote=state.controls.promote_requested,
         )
         if step is None:
@@ -196,6 +199,7 @@ class IncrementalUpgrade(RayServicePart):
         route, step = desired_http_route(rayservice, active, pending, moment)
         pending_name = pending.metadata.name if pending is not None else ""
         route = with_header_canary(route, rayservice.status, pending_name, self.header_canary)
+        route = with_mirror(route, rayservice.status, pending_name, self.state.rollout_mirror)
         self.traffic = step
         if shared:
             return await self.routing.reconcile(rayservice, route, self._http_route)

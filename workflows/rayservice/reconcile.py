@@ -145,6 +145,7 @@ class RayServiceReconciler(RayServicePart):
         await self._step_incremental_upgrade(seen, now)
         await self._reconcile_services(seen)
         await self._commit_status(seen, now)
+        self.clusters.note_dropped_aborted_cluster(names_before)
         if not seen.incremental:
             bg.note_promotion(settings, names_before, cluster_names(self.state.status)[0])
         outcome = self._next_wait(seen, names_before, earliest_deadline(cleanup_due, bg.wake_at))

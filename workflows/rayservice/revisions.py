@@ -121,7 +121,9 @@ class RevisionKeeper:
         upgrading = bool(pending) or is_condition_true(
             state.status.conditions, RayServiceConditionType.UPGRADE_IN_PROGRESS
         )
-        return target, undo_plan(target, UndoWorld(active, list(state.owned_clusters), upgrading))
+        # A cluster kept for debugging after an abort is never taken back (abortScaleDownDelaySeconds).
+        live = [name for name in state.owned_clusters if name not in state.kept_for_debugging]
+        return target, undo_plan(target, UndoWorld(active, live, upgrading))
 
     def undo_rejection(self, request: dict[str, Any] | None) -> str | None:
         if self.state.deleting:

@@ -17,7 +17,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from models.meta import is_condition_true
-    from models.rayservice import AppStatus, RayService, RayServiceConditionType
+    from models.rayservice import AppStatus, RayService, RayServiceConditionType, RayServiceStatuses
     from models.rollout import HeaderCanary, RolloutSettings, rollout_settings
     from workflows.decisions.rayservice.cluster import goal_cluster_hash
     from workflows.decisions.rayservice.conditions import RayServiceEvent
@@ -26,6 +26,7 @@ with workflow.unsafe.imports_passed_through():
         analysis_result,
         with_analysis_condition,
     )
+    from workflows.decisions.rayservice.upgrade.mirror import mirror_percent, with_mirror_condition
     from workflows.decisions.rayservice.upgrade.progress_deadline import (
         deadline_exceeded,
         new_cluster_ready_in_time,
@@ -120,13 +121,14 @@ class RolloutPlan(RayServicePart):
             if action.waiting_for == "failed":
                 goal = goal_cluster_hash(rayservice.spec)
                 state.controls, status, failed = analysis_failed(status, results[action.analysis], goal, now)
-                await self.commit(with_step_condition(status, None, 0, now), [failed])
+                status = self._mirror(with_step_condition(status, None, 0, now), 0, events)
+                await self.commit(status, [failed, *events])
                 return None, None
             action, status, rolled_back = self.health.step_deadline(
                 rayservice, settings, action, status, events, now
             )
             if rolled_back:
-                await self.commit(with_step_condition(status, None, 0, now), events)
+                await self.commit(self._mirror(with_step_condition(status, None, 0, now), 0, events), events)
                 return None, None
             if action.pause_now:
                 number = action.progress.index + 1
@@ -134,12 +136,29 @@ class RolloutPlan(RayServicePart):
                 message = f"Step {number} of raypilot.io/rollout pauses the upgrade until resume or promote."
                 events.append(RayServiceEvent("Normal", "RolloutPaused", message))
         steps = len(settings.steps) if settings is not None else 0
-        status = with_step_condition(status, action, steps, now)
+        walked = action is not None and action.waiting_for != "complete"
+        index = action.progress.index if action is not None and walked else None
+        mirror = mirror_percent(settings.steps, index) if settings is not None else 0
+        status = self._mirror(with_step_condition(status, action, steps, now, mirror), mirror, events)
         if status != state.status or events:
             await self.commit(status, events)
         if action is None:
             return None, None
         return action.traffic_target, action.wake_at
+
+    def _mirror(
+        self, status: RayServiceStatuses, percent: int, events: list[RayServiceEvent]
+    ) -> RayServiceStatuses:
+        """steps[].mirror: the mirror in effect from now on (the HTTPRoute takes it from the state), its
+        condition and Event when it changed (decisions/rayservice/upgrade/mirror.py)."""
+        state = self.state
+        cluster = state.status.pending_service_status.ray_cluster_name
+        status, changed = with_mirror_condition(
+            status, state.rollout_mirror, percent, cluster, workflow.now()
+        )
+        state.rollout_mirror = percent
+        events.extend(changed)
+        return status
 
     async def check_progress_deadline(
         self, rayservice: RayService, ready_cluster: str, now: datetime

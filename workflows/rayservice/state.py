@@ -56,6 +56,8 @@ class RayServiceState:
     pod_restart_message: str = ""
     # raypilot.io/rollout: where the upgrade is in its step plan.
     rollout_progress: StepProgress | None = None
+    # raypilot.io/rollout steps[].mirror: the percent of the requests mirrored to the pending cluster now.
+    rollout_mirror: int = 0
     # raypilot.io/rollout: the pending cluster whose progress deadline is settled (ready in time or acted on).
     progress_deadline_settled: str = ""
     # raypilot.io/rollout onUnhealthy: the pending cluster found unhealthy and acted on.
@@ -71,6 +73,11 @@ class RayServiceState:
     # and step) whose deadline was acted on.
     step_clock: StepClock | None = None
     step_deadline_settled: str = ""
+    # raypilot.io/rollout abortScaleDownDelaySeconds (decisions/rayservice/upgrade/abort_delay.py): the new
+    # cluster of a rollback raypilot runs, until it is left over and held; the clusters kept for debugging
+    # and until when (their deletion times are in deletion_schedule).
+    aborted_cluster: str = ""
+    kept_for_debugging: dict[str, datetime] = field(default_factory=dict)
     # raypilot.io/rollout revision history (decisions/rayservice/upgrade/revisions.py), oldest first; an undo
     # accepted and not acted on yet: the revision it goes back to, and the still running cluster to serve
     # again.

@@ -128,13 +128,15 @@ _WAITING_TEXT: Final = {
 }
 
 
-def step_plan_line(action: StepAction, steps: int) -> str:
-    """The RolloutStep condition's message, e.g. "step 2 of 5: pausing (traffic up to 5 %)"."""
+def step_plan_line(action: StepAction, steps: int, mirror: int = 0) -> str:
+    """The RolloutStep condition's message, e.g. "step 2 of 5: pausing (traffic up to 5 %)", with the
+    mirror when one is on ("..., mirroring 10 %")."""
     if action.waiting_for == "complete":
         return f"all {steps} steps done: the rest of the traffic moves"
     number = action.progress.index + 1
     doing = _WAITING_TEXT[action.waiting_for]
-    return f"step {number} of {steps}: {doing} (traffic up to {action.traffic_target} %)"
+    mirroring = f", mirroring {mirror} %" if mirror > 0 else ""
+    return f"step {number} of {steps}: {doing} (traffic up to {action.traffic_target} %{mirroring})"
 
 
 def paused_by_plan(
@@ -160,15 +162,20 @@ def paused_by_plan(
 
 
 def with_step_condition(
-    status: RayServiceStatuses, action: StepAction | None, steps: int, now: datetime
+    status: RayServiceStatuses, action: StepAction | None, steps: int, now: datetime, mirror: int = 0
 ) -> RayServiceStatuses:
-    """The raypilot condition RolloutStep (True while a plan is walked, its message the step), or gone when
-    no plan is walked."""
+    """The raypilot condition RolloutStep (True while a plan is walked, its message the step and the mirror
+    in effect), or gone when no plan is walked."""
     if action is None:
         if not any(condition.type == ROLLOUT_STEP_CONDITION for condition in status.conditions):
             return status
         return without_condition(status, ROLLOUT_STEP_CONDITION)
     reason = "StepPlanComplete" if action.waiting_for == "complete" else "WalkingStepPlan"
     return with_condition(
-        status, ROLLOUT_STEP_CONDITION, ConditionStatus.TRUE, reason, step_plan_line(action, steps), now
+        status,
+        ROLLOUT_STEP_CONDITION,
+        ConditionStatus.TRUE,
+        reason,
+        step_plan_line(action, steps, mirror),
+        now,
     )
