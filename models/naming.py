@@ -83,6 +83,7 @@ __all__ = [
     "serve_service_name",
     "submitter_job_name",
     "trim_label_value",
+    "upgrade_outcome_workflow_id",
     "workflow_annotations",
     "workflow_id",
 ]
@@ -258,6 +259,14 @@ def canonical_kind(kind: str) -> RayKind:
 def workflow_id(kind: str, namespace: str, name: str) -> str:
     """The contract's workflow id: "rayjob/<namespace>/<name>" or "rayservice/<namespace>/<name>"."""
     return f"{canonical_kind(kind).lower()}/{namespace}/{name}"
+
+
+def upgrade_outcome_workflow_id(namespace: str, name: str, generation: int) -> str:
+    """The id of the workflow that waits for the outcome of one generation of a RayService (the Nexus
+    operation `upgrade_rayservice`, docs/contract.md §9):
+    "rayservice-upgrade/<namespace>/<name>/<generation>". One generation has one outcome, so every request
+    for it shares one waiting workflow."""
+    return f"rayservice-upgrade/{namespace}/{name}/{generation}"
 
 
 def parse_object_ref(text: str) -> ObjectRef:

@@ -24,6 +24,7 @@ from models.operator import operator_config_from_env
 from raypilot.ast_parsing import serialize_ast_parsing
 from raypilot.logs import configure_logging
 from raypilot.metrics import collect_phase_gauges
+from raypilot.nexus.handlers import nexus_handler_from_env
 from raypilot.search_attributes import ensure_search_attributes
 from raypilot.settings import SettingsError, TemporalSettings, connect_with_retry, make_runtime
 from raypilot.tracing import shutdown_tracing, worker_interceptors
@@ -63,6 +64,8 @@ async def run_worker(settings: TemporalSettings, stop: asyncio.Event) -> None:
                 workflow_runner=workflow_runner(),
                 max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
                 activities=build_activities(dependencies),
+                # The Nexus service `raypilot` (docs/contract.md §9), starting workflows on this task queue.
+                nexus_service_handlers=[nexus_handler_from_env(settings.task_queue)],
                 interceptors=[ActivityErrorMetrics(), *worker_interceptors(settings.otel)],
                 activity_executor=executor,
                 max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,

@@ -8,6 +8,7 @@ from workflows.observer.workflow import RayJobObserverWorkflow
 from workflows.raycronjob.workflow import RayCronJobTickWorkflow
 from workflows.rayjob.workflow import RayJobWorkflow
 from workflows.rayservice.workflow import RayServiceWorkflow
+from workflows.upgrade_outcome.workflow import RayServiceUpgradeWorkflow
 
 WORKFLOWS: list[type] = [
     RayJobWorkflow,
@@ -16,4 +17,5 @@ WORKFLOWS: list[type] = [
     RayClusterAdmissionWorkflow,
     RayJobObserverWorkflow,
     KubernetesObserverWorkflow,
+    RayServiceUpgradeWorkflow,
 ]

@@ -14,13 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from models.features import FeatureGates
-from models.manifest import ManifestError, parse_manifest, parse_raycronjob
+from models.manifest import ManifestError, parse_raycronjob
 from models.meta import DEFAULT_NAMESPACE
 from models.naming import DNS1035_LABEL_MAX_LENGTH, SUFFIX_LENGTH, ObjectRef, random_suffix
-from models.rayjob import RayJob
-from models.validation import validate
 from models.validation.raycronjob import validate_raycronjob
-from workflows.decisions.rayjob.annotations import raypilot_annotation_problem
+from raypilot.runs.manifest import checked_ray_manifest
 
 # Kubernetes' names.SimpleNameGenerator keeps at most this much of a generateName prefix (63 - 5).
 MAX_GENERATE_NAME_PREFIX: Final = DNS1035_LABEL_MAX_LENGTH - SUFFIX_LENGTH
@@ -98,15 +96,7 @@ def planned_document(
         named = with_generated_name(document, rand)
         if kind in SCHEDULE_KINDS:
             return cron_document(named, origin, gates)
-        parsed = parse_manifest(named)
-        message = validate(parsed, gates)
-        if message is None and isinstance(parsed, RayJob):
-            # raypilot.io/ annotations (cleanup-after, retry-policy): rejected here as the workflow would.
-            message = raypilot_annotation_problem(parsed)
-        if message is not None:
-            raise ManifestError(message)
-        ref = ObjectRef(parsed.kind, parsed.metadata.namespace or DEFAULT_NAMESPACE, parsed.metadata.name)
-        return RayDocument(origin, ref, named)
+        return RayDocument(origin, checked_ray_manifest(named, gates), named)
     return kube_document(document, origin)
 
 

@@ -59,6 +59,28 @@ async def decide_apply(ref: ObjectRef, latest: WorkflowExecutionDescription | No
     return apply_decision(state, await latest_outcome(latest))
 
 
+def start_options(
+    ref: ObjectRef, policy: ReusePolicy, task_queue: str, memo: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """How every start of a RayJob's or RayService's workflow is made (`apply`, the controller, the Nexus
+    operations): the contract id, the task queue, the running run kept (USE_EXISTING), `policy` for a closed
+    one, and the search attributes of docs/contract.md §4."""
+    return {
+        "id": workflow_id(ref.kind, ref.namespace, ref.name),
+        "task_queue": task_queue,
+        "id_conflict_policy": WorkflowIDConflictPolicy.USE_EXISTING,
+        "id_reuse_policy": WorkflowIDReusePolicy[policy.value],
+        "memo": memo,
+        "search_attributes": TypedSearchAttributes(
+            [
+                SearchAttributePair(RAY_KIND, ref.kind),
+                SearchAttributePair(RAY_NAMESPACE, ref.namespace),
+                SearchAttributePair(RAY_NAME, ref.name),
+            ]
+        ),
+    }
+
+
 async def update_with_start(
     client: Client,
     ref: ObjectRef,
@@ -71,20 +93,7 @@ async def update_with_start(
     policy refused the start (a run completed meanwhile) or the run answered that it has just finished.
     `memo` goes on a run this starts (the controller records the object's uid there)."""
     start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-        WORKFLOW_TYPES[ref.kind],
-        manifest,
-        id=workflow_id(ref.kind, ref.namespace, ref.name),
-        task_queue=task_queue,
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        id_reuse_policy=WorkflowIDReusePolicy[policy.value],
-        memo=memo,
-        search_attributes=TypedSearchAttributes(
-            [
-                SearchAttributePair(RAY_KIND, ref.kind),
-                SearchAttributePair(RAY_NAMESPACE, ref.namespace),
-                SearchAttributePair(RAY_NAME, ref.name),
-            ]
-        ),
+        WORKFLOW_TYPES[ref.kind], manifest, **start_options(ref, policy, task_queue, memo)
     )
     update = client.execute_update_with_start_workflow(
         "apply", manifest, start_workflow_operation=start, result_type=dict

@@ -20,6 +20,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from models.rayservice import RayServiceStatuses
+    from wire.nexus import UpgradeWatch
     from wire.notify import NotifyBook
     from workflows.decisions.rayservice.pod_restart import PodRestart
     from workflows.decisions.rayservice.upgrade.blue_green import PostPromotion
@@ -88,6 +89,8 @@ class RayServiceState:
     event_sequence: int = 0
     # raypilot.io/notify: the notifications made so far and those not yet sent (a new run sends them again).
     notify: NotifyBook = field(default_factory=NotifyBook)
+    # upgrade_rayservice (Nexus): the workflows waiting for a generation that has not settled yet.
+    upgrade_watchers: list[UpgradeWatch] = field(default_factory=list)
     deleting: bool = False
     # Test knob: continue as new once the run's history has this many events (None: only when suggested).
     continue_as_new_at_history_length: int | None = None

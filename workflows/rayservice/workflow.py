@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     import wire.analysis
     import wire.dashboard
     import wire.kubernetes
+    import wire.nexus
     import wire.notify  # noqa: F401
     import workflows.decisions.rayservice.upgrade.blue_green
     import workflows.decisions.rayservice.upgrade.controls
@@ -42,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
     from wire import stubs
+    from wire.nexus import WATCH_UPGRADE_SIGNAL, UpgradeWatch
     from wire.notify import NotifiedObject
     from workflows.decisions.rayservice.cluster import goal_cluster_hash, is_incremental_upgrade_enabled
     from workflows.decisions.rayservice.conditions import RayServiceEvent, ray_phase
@@ -80,6 +82,7 @@ with workflow.unsafe.imports_passed_through():
         start_from_adopted_cluster,
     )
     from workflows.rayservice.state import RayServiceState
+    from workflows.rayservice.upgrade_watchers import UpgradeWatchers
     from workflows.rayservice.world import RayServiceWorld
     from workflows.search_attributes import RAY_KIND, RAY_NAME, RAY_NAMESPACE, RAY_PHASE
 
@@ -118,6 +121,7 @@ class RayServiceWorkflow:
         self._calls = RayServiceCalls(namespace, name, workflow.info().workflow_id)
         self._calls.involved_object = involved_object(self._state.manifest)
         self._revisions = RevisionKeeper(self._state)
+        self._watchers = UpgradeWatchers(self._state)
         info = workflow.info()
         target = NotifiedObject(
             KIND_RAYSERVICE, namespace, name, info.workflow_id, info.first_execution_run_id
@@ -153,6 +157,7 @@ class RayServiceWorkflow:
             self._revisions.before_pass(rayservice, incremental, workflow.now())
             outcome = await reconciler.reconcile()
             self._revisions.after_pass(world, workflow.now())
+            await self._watchers.answer_settled()
             if self._should_continue_as_new():
                 await world.stop()
                 await workflow.wait_condition(workflow.all_handlers_finished)
@@ -185,6 +190,7 @@ class RayServiceWorkflow:
             # that the run closed.
             await asyncio.gather(world.stop(confirm=False), world.wait_clusters_gone(clusters))
         self._deletion_done = True
+        await self._watchers.answer_deleted()
         await self._notifier.flush()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return status_query(state.status, state.serve_details)
@@ -246,6 +252,11 @@ class RayServiceWorkflow:
     def revisions(self) -> list[dict[str, Any]]:
         """The revision history with each revision's manifest (`raypilot rollout history -o json`)."""
         return revision_rows(self._state.revisions, manifests=True)
+
+    @workflow.signal(name=WATCH_UPGRADE_SIGNAL)
+    async def watch_upgrade(self, watch: UpgradeWatch) -> None:
+        """A workflow waiting for a generation's outcome (upgrade_rayservice, docs/contract.md §9)."""
+        await self._watchers.watch(watch)
 
     @workflow.update(name="apply")
     def apply(self, manifest: dict[str, Any]) -> dict[str, int]:
