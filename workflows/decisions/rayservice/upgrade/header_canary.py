@@ -20,9 +20,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from models.meta import is_condition_true
-from models.rayservice import RayServiceConditionType, RayServiceStatuses
+from models.rayservice import RayServiceStatuses
 from models.rollout import HeaderCanary
+from workflows.decisions.rayservice.upgrade.pending_route import (
+    pending_backend_before_traffic,
+    pending_cluster_untouched,
+)
 
 __all__ = ["header_canary_needs_capacity", "header_canary_rule", "with_header_canary"]
 
@@ -47,18 +50,10 @@ def with_header_canary(
     canary: HeaderCanary | None,
 ) -> dict[str, Any] | None:
     """The desired route with the header rule added when it applies now (else the route unchanged)."""
-    if route is None or canary is None or not pending_cluster:
+    if canary is None:
         return route
-    if is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS):
-        return route
-    rules = (route.get("spec") or {}).get("rules") or []
-    if not rules:
-        return route
-    pending = next(
-        (ref for ref in rules[0].get("backendRefs") or [] if pending_cluster in str(ref.get("name") or "")),
-        None,
-    )
-    if pending is None:
+    pending = pending_backend_before_traffic(route, status, pending_cluster)
+    if route is None or pending is None:
         return route
     result = copy.deepcopy(route)
     result["spec"]["rules"] = [*result["spec"]["rules"], header_canary_rule(canary, pending)]
@@ -68,8 +63,4 @@ def with_header_canary(
 def header_canary_needs_capacity(status: RayServiceStatuses, canary: HeaderCanary | None) -> bool:
     """Take the pending cluster's first capacity step even while paused: a header canary is set, no rollback
     runs, and the pending cluster has neither capacity nor traffic yet."""
-    if canary is None or is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS):
-        return False
-    pending = status.pending_service_status
-    untouched = not pending.target_capacity and not pending.traffic_routed_percent
-    return bool(pending.ray_cluster_name) and untouched
+    return canary is not None and pending_cluster_untouched(status)

@@ -21,10 +21,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from models.meta import ConditionStatus, is_condition_true
-from models.rayservice import RayServiceConditionType, RayServiceStatuses
+from models.meta import ConditionStatus
+from models.rayservice import RayServiceStatuses
 from models.rollout import RolloutStep
 from workflows.decisions.rayservice.conditions import RayServiceEvent, with_condition, without_condition
+from workflows.decisions.rayservice.upgrade.pending_route import (
+    pending_backend_before_traffic,
+    pending_cluster_untouched,
+)
 
 __all__ = [
     "ROLLOUT_MIRROR_CONDITION",
@@ -71,18 +75,8 @@ def with_mirror(
 ) -> dict[str, Any] | None:
     """The desired route with the mirror filter on its weighted rule when a mirror is on now (else the route
     unchanged): a pending backend in that rule, no rollback running."""
-    if route is None or percent <= 0 or not pending_cluster:
-        return route
-    if is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS):
-        return route
-    rules = (route.get("spec") or {}).get("rules") or []
-    if not rules:
-        return route
-    pending = next(
-        (ref for ref in rules[0].get("backendRefs") or [] if pending_cluster in str(ref.get("name") or "")),
-        None,
-    )
-    if pending is None:
+    pending = None if percent <= 0 else pending_backend_before_traffic(route, status, pending_cluster)
+    if route is None or pending is None:
         return route
     result = copy.deepcopy(route)
     weighted = result["spec"]["rules"][0]
@@ -93,11 +87,7 @@ def with_mirror(
 def mirror_needs_capacity(status: RayServiceStatuses, percent: int) -> bool:
     """Take the pending cluster's first capacity step even while paused: a mirror is on, no rollback runs,
     and the pending cluster has neither capacity nor traffic yet."""
-    if percent <= 0 or is_condition_true(status.conditions, RayServiceConditionType.ROLLBACK_IN_PROGRESS):
-        return False
-    pending = status.pending_service_status
-    untouched = not pending.target_capacity and not pending.traffic_routed_percent
-    return bool(pending.ray_cluster_name) and untouched
+    return percent > 0 and pending_cluster_untouched(status)
 
 
 def with_mirror_condition(

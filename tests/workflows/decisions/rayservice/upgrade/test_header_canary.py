@@ -3,52 +3,18 @@ pending cluster's first capacity step is taken during a pause (tables)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from models.meta import ConditionStatus
-from models.rayservice import RayServiceConditionType, RayServiceStatus, RayServiceStatuses
 from models.rollout import HeaderCanary
-from workflows.decisions.rayservice.conditions import set_condition
+from tests.workflows.decisions.rayservice.upgrade.pending_support import route, status
 from workflows.decisions.rayservice.upgrade.header_canary import (
     header_canary_needs_capacity,
     with_header_canary,
 )
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CANARY = HeaderCanary(name="x-canary", value="yes")
-
-
-def route(*backends: tuple[str, int]) -> dict[str, Any]:
-    refs = [
-        {"name": f"{name}-serve-svc", "namespace": "ns", "port": 8000, "weight": w} for name, w in backends
-    ]
-    rule = {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "backendRefs": refs}
-    return {"spec": {"parentRefs": [{"name": "svc-gateway"}], "rules": [rule]}}
-
-
-def status(
-    pending: str = "new", capacity: int | None = 0, traffic: int | None = 0, rollback: bool = False
-) -> Any:
-    result = RayServiceStatuses(
-        active_service_status=RayServiceStatus(ray_cluster_name="old"),
-        pending_service_status=RayServiceStatus(
-            ray_cluster_name=pending, target_capacity=capacity, traffic_routed_percent=traffic
-        ),
-    )
-    if rollback:
-        result.conditions = set_condition(
-            result.conditions,
-            RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-            ConditionStatus.TRUE,
-            "r",
-            "m",
-            1,
-            T0,
-        )
-    return result
 
 
 def test_the_rule_matches_the_header_and_sends_to_the_pending_cluster_only() -> None:

@@ -4,15 +4,12 @@ the RequestMirror filter, the first capacity step during a pause, and the condit
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
-
 import pytest
 
 from models.meta import ConditionStatus
-from models.rayservice import RayServiceConditionType, RayServiceStatus, RayServiceStatuses
+from models.rayservice import RayServiceStatuses
 from models.rollout import HeaderCanary, RolloutStep
-from workflows.decisions.rayservice.conditions import set_condition
+from tests.workflows.decisions.rayservice.upgrade.pending_support import T0, route, status
 from workflows.decisions.rayservice.upgrade.gateway import is_http_route_equal, weights_from_http_route
 from workflows.decisions.rayservice.upgrade.header_canary import with_header_canary
 from workflows.decisions.rayservice.upgrade.mirror import (
@@ -23,39 +20,6 @@ from workflows.decisions.rayservice.upgrade.mirror import (
     with_mirror_condition,
 )
 from workflows.decisions.rayservice.upgrade.step_plan import StepAction, StepProgress, step_plan_line
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def route(*backends: tuple[str, int]) -> dict[str, Any]:
-    refs = [
-        {"name": f"{name}-serve-svc", "namespace": "ns", "port": 8000, "weight": w} for name, w in backends
-    ]
-    rule = {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "backendRefs": refs}
-    return {"spec": {"parentRefs": [{"name": "svc-gateway"}], "rules": [rule]}}
-
-
-def status(
-    pending: str = "new", capacity: int | None = 0, traffic: int | None = 0, rollback: bool = False
-) -> RayServiceStatuses:
-    result = RayServiceStatuses(
-        active_service_status=RayServiceStatus(ray_cluster_name="old"),
-        pending_service_status=RayServiceStatus(
-            ray_cluster_name=pending, target_capacity=capacity, traffic_routed_percent=traffic
-        ),
-    )
-    if rollback:
-        result.conditions = set_condition(
-            result.conditions,
-            RayServiceConditionType.ROLLBACK_IN_PROGRESS,
-            ConditionStatus.TRUE,
-            "r",
-            "m",
-            1,
-            T0,
-        )
-    return result
-
 
 PLAN = [
     RolloutStep(pause="1m"),  # 0: no mirror yet
