@@ -9,6 +9,25 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from sandbox.proxy import WeightedHttpProxy
+
+
+async def serve(app: web.Application, host: str) -> tuple[web.AppRunner, int]:
+    """Starts `app` on `host` at a free port; the runner (to clean up) and the port."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, host, 0)
+    await site.start()
+    server = site._server
+    assert isinstance(server, asyncio.Server)
+    return runner, int(server.sockets[0].getsockname()[1])
+
+
+async def in_chunks(payload: bytes, size: int = 100_000) -> AsyncIterator[bytes]:
+    """A streamed request body: `payload` sent `size` bytes at a time."""
+    for start in range(0, len(payload), size):
+        yield payload[start : start + size]
+
 
 class Backend:
     """An HTTP server that answers with its name, can hold a streaming response open, and echoes bodies."""
@@ -26,13 +45,7 @@ class Backend:
         app.router.add_get("/stream", self._stream)
         app.router.add_post("/echo", self._echo)
         app.router.add_route("*", "/{tail:.*}", self._name)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
-        await site.start()
-        server = site._server
-        assert isinstance(server, asyncio.Server)
-        self.port = int(server.sockets[0].getsockname()[1])
+        self._runner, self.port = await serve(app, self.host)
 
     async def stop(self) -> None:
         if self._runner is not None:
@@ -86,3 +99,11 @@ async def make_backend() -> AsyncIterator[BackendFactory]:
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
         yield session
+
+
+@pytest.fixture
+async def proxy() -> AsyncIterator[WeightedHttpProxy]:
+    weighted = WeightedHttpProxy("127.0.0.1", 0)
+    await weighted.start()
+    yield weighted
+    await weighted.stop()

@@ -15,7 +15,7 @@ from aiohttp import web
 from sandbox.gateway.routes import resolve_route
 from sandbox.proxy import ProxyRoute, WeightedBackend, WeightedHttpProxy
 from sandbox.proxy_mirror import MirrorBackend, MirrorSampler
-from tests.sandbox.network.conftest import BackendFactory
+from tests.sandbox.network.conftest import Backend, BackendFactory, in_chunks, serve
 
 
 class MirrorTarget:
@@ -34,13 +34,7 @@ class MirrorTarget:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", self._copy)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, 0)
-        await site.start()
-        server = site._server
-        assert isinstance(server, asyncio.Server)
-        self.port = int(server.sockets[0].getsockname()[1])
+        self._runner, self.port = await serve(app, self.host)
 
     async def stop(self) -> None:
         self.release.set()
@@ -55,6 +49,10 @@ class MirrorTarget:
         self._count_reached.clear()
         await self._count_reached.wait()
 
+    def copying(self, percent: int) -> MirrorBackend:
+        """This target as the mirror of `percent` % of the requests."""
+        return MirrorBackend(self.host, self.port, percent)
+
     async def _copy(self, request: web.Request) -> web.Response:
         self.bodies.append(await request.read())
         if self._wanted and len(self.bodies) >= self._wanted:
@@ -65,19 +63,16 @@ class MirrorTarget:
 
 
 @pytest.fixture
-async def proxy() -> AsyncIterator[WeightedHttpProxy]:
-    weighted = WeightedHttpProxy("127.0.0.1", 0)
-    await weighted.start()
-    yield weighted
-    await weighted.stop()
-
-
-@pytest.fixture
 async def mirrors() -> AsyncIterator[list[MirrorTarget]]:
     started: list[MirrorTarget] = []
     yield started
     for target in started:
         await target.stop()
+
+
+def mirroring_route(primary: Backend, *mirrors: MirrorBackend) -> ProxyRoute:
+    """Every request to `primary`, and its copies to `mirrors`."""
+    return ProxyRoute("/", (WeightedBackend(primary.host, primary.port, 1),), (), mirrors)
 
 
 async def mirror_target(started: list[MirrorTarget], host: str, **behaviour: bool) -> MirrorTarget:
@@ -107,8 +102,7 @@ async def test_ten_percent_of_the_requests_are_copied_and_every_primary_response
 ) -> None:
     primary = await make_backend("v1")
     mirror = await mirror_target(mirrors, "127.0.3.250")
-    copy_to = (MirrorBackend(mirror.host, mirror.port, 10),)
-    proxy.set_routes([ProxyRoute("/", (WeightedBackend(primary.host, primary.port, 100),), (), copy_to)])
+    proxy.set_routes([mirroring_route(primary, mirror.copying(10))])
     base = f"http://127.0.0.1:{proxy.port}"
     for number in range(200):
         async with http.get(f"{base}/predict?n={number}") as response:
@@ -127,15 +121,9 @@ async def test_a_mirrored_body_reaches_both_backends_whole(
 ) -> None:
     primary = await make_backend("echo")
     mirror = await mirror_target(mirrors, "127.0.3.251")
-    copy_to = (MirrorBackend(mirror.host, mirror.port, 100),)
-    proxy.set_routes([ProxyRoute("/", (WeightedBackend(primary.host, primary.port, 1),), (), copy_to)])
+    proxy.set_routes([mirroring_route(primary, mirror.copying(100))])
     payload = bytes(range(256)) * 4096  # 1 MiB, several chunks
-
-    async def chunks() -> AsyncIterator[bytes]:
-        for start in range(0, len(payload), 100_000):
-            yield payload[start : start + 100_000]
-
-    async with http.post(f"http://127.0.0.1:{proxy.port}/echo", data=chunks()) as response:
+    async with http.post(f"http://127.0.0.1:{proxy.port}/echo", data=in_chunks(payload)) as response:
         assert response.status == 200
         assert await response.read() == payload
     await mirror.received(1)
@@ -150,8 +138,7 @@ async def test_a_hanging_mirror_neither_holds_nor_changes_the_primary_responses(
 ) -> None:
     primary = await make_backend("v1")
     hanging = await mirror_target(mirrors, "127.0.3.252", hold=True)
-    copy_to = (MirrorBackend(hanging.host, hanging.port, 50),)
-    proxy.set_routes([ProxyRoute("/", (WeightedBackend(primary.host, primary.port, 1),), (), copy_to)])
+    proxy.set_routes([mirroring_route(primary, hanging.copying(50))])
     base = f"http://127.0.0.1:{proxy.port}"
     for number in range(20):
         async with http.post(f"{base}/echo", data=f"body {number}".encode()) as response:
@@ -171,8 +158,7 @@ async def test_a_failing_or_missing_mirror_changes_nothing_for_the_primary(
     primary = await make_backend("v1")
     failing = await mirror_target(mirrors, "127.0.3.253", fail=True)
     dead = MirrorBackend("127.0.3.254", 1, 100)  # nothing listens there
-    copy_to = (MirrorBackend(failing.host, failing.port, 100), dead)
-    proxy.set_routes([ProxyRoute("/", (WeightedBackend(primary.host, primary.port, 1),), (), copy_to)])
+    proxy.set_routes([mirroring_route(primary, failing.copying(100), dead)])
     for number in range(5):
         async with http.get(f"http://127.0.0.1:{proxy.port}/x{number}") as response:
             assert (response.status, await response.text()) == (200, f"v1 /x{number}")

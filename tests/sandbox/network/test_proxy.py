@@ -17,6 +17,7 @@ from sandbox.proxy import (
     WeightedHttpProxy,
     path_prefix_matches,
 )
+from tests.sandbox.network.conftest import in_chunks
 
 
 @pytest.mark.parametrize(
@@ -149,14 +150,6 @@ async def test_forwarder_stop_releases_the_port_and_closes_open_connections(make
 # --- WeightedHttpProxy --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-async def proxy() -> AsyncIterator[WeightedHttpProxy]:
-    weighted = WeightedHttpProxy("127.0.0.1", 0)
-    await weighted.start()
-    yield weighted
-    await weighted.stop()
-
-
 def route(prefix: str, *backends: tuple[object, int]) -> ProxyRoute:
     return ProxyRoute(
         prefix,
@@ -213,12 +206,7 @@ async def test_proxy_streams_request_and_response_bodies(
     backend = await make_backend("echo")
     proxy.set_routes([route("/", (backend, 1))])
     payload = bytes(range(256)) * 8192  # 2 MiB, several chunks each way
-
-    async def chunks() -> AsyncIterator[bytes]:
-        for start in range(0, len(payload), 100_000):
-            yield payload[start : start + 100_000]
-
-    async with http.post(f"http://127.0.0.1:{proxy.port}/echo", data=chunks()) as response:
+    async with http.post(f"http://127.0.0.1:{proxy.port}/echo", data=in_chunks(payload)) as response:
         assert response.status == 200
         assert await response.read() == payload
 
