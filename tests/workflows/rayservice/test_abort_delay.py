@@ -37,12 +37,22 @@ def kept(status: dict[str, Any]) -> bool:
     return condition_of(status, "AbortedClusterKept") == ("True", "KeptForDebugging")
 
 
+def kept_condition(status: dict[str, Any]) -> dict[str, Any]:
+    [condition] = [c for c in status["conditions"] if c["type"] == "AbortedClusterKept"]
+    return condition
+
+
 def kept_until(status: dict[str, Any]) -> datetime:
     """The instant the AbortedClusterKept condition names, and it is the instant its hold began plus the
     delay (the condition turned True then)."""
-    [condition] = [c for c in status["conditions"] if c["type"] == "AbortedClusterKept"]
-    text = condition["message"].split(" until ", 1)[1].split(" ", 1)[0]
+    text = kept_condition(status)["message"].split(" until ", 1)[1].split(" ", 1)[0]
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def deleted_at(world: FakeRayWorld, cluster: str) -> datetime:
+    """When the fake world saw its one deletion of RayCluster `cluster`."""
+    [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == cluster]
+    return deleted.at
 
 
 async def aborted_and_kept(env: WorkflowEnvironment, handle: Handle) -> tuple[str, dict[str, Any]]:
@@ -64,7 +74,7 @@ async def test_the_aborted_cluster_is_kept_until_its_time_then_deleted_by_a_dura
     async with serving(env, world, rollout_manifest("v1", PLAN)) as (handle, old):
         new, status = await aborted_and_kept(env, handle)
         until = kept_until(status)
-        [condition] = [c for c in status["conditions"] if c["type"] == "AbortedClusterKept"]
+        condition = kept_condition(status)
         began = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
         assert abs(until - (began + timedelta(seconds=DELAY))) <= TOLERANCE
         assert f"RayCluster {new} of the aborted upgrade is kept for debugging until" in condition["message"]
@@ -79,8 +89,7 @@ async def test_the_aborted_cluster_is_kept_until_its_time_then_deleted_by_a_dura
         history = await handle.fetch_history()
     assert condition_of(final, "AbortedClusterKept") == ("", "")
     assert any(abs(due - until) <= TOLERANCE for due in timer_dues(history))
-    [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == new]
-    assert deleted.at >= until - TOLERANCE
+    assert deleted_at(world, new) >= until - TOLERANCE
     reasons = [event.reason for event in world.events]
     assert reasons.count("KeptForDebugging") == 1
 
@@ -93,7 +102,7 @@ async def test_the_hold_survives_continue_as_new(time_skipping_env: WorkflowEnvi
     async with serving(env, world, rollout_manifest("v1", PLAN), carried=knob) as (handle, old):
         new, status = await aborted_and_kept(env, handle)
         until = kept_until(status)
-        [condition] = [c for c in status["conditions"] if c["type"] == "AbortedClusterKept"]
+        condition = kept_condition(status)
         began = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
         # an upgrade to v3 during the hold (no pause: no update meets a run continuing as new)
         await apply(handle, rollout_manifest("v3", {**PLAN, "steps": [{"traffic": 50}]}))
@@ -106,8 +115,7 @@ async def test_the_hold_survives_continue_as_new(time_skipping_env: WorkflowEnvi
     assert started.workflow_execution_started_event_attributes.continued_execution_run_id
     assert started.event_time.ToDatetime(tzinfo=UTC) > began  # it began during the hold, carrying its due
     assert any(abs(due - until) <= TOLERANCE for due in timer_dues(history))
-    [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == new]
-    assert deleted.at >= until - TOLERANCE
+    assert deleted_at(world, new) >= until - TOLERANCE
 
 
 async def test_a_new_upgrade_during_the_hold_gets_its_own_cluster(
@@ -129,8 +137,7 @@ async def test_a_new_upgrade_during_the_hold_gets_its_own_cluster(
         await eventually(env, promoted, step=timedelta(seconds=1))
         assert kept_cluster in world.clusters  # neither adopted nor deleted with the old cluster
         await eventually(env, cluster_deleted(world, kept_cluster), step=timedelta(seconds=30))
-    [deleted] = [act for act in world.acts("delete", "RayCluster") if act.name == kept_cluster]
-    assert deleted.at >= until - TOLERANCE
+    assert deleted_at(world, kept_cluster) >= until - TOLERANCE
 
 
 async def test_deleting_the_rayservice_deletes_the_kept_cluster_at_once(

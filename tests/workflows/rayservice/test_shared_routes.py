@@ -59,6 +59,14 @@ def user_route() -> dict[str, Any]:
     }
 
 
+def add_shared_gateway_for_all(world: FakeRayWorld) -> None:
+    """The platform team's Gateway infra/shared, admitting routes from every namespace."""
+    everyone = {"namespaces": {"from": "All"}}
+    world.shared.add_gateway(
+        "infra", "shared", [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": everyone}]
+    )
+
+
 def without(condition_type: str) -> Callable[[dict[str, Any]], bool]:
     def holds(status: dict[str, Any]) -> bool:
         return not any(found.get("type") == condition_type for found in status.get("conditions") or [])
@@ -89,11 +97,7 @@ async def test_an_upgrade_through_a_users_route_patches_only_its_own_backends(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    world.shared.add_gateway(
-        "infra",
-        "shared",
-        [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}],
-    )
+    add_shared_gateway_for_all(world)
     world.shared.add_route(user_route())
     annotations = {ANNOTATION_HTTPROUTE: "team-a/api", ANNOTATION_GATEWAY: "infra/shared"}
     async with serving(env, world, manifest(annotations)) as (handle, old):
@@ -197,11 +201,7 @@ async def test_a_users_route_without_a_rule_for_the_rayservice_is_waited_on_with
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    world.shared.add_gateway(
-        "infra",
-        "shared",
-        [{"name": "http", "protocol": "HTTP", "port": 80, "allowedRoutes": {"namespaces": {"from": "All"}}}],
-    )
+    add_shared_gateway_for_all(world)
     unmarked = user_route()
     del unmarked["spec"]["rules"][1]
     world.shared.add_route(unmarked)
