@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+import nexusrpc
 from temporalio import workflow
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
@@ -40,6 +41,22 @@ __all__ = [
 
 VALIDATION_FAILED = "ValidationFailed"
 
+OutputT = TypeVar("OutputT")
+
+
+async def _through_endpoint(
+    operation: nexusrpc.Operation[dict[str, Any], OutputT],
+    manifest: Mapping[str, Any],
+    endpoint: str,
+    schedule_to_close_timeout: timedelta | None,
+    summary: str | None,
+) -> OutputT:
+    """One operation of the raypilot Nexus service on `manifest`, through the endpoint `endpoint`."""
+    client = workflow.create_nexus_client(service=RayPilotService, endpoint=endpoint)
+    return await client.execute_operation(
+        operation, dict(manifest), schedule_to_close_timeout=schedule_to_close_timeout, summary=summary
+    )
+
 
 async def run_rayjob(
     manifest: Mapping[str, Any],
@@ -52,12 +69,8 @@ async def run_rayjob(
     object: `jobDeploymentStatus`, `jobStatus`, ...). A finished RayJob answers its final status at once; a
     running one is waited for, never started twice. A manifest KubeRay rejects raises NexusOperationError,
     not retried, whose causes hold KubeRay's message (`validation_failure`)."""
-    client = workflow.create_nexus_client(service=RayPilotService, endpoint=endpoint)
-    return await client.execute_operation(
-        RayPilotService.run_rayjob,
-        dict(manifest),
-        schedule_to_close_timeout=schedule_to_close_timeout,
-        summary=summary,
+    return await _through_endpoint(
+        RayPilotService.run_rayjob, manifest, endpoint, schedule_to_close_timeout, summary
     )
 
 
@@ -71,12 +84,8 @@ async def upgrade_rayservice(
     """Applies the RayService manifest (starting the RayService when it does not exist, as `raypilot apply`)
     through the Nexus endpoint `endpoint` and returns how the generation it became ended: promoted,
     rolled-back or failed, with the reason. A manifest equal to the serving one answers at once."""
-    client = workflow.create_nexus_client(service=RayPilotService, endpoint=endpoint)
-    return await client.execute_operation(
-        RayPilotService.upgrade_rayservice,
-        dict(manifest),
-        schedule_to_close_timeout=schedule_to_close_timeout,
-        summary=summary,
+    return await _through_endpoint(
+        RayPilotService.upgrade_rayservice, manifest, endpoint, schedule_to_close_timeout, summary
     )
 
 
