@@ -21,6 +21,9 @@ from workflows.decisions.rayservice.upgrade.step_deadline import (
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CLOCK = StepClock("rc", 1, NOW - timedelta(seconds=30))
+# The same step, started at the deadline (60 s ago) and far past it.
+AT_DEADLINE = StepClock("rc", 1, NOW - timedelta(seconds=60))
+LONG_AGO = StepClock("rc", 1, NOW - timedelta(seconds=600))
 TIMED = RolloutStep.model_validate({"traffic": 10, "progressDeadlineSeconds": 60})
 
 
@@ -36,24 +39,10 @@ def test_the_step_clock_starts_anew_for_another_step_or_cluster() -> None:
     [
         (TIMED, CLOCK, "traffic", "", "wait", NOW + timedelta(seconds=30)),
         (TIMED, CLOCK, "analysis", "", "wait", NOW + timedelta(seconds=30)),
-        (TIMED, StepClock("rc", 1, NOW - timedelta(seconds=60)), "traffic", "", "exceeded", None),
-        (
-            TIMED,
-            StepClock("rc", 1, NOW - timedelta(seconds=600)),
-            "pause",
-            "",
-            "none",
-            None,
-        ),  # pauses are never late
-        (TIMED, StepClock("rc", 1, NOW - timedelta(seconds=600)), "resume", "", "none", None),
-        (
-            TIMED,
-            StepClock("rc", 1, NOW - timedelta(seconds=600)),
-            "traffic",
-            "rc/step 2",
-            "none",
-            None,
-        ),  # acted on
+        (TIMED, AT_DEADLINE, "traffic", "", "exceeded", None),
+        (TIMED, LONG_AGO, "pause", "", "none", None),  # pauses are never late
+        (TIMED, LONG_AGO, "resume", "", "none", None),
+        (TIMED, LONG_AGO, "traffic", "rc/step 2", "none", None),  # acted on
         (RolloutStep(traffic=10), CLOCK, "traffic", "", "none", None),  # no deadline
     ],
 )
