@@ -5,6 +5,8 @@ weighted traffic to the pending cluster); an abort ends it too. The status and E
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -49,6 +51,18 @@ def pending_weight(spec: dict[str, Any], new: str) -> int:
     return next((int(r["weight"]) for r in rule["backendRefs"] if r["name"] == f"{new}-serve-svc"), -1)
 
 
+@asynccontextmanager
+async def upgrading_with(
+    env: WorkflowEnvironment, world: FakeRayWorld, plan: dict[str, Any]
+) -> AsyncIterator[tuple[Handle, str, str]]:
+    """v1 served through its HTTPRoute, then the upgrade to v2 under `plan` applied: (handle, the cluster
+    that serves, the new pending cluster)."""
+    async with serving(env, world, rollout_manifest("v1", plan)) as (handle, old):
+        await eventually(env, routed(world))
+        await apply(handle, rollout_manifest("v2", plan))
+        yield handle, old, await new_pending_cluster(env, handle)
+
+
 async def route_writes(handle: Handle) -> list[tuple[datetime, dict[str, Any]]]:
     """Each update of the HTTPRoute's spec with the workflow time that decided it."""
     history = await handle.fetch_history()
@@ -59,10 +73,7 @@ async def test_mirror_steps_copy_before_any_weight_moves_and_the_traffic_step_en
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, rollout_manifest("v1", PLAN)) as (handle, old):
-        await eventually(env, routed(world))
-        await apply(handle, rollout_manifest("v2", PLAN))
-        new = await new_pending_cluster(env, handle)
+    async with upgrading_with(env, world, PLAN) as (handle, old, new):
 
         async def mirroring() -> bool:
             return mirrors((world.route or {}).get("spec") or {}) == [(f"{new}-serve-svc", 10)]
@@ -102,10 +113,7 @@ async def test_mirror_steps_copy_before_any_weight_moves_and_the_traffic_step_en
 async def test_an_abort_ends_the_mirror(time_skipping_env: WorkflowEnvironment) -> None:
     plan = {"steps": [{"mirror": 20, "pause": "indefinite"}, {"traffic": 50}]}
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, rollout_manifest("v1", plan)) as (handle, old):
-        await eventually(env, routed(world))
-        await apply(handle, rollout_manifest("v2", plan))
-        new = await new_pending_cluster(env, handle)
+    async with upgrading_with(env, world, plan) as (handle, old, new):
 
         async def mirroring_with_capacity() -> bool:
             pending = (await status_of(handle))["pendingServiceStatus"]
