@@ -1,6 +1,7 @@
 """Following an upgrade while load runs: the HTTPRoute's weights (cutting the load's samples into one segment
-per weight setting, so that a test can compare the share each version got with the weight the route gave it)
-and the workflow's status (the traffic steps as the workflow recorded them, the conditions it showed)."""
+per weight setting, so that a test can compare the share each version got with the weight the route gave it),
+the whole route per distinct state (its labels, filters and every rule: `RouteSnapshots`) and the workflow's
+status (the traffic steps as the workflow recorded them, the conditions it showed)."""
 
 from __future__ import annotations
 
