@@ -78,8 +78,9 @@ def auth_failure(headers: Mapping[str, str], cookies: Mapping[str, str], token: 
 # so that a bench reads a simulated head's dashboard load in a Pod as it reads its other metrics.
 DASHBOARD_REQUESTS_COUNTER = "ray_dashboard_api_requests_count_requests_total"
 # The simulation's own account, beside Ray's metrics on the metrics export port (real Ray has no such path):
-# its requests per route and per path, and how many of its Ray jobs are in each state, for the benches that
-# count a head's load from outside its Pod. Reading it is no dashboard request.
+# its requests per route and per path, how many of its Ray jobs are in each state, and the Serve application
+# requests it answered per version, for the benches and tests that count a head's load from outside its Pod.
+# Reading it is no dashboard request.
 SIMULATION_COUNTERS_PATH = "/simulation/counters"
 
 
@@ -190,6 +191,7 @@ class SimulatedDashboard(HeadAccess):
                 "routes": dict(self.requests),
                 "paths": dict(self.paths),
                 "jobStates": dict(Counter(job.status for job in jobs)),
+                "serveAnswers": dict(self.serve.answers) if self.serve is not None else {},
             }
         )
 

@@ -17,6 +17,7 @@ import time
 import traceback
 import uuid
 import warnings
+from collections import Counter
 from typing import Any
 
 from aiohttp import web
@@ -95,6 +96,9 @@ class SimulatedServe:
         self._round_robin = itertools.count()
         # As the proxy's gauge: application requests received and not yet answered.
         self.ongoing_http_requests = 0
+        # The application requests the apps answered, per version answered (no real Ray counter says which
+        # version served a request): tests count what reached each cluster, e.g. a Gateway's mirrored copies.
+        self.answers: Counter[str] = Counter()
         self.closes_connections_until = 0.0  # time.monotonic() until which responses close their connection
 
     @property
@@ -282,6 +286,7 @@ class SimulatedServe:
             await held_until(hold)
         ingress = app.ingress
         assert ingress is not None
+        self.answers[replica.answer_version] += 1
         return web.json_response(
             {
                 "version": replica.answer_version,

@@ -1,6 +1,7 @@
 """Following an upgrade while load runs: the HTTPRoute's weights (cutting the load's samples into one segment
-per weight setting, so that a test can compare the share each version got with the weight the route gave it)
-and the workflow's status (the traffic steps as the workflow recorded them, the conditions it showed)."""
+per weight setting, so that a test can compare the share each version got with the weight the route gave it),
+the whole route per distinct state (its labels, filters and every rule: `RouteSnapshots`) and the workflow's
+status (the traffic steps as the workflow recorded them, the conditions it showed)."""
 
 from __future__ import annotations
 
@@ -188,3 +189,55 @@ class StatusSampler(BackgroundPoll):
             for c in status.get("conditions") or []
             if c.get("type") == kind
         }
+
+
+@dataclass(frozen=True)
+class RouteSnapshot:
+    """An HTTPRoute as a poll saw it: its labels and spec, and when (time.monotonic())."""
+
+    at: float
+    labels: dict[str, str]
+    spec: dict[str, Any]
+
+    def rule(self, index: int) -> dict[str, Any]:
+        rules = self.spec.get("rules") or []
+        return dict(rules[index]) if index < len(rules) else {}
+
+    def backends(self, index: int) -> dict[str, int]:
+        """Backend Service name -> weight in rule `index`."""
+        return {
+            str(ref["name"]): int(ref.get("weight", 1)) for ref in self.rule(index).get("backendRefs") or []
+        }
+
+    def mirrors(self, index: int) -> list[tuple[str, int]]:
+        """(backend Service, percent) of rule `index`'s RequestMirror filters."""
+        return [
+            (str(f["requestMirror"]["backendRef"]["name"]), int(f["requestMirror"].get("percent", 100)))
+            for f in self.rule(index).get("filters") or []
+            if f.get("type") == "RequestMirror"
+        ]
+
+
+@dataclass
+class RouteSnapshots(BackgroundPoll):
+    """Polls an HTTPRoute every `period_s` and keeps each distinct (labels, spec) it had, with when it was
+    first seen: the whole route, for tests about more than its weights (filters, labels, a user's fields)."""
+
+    custom: k8s.CustomObjectsApi
+    namespace: str
+    name: str
+    period_s: float = 0.05
+    seen: list[RouteSnapshot] = field(default_factory=list)
+
+    async def _poll(self) -> None:
+        while True:
+            route = await read_custom(self.custom, GATEWAY_GROUP, "httproutes", self.namespace, self.name)
+            if route is not None:
+                labels = dict((route.get("metadata") or {}).get("labels") or {})
+                spec = dict(route.get("spec") or {})
+                if not self.seen or (self.seen[-1].labels, self.seen[-1].spec) != (labels, spec):
+                    self.seen.append(RouteSnapshot(time.monotonic(), labels, spec))
+            await asyncio.sleep(self.period_s)
+
+    def latest(self) -> RouteSnapshot | None:
+        return self.seen[-1] if self.seen else None

@@ -96,6 +96,37 @@ async def test_a_simulated_head_counts_its_requests_per_route_and_path_and_its_j
     assert again["routes"] == counters["routes"]  # reading the counters is no dashboard request
 
 
+async def test_a_simulated_head_counts_the_serve_requests_its_app_answered_per_version() -> None:
+    """Only application requests count, by the version that answered (the probes' /-/healthz and /-/routes
+    do not): what a test reads to know how many requests reached one cluster."""
+    head = SimulatedDashboard("answers", {"APP_VERSION": "v7"}, {}, timings=SimulationTimings.fast())
+    await head.start()
+    try:
+        counters_url = f"http://{head.host}:{head.ports['metrics']}{SIMULATION_COUNTERS_PATH}"
+        serve_url = f"http://{head.host}:{head.ports['serve']}"
+        app = {"name": "app", "route_prefix": "/", "import_path": "sandbox.apps.versioned:app"}
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            assert (await client.get(counters_url)).json()["serveAnswers"] == {}
+            put = await client.put(
+                f"{head.dashboard_url}/api/serve/applications/", json={"applications": [app]}
+            )
+            assert put.status_code == 200, put.text
+
+            async def running() -> bool:
+                details = (await client.get(f"{head.dashboard_url}/api/serve/applications/")).json()
+                return bool((details["applications"].get("app") or {}).get("status") == "RUNNING")
+
+            await eventually(running, timeout_s=30)
+            versions = [(await client.get(f"{serve_url}/any/path")).json()["version"] for _ in range(5)]
+            assert (await client.get(f"{serve_url}/-/healthz")).status_code == 200
+            assert (await client.get(f"{serve_url}/-/routes")).status_code == 200
+            counters = (await client.get(counters_url)).json()
+    finally:
+        await head.stop()
+    assert versions == ["v7"] * 5
+    assert counters["serveAnswers"] == {"v7": 5}
+
+
 @pytest.mark.ray
 async def test_a_real_head_starts_restarts_and_stops_by_pid(tmp_path: Path) -> None:
     head = RealRayHead("lifecycle", tmp_path / "head", {}, {"num-cpus": "1", "dashboard-host": "0.0.0.0"})
