@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     import workflows.decisions.rayservice.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
+    from models.notify_default import NotifyDefault
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
     from wire import stubs
@@ -126,7 +127,11 @@ class RayServiceWorkflow:
         target = NotifiedObject(
             KIND_RAYSERVICE, namespace, name, info.workflow_id, info.first_execution_run_id
         )
-        self._notifier = Notifier(target, self._state.notify)
+        self._notifier = Notifier(target, self._state.notify, self._notify_default)
+
+    def _notify_default(self) -> NotifyDefault | None:
+        """RAYPILOT_NOTIFY as this run's operator configuration recorded it."""
+        return self._config.notify if self._config is not None else None
 
     @property
     def _gates(self) -> FeatureGates:
@@ -145,7 +150,7 @@ class RayServiceWorkflow:
             if error is not None:
                 raise _rejected(error)
             start_from_adopted_cluster(state)
-        self._notifier.send_unsent()  # what the run before did not send (none without the annotation)
+        self._notifier.send_unsent()  # what the run before did not send (none without raypilot.io/notify)
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(PassContext(state, world, calls, config, self._commit))
@@ -235,7 +240,7 @@ class RayServiceWorkflow:
         self, before: RayServiceStatuses, after: RayServiceStatuses, events: list[RayServiceEvent]
     ) -> None:
         """raypilot.io/notify: the notifications of this change, sent in the background (nothing without
-        the annotation)."""
+        the annotation or the cluster-wide default)."""
         annotations = (self._state.manifest.get("metadata") or {}).get("annotations") or {}
         self._notifier.notify(annotations, rayservice_notifications(before, after, events))
 
