@@ -40,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
     import workflows.decisions.rayservice.upgrade.step_plan  # noqa: F401
     from models.features import FeatureGates
     from models.naming import KIND_RAYSERVICE
-    from models.notify_default import NotifyDefault
     from models.operator import OperatorConfig
     from models.rayservice import RayServiceStatuses
     from wire import stubs
@@ -127,11 +126,10 @@ class RayServiceWorkflow:
         target = NotifiedObject(
             KIND_RAYSERVICE, namespace, name, info.workflow_id, info.first_execution_run_id
         )
-        self._notifier = Notifier(target, self._state.notify, self._notify_default)
-
-    def _notify_default(self) -> NotifyDefault | None:
-        """RAYPILOT_NOTIFY as this run's operator configuration recorded it."""
-        return self._config.notify if self._config is not None else None
+        # The cluster-wide default (RAYPILOT_NOTIFY) as this run's operator configuration recorded it.
+        self._notifier = Notifier(
+            target, self._state.notify, lambda: self._config.notify if self._config is not None else None
+        )
 
     @property
     def _gates(self) -> FeatureGates:
