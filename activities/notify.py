@@ -60,7 +60,7 @@ class NotifyActivities:
         self.dependencies = dependencies
 
     async def _webhook_url(self, request: SendNotification) -> str:
-        namespace = request.notification.namespace
+        namespace = request.secret_namespace_or_own()
         url = await self.dependencies.apiserver().read_secret_value(
             namespace, request.secret_name, request.secret_key
         )

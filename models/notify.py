@@ -8,6 +8,9 @@ bad value rejects the manifest with a message naming the field, and nothing is c
     events: [promoted, rolled-back, failed]   # default: every event of the object's kind
     format: cloudevents                  # or slack
 
+The annotation replaces the worker's cluster-wide default (`RAYPILOT_NOTIFY`, models/notify_default.py) for
+its object; `{events: []}` (no `secretRef` needed) sends nothing for it.
+
 The webhook URL itself is never in the manifest: only the worker's activity reads it from the Secret, so it
 never enters a workflow's history.
 """
@@ -18,7 +21,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError
 
 from models.base import SpecModel
 from models.manifest import format_validation_error
@@ -84,26 +87,22 @@ class SecretKeyRef(SpecModel):
 
 
 class NotifySettings(SpecModel):
-    secret_ref: SecretKeyRef
-    # None: every event of the object's kind (`wants`).
+    # None only with `events: []` (`notify_settings` checks it): that object sends nothing.
+    secret_ref: SecretKeyRef | None = None
+    # None: every event of the object's kind; []: none (off for this object, whatever the default says).
     events: list[NotifyEvent] | None = None
     format: NotifyFormat = NotifyFormat.CLOUDEVENTS
 
-    @field_validator("events")
-    @classmethod
-    def _not_empty(cls, events: list[NotifyEvent] | None) -> list[NotifyEvent] | None:
-        if events is not None and not events:
-            raise ValueError("must name at least one event (leave it out for all of them)")
-        return events
-
-    def wants(self, event: NotifyEvent) -> bool:
-        return self.events is None or event in self.events
+    @property
+    def turns_off(self) -> bool:
+        return self.events == []
 
 
 def notify_settings(annotations: Mapping[str, str], kind: str) -> NotifySettings | None:
     """The annotation read and checked for an object of `kind` (None without it); ValueError with a message
     naming the field. An event that cannot happen to that kind (`complete` on a RayService) is an error too:
-    it would never be sent."""
+    it would never be sent. The default of the worker (models/notify_default.py) plays no part here: an
+    annotation is valid or not whatever the worker's setting."""
     loaded = annotation_object(annotations, ANNOTATION_NOTIFY, "{secretRef: {name: hooks, key: url}}")
     if loaded is None:
         return None
@@ -111,6 +110,11 @@ def notify_settings(annotations: Mapping[str, str], kind: str) -> NotifySettings
         settings = NotifySettings.model_validate(loaded)
     except ValidationError as error:
         raise ValueError(f"{ANNOTATION_NOTIFY}: {format_validation_error(error, loaded)}") from None
+    if settings.secret_ref is None and not settings.turns_off:
+        raise ValueError(
+            f"{ANNOTATION_NOTIFY}: secretRef: Field required (only {{events: []}}, which sends nothing, "
+            "goes without it)"
+        )
     allowed = EVENTS_OF_KIND[kind]
     for index, event in enumerate(settings.events or ()):
         if event not in allowed:

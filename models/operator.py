@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict
 
 from models.features import FEATURE_GATES_ENV, FeatureGates, parse_feature_gates
+from models.notify_default import NotifyDefault, notify_default_from_env
 
 DEFAULT_TRANSITION_GRACE_SECONDS = 300
 DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS = 300
@@ -38,11 +39,14 @@ class OperatorConfig(BaseModel):
     # activity each, unless it is "false". False here (not the environment's default) means a configuration
     # recorded before this field existed decodes as the runs that recorded it worked.
     job_observer: bool = False
+    # RAYPILOT_NOTIFY (raypilot): the raypilot.io/notify of every object without the annotation (None: none).
+    # It names a Secret, never the URL, so it may be recorded in history with the rest of this value.
+    notify: NotifyDefault | None = None
 
 
 def operator_config_from_env(env: Mapping[str, str]) -> OperatorConfig:
-    """Raises ValueError only for RAYPILOT_FEATURE_GATES (a typo there must not pass silently); the KubeRay
-    variables fall back to their defaults exactly where KubeRay's do."""
+    """Raises ValueError only for RAYPILOT_FEATURE_GATES and RAYPILOT_NOTIFY (a typo there must not pass
+    silently); the KubeRay variables fall back to their defaults exactly where KubeRay's do."""
     return OperatorConfig(
         feature_gates=parse_feature_gates(env.get(FEATURE_GATES_ENV, "")),
         enable_zero_downtime=env.get("ENABLE_ZERO_DOWNTIME", "").lower() != "false",
@@ -56,6 +60,7 @@ def operator_config_from_env(env: Mapping[str, str]) -> OperatorConfig:
         ),
         cluster_domain=env.get("CLUSTER_DOMAIN", "").strip() or DEFAULT_CLUSTER_DOMAIN,
         job_observer=env.get(JOB_OBSERVER_ENV, "").strip().lower() != "false",
+        notify=notify_default_from_env(env),
     )
 
 

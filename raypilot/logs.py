@@ -20,7 +20,7 @@ import logging
 import queue
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -138,15 +138,27 @@ class HandOff(logging.Handler):
     and every later log call of the worker blocked, the worker frozen for good. `SimpleQueue.put` is one
     atomic call; the filters (context, masking) still run here, in the logging thread, which they need."""
 
-    def __init__(self, records: queue.SimpleQueue[logging.LogRecord | None]) -> None:
+    def __init__(
+        self, records: queue.SimpleQueue[logging.LogRecord | None], finish: Callable[[], None] | None = None
+    ) -> None:
         super().__init__()
         self.records = records
+        self._finish = finish
 
     def createLock(self) -> None:
         self.lock = None
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.put(record)
+
+    def close(self) -> None:
+        """Waits (bounded) for the writer to write what is left. `logging.shutdown()` closes handlers, and
+        a process that ends with `os._exit` (the console script: raypilot/cli/main.py) runs no atexit hook:
+        without this, a worker refusing a bad setting would exit without its error line."""
+        finish, self._finish = self._finish, None
+        if finish is not None:
+            finish()
+        super().close()
 
 
 # How long the exit waits for the writer to write what is left (a stuck writer must not hang the exit).
@@ -155,25 +167,25 @@ WRITER_EXIT_SECONDS: Final = 5.0
 
 def handed_off(handler: logging.Handler) -> HandOff:
     """A `HandOff` for `handler`, whose filters it takes over; one writer thread (a daemon) writes what it is
-    handed, and at exit writes what is left for up to WRITER_EXIT_SECONDS."""
+    handed, and at exit (or once the handler is closed) writes what is left for up to WRITER_EXIT_SECONDS."""
     records: queue.SimpleQueue[logging.LogRecord | None] = queue.SimpleQueue()
-    front = HandOff(records)
-    for handed in list(handler.filters):
-        front.addFilter(handed)
-        handler.removeFilter(handed)
 
     def write() -> None:
         while (record := records.get()) is not None:
             handler.handle(record)
 
     writer = threading.Thread(target=write, name="raypilot-log-writer", daemon=True)
-    writer.start()
 
     def finish() -> None:
         records.put(None)
         writer.join(WRITER_EXIT_SECONDS)
 
-    atexit.register(finish)
+    front = HandOff(records, finish)
+    for handed in list(handler.filters):
+        front.addFilter(handed)
+        handler.removeFilter(handed)
+    writer.start()
+    atexit.register(front.close)
     return front
 
 

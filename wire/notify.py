@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from models.notify import NotifyEvent, NotifyFormat, NotifySettings
+from models.notify import NotifyEvent, NotifyFormat
+from models.notify_default import Webhook
 
 __all__ = [
     "CLOUDEVENTS_CONTENT_TYPE",
@@ -62,13 +63,18 @@ class Notification:
 
 @dataclass(frozen=True)
 class SendNotification:
-    """POST `notification` to the URL in key `secret_key` of Secret `secret_name` in the notification's
-    namespace, as `format` says."""
+    """POST `notification` to the URL in key `secret_key` of Secret `secret_name` in namespace
+    `secret_namespace` (empty: the notification's own), as `format` says."""
 
     secret_name: str
     secret_key: str
     format: str
     notification: Notification
+    # Last, with a default: requests recorded before the cluster-wide default existed decode as they were.
+    secret_namespace: str = ""
+
+    def secret_namespace_or_own(self) -> str:
+        return self.secret_namespace or self.notification.namespace
 
 
 @dataclass
@@ -93,7 +99,7 @@ class NotifiedObject:
 
 
 def notification_request(
-    settings: NotifySettings, target: NotifiedObject, moment: NotifyMoment, position: int, time: str
+    webhook: Webhook, target: NotifiedObject, moment: NotifyMoment, position: int, time: str
 ) -> SendNotification:
     """The request for the `position`-th notification of the object (counted over its whole chain)."""
     notification = Notification(
@@ -108,7 +114,7 @@ def notification_request(
         details=dict(moment.details),
     )
     return SendNotification(
-        settings.secret_ref.name, settings.secret_ref.key, settings.format.value, notification
+        webhook.secret_name, webhook.secret_key, webhook.format.value, notification, webhook.secret_namespace
     )
 
 

@@ -56,12 +56,13 @@ async def receiving(receiver: Receiver) -> AsyncIterator[Receiver]:
         await runner.cleanup()
 
 
-def dependencies(secrets: dict[str, dict[str, str]]) -> ActivityDependencies:
-    """Real HTTP for the webhook; a fake API server that knows the Secrets `secrets` (name -> data)."""
+def dependencies(secrets: dict[str, dict[str, str]], namespace: str = "prod") -> ActivityDependencies:
+    """Real HTTP for the webhook; a fake API server that knows the Secrets `secrets` (name -> data) in
+    `namespace`."""
 
     def api(request: httpx.Request) -> httpx.Response:
         name = request.url.path.rsplit("/", 1)[-1]
-        if request.url.path.startswith("/api/v1/namespaces/prod/secrets/") and name in secrets:
+        if request.url.path.startswith(f"/api/v1/namespaces/{namespace}/secrets/") and name in secrets:
             data = {key: base64.b64encode(value.encode()).decode() for key, value in secrets[name].items()}
             return httpx.Response(200, json={"kind": "Secret", "data": data})
         return httpx.Response(404, json={"kind": "Status", "reason": "NotFound", "code": 404})
@@ -73,7 +74,9 @@ def dependencies(secrets: dict[str, dict[str, str]]) -> ActivityDependencies:
     )
 
 
-def request(body_format: str = "cloudevents", secret: str = "hooks") -> SendNotification:
+def request(
+    body_format: str = "cloudevents", secret: str = "hooks", secret_namespace: str = ""
+) -> SendNotification:
     notification = Notification(
         id="rayservice/prod/svc/run-1/2",
         event="promoted",
@@ -85,7 +88,7 @@ def request(body_format: str = "cloudevents", secret: str = "hooks") -> SendNoti
         message="RayCluster svc-b is promoted: it serves all the traffic.",
         details={"activeCluster": "svc-b"},
     )
-    return SendNotification(secret, "url", body_format, notification)
+    return SendNotification(secret, "url", body_format, notification, secret_namespace)
 
 
 async def send(deps: ActivityDependencies, send_request: SendNotification) -> int:
@@ -124,6 +127,20 @@ async def test_a_slack_body_is_plain_json() -> None:
     [(headers, body)] = receiver.posts
     assert headers["Content-Type"] == "application/json"
     assert json.loads(body)["text"].startswith(":white_check_mark: *RayService prod/svc* promoted: ")
+
+
+async def test_the_cluster_wide_default_reads_its_secret_in_the_namespace_it_names() -> None:
+    async with receiving(Receiver()) as receiver:
+        deps = dependencies({"hooks": {"url": receiver.url}}, namespace="raypilot")
+        try:
+            assert await send(deps, request(secret_namespace="raypilot")) == 200
+            with pytest.raises(ApplicationError) as missing:
+                await send(deps, request())  # the object's own namespace (prod) has no such Secret
+        finally:
+            await deps.aclose()
+    [(_, body)] = receiver.posts
+    assert json.loads(body)["subject"] == "prod/svc"
+    assert 'secret "hooks" in namespace "prod"' in missing.value.message
 
 
 @pytest.mark.parametrize(

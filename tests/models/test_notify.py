@@ -52,9 +52,19 @@ def test_accepted_values(
 ) -> None:
     settings = notify_settings({ANNOTATION_NOTIFY: value}, kind)
     assert settings is not None
+    assert settings.secret_ref is not None
     assert (settings.secret_ref.name, settings.secret_ref.key) == (secret, key)
     assert settings.events == events
     assert settings.format == body_format
+
+
+@pytest.mark.parametrize(
+    "value", ["{events: []}", "{secretRef: {name: hooks}, events: []}", "events: []\nformat: slack\n"]
+)
+def test_no_events_turns_notifications_off_and_needs_no_secret(value: str) -> None:
+    settings = notify_settings({ANNOTATION_NOTIFY: value}, KIND_RAYSERVICE)
+    assert settings is not None
+    assert settings.turns_off
 
 
 def test_absent_or_blank_means_no_notifications() -> None:
@@ -98,9 +108,10 @@ def test_absent_or_blank_means_no_notifications() -> None:
             "failed, retrying)",
         ),
         (
-            "{secretRef: {name: h}, events: []}",
+            "{format: slack}",
             KIND_RAYJOB,
-            "raypilot.io/notify: events: must name at least one event (leave it out for all of them)",
+            "raypilot.io/notify: secretRef: Field required (only {events: []}, which sends nothing, goes "
+            "without it)",
         ),
         ("{secretRef: {name: h}, url: http://x}", KIND_RAYJOB, 'raypilot.io/notify: unknown field "url"'),
     ],
@@ -114,7 +125,7 @@ def test_absent_or_blank_means_no_notifications() -> None:
         "unknown-format",
         "rayjob-event-on-rayservice",
         "rayservice-event-on-rayjob",
-        "no-events",
+        "no-secret-ref-with-events-left-out",
         "url-inline",
     ],
 )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from models.naming import KIND_RAYJOB, KIND_RAYSERVICE
-from models.notify import NotifyEvent, notify_settings
+from models.notify import NotifyEvent, NotifyFormat, notify_settings
+from models.notify_default import Webhook, webhook_for
 from wire.notify import (
     CLOUDEVENTS_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -25,6 +26,13 @@ TIME = "2026-01-01T00:00:00Z"
 
 def annotation(body_format: str) -> dict[str, str]:
     return {"raypilot.io/notify": f"{{secretRef: {{name: hooks, key: url}}, format: {body_format}}}"}
+
+
+def webhook_of(annotations: dict[str, str], kind: str) -> Webhook:
+    """The webhook of an object with these annotations on a worker without RAYPILOT_NOTIFY."""
+    webhook = webhook_for(kind, notify_settings(annotations, kind), None)
+    assert webhook is not None
+    return webhook
 
 
 @pytest.mark.parametrize(
@@ -82,10 +90,10 @@ def annotation(body_format: str) -> dict[str, str]:
 def test_cloudevents_body(
     target: NotifiedObject, moment: NotifyMoment, position: int, expected: dict[str, object]
 ) -> None:
-    settings = notify_settings(annotation("cloudevents"), target.kind)
-    assert settings is not None
-    request = notification_request(settings, target, moment, position, TIME)
-    assert (request.secret_name, request.secret_key) == ("hooks", "url")
+    webhook = webhook_of(annotation("cloudevents"), target.kind)
+    request = notification_request(webhook, target, moment, position, TIME)
+    assert (request.secret_name, request.secret_key, request.secret_namespace) == ("hooks", "url", "")
+    assert request.secret_namespace_or_own() == target.namespace
     assert webhook_body(request) == (CLOUDEVENTS_CONTENT_TYPE, expected)
 
 
@@ -108,18 +116,24 @@ def test_cloudevents_body(
     ids=["rayservice", "rayjob"],
 )
 def test_slack_body(target: NotifiedObject, moment: NotifyMoment, text: str) -> None:
-    settings = notify_settings(annotation("slack"), target.kind)
-    assert settings is not None
-    request = notification_request(settings, target, moment, 2, TIME)
+    webhook = webhook_of(annotation("slack"), target.kind)
+    request = notification_request(webhook, target, moment, 2, TIME)
     assert webhook_body(request) == (JSON_CONTENT_TYPE, {"text": text})
 
 
 def test_the_id_is_the_same_for_the_same_position_and_differs_for_another() -> None:
-    settings = notify_settings(annotation("cloudevents"), KIND_RAYSERVICE)
-    assert settings is not None
-    first = notification_request(settings, SERVICE, PROMOTED, 1, TIME).notification.id
-    again = notification_request(settings, SERVICE, PROMOTED, 1, "2026-01-02T00:00:00Z").notification.id
-    other = notification_request(settings, SERVICE, PROMOTED, 2, TIME).notification.id
+    webhook = webhook_of(annotation("cloudevents"), KIND_RAYSERVICE)
+    first = notification_request(webhook, SERVICE, PROMOTED, 1, TIME).notification.id
+    again = notification_request(webhook, SERVICE, PROMOTED, 1, "2026-01-02T00:00:00Z").notification.id
+    other = notification_request(webhook, SERVICE, PROMOTED, 2, TIME).notification.id
     recreated = NotifiedObject(KIND_RAYSERVICE, "prod", "svc", "rayservice/prod/svc", "run-2")
     assert first == again != other
-    assert notification_request(settings, recreated, PROMOTED, 1, TIME).notification.id != first
+    assert notification_request(webhook, recreated, PROMOTED, 1, TIME).notification.id != first
+
+
+def test_a_default_in_another_namespace_names_it_in_the_request() -> None:
+    webhook = Webhook("raypilot", "hooks", "url", (NotifyEvent.PROMOTED,), NotifyFormat.SLACK)
+    request = notification_request(webhook, SERVICE, PROMOTED, 1, TIME)
+    assert (request.secret_namespace, request.secret_name, request.format) == ("raypilot", "hooks", "slack")
+    assert request.secret_namespace_or_own() == "raypilot"
+    assert request.notification.namespace == "prod"  # the object's, in the body

@@ -19,6 +19,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from models.naming import KIND_RAYJOB
+    from models.notify_default import NotifyDefault
     from models.operator import OperatorConfig
     from models.raycluster import RayClusterSpec, RayClusterStatus
     from models.rayjob import RayJob, RayJobStatus
@@ -65,8 +66,13 @@ class RayJobCore:
         target = NotifiedObject(
             KIND_RAYJOB, metadata.namespace, metadata.name, state.workflow_id, info.first_execution_run_id
         )
-        # raypilot.io/notify: Complete, Failed and Retrying, sent in the background (nothing without it).
-        self.notifier = Notifier(target, state.notify)
+        # raypilot.io/notify: Complete, Failed and Retrying, sent in the background (nothing without it or
+        # the cluster-wide default of the run's operator configuration).
+        self.notifier = Notifier(target, state.notify, self._notify_default)
+
+    def _notify_default(self) -> NotifyDefault | None:
+        """RAYPILOT_NOTIFY as this run's operator configuration recorded it."""
+        return self.state.config.notify if self.state.config is not None else None
 
     # ---- the RayJob -------------------------------------------------------------------------------------
 

@@ -126,7 +126,10 @@ class RayServiceWorkflow:
         target = NotifiedObject(
             KIND_RAYSERVICE, namespace, name, info.workflow_id, info.first_execution_run_id
         )
-        self._notifier = Notifier(target, self._state.notify)
+        # The cluster-wide default (RAYPILOT_NOTIFY) as this run's operator configuration recorded it.
+        self._notifier = Notifier(
+            target, self._state.notify, lambda: self._config.notify if self._config is not None else None
+        )
 
     @property
     def _gates(self) -> FeatureGates:
@@ -145,7 +148,7 @@ class RayServiceWorkflow:
             if error is not None:
                 raise _rejected(error)
             start_from_adopted_cluster(state)
-        self._notifier.send_unsent()  # what the run before did not send (none without the annotation)
+        self._notifier.send_unsent()  # what the run before did not send (none without raypilot.io/notify)
         calls = self._calls
         world = RayServiceWorld(calls)
         reconciler = RayServiceReconciler(PassContext(state, world, calls, config, self._commit))
@@ -235,7 +238,7 @@ class RayServiceWorkflow:
         self, before: RayServiceStatuses, after: RayServiceStatuses, events: list[RayServiceEvent]
     ) -> None:
         """raypilot.io/notify: the notifications of this change, sent in the background (nothing without
-        the annotation)."""
+        the annotation or the cluster-wide default)."""
         annotations = (self._state.manifest.get("metadata") or {}).get("annotations") or {}
         self._notifier.notify(annotations, rayservice_notifications(before, after, events))
 

@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from models.notify import ANNOTATION_NOTIFY
+from models.operator import OperatorConfig
 from raypilot.testing.rayservice_scenarios import (
     INCREMENTAL,
     Handle,
@@ -43,8 +44,8 @@ NOTIFY = {ANNOTATION_NOTIFY: '{"secretRef": {"name": "hooks", "key": "url"}}'}
 class NotifyingWorld(FakeRayWorld):
     """The fake world with a webhook activity that keeps what it was asked to send."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, config: OperatorConfig | None = None) -> None:
+        super().__init__(config)
         self.sent: list[SendNotification] = []
 
     def activities(self) -> list[Any]:
