@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import hashlib
 import hmac
 import os
@@ -51,6 +52,8 @@ DEFAULT_REGION: Final = "us-east-1"
 S3_TIMEOUT_SECONDS: Final = 20.0
 MAX_ERROR_BODY_CHARS: Final = 300
 _RETRYABLE_STATUSES: Final = frozenset({408, 429})
+# A directory store that will never take a log as configured (a full disk, say, may clear).
+_PERMANENT_ERRNOS: Final = frozenset({errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR})
 
 
 class LogStoreError(Exception):
@@ -108,10 +111,8 @@ class DirectoryLogStore:
                     os.unlink(temporary)
                 raise
         except OSError as error:
-            # A full disk may clear; a permission or a path that is a file will not.
-            raise LogStoreError(
-                f"log store: cannot write {path}: {error.strerror}", permanent=False
-            ) from None
+            message = f"log store: cannot write {path}: {error.strerror}"
+            raise LogStoreError(message, permanent=error.errno in _PERMANENT_ERRNOS) from None
 
     @staticmethod
     def _read(path: Path) -> bytes | None:
