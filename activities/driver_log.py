@@ -121,9 +121,7 @@ class DriverLogActivities:
             response = await self.dependencies.apiserver().request(
                 "POST", path, headers={"Content-Type": "application/json"}, content=json.dumps(body).encode()
             )
-        except (
-            Exception
-        ) as error:  # no answer, no kubeconfig: the log is saved, a missing Event the lesser harm
+        except Exception as error:  # no answer, no kubeconfig: the log is saved, the Event the lesser harm
             activity.logger.warning("could not record event %s: %s", event.reason, error)
             return
         if not response.is_success and response.status_code != 409:
