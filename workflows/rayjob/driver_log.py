@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from wire.driver_log import SaveDriverLog
     from workflows.decisions.rayjob.driver_log import driver_log_condition, driver_log_not_saved_condition
     from workflows.decisions.rayjob.events import EventReason, RayJobEvent
+    from workflows.search_attributes import MEMO_DRIVER_LOG
 
 from workflows.kit.calls import IO, call
 from workflows.rayjob.core import RayJobCore
@@ -52,3 +53,5 @@ async def save_driver_log_if_due(core: RayJobCore) -> None:
         core.acted(RayJobEvent("Normal", EventReason.DRIVER_LOG_SAVED, saved.event_message))
         condition = driver_log_condition(submission_id, saved, workflow.now())
     core.update_status(conditions=with_condition_replaced(core.status.conditions, condition))
+    if state.publishes_job_status:
+        workflow.upsert_memo({MEMO_DRIVER_LOG: f"{submission_id}/{condition.reason}"})
