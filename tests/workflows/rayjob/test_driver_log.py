@@ -19,6 +19,7 @@ from wire import names
 from wire.driver_log import STATUS_TAIL, DriverLogSaved, SaveDriverLog, log_tail
 from workflows.decisions.rayjob.driver_log import DRIVER_LOG_CONDITION, REASON_NOT_SAVED, REASON_TAIL_SAVED
 from workflows.rayjob.driver_log import DRIVER_LOG_PATCH
+from workflows.search_attributes import MEMO_DRIVER_LOG
 
 LOG = "".join(f"step {number:05d} of the first attempt\n" for number in range(2000)) + "ValueError: boom\n"
 
@@ -118,3 +119,21 @@ async def test_a_job_that_succeeds_saves_nothing_and_asks_no_patch(
     assert world.saved_driver_logs == []
     assert "conditions" not in result
     assert DRIVER_LOG_PATCH.encode() not in await _history_bytes(handle)
+
+
+async def test_a_raypilot_io_rayjob_tells_the_controller_of_its_saved_log_in_its_memo(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    """The condition changes no printer column: the memo the controller lists beside the phase does."""
+    world = FakeWorld(job_scripts=[FAILS])
+    manifest = _manifest()
+    # As the controller hands over a raypilot.io object.
+    manifest["metadata"]["uid"] = "uid-object"
+    manifest["metadata"]["annotations"] = {"raypilot.io/object-api-version": "raypilot.io/v1"}
+    handle, result = await completed_run(time_skipping_env, fake_worker, world, manifest)
+    memo = await (await handle.describe()).memo()
+    assert memo[MEMO_DRIVER_LOG] == f"{result['jobId']}/{REASON_TAIL_SAVED}"
+    plain, _ = await completed_run(
+        time_skipping_env, fake_worker, FakeWorld(job_scripts=[FAILS]), _manifest()
+    )
+    assert MEMO_DRIVER_LOG not in await (await plain.describe()).memo()
