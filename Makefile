@@ -5,7 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
-.PHONY: install test test-fast lint typecheck unit reliability bench dev demo lock clean kube node-tools
+.PHONY: install test test-fast lint typecheck unit reliability bench dev demo lock clean kube node-tools s3-server \
+	s3-server-lock
 
 install: $(STAMP)
 
@@ -38,7 +39,23 @@ unit: $(STAMP)
 	if [ $$code -eq 5 ]; then echo "pytest ran no test" >&2; exit 1; fi; exit $$code
 
 # The real Kubernetes components first: a cold build shows its progress before any test starts.
-test: kube node-tools lint typecheck unit
+test: kube node-tools s3-server lint typecheck unit
+
+# The S3-compatible server (moto) of the log store's test, pinned in tests/s3-server.lock, in .venv-s3: its
+# botocore and the kubernetes client want python-dateutil versions that exclude each other. Without it that
+# test skips, saying so.
+S3_VENV := .venv-s3
+$(S3_VENV)/.installed: tests/s3-server.lock
+	$(PYTHON) -m venv $(S3_VENV)
+	$(S3_VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/s3-server.lock
+	touch $@
+s3-server: $(S3_VENV)/.installed
+
+s3-server-lock:
+	rm -rf .lock-s3 && $(PYTHON) -m venv .lock-s3
+	.lock-s3/bin/pip install --quiet 'moto[s3]==5.2.5' flask flask-cors
+	{ sed -n '1,3p' tests/s3-server.lock; .lock-s3/bin/pip freeze; } > tests/s3-server.lock.new
+	mv tests/s3-server.lock.new tests/s3-server.lock && rm -rf .lock-s3
 
 # The inner loop: decisions, workflows on the time-skipping server, replay, the activities that need no
 # cluster, the docs' blocks and the CLI's views: about 2.5 minutes on 2 cores. Left out by marker: tests on
@@ -46,7 +63,7 @@ test: kube node-tools lint typecheck unit
 # CLI's commands, the worker process). `make test` stays the whole suite.
 FAST_TESTS := tests/models tests/wire tests/workflows tests/raypilot tests/architecture tests/replay \
 	tests/harness tests/activities tests/docs
-test-fast: $(STAMP)
+test-fast: $(STAMP) s3-server
 	$(BIN)/pytest $(XDIST) -m "not realkube and not slow" $(FAST_TESTS) $(PYTEST_ARGS)
 
 # The reliability suite (tests/reliability) at the issue's sizes: worker kills, API faults, dashboard outages,
@@ -75,7 +92,7 @@ lock:
 	rm -rf .lockenv
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(S3_VENV) build *.egg-info .mypy_cache .ruff_cache
 
 # The performance suite (bench/README.md): every figure beside its reference, measured in the same run.
 # BENCH_ARGS e.g. "--record", "--only P3,P7", "--scale 100,1000,10000".

@@ -11,6 +11,7 @@ from activities.config import read_operator_config
 from activities.cronjob_runs import CronJobRunActivities
 from activities.dashboard import DashboardActivities
 from activities.dependencies import ActivityDependencies, dashboard_access_from_env
+from activities.driver_log import DriverLogActivities
 from activities.gateway import GatewayActivities
 from activities.kubernetes.clusters import RayClusterActivities, ServiceActivities
 from activities.kubernetes.events import EventActivities, OwnershipActivities
@@ -37,6 +38,7 @@ def build_activities(dependencies: ActivityDependencies) -> list[Callable[..., A
         OwnershipActivities(dependencies),
         GatewayActivities(dependencies),
         DashboardActivities(dependencies),
+        DriverLogActivities(dependencies),
         ReplicaRankActivities(dependencies),
         ServeDrainActivities(dependencies),
         ServeConnectionActivities(dependencies),

@@ -72,6 +72,8 @@ LIST_SUBMITTED_JOBS: Final = "dashboard.list_submitted_jobs"
 STOP_JOB: Final = "dashboard.stop_job"
 DELETE_RAY_JOB: Final = "dashboard.delete_job"
 GET_JOB_LOGS: Final = "dashboard.get_job_logs"
+# A failed Ray job's driver log into the log store, its last lines as an Event (wire.driver_log).
+SAVE_DRIVER_LOG: Final = "dashboard.save_driver_log"
 GET_SERVE_APPLICATIONS: Final = "dashboard.get_serve_applications"
 PUT_SERVE_CONFIG: Final = "dashboard.put_serve_config"
 CHECK_SERVE_HEALTH: Final = "dashboard.check_serve_health"

@@ -27,3 +27,7 @@ ALL_SEARCH_ATTRIBUTES: tuple[SearchAttributeKey[str], ...] = (
 # changes. The controller reads it from the same visibility list as RayPhase, so a change within a phase
 # (PENDING -> RUNNING -> SUCCEEDED while Running) reaches `kubectl get`.
 MEMO_JOB_STATUS = "raypilot.io/job-status"
+# Memo of the same runs: the submission id and DriverLogSaved reason of the last failed attempt's saved driver
+# log (docs/logs.md), which comes after the Failed it follows and changes no printer column: listed beside
+# the phase, it makes the controller read and write the status that holds it.
+MEMO_DRIVER_LOG = "raypilot.io/driver-log"

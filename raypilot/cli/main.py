@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", choices=("human", "json"), default="human", help="history's format"
     )
     rollout.add_argument("--to-revision", type=int, metavar="N", help="undo: go back to revision N")
+    logs = commands.add_parser("logs", help="print a RayJob's driver log, live or saved after teardown")
+    logs.add_argument("ref", metavar="rayjob/NAMESPACE/NAME", help="the RayJob")
+    logs.add_argument("-f", "--follow", action="store_true", help="print new lines until the Ray job ends")
     timeline = commands.add_parser(
         "timeline", help="draw a RayService's traffic and capacity, or a RayJob's states, from its history"
     )
@@ -177,7 +180,18 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
         args = build_parser().parse_args(arguments)
     except SystemExit as exit_request:  # --help (0) or a usage error (2), already printed by argparse
         return exit_request.code if isinstance(exit_request.code, int) else EXIT_REJECTED
-    if args.command in ("apply", "status", "delete", "upgrade", "timeline", "cronjob", "adopt", "rollout"):
+    temporal_commands = (
+        "apply",
+        "status",
+        "delete",
+        "upgrade",
+        "timeline",
+        "cronjob",
+        "adopt",
+        "rollout",
+        "logs",
+    )
+    if args.command in temporal_commands:
         from raypilot.cli.common import Console, run_command
 
         console = console or Console()
@@ -216,8 +230,9 @@ def run_main(argv: Sequence[str] | None, console: Console | None) -> int:
 
 
 def _interrupted(args: argparse.Namespace) -> int:
-    """Ctrl-C is how one leaves `status --watch`: success there, a failure anywhere else."""
-    return EXIT_OK if args.command == "status" and args.watch else EXIT_FAILURE
+    """Ctrl-C is how one leaves `status --watch` and `logs --follow`: success there, a failure elsewhere."""
+    following = (args.command == "status" and args.watch) or (args.command == "logs" and args.follow)
+    return EXIT_OK if following else EXIT_FAILURE
 
 
 async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
@@ -241,6 +256,10 @@ async def _temporal_command(args: argparse.Namespace, console: Console) -> int:
         return await apply_sources(args.filename, console, rollout=args.rollout)
     if args.command == "status":
         return await show_status(args.ref, console, output=args.output, watch=args.watch)
+    if args.command == "logs":
+        from raypilot.cli.logs_command import show_logs
+
+        return await show_logs(args.ref, console, follow=args.follow)
     if args.command == "timeline":
         from raypilot.cli.timeline_command import draw_timeline
 

@@ -149,6 +149,8 @@ class LocalStack:
             raise StackError("start the sandbox before the worker")
         env = self._local_env(self.worker_kubeconfig)
         env["RAYPILOT_DASHBOARD_ACCESS"] = "proxy"  # pods' names do not resolve on this machine
+        # Failed RayJobs' driver logs outlive their clusters here (docs/logs.md), unless the shell says where.
+        env.setdefault("RAYPILOT_LOG_STORE", str((self.workdir / "driver-logs").resolve()))
         repo_worker = Path(__file__).resolve().parents[2] / "worker.py"
         argv = [sys.executable, str(repo_worker)] if repo_worker.is_file() else ["raypilot", "worker"]
         # Ready once it polls: the line worker.py logs inside its running Worker (imports take seconds).

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from models.crd import PRINTER_COLUMNS
+from workflows.decisions.rayjob.driver_log import DRIVER_LOG_CONDITION
 from workflows.decisions.rayjob.object import RunState, holds_object
 
 FINALIZER: Final = "raypilot.io/finalizer"
@@ -123,10 +124,21 @@ def printer_column_values(kind: str, status: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(values)
 
 
+def _driver_log(status: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A RayJob status' DriverLogSaved condition (docs/logs.md) as far as it is news."""
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == DRIVER_LOG_CONDITION:
+            return (condition.get("status"), condition.get("reason"), condition.get("message"))
+    return None
+
+
 def should_write_status(kind: str, written: dict[str, Any] | None, current: dict[str, Any]) -> bool:
     """Whether the workflow's status goes to the object's status subresource: when what `kubectl get` shows
-    changed, and on nothing else (a newer message, condition time or observation alone is not written)."""
-    return written is None or printer_column_values(kind, written) != printer_column_values(kind, current)
+    changed, or a RayJob saved a failed attempt's driver log (what `kubectl describe` shows after teardown),
+    and on nothing else (a newer message, condition time or observation alone is not written)."""
+    if written is None or printer_column_values(kind, written) != printer_column_values(kind, current):
+        return True
+    return kind == "RayJob" and _driver_log(written) != _driver_log(current)
 
 
 def phase_read_at(listed_phase: str, run_closed: bool) -> str | None:

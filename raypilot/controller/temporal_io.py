@@ -14,7 +14,7 @@ from raypilot.runs.lookup import latest_outcome, latest_run, with_worker_patienc
 from raypilot.runs.start import decide_apply, update_with_start
 from workflows.decisions.rayjob.object import RunState
 from workflows.decisions.rayservice.deletion import orphan_request
-from workflows.search_attributes import MEMO_JOB_STATUS, RAY_PHASE
+from workflows.search_attributes import MEMO_DRIVER_LOG, MEMO_JOB_STATUS, RAY_PHASE
 
 
 class ControllerTemporal:
@@ -86,6 +86,9 @@ class ControllerTemporal:
         query = "ExecutionStatus = 'Running' AND WorkflowType IN ('RayJobWorkflow', 'RayServiceWorkflow')"
         async for execution in self.client.list_workflows(query):
             phase = execution.typed_search_attributes.get(RAY_PHASE) or ""
-            job_status = (await execution.memo()).get(MEMO_JOB_STATUS)
-            phases[execution.id] = f"{phase}/{job_status}" if isinstance(job_status, str) else phase
+            memo = await execution.memo()
+            shown = [
+                value for key in (MEMO_JOB_STATUS, MEMO_DRIVER_LOG) if isinstance(value := memo.get(key), str)
+            ]
+            phases[execution.id] = "/".join([phase, *shown])
         return phases

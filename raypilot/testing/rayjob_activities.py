@@ -6,6 +6,7 @@ all kept in the world's memory. Waits return on change and otherwise ask to be r
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from wire.dashboard import (
     SubmittedJob,
     WaitRayJob,
 )
+from wire.driver_log import STATUS_TAIL, DriverLogSaved, SaveDriverLog, log_tail
 from wire.kubernetes import (
     CreateObject,
     DeleteObject,
@@ -284,6 +286,24 @@ class FakeActivities:
         job.stopped = True
         self.world.notify()
         return StopJobResult(found=True, stopped=True)
+
+    @activity.defn(name=names.SAVE_DRIVER_LOG)
+    async def save_driver_log(self, request: SaveDriverLog) -> DriverLogSaved:
+        """The job's log from the world (no log store): its tail, and the Event posted as the real one."""
+        self.world.saved_driver_logs.append(request)
+        if request.submission_id not in self.world.ray_jobs:
+            saved = DriverLogSaved(found=False, event_message=f"Ray job {request.submission_id}: no log")
+        else:
+            logs = self.world.driver_logs.get(request.submission_id, f"driver of {request.submission_id}\n")
+            message = f"Driver log of Ray job {request.submission_id}:\n{log_tail(logs, STATUS_TAIL)}"
+            saved = DriverLogSaved(
+                found=True,
+                total_bytes=len(logs.encode()),
+                tail=log_tail(logs, STATUS_TAIL),
+                event_message=message,
+            )
+        self._post_act_event(dataclasses.replace(request.event, message=saved.event_message))
+        return saved
 
     @activity.defn(name=names.WAIT_RAY_JOB)
     async def wait_job(self, request: WaitRayJob) -> JobInfoAnswer:

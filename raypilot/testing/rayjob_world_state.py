@@ -24,6 +24,7 @@ from raypilot.testing.rayjob_fake_jobs import (
     iso_stamp,
 )
 from wire.dashboard import JobInfoAnswer
+from wire.driver_log import SaveDriverLog
 from wire.kubernetes import EarlierRun, RayResourceKey, RecordEvent
 
 
@@ -57,6 +58,10 @@ class FakeWorldState:
     # What Temporal's visibility shows as the newest earlier run of the workflow id.
     earlier_run: EarlierRun | None = None
     submissions: int = 0
+    # Driver logs the dashboard answers (by submission id; a submitted job without one: a line naming it),
+    # and the saves of dashboard.save_driver_log, in order.
+    driver_logs: dict[str, str] = field(default_factory=dict)
+    saved_driver_logs: list[SaveDriverLog] = field(default_factory=list)
     # The entrypoint and metadata the dashboard lists for a Ray job (by submission id; none: "" and none).
     job_entrypoints: dict[str, tuple[str, dict[str, str] | None]] = field(default_factory=dict)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)

@@ -611,3 +611,33 @@ def test_the_controller_role_allows_every_request_and_nothing_more(
         }
     assert USED - granted == set(), "the controller's role lacks what it used"
     assert granted - USED == set(), "the controller's role grants what it never used"
+
+
+async def test_a_failed_rayjobs_saved_driver_log_reaches_its_object_while_its_workflow_waits(
+    kube_stack: Stack, kube_env: dict[str, str], controller_kubeconfig: Path
+) -> None:
+    """The DriverLogSaved condition comes after the Failed it follows and changes no printer column: the
+    run's driver-log memo makes the controller read the status again and write it, long before the run
+    closes (its TTL keeps it waiting)."""
+    namespace = kube_stack.namespace()
+    entrypoint = "echo 'ValueError: the data is bad'; exit 3"
+    manifest = raypilot_rayjob(
+        namespace, "failing", entrypoint, shutdownAfterJobFinishes=True, ttlSecondsAfterFinished=600
+    )
+    async with running_controller(kube_stack, controller_kubeconfig):
+        kubectl(kube_env, "apply", "-f", "-", stdin=manifest)
+
+        def saved() -> dict[str, Any] | None:
+            obj = get_object(kube_env, namespace, "failing") or {}
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            return next((c for c in conditions if c["type"] == "DriverLogSaved"), None)
+
+        condition = await wait_until(saved, within=90, interval=0.2, what="DriverLogSaved on the object")
+        assert condition["status"] == "True"
+        assert condition["message"].endswith("\nValueError: the data is bad"), condition
+        [run] = await runs_of(kube_stack, f"rayjob/{namespace}/failing")
+        assert run.status is not None
+        assert run.status.name == "RUNNING"  # waiting for its TTL
+        await asyncio.to_thread(
+            kubectl, kube_env, "delete", "rayjobs.raypilot.io/failing", "-n", namespace, "--timeout=60s"
+        )

@@ -40,6 +40,7 @@ from wire.drain import (
     ServeRequestsInFlight,
     WaitServeRequestsInFlight,
 )
+from wire.driver_log import DriverLogSaved, SaveDriverLog
 from wire.kubernetes import (
     ClusterPods,
     CreateObject,
@@ -118,6 +119,7 @@ list_submitted_jobs = Activity[DashboardTarget, list[SubmittedJob]](names.LIST_S
 stop_job = Activity[RayJobKey, StopJobResult](names.STOP_JOB)
 delete_ray_job = Activity[RayJobKey, bool](names.DELETE_RAY_JOB)
 get_job_logs = Activity[JobLogs, str](names.GET_JOB_LOGS)
+save_driver_log = Activity[SaveDriverLog, DriverLogSaved](names.SAVE_DRIVER_LOG)
 get_serve_applications = Activity[DashboardTarget, dict[str, Any]](names.GET_SERVE_APPLICATIONS)
 put_serve_config = Activity[PutServeConfig, None](names.PUT_SERVE_CONFIG)
 check_serve_health = Activity[HeadServeHealth, bool](names.CHECK_SERVE_HEALTH)

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.decisions.rayjob.dashboard import dashboard_target
     from workflows.decisions.rayjob.deadlines import earliest_deadline, rayjob_deadlines
     from workflows.decisions.rayjob.details import phase_details
+    from workflows.decisions.rayjob.driver_log import driver_log_to_save
     from workflows.decisions.rayjob.events import EventReason, RayJobEvent, rayjob_event
     from workflows.decisions.rayjob.notify import rayjob_notification
     from workflows.decisions.rayjob.retry import settle_transition
@@ -117,6 +118,9 @@ class RayJobCore:
         settled = settled_with_attempt(self.state, previous, settled, workflow.now())
         self.state.job = self.job.model_copy(update={"status": settled})
         self.metrics.status_changed(previous, settled)
+        failed_job = driver_log_to_save(previous, settled)
+        if failed_job is not None:
+            self.state.driver_log_due = failed_job  # saved by the main loop before anything is deleted
         moment = rayjob_notification(previous, settled)
         if moment is not None:
             self.notifier.notify(self.job.metadata.annotations, [moment])

@@ -144,6 +144,9 @@ class RayJobState:
     # admitted).
     holds_admission: bool = False
     queue_position: int | None = None
+    # Logs after teardown: the submission id of a failed attempt whose driver log is to be saved before
+    # anything is deleted ("" none; workflows/rayjob/driver_log.py).
+    driver_log_due: str = ""
     # Adopted from KubeRay: what the first attempt continues from; consumed by it.
     adoption: AdoptedRayJob | None = None
 

@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.kit.calls import IO, call, call_without_input
 from workflows.rayjob.core import RayJobCore, StepFailed
 from workflows.rayjob.deletion import DeletionSteps
+from workflows.rayjob.driver_log import save_driver_log_if_due
 from workflows.rayjob.initializing import InitializingSteps
 from workflows.rayjob.release import ReleaseSteps
 from workflows.rayjob.running import RunningSteps
@@ -191,6 +192,8 @@ class RayJobWorkflow:
                 # A new state wants its own waits; whatever the previous one had in flight is not needed.
                 self.core.watches.cancel_all()
                 phase = self.core.status.job_deployment_status
+            # A failed attempt's driver log, before this step or a deletion can take its cluster away.
+            await save_driver_log_if_due(self.core)
             if self.core.state.delete_requested:
                 await self.deletion.delete_everything()
                 return

@@ -92,6 +92,12 @@ def test_reconcile_action(view: ObjectView, run: RunView | None, valid: bool, ex
 
 
 JOB_RUNNING = {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING", "rayClusterName": "a-x"}
+DRIVER_LOG = {
+    "type": "DriverLogSaved",
+    "status": "True",
+    "reason": "TailSaved",
+    "message": "Ray job j-1: ...",
+}
 SERVICE = {
     "serviceStatus": "Running",
     "numServeEndpoints": 1,
@@ -115,6 +121,29 @@ SERVICE = {
         ("RayJob", {**JOB_RUNNING, "jobStatus": "PENDING"}, JOB_RUNNING, True),  # within Running
         ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "endTime": "2026-01-01T00:00:00Z"}, True),
         ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "succeeded": 1, "reason": "AppFailed"}, False),
+        # A failed attempt's saved driver log: after teardown it is what the object's status holds of it.
+        ("RayJob", JOB_RUNNING, {**JOB_RUNNING, "conditions": [DRIVER_LOG]}, True),
+        (
+            "RayJob",
+            {**JOB_RUNNING, "conditions": [DRIVER_LOG]},
+            {**JOB_RUNNING, "conditions": [DRIVER_LOG]},
+            False,
+        ),
+        (
+            "RayJob",
+            {**JOB_RUNNING, "conditions": [DRIVER_LOG]},
+            {
+                **JOB_RUNNING,
+                "conditions": [{**DRIVER_LOG, "message": "Ray job j-2: ...", "reason": "Stored"}],
+            },
+            True,
+        ),
+        (
+            "RayJob",
+            JOB_RUNNING,
+            {**JOB_RUNNING, "conditions": [{"type": "RayJobAttempt", "status": "True"}]},
+            False,
+        ),
         (
             "RayService",
             SERVICE,

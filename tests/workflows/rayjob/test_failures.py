@@ -81,10 +81,12 @@ async def test_retries_end_with_one_success_after_one_failure(
     assert [request.name for request in world.called(names.DELETE_JOB)] == ["sample"]
     assert len(world.ray_jobs) == 2
     assert result["jobId"] in world.ray_jobs
+    # KubeRay's Events, and raypilot's DriverLogSaved of the failed attempt before its cluster went.
     assert world.event_reasons() == [
         "CreatedRayCluster",
         "CreatedRayJobSubmitter",
         "CreatedService",
+        "DriverLogSaved",
         "DeletedRayCluster",
         "DeletedRayJobSubmitter",
         "CreatedRayCluster",

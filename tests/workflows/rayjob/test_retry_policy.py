@@ -88,7 +88,7 @@ async def test_an_application_error_fails_fast_where_kuberay_retries(
     kuberay = FakeWorld(job_scripts=[FAILS], job_error_types=errors)
     result, _ = await _run(time_skipping_env, fake_worker, kuberay, _manifest(policy=None, backoffLimit=1))
     assert (result["jobDeploymentStatus"], result["failed"]) == ("Failed", 2)
-    assert "conditions" not in result
+    assert "RayJobAttempt" not in [condition["type"] for condition in result.get("conditions", [])]
     assert all("runtime_env" not in submission for submission in _submissions(kuberay))
 
 

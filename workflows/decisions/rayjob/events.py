@@ -34,6 +34,8 @@ class EventReason(StrEnum):
     FAILED_TO_CREATE_SERVICE = "FailedToCreateService"
     # raypilot's own: a finished RayJob's deletion policy matches none of its final state (kuberay#5184).
     RAYCLUSTER_LEFT_BEHIND = "RayClusterLeftBehind"
+    # raypilot's own: a failed attempt's driver log, saved before its RayCluster goes (docs/logs.md).
+    DRIVER_LOG_SAVED = "DriverLogSaved"
 
 
 # (type, message format with {ns}, {name} and {error}) as KubeRay writes them.
