@@ -33,6 +33,7 @@ from urllib.parse import quote
 import httpx
 
 from activities.errors import redact
+from models.operator import LOG_STORE_ENV
 
 __all__ = [
     "LOG_STORE_ENV",
@@ -46,7 +47,6 @@ __all__ = [
     "sigv4_headers",
 ]
 
-LOG_STORE_ENV: Final = "RAYPILOT_LOG_STORE"
 S3_ENDPOINT_ENV: Final = "RAYPILOT_LOG_STORE_S3_ENDPOINT"
 DEFAULT_REGION: Final = "us-east-1"
 S3_TIMEOUT_SECONDS: Final = 20.0

@@ -8,6 +8,7 @@ rules for each variable.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +20,8 @@ DEFAULT_STATUS_CHECK_TIMEOUT_SECONDS = 300
 DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 
 JOB_OBSERVER_ENV = "RAYPILOT_JOB_OBSERVER"
+# Where the worker keeps full driver logs (activities/log_store.py reads it; docs/logs.md).
+LOG_STORE_ENV: Final = "RAYPILOT_LOG_STORE"
 
 
 class OperatorConfig(BaseModel):
@@ -42,6 +45,9 @@ class OperatorConfig(BaseModel):
     # RAYPILOT_NOTIFY (raypilot): the raypilot.io/notify of every object without the annotation (None: none).
     # It names a Secret, never the URL, so it may be recorded in history with the rest of this value.
     notify: NotifyDefault | None = None
+    # RAYPILOT_LOG_STORE (raypilot) is set: the driver log of every ended attempt, succeeded too, is kept in
+    # the log store before its cluster goes (without a store only failed attempts save their last lines).
+    keeps_driver_logs: bool = False
 
 
 def operator_config_from_env(env: Mapping[str, str]) -> OperatorConfig:
@@ -61,6 +67,7 @@ def operator_config_from_env(env: Mapping[str, str]) -> OperatorConfig:
         cluster_domain=env.get("CLUSTER_DOMAIN", "").strip() or DEFAULT_CLUSTER_DOMAIN,
         job_observer=env.get(JOB_OBSERVER_ENV, "").strip().lower() != "false",
         notify=notify_default_from_env(env),
+        keeps_driver_logs=bool(env.get(LOG_STORE_ENV, "").strip()),
     )
 
 

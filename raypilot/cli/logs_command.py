@@ -4,7 +4,7 @@ Where it comes from, first that has it:
 1. its RayCluster's dashboard while the cluster exists (`GET /api/jobs/<id>/logs`), reached as the worker
    reaches it (`RAYPILOT_DASHBOARD_ACCESS`: directly, or through the API server's service proxy with the
    kubeconfig's credentials), the cluster found by the name in the RayJob's status;
-2. after teardown, the log store (`RAYPILOT_LOG_STORE`, as the worker has it): the full log of a failed
+2. after teardown, the log store (`RAYPILOT_LOG_STORE`, as the worker has it): the full log of an ended
    attempt, at `<namespace>/<name>/<submission id>.log`;
 3. else the last lines saved in the status (condition DriverLogSaved);
 4. else a message saying that nothing was kept, and why.
@@ -136,9 +136,11 @@ def _nothing_kept(
         return what + "it has not submitted a Ray job"
     if condition is not None:
         return what + f"its RayCluster is gone, and {condition.message}"
-    saves = "raypilot saves the driver log of a failed attempt only"
     if store is None:
-        saves += f"; set {LOG_STORE_ENV} on the worker and here to keep logs whole"
+        saves = "without a log store raypilot saves the driver log of a failed attempt only"
+        saves += f"; set {LOG_STORE_ENV} on the worker and here to keep every log whole"
+    else:
+        saves = f"the log store has no copy: the worker may have run without {LOG_STORE_ENV}"
     return what + f"its RayCluster (and with it the log of Ray job {status.job_id}) is gone ({saves})"
 
 

@@ -118,9 +118,10 @@ class RayJobCore:
         settled = settled_with_attempt(self.state, previous, settled, workflow.now())
         self.state.job = self.job.model_copy(update={"status": settled})
         self.metrics.status_changed(previous, settled)
-        failed_job = driver_log_to_save(previous, settled)
-        if failed_job is not None:
-            self.state.driver_log_due = failed_job  # saved by the main loop before anything is deleted
+        keeps_every_log = self.state.config is not None and self.state.config.keeps_driver_logs
+        ended_job = driver_log_to_save(previous, settled, keeps_every_log)
+        if ended_job is not None:
+            self.state.driver_log_due = ended_job  # saved by the main loop before anything is deleted
         moment = rayjob_notification(previous, settled)
         if moment is not None:
             self.notifier.notify(self.job.metadata.annotations, [moment])

@@ -1,7 +1,7 @@
-"""Logs after teardown, the workflow's side: once an attempt failed (`driver_log_to_save`, decided as the
-status changes), the main loop saves its driver log before the next step can delete anything: one
-`dashboard.save_driver_log` act, whose small answer becomes the `DriverLogSaved` condition. The log itself
-stays out of history (activities/driver_log.py); docs/logs.md.
+"""Logs after teardown, the workflow's side: once an attempt failed, or ended at all when the worker keeps a
+log store (`driver_log_to_save`, decided as the status changes), the main loop saves its driver log before
+the next step can delete anything: one `dashboard.save_driver_log` act, whose small answer becomes the
+`DriverLogSaved` condition. The log itself stays out of history (activities/driver_log.py); docs/logs.md.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from workflows.kit.calls import IO, call
 from workflows.rayjob.core import RayJobCore
 
 # Runs recorded before raypilot saved driver logs failed without this act: on replay they must not
-# schedule it, so a failed attempt asks this patch (only then: a run that never fails pays nothing).
+# schedule it, so an attempt that saves its log asks this patch (only then: a run that never fails, on a
+# worker without a log store, pays nothing).
 DRIVER_LOG_PATCH = "rayjob-driver-log"
 
 

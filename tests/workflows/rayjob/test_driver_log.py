@@ -1,6 +1,7 @@
 """Logs after teardown on fake activities under time skipping: a failed RayJob's driver log is saved before
 its cluster is deleted (shutdownAfterJobFinishes with no TTL deletes it at once), its tail lands in the
-DriverLogSaved condition and Event, the log itself never in history; a RayJob that succeeds asks nothing."""
+DriverLogSaved condition and Event, the log itself never in history; a RayJob that succeeds asks nothing,
+unless the worker keeps a log store."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
+from models.operator import OperatorConfig
 from raypilot.testing.rayjob_activities import FakeActivities
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start
 from raypilot.testing.rayjob_world import FAILS, SUCCEEDS, FakeWorld
@@ -119,6 +121,30 @@ async def test_a_job_that_succeeds_saves_nothing_and_asks_no_patch(
     assert world.saved_driver_logs == []
     assert "conditions" not in result
     assert DRIVER_LOG_PATCH.encode() not in await _history_bytes(handle)
+
+
+async def test_with_a_log_store_a_succeeded_jobs_log_is_kept_before_its_cluster_is_deleted(
+    time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
+) -> None:
+    world = FakeWorld(job_scripts=[SUCCEEDS], config=OperatorConfig(keeps_driver_logs=True))
+    clusters_at_save: list[list[str]] = []
+    fake_save = FakeActivities(world).save_driver_log
+
+    @activity.defn(name=names.SAVE_DRIVER_LOG)
+    async def save_driver_log(request: SaveDriverLog) -> DriverLogSaved:
+        clusters_at_save.append(sorted(world.clusters))
+        saved: DriverLogSaved = await fake_save(request)
+        return saved
+
+    async with fake_worker(time_skipping_env.client, activities=with_fakes(world, save_driver_log)) as queue:
+        handle = await start(time_skipping_env.client, _manifest(), queue)
+        result: dict[str, Any] = await handle.result()
+    assert result["jobDeploymentStatus"] == "Complete"
+    assert clusters_at_save == [[result["rayClusterName"]]]
+    assert result["rayClusterName"] not in world.clusters
+    [request] = world.saved_driver_logs
+    assert request.submission_id == result["jobId"]
+    assert _condition(result)["message"].startswith(f"Ray job {result['jobId']}:")
 
 
 async def test_a_raypilot_io_rayjob_tells_the_controller_of_its_saved_log_in_its_memo(

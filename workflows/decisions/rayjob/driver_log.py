@@ -5,7 +5,7 @@ Once a RayJob's RayCluster is deleted (a deletion policy, a retry on a new clust
 driver log goes with it; KubeRay keeps nothing (its History Server, alpha in 1.7, is a separate deployment).
 raypilot saves it when an attempt fails, before anything is deleted: the log's last lines as an Event on the
 RayJob and as the `DriverLogSaved` condition of its status, and the full log in the worker's log store when
-one is configured (`dashboard.save_driver_log`).
+one is configured (`dashboard.save_driver_log`). With a log store, a succeeded attempt's log is kept too.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ REASON_NOT_SAVED: Final = "NotSaved"  # the dashboard or the store did not answe
 TAIL_HEADER_END: Final = "\n"
 
 _FAILED_ATTEMPT: Final = frozenset({JobDeploymentStatus.FAILED, JobDeploymentStatus.RETRYING})
+_ENDED_ATTEMPT: Final = _FAILED_ATTEMPT | {JobDeploymentStatus.COMPLETE}
 
 
 def _one_line(text: str) -> str:
@@ -45,11 +46,15 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())[:300]
 
 
-def driver_log_to_save(previous: RayJobStatus, new: RayJobStatus) -> str | None:
+def driver_log_to_save(
+    previous: RayJobStatus, new: RayJobStatus, keeps_every_log: bool = False
+) -> str | None:
     """The submission id whose driver log is saved now, None for none: an attempt that has just failed
-    (Failed, or Retrying after a failure) and whose Ray job the dashboard knows (jobStatus set). A RayJob
-    failed before its Ray job was submitted (a submission or pre-running deadline) has no log."""
-    if new.job_deployment_status not in _FAILED_ATTEMPT or previous.job_deployment_status in _FAILED_ATTEMPT:
+    (Failed, or Retrying after a failure), or with `keeps_every_log` (a log store is configured) one that has
+    just ended in any way, and whose Ray job the dashboard knows (jobStatus set). A RayJob failed before its
+    Ray job was submitted (a submission or pre-running deadline) has no log."""
+    ending = _ENDED_ATTEMPT if keeps_every_log else _FAILED_ATTEMPT
+    if new.job_deployment_status not in ending or previous.job_deployment_status in ending:
         return None
     if not new.job_id or not new.ray_cluster_name or new.job_status == JobStatus.NEW:
         return None

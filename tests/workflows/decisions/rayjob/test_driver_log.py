@@ -70,6 +70,24 @@ def test_a_driver_log_is_saved_once_when_an_attempt_has_just_failed(
 
 
 @pytest.mark.parametrize(
+    ("previous", "new", "saved"),
+    [
+        # With a log store every ended attempt keeps its log: a success too, once.
+        (status("Running", "RUNNING"), status("Complete", "SUCCEEDED"), "job-1"),
+        (status("Complete", "SUCCEEDED"), status("Complete", "SUCCEEDED"), None),
+        (status("Running", "RUNNING"), status("Failed", "FAILED"), "job-1"),
+        (status("Retrying", "FAILED"), status("Retrying", "FAILED"), None),
+        (status("Running", "RUNNING"), status("Running", "RUNNING"), None),
+        (status("Running", "RUNNING"), status("Complete", "SUCCEEDED", job_id=""), None),
+    ],
+)
+def test_with_a_log_store_every_ended_attempt_saves_its_log_once(
+    previous: RayJobStatus, new: RayJobStatus, saved: str | None
+) -> None:
+    assert driver_log_to_save(previous, new, keeps_every_log=True) == saved
+
+
+@pytest.mark.parametrize(
     ("saved", "condition_status", "reason", "says"),
     [
         (
