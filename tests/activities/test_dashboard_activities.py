@@ -21,6 +21,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import errors
 from activities.dashboard import DashboardActivities
+from activities.driver_log import DriverLogActivities
 from activities.observer import ObserverActivities
 from activities.registry import ActivityDependencies
 from activities.waits import DashboardWaits
@@ -42,6 +43,8 @@ from wire.dashboard import (
     WaitRayJob,
     WaitServe,
 )
+from wire.driver_log import SaveDriverLog
+from wire.kubernetes import InvolvedObject, RecordEvent
 from wire.observer import (
     OBSERVED_SIGNAL,
     WATCHES_QUERY,
@@ -100,7 +103,7 @@ async def wait_until_terminal(
 
 
 async def test_job_lifecycle_through_the_api_server_proxy(
-    deps: ActivityDependencies, head: RayHead, caplog: pytest.LogCaptureFixture
+    deps: ActivityDependencies, head: RayHead, core_api: client.CoreV1Api, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     dashboard = DashboardActivities(deps)
@@ -122,6 +125,17 @@ async def test_job_lifecycle_through_the_api_server_proxy(
         dashboard.get_job_logs, JobLogs(head.target, job_id, tail_chars=100)
     )
     assert "hello raypilot" in logs
+    # Logs after teardown: the log read through the proxy, its Event posted to the API server (no store).
+    involved = InvolvedObject(kind="RayJob", name="train", namespace=head.namespace)
+    announced = RecordEvent(involved, f"{job_id}-log", "DriverLogSaved", f"Driver log of Ray job {job_id}")
+    saved = await ActivityEnvironment().run(
+        DriverLogActivities(deps).save_driver_log,
+        SaveDriverLog(head.target, job_id, head.namespace, "train", announced),
+    )
+    assert (saved.found, saved.stored) == (True, "")
+    assert saved.tail.rstrip().endswith("hello raypilot")
+    event = core_api.read_namespaced_event(f"train.{job_id}-log", head.namespace)
+    assert (event.reason, event.message) == ("DriverLogSaved", saved.event_message)
     stopped = await ActivityEnvironment().run(dashboard.stop_job, key)
     assert (stopped.found, stopped.stopped, stopped.status) == (True, False, "SUCCEEDED")
     assert await ActivityEnvironment().run(dashboard.delete_job, key) is True
@@ -130,7 +144,7 @@ async def test_job_lifecycle_through_the_api_server_proxy(
     gone = await ActivityEnvironment().run(dashboard.stop_job, key)
     assert (gone.found, gone.stopped) == (False, False)
 
-    everything = repr([first, again, answers, logs, stopped]) + caplog.text
+    everything = repr([first, again, answers, logs, saved, stopped]) + caplog.text
     assert head.token not in everything
 
 

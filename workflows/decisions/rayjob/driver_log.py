@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Final
 
 from models.meta import Condition, ConditionStatus
-from models.rayjob import JobDeploymentStatus, JobStatus, RayJobStatus
+from models.rayjob import JobDeploymentStatus, JobFailedReason, JobStatus, RayJobStatus
 from wire.driver_log import DriverLogSaved
 
 __all__ = [
@@ -52,9 +52,13 @@ def driver_log_to_save(
     """The submission id whose driver log is saved now, None for none: an attempt that has just failed
     (Failed, or Retrying after a failure), or with `keeps_every_log` (a log store is configured) one that has
     just ended in any way, and whose Ray job the dashboard knows (jobStatus set). A RayJob failed before its
-    Ray job was submitted (a submission or pre-running deadline) has no log."""
+    Ray job was submitted (a submission or pre-running deadline) has no log; nor is one read from a dashboard
+    that failed every status check for RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS (the save would only hold the
+    failure up while it retried)."""
     ending = _ENDED_ATTEMPT if keeps_every_log else _FAILED_ATTEMPT
     if new.job_deployment_status not in ending or previous.job_deployment_status in ending:
+        return None
+    if new.reason == JobFailedReason.JOB_STATUS_CHECK_TIMEOUT_EXCEEDED:
         return None
     if not new.job_id or not new.ray_cluster_name or new.job_status == JobStatus.NEW:
         return None

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from models.meta import ConditionStatus
-from models.rayjob import RayJobStatus
+from models.rayjob import JobFailedReason, RayJobStatus
 from wire.driver_log import DriverLogSaved
 from workflows.decisions.rayjob.driver_log import (
     DRIVER_LOG_CONDITION,
@@ -38,6 +38,10 @@ def status(
     )
 
 
+def unreachable(failed: RayJobStatus) -> RayJobStatus:
+    return failed.model_copy(update={"reason": JobFailedReason.JOB_STATUS_CHECK_TIMEOUT_EXCEEDED})
+
+
 @pytest.mark.parametrize(
     ("previous", "new", "saved"),
     [
@@ -61,6 +65,9 @@ def status(
         (status("Running", "RUNNING"), status("Failed", "FAILED", cluster=""), None),
         (status("Running", "RUNNING"), status("Failed", "FAILED", job_id=""), None),
         (status(""), status("ValidationFailed"), None),
+        # The dashboard failed every check until the timeout: nothing to read the log from.
+        (status("Running", "RUNNING"), unreachable(status("Failed", "RUNNING")), None),
+        (status("Running", "RUNNING"), unreachable(status("Retrying", "RUNNING")), None),
     ],
 )
 def test_a_driver_log_is_saved_once_when_an_attempt_has_just_failed(
