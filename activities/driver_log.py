@@ -84,14 +84,7 @@ class DriverLogActivities:
             saved.total_bytes,
             saved.stored or "nowhere",
         )
-        return DriverLogSaved(
-            found=saved.found,
-            total_bytes=saved.total_bytes,
-            tail=saved.tail,
-            stored=saved.stored,
-            store_error=saved.store_error,
-            event_message=message,
-        )
+        return replace(saved, event_message=message)
 
     async def _keep(self, request: SaveDriverLog, logs: str) -> DriverLogSaved:
         data = logs.encode()

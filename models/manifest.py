@@ -7,25 +7,23 @@ KubeRay's JSON names (e.g. `spec.rayClusterSpec.workerGroupSpecs[0].groupName`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from models.base import dump_manifest
 from models.raycluster import RAY_API_VERSION, RayCluster, RayObject
 from models.raycronjob import RayCronJob
 from models.rayjob import RayJob
 from models.rayservice import RayService
+from models.validation_message import format_validation_error, json_quoted
 from models.yaml_loader import StringTimestampLoader
 
 __all__ = [
     "ManifestError",
     "dump_manifest",
-    "format_validation_error",
     "load_manifest_documents",
     "load_manifest_text",
     "parse_manifest",
@@ -36,7 +34,6 @@ __all__ = [
 ]
 
 SUPPORTED_KINDS = ("RayJob", "RayService")
-_MAX_REPORTED_ERRORS = 5
 # The Kubernetes API server refuses a larger request body (413) with this limit in its message.
 MAX_MANIFEST_BYTES = 3 * 1024 * 1024
 # Python's parsers and pydantic recurse per level and give up near the interpreter's recursion limit (the
@@ -151,13 +148,15 @@ def _checked_header(obj: object, kinds: Sequence[str]) -> str:
     if api_version != RAY_API_VERSION:
         if api_version is None:
             raise ManifestError(f'missing apiVersion: expected "{RAY_API_VERSION}"')
-        raise ManifestError(f'unsupported apiVersion {_quoted(api_version)}: expected "{RAY_API_VERSION}"')
+        raise ManifestError(
+            f'unsupported apiVersion {json_quoted(api_version)}: expected "{RAY_API_VERSION}"'
+        )
     kind = obj.get("kind")
     expected = " or ".join(kinds)
     if kind is None:
         raise ManifestError(f"missing kind: expected {expected}")
     if kind not in kinds:
-        raise ManifestError(f"unsupported kind {_quoted(kind)}: expected {expected}")
+        raise ManifestError(f"unsupported kind {json_quoted(kind)}: expected {expected}")
     return str(kind)
 
 
@@ -184,60 +183,6 @@ def _parse_object(model: type[_ObjectT], obj: Mapping[str, Any]) -> _ObjectT:
             )
         raise ManifestError("metadata.name: Field required")
     return parsed
-
-
-def format_validation_error(error: ValidationError, data: object) -> str:
-    """One message for a pydantic error, naming each field by its KubeRay JSON path."""
-    messages: dict[str, str] = {}
-    for detail in error.errors(include_url=False):
-        path = _json_path(detail, data)
-        if path not in messages:
-            messages[path] = _describe(detail, path)
-    reported = list(messages.values())[:_MAX_REPORTED_ERRORS]
-    more = len(messages) - len(reported)
-    text = "; ".join(reported)
-    return f"{text} (and {more} more)" if more else text
-
-
-def _json_path(detail: ErrorDetails, data: object) -> str:
-    """The path of the failing value, keeping only loc parts that exist in the input.
-
-    pydantic adds union/validator tags ("str", "function-before[...]") to `loc`; walking the input drops them.
-    """
-    path = ""
-    current: object = data
-    loc = detail["loc"]
-    for index, part in enumerate(loc):
-        is_last = index == len(loc) - 1
-        if isinstance(current, Mapping) and isinstance(part, str) and part in current:
-            path = f"{path}.{part}" if path else part
-            current = current[part]
-        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
-            path = f"{path}[{part}]"
-            current = current[part]
-        elif is_last and detail["type"] == "missing" and isinstance(part, str):
-            path = f"{path}.{part}" if path else part
-    return path
-
-
-_QUOTED_CHOICE = re.compile(r"'([^']*)'")
-
-
-def _describe(detail: ErrorDetails, path: str) -> str:
-    kind = detail["type"]
-    if kind == "extra_forbidden":
-        return f'unknown field "{path}"'
-    if kind in {"enum", "literal_error"}:
-        expected = str((detail.get("ctx") or {}).get("expected", ""))
-        choices = ", ".join(choice or '""' for choice in _QUOTED_CHOICE.findall(expected))
-        message = f"unsupported value {_quoted(detail['input'])}: expected one of {choices}"
-    else:
-        message = detail["msg"].removeprefix("Value error, ")
-    return f"{path}: {message}" if path else message
-
-
-def _quoted(value: object) -> str:
-    return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
 def _json_type_name(value: object) -> str:

@@ -21,12 +21,11 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Final
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from models.base import SpecModel
-from models.manifest import format_validation_error
 from models.naming import KIND_RAYJOB, KIND_RAYSERVICE
-from models.yaml_annotation import annotation_object
+from models.yaml_annotation import annotation_model
 
 __all__ = [
     "ANNOTATION_NOTIFY",
@@ -103,13 +102,11 @@ def notify_settings(annotations: Mapping[str, str], kind: str) -> NotifySettings
     naming the field. An event that cannot happen to that kind (`complete` on a RayService) is an error too:
     it would never be sent. The default of the worker (models/notify_default.py) plays no part here: an
     annotation is valid or not whatever the worker's setting."""
-    loaded = annotation_object(annotations, ANNOTATION_NOTIFY, "{secretRef: {name: hooks, key: url}}")
-    if loaded is None:
+    settings = annotation_model(
+        annotations, ANNOTATION_NOTIFY, "{secretRef: {name: hooks, key: url}}", NotifySettings
+    )
+    if settings is None:
         return None
-    try:
-        settings = NotifySettings.model_validate(loaded)
-    except ValidationError as error:
-        raise ValueError(f"{ANNOTATION_NOTIFY}: {format_validation_error(error, loaded)}") from None
     if settings.secret_ref is None and not settings.turns_off:
         raise ValueError(
             f"{ANNOTATION_NOTIFY}: secretRef: Field required (only {{events: []}}, which sends nothing, "

@@ -25,10 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
 from models.base import SpecModel
-from models.manifest import format_validation_error
 from models.notify import (
     DEFAULT_SECRET_KEY,
     EVENTS_OF_KIND,
@@ -36,7 +35,7 @@ from models.notify import (
     NotifyFormat,
     NotifySettings,
 )
-from models.yaml_annotation import annotation_object
+from models.yaml_annotation import annotation_model
 
 __all__ = [
     "NOTIFY_ENV",
@@ -83,13 +82,7 @@ class NotifyDefault(SpecModel):
 def notify_default_from_env(env: Mapping[str, str]) -> NotifyDefault | None:
     """`RAYPILOT_NOTIFY` read and checked (None when unset or blank); ValueError naming the variable and the
     field, so that the worker refuses to start with a typo in it."""
-    loaded = annotation_object(env, NOTIFY_ENV, "{secretRef: {name: hooks, namespace: raypilot}}")
-    if loaded is None:
-        return None
-    try:
-        return NotifyDefault.model_validate(loaded)
-    except ValidationError as error:
-        raise ValueError(f"{NOTIFY_ENV}: {format_validation_error(error, loaded)}") from None
+    return annotation_model(env, NOTIFY_ENV, "{secretRef: {name: hooks, namespace: raypilot}}", NotifyDefault)
 
 
 @dataclass(frozen=True)

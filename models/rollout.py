@@ -30,12 +30,11 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Final
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from models.base import SpecModel
-from models.manifest import format_validation_error
 from models.validation.formats import parse_go_duration_seconds
-from models.yaml_annotation import annotation_object
+from models.yaml_annotation import annotation_model
 
 __all__ = [
     "ANNOTATION_ROLLOUT",
@@ -227,13 +226,7 @@ class RolloutSettings(SpecModel):
 
 def rollout_settings(annotations: Mapping[str, str]) -> RolloutSettings | None:
     """The annotation read and checked (None without it); ValueError with a message naming the field."""
-    loaded = annotation_object(annotations, ANNOTATION_ROLLOUT, "steps: [{traffic: 5}]")
-    if loaded is None:
-        return None
-    try:
-        return RolloutSettings.model_validate(loaded)
-    except ValidationError as error:
-        raise ValueError(f"{ANNOTATION_ROLLOUT}: {format_validation_error(error, loaded)}") from None
+    return annotation_model(annotations, ANNOTATION_ROLLOUT, "steps: [{traffic: 5}]", RolloutSettings)
 
 
 def rollout_error(annotations: Mapping[str, str]) -> str | None:

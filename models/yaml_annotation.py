@@ -4,9 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
+
+from models.validation_message import format_validation_error
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def annotation_object(annotations: Mapping[str, str], annotation: str, example: str) -> dict[str, Any] | None:
@@ -22,3 +27,17 @@ def annotation_object(annotations: Mapping[str, str], annotation: str, example: 
     if not isinstance(loaded, dict):
         raise ValueError(f"{annotation}: must be an object, e.g. {example}")
     return loaded
+
+
+def annotation_model(
+    annotations: Mapping[str, str], annotation: str, example: str, model: type[ModelT]
+) -> ModelT | None:
+    """The object `annotation` holds, validated as `model`; None when it is absent or blank. ValueError
+    naming the annotation and the field when the value does not fit `model`."""
+    loaded = annotation_object(annotations, annotation, example)
+    if loaded is None:
+        return None
+    try:
+        return model.model_validate(loaded)
+    except ValidationError as error:
+        raise ValueError(f"{annotation}: {format_validation_error(error, loaded)}") from None

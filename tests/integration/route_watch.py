@@ -64,12 +64,18 @@ class WeightChange:
 
 
 class BackgroundPoll:
-    """Runs its `_poll` loop as a task for the time of an `async with` block."""
+    """Runs `_look` every `period_s` in a task for the time of an `async with` block."""
 
+    period_s: float
     _task: asyncio.Task[None] | None = None
 
-    async def _poll(self) -> None:
+    async def _look(self) -> None:
         raise NotImplementedError
+
+    async def _poll(self) -> None:
+        while True:
+            await self._look()
+            await asyncio.sleep(self.period_s)
 
     async def __aenter__(self) -> Self:
         self._task = asyncio.create_task(self._poll())
@@ -82,24 +88,34 @@ class BackgroundPoll:
 
 
 @dataclass
-class RouteRecorder(BackgroundPoll):
-    """Polls the HTTPRoute every `period_s` (through the blocking client, off the event loop) and records
-    every change of its weights. A poll, not a watch: it cannot silently miss changes after a dropped
-    stream, and 50 ms of uncertainty is far below the segment trimming."""
+class RoutePoll(BackgroundPoll):
+    """Reads an HTTPRoute every `period_s` (through the blocking client, off the event loop) and hands each
+    read to `_saw` (None: the route does not exist). A poll, not a watch: it cannot silently miss changes
+    after a dropped stream."""
 
     custom: k8s.CustomObjectsApi
     namespace: str
     name: str
     period_s: float = 0.05
+
+    async def _look(self) -> None:
+        self._saw(await read_custom(self.custom, GATEWAY_GROUP, "httproutes", self.namespace, self.name))
+
+    def _saw(self, route: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class RouteRecorder(RoutePoll):
+    """Records every change of the HTTPRoute's weights; 50 ms of uncertainty is far below the segment
+    trimming."""
+
     changes: list[WeightChange] = field(default_factory=list)
 
-    async def _poll(self) -> None:
-        while True:
-            route = await read_custom(self.custom, GATEWAY_GROUP, "httproutes", self.namespace, self.name)
-            weights = route_weights(route) if route is not None else {}
-            if not self.changes or self.changes[-1].weights != weights:
-                self.changes.append(WeightChange(time.monotonic(), weights))
-            await asyncio.sleep(self.period_s)
+    def _saw(self, route: dict[str, Any] | None) -> None:
+        weights = route_weights(route) if route is not None else {}
+        if not self.changes or self.changes[-1].weights != weights:
+            self.changes.append(WeightChange(time.monotonic(), weights))
 
     def latest(self) -> WeightChange | None:
         return self.changes[-1] if self.changes else None
@@ -156,12 +172,10 @@ class StatusSampler(BackgroundPoll):
     period_s: float = 0.25
     seen: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
 
-    async def _poll(self) -> None:
-        while True:
-            status = await self.query()
-            if not self.seen or self.seen[-1][1] != status:
-                self.seen.append((time.monotonic(), status))
-            await asyncio.sleep(self.period_s)
+    async def _look(self) -> None:
+        status = await self.query()
+        if not self.seen or self.seen[-1][1] != status:
+            self.seen.append((time.monotonic(), status))
 
     def traffic_steps(self, cluster: str) -> list[tuple[datetime, int]]:
         """(lastTrafficMigratedTime, trafficRoutedPercent) of `cluster` on whichever side it was (a promoted
@@ -219,25 +233,19 @@ class RouteSnapshot:
 
 
 @dataclass
-class RouteSnapshots(BackgroundPoll):
-    """Polls an HTTPRoute every `period_s` and keeps each distinct (labels, spec) it had, with when it was
-    first seen: the whole route, for tests about more than its weights (filters, labels, a user's fields)."""
+class RouteSnapshots(RoutePoll):
+    """Keeps each distinct (labels, spec) the HTTPRoute had, with when it was first seen: the whole route,
+    for tests about more than its weights (filters, labels, a user's fields)."""
 
-    custom: k8s.CustomObjectsApi
-    namespace: str
-    name: str
-    period_s: float = 0.05
     seen: list[RouteSnapshot] = field(default_factory=list)
 
-    async def _poll(self) -> None:
-        while True:
-            route = await read_custom(self.custom, GATEWAY_GROUP, "httproutes", self.namespace, self.name)
-            if route is not None:
-                labels = dict((route.get("metadata") or {}).get("labels") or {})
-                spec = dict(route.get("spec") or {})
-                if not self.seen or (self.seen[-1].labels, self.seen[-1].spec) != (labels, spec):
-                    self.seen.append(RouteSnapshot(time.monotonic(), labels, spec))
-            await asyncio.sleep(self.period_s)
+    def _saw(self, route: dict[str, Any] | None) -> None:
+        if route is None:
+            return
+        labels = dict((route.get("metadata") or {}).get("labels") or {})
+        spec = dict(route.get("spec") or {})
+        if not self.seen or (self.seen[-1].labels, self.seen[-1].spec) != (labels, spec):
+            self.seen.append(RouteSnapshot(time.monotonic(), labels, spec))
 
     def latest(self) -> RouteSnapshot | None:
         return self.seen[-1] if self.seen else None

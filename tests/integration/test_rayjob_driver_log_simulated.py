@@ -22,15 +22,20 @@ pytestmark = [pytest.mark.devserver, pytest.mark.timeout(180)]
 ENTRYPOINT = "echo loading the data; echo step 1 of 2; echo 'ValueError: the data is bad'; exit 3"
 
 
-def _console() -> Console:
-    return Console(stdout=io.StringIO(), stderr=io.StringIO(), env={})
-
-
-def _cli_dependencies(stack: Stack) -> ActivityDependencies:
-    """`raypilot logs` outside the cluster: through the API server's proxy as the stack's admin."""
-    return ActivityDependencies(
+async def _logs_printed(stack: Stack, namespace: str, status: dict[str, Any]) -> tuple[str, str]:
+    """What `raypilot logs` (without --follow) prints to stdout and to stderr for the RayJob of `status`,
+    run outside the cluster: through the API server's proxy as the stack's admin."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    dependencies = ActivityDependencies(
         env={"RAYPILOT_DASHBOARD_ACCESS": "proxy"}, kube_configuration=stack.api_client.configuration
     )
+    ref = ObjectRef("RayJob", namespace, "rayjob-httpmode")
+    try:
+        shown = Console(stdout=stdout, stderr=stderr, env={})
+        assert await print_logs(ref, status, dependencies, None, shown, follow=False) == 0
+    finally:
+        await dependencies.aclose()
+    return stdout.getvalue(), stderr.getvalue()
 
 
 async def test_a_failed_jobs_log_is_saved_before_its_cluster_goes_and_printed_after(
@@ -54,15 +59,9 @@ async def test_a_failed_jobs_log_is_saved_before_its_cluster_goes_and_printed_af
     assert saved["message"].endswith("ValueError: the data is bad"), saved
     assert saved["message"].startswith(f"Driver log of Ray job {result['jobId']}, full log ("), saved
 
-    shown = _console()
-    ref = ObjectRef("RayJob", namespace, "rayjob-httpmode")
-    dependencies = _cli_dependencies(kube_stack)
-    try:
-        assert await print_logs(ref, result, dependencies, None, shown, follow=False) == 0
-    finally:
-        await dependencies.aclose()
-    assert shown.stdout.getvalue().endswith("step 1 of 2\nValueError: the data is bad\n")  # type: ignore[attr-defined]
-    assert "its RayCluster is gone" in shown.stderr.getvalue()  # type: ignore[attr-defined]
+    stdout, stderr = await _logs_printed(kube_stack, namespace, result)
+    assert stdout.endswith("step 1 of 2\nValueError: the data is bad\n")
+    assert "its RayCluster is gone" in stderr
 
 
 async def test_the_live_log_comes_from_the_dashboard_through_the_api_servers_proxy(kube_stack: Stack) -> None:
@@ -70,13 +69,9 @@ async def test_the_live_log_comes_from_the_dashboard_through_the_api_servers_pro
     manifest = example("rayjob-httpmode", namespace, entrypoint="echo hello from the driver; sleep 600")
     handle = await kube_stack.start(manifest)
     status = await kube_stack.wait_status(handle, lambda s: s.get("jobStatus") == "RUNNING", within=120)
-    shown = _console()
-    ref = ObjectRef("RayJob", namespace, "rayjob-httpmode")
-    dependencies = _cli_dependencies(kube_stack)
     try:
-        assert await print_logs(ref, status, dependencies, None, shown, follow=False) == 0
+        stdout, stderr = await _logs_printed(kube_stack, namespace, status)
     finally:
-        await dependencies.aclose()
         await handle.execute_update("delete")
-    assert "hello from the driver\n" in shown.stdout.getvalue()  # type: ignore[attr-defined]
-    assert shown.stderr.getvalue() == ""  # type: ignore[attr-defined]
+    assert "hello from the driver\n" in stdout
+    assert stderr == ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 import pytest
@@ -62,24 +62,37 @@ class MirrorTarget:
         return web.Response(status=500 if self.fail else 200, text="mirror answer, to be discarded")
 
 
-@pytest.fixture
-async def mirrors() -> AsyncIterator[list[MirrorTarget]]:
-    started: list[MirrorTarget] = []
-    yield started
-    for target in started:
-        await target.stop()
-
-
 def mirroring_route(primary: Backend, *mirrors: MirrorBackend) -> ProxyRoute:
     """Every request to `primary`, and its copies to `mirrors`."""
     return ProxyRoute("/", (WeightedBackend(primary.host, primary.port, 1),), (), mirrors)
 
 
-async def mirror_target(started: list[MirrorTarget], host: str, **behaviour: bool) -> MirrorTarget:
-    target = MirrorTarget(host, **behaviour)
-    await target.start()
-    started.append(target)
-    return target
+class MirroredRoute(Protocol):
+    async def __call__(
+        self, primary: str, host: str, percent: int, *others: MirrorBackend, **behaviour: bool
+    ) -> MirrorTarget: ...
+
+
+@pytest.fixture
+async def mirrored(make_backend: BackendFactory, proxy: WeightedHttpProxy) -> AsyncIterator[MirroredRoute]:
+    """Routes every request through the proxy to a new backend named `primary`, and copies `percent` % of
+    them to a new MirrorTarget at `host` (`hold`, `fail`: its behaviour) and to `others`; the targets stop
+    after the test."""
+    started: list[MirrorTarget] = []
+
+    async def route(
+        primary: str, host: str, percent: int, *others: MirrorBackend, **behaviour: bool
+    ) -> MirrorTarget:
+        backend = await make_backend(primary)
+        target = MirrorTarget(host, **behaviour)
+        await target.start()
+        started.append(target)
+        proxy.set_routes([mirroring_route(backend, target.copying(percent), *others)])
+        return target
+
+    yield route
+    for target in started:
+        await target.stop()
 
 
 @pytest.mark.parametrize(
@@ -95,14 +108,9 @@ def test_the_sampler_copies_the_exact_share(percent: int, requests: int, copied:
 
 
 async def test_ten_percent_of_the_requests_are_copied_and_every_primary_response_is_the_primarys(
-    make_backend: BackendFactory,
-    mirrors: list[MirrorTarget],
-    http: aiohttp.ClientSession,
-    proxy: WeightedHttpProxy,
+    mirrored: MirroredRoute, http: aiohttp.ClientSession, proxy: WeightedHttpProxy
 ) -> None:
-    primary = await make_backend("v1")
-    mirror = await mirror_target(mirrors, "127.0.3.250")
-    proxy.set_routes([mirroring_route(primary, mirror.copying(10))])
+    mirror = await mirrored("v1", "127.0.3.250", 10)
     base = f"http://127.0.0.1:{proxy.port}"
     for number in range(200):
         async with http.get(f"{base}/predict?n={number}") as response:
@@ -114,14 +122,9 @@ async def test_ten_percent_of_the_requests_are_copied_and_every_primary_response
 
 
 async def test_a_mirrored_body_reaches_both_backends_whole(
-    make_backend: BackendFactory,
-    mirrors: list[MirrorTarget],
-    http: aiohttp.ClientSession,
-    proxy: WeightedHttpProxy,
+    mirrored: MirroredRoute, http: aiohttp.ClientSession, proxy: WeightedHttpProxy
 ) -> None:
-    primary = await make_backend("echo")
-    mirror = await mirror_target(mirrors, "127.0.3.251")
-    proxy.set_routes([mirroring_route(primary, mirror.copying(100))])
+    mirror = await mirrored("echo", "127.0.3.251", 100)
     payload = bytes(range(256)) * 4096  # 1 MiB, several chunks
     async with http.post(f"http://127.0.0.1:{proxy.port}/echo", data=in_chunks(payload)) as response:
         assert response.status == 200
@@ -131,14 +134,9 @@ async def test_a_mirrored_body_reaches_both_backends_whole(
 
 
 async def test_a_hanging_mirror_neither_holds_nor_changes_the_primary_responses(
-    make_backend: BackendFactory,
-    mirrors: list[MirrorTarget],
-    http: aiohttp.ClientSession,
-    proxy: WeightedHttpProxy,
+    mirrored: MirroredRoute, http: aiohttp.ClientSession, proxy: WeightedHttpProxy
 ) -> None:
-    primary = await make_backend("v1")
-    hanging = await mirror_target(mirrors, "127.0.3.252", hold=True)
-    proxy.set_routes([mirroring_route(primary, hanging.copying(50))])
+    hanging = await mirrored("v1", "127.0.3.252", 50, hold=True)
     base = f"http://127.0.0.1:{proxy.port}"
     for number in range(20):
         async with http.post(f"{base}/echo", data=f"body {number}".encode()) as response:
@@ -150,15 +148,10 @@ async def test_a_hanging_mirror_neither_holds_nor_changes_the_primary_responses(
 
 
 async def test_a_failing_or_missing_mirror_changes_nothing_for_the_primary(
-    make_backend: BackendFactory,
-    mirrors: list[MirrorTarget],
-    http: aiohttp.ClientSession,
-    proxy: WeightedHttpProxy,
+    mirrored: MirroredRoute, http: aiohttp.ClientSession, proxy: WeightedHttpProxy
 ) -> None:
-    primary = await make_backend("v1")
-    failing = await mirror_target(mirrors, "127.0.3.253", fail=True)
     dead = MirrorBackend("127.0.3.254", 1, 100)  # nothing listens there
-    proxy.set_routes([mirroring_route(primary, failing.copying(100), dead)])
+    failing = await mirrored("v1", "127.0.3.253", 100, dead, fail=True)
     for number in range(5):
         async with http.get(f"http://127.0.0.1:{proxy.port}/x{number}") as response:
             assert (response.status, await response.text()) == (200, f"v1 /x{number}")

@@ -6,6 +6,8 @@ kept one at once."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -55,24 +57,28 @@ def deleted_at(world: FakeRayWorld, cluster: str) -> datetime:
     return deleted.at
 
 
-async def aborted_and_kept(env: WorkflowEnvironment, handle: Handle) -> tuple[str, dict[str, Any]]:
-    """Starts the upgrade to v2, aborts it once its new cluster is pending, and waits for the rollback to
-    complete with the cluster kept: (the kept cluster, that status)."""
-    await apply(handle, rollout_manifest("v2", PLAN))
-    new = await new_pending_cluster(env, handle)
-    await handle.execute_update("abort", result_type=dict)
-    status = await status_when(
-        env, handle, lambda s: not pending_of(s) and kept(s), timedelta(milliseconds=500)
-    )
-    return new, status
+@asynccontextmanager
+async def aborted_and_kept(
+    env: WorkflowEnvironment, world: FakeRayWorld, carried: RayServiceState | None = None
+) -> AsyncIterator[tuple[Handle, str, str, dict[str, Any]]]:
+    """Serves v1 under PLAN, starts the upgrade to v2, aborts it once its new cluster is pending, and waits
+    for the rollback to complete with the cluster kept: (handle, the cluster that served v1 and serves
+    again, the kept cluster, that status)."""
+    async with serving(env, world, rollout_manifest("v1", PLAN), carried=carried) as (handle, old):
+        await apply(handle, rollout_manifest("v2", PLAN))
+        new = await new_pending_cluster(env, handle)
+        await handle.execute_update("abort", result_type=dict)
+        status = await status_when(
+            env, handle, lambda s: not pending_of(s) and kept(s), timedelta(milliseconds=500)
+        )
+        yield handle, old, new, status
 
 
 async def test_the_aborted_cluster_is_kept_until_its_time_then_deleted_by_a_durable_timer(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, rollout_manifest("v1", PLAN)) as (handle, old):
-        new, status = await aborted_and_kept(env, handle)
+    async with aborted_and_kept(env, world) as (handle, old, new, status):
         until = kept_until(status)
         condition = kept_condition(status)
         began = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
@@ -99,8 +105,7 @@ async def test_the_hold_survives_continue_as_new(time_skipping_env: WorkflowEnvi
     # Serving v1 and the aborted v2 write ~180 events, the upgrade to v3 ~180 more: one continue-as-new,
     # during the hold (each one more cancels waits, and so risks the test server's defect: time_skipping.py)
     knob = RayServiceState(manifest=rollout_manifest("v1", PLAN), continue_as_new_at_history_length=250)
-    async with serving(env, world, rollout_manifest("v1", PLAN), carried=knob) as (handle, old):
-        new, status = await aborted_and_kept(env, handle)
+    async with aborted_and_kept(env, world, carried=knob) as (handle, old, new, status):
         until = kept_until(status)
         condition = kept_condition(status)
         began = datetime.fromisoformat(condition["lastTransitionTime"].replace("Z", "+00:00"))
@@ -122,8 +127,7 @@ async def test_a_new_upgrade_during_the_hold_gets_its_own_cluster(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, rollout_manifest("v1", PLAN)) as (handle, _):
-        kept_cluster, status = await aborted_and_kept(env, handle)
+    async with aborted_and_kept(env, world) as (handle, _, kept_cluster, status):
         until = kept_until(status)
         await apply(handle, rollout_manifest("v3", PLAN))
         third = await new_pending_cluster(env, handle)
@@ -144,8 +148,7 @@ async def test_deleting_the_rayservice_deletes_the_kept_cluster_at_once(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, rollout_manifest("v1", PLAN)) as (handle, old):
-        new, _ = await aborted_and_kept(env, handle)
+    async with aborted_and_kept(env, world) as (handle, old, new, _):
         result = await handle.execute_update("delete", result_type=dict)
     assert {f"RayCluster/{old}", f"RayCluster/{new}"} <= set(result["deleted"])
     assert new not in world.clusters
