@@ -27,7 +27,6 @@ async def serve() -> None:
         workflows=[BareLifecycle],
         task_queue=os.environ["RAYPILOT_TASK_QUEUE"],
         replay_every_task=False,
-        as_worker_py=True,
     ):
         print("worker started", flush=True)
         await stop.wait()

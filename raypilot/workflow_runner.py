@@ -14,8 +14,8 @@ from temporalio.worker import UnsandboxedWorkflowRunner
 # workflow task ran its glue in the sandbox (a code string compiled and run per activation and per payload
 # converted). Without it a RayJob lifecycle costs the worker 65 ms of CPU instead of 89 ms (P5, measured
 # back to back). What the sandbox checked is held by the replay tests of every workflow type's committed
-# histories, which keep the full sandbox (raypilot/testing/replay.py), by the tests' workers, which keep it
-# too (raypilot/testing/worker.py), and by a static scan of these packages
+# histories, which keep the full sandbox (raypilot/testing/replay.py), by the tests that ask their workers for
+# it (raypilot/testing/worker.py), and by a static scan of these packages
 # (tests/raypilot/test_workflow_code_determinism.py).
 OWN_PACKAGES = ("workflows", "models", "wire")
 

@@ -115,8 +115,10 @@ async def running_rayservice(
     workflow_id: str = WORKFLOW_ID,
     replay_every_task: bool = False,
     carried: RayServiceState | None = None,
+    sandboxed: bool = False,
 ) -> AsyncIterator[Handle]:
-    """A worker with the real workflow and `world`'s fake activities, and the started workflow.
+    """A worker with the real workflow and `world`'s fake activities, and the started workflow (in
+    Temporal's sandbox with `sandboxed`: raypilot/testing/worker.py).
 
     `replay_every_task` replays the whole history at every workflow task (nondeterminism fails at once);
     off by default because the tests' status queries then sometimes meet an eviction and wait for the
@@ -127,6 +129,7 @@ async def running_rayservice(
         activities=world.activities(),
         workflows=[RayServiceWorkflow],
         replay_every_task=replay_every_task,
+        sandboxed=sandboxed,
     ) as queue:
         args: list[Any] = [manifest] if carried is None else [manifest, carried]
         await env.client.start_workflow("RayServiceWorkflow", args=args, id=workflow_id, task_queue=queue)

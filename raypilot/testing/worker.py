@@ -26,19 +26,22 @@ async def running_worker(
     task_queue: str | None = None,
     replay_every_task: bool = True,
     interceptors: Sequence[Interceptor] = (),
-    as_worker_py: bool = False,
+    sandboxed: bool = False,
     deployment: WorkerDeploymentConfig | None = None,
 ) -> AsyncIterator[str]:
     """Runs a worker until the block ends and yields its task queue (a fresh one unless given).
 
     `replay_every_task` disables the workflow cache so every workflow task replays the whole history:
-    a nondeterministic workflow then fails the test at once instead of in production. The workflows run in
-    Temporal's full sandbox, which checks every run at run time. `as_worker_py` runs them as
-    raypilot/worker.py does instead (raypilot/workflow_runner.py: no sandbox; the bench's reference worker):
-    the stacks that test raypilot as it is installed (CLI, integration, reliability) use it, since the
-    sandbox builds a fresh copy of the workflow modules for every run, and a suite's worth of those starved
-    workflow tasks past their 10 s timeout on a busy machine. `deployment`: the worker's build, for Worker
-    Versioning (raypilot/versioning.py).
+    a nondeterministic workflow then fails the test at once instead of in production. The workflows run as
+    raypilot/worker.py runs them (raypilot/workflow_runner.py: in the worker's interpreter, no sandbox), so a
+    test checks the code as it is installed. `sandboxed` runs them in Temporal's full sandbox instead, which
+    also stops a clock, random or I/O call at run time; it re-imports the workflow modules for each run and
+    validates each workflow class at the worker's start, which made a RayJob lifecycle on the time-skipping
+    server cost the test process 4.1-4.7 s of CPU against 0.12 s without it (measured back to back). That
+    check is held by the replay tests of every workflow type's committed histories (sandboxed,
+    raypilot/testing/replay.py), the static scan of the workflow packages
+    (tests/raypilot/test_workflow_code_determinism.py) and the tests that ask for the sandbox. `deployment`:
+    the worker's build, for Worker Versioning (raypilot/versioning.py).
     """
     if workflows is None:
         from workflows.registry import WORKFLOWS
@@ -50,7 +53,7 @@ async def running_worker(
             client,
             task_queue=queue,
             workflows=list(workflows),
-            workflow_runner=workflow_runner() if as_worker_py else SandboxedWorkflowRunner(),
+            workflow_runner=SandboxedWorkflowRunner() if sandboxed else workflow_runner(),
             max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
             activities=list(activities),
             activity_executor=executor,

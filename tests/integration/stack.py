@@ -132,7 +132,6 @@ async def kubeconfig_worker(
             activities=build_activities(dependencies),
             task_queue=task_queue,
             replay_every_task=False,
-            as_worker_py=True,
         ) as queue:
             yield queue
     finally:

@@ -47,7 +47,8 @@ async def test_a_raypilot_io_rayjob_publishes_each_job_status_change_in_its_memo
 ) -> None:
     """PENDING -> RUNNING -> SUCCEEDED within Running: three memo upserts (beside the outcome memo every
     completed run records): three events more than a run started without an object (the CLI), which has
-    none of them, and no marker or search attribute upsert more."""
+    none of them, and no marker or search attribute upsert more. Workflow task events are not compared: how
+    many tasks a run takes depends on how its activities' results meet in time, not on the memo."""
     plain, plain_types, plain_memo = await _run(
         time_skipping_env, fake_worker, FakeWorld(), rayjob_manifest("plain")
     )
@@ -60,7 +61,12 @@ async def test_a_raypilot_io_rayjob_publishes_each_job_status_change_in_its_memo
     assert types[PROPERTIES_MODIFIED] - plain_types[PROPERTIES_MODIFIED] == 3
     assert types[MARKER] == plain_types[MARKER]
     assert types[UPSERT] == plain_types[UPSERT]
-    assert sum(types.values()) - sum(plain_types.values()) == 3
+    assert _commanded(types) - _commanded(plain_types) == 3
+
+
+def _commanded(types: Counter[str]) -> int:
+    """The events of a history but its workflow tasks' own (scheduled, started, completed, timed out)."""
+    return sum(count for kind, count in types.items() if not kind.startswith("EVENT_TYPE_WORKFLOW_TASK_"))
 
 
 def kuberay_world() -> FakeWorld:

@@ -31,11 +31,15 @@ K8S_JOB_MODE_BUDGET = 80
 
 
 async def _run(
-    env: WorkflowEnvironment, fake_worker: FakeWorker, world: FakeWorld, manifest: dict[str, Any]
+    env: WorkflowEnvironment,
+    fake_worker: FakeWorker,
+    world: FakeWorld,
+    manifest: dict[str, Any],
+    sandboxed: bool = False,
 ) -> tuple[dict[str, Any], int, list[dict[str, str]]]:
     """Runs the workflow to its end; returns its result, its history length and its `events` query."""
     client = env.client
-    async with fake_worker(client, activities=world.activities()) as queue:
+    async with fake_worker(client, activities=world.activities(), sandboxed=sandboxed) as queue:
         handle = await start(client, manifest, queue)
         result: dict[str, Any] = await handle.result()
         count = await history_event_count(handle)
@@ -50,9 +54,10 @@ def _env(container: dict[str, Any]) -> dict[str, str]:
 async def test_http_mode_job_runs_to_complete_and_its_cluster_is_shut_down(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker
 ) -> None:
+    """In Temporal's sandbox, as one RayJob lifecycle of the suite (raypilot/testing/worker.py)."""
     world = FakeWorld()
     manifest = rayjob_manifest(shutdownAfterJobFinishes=True)
-    result, count, events = await _run(time_skipping_env, fake_worker, world, manifest)
+    result, count, events = await _run(time_skipping_env, fake_worker, world, manifest, sandboxed=True)
 
     assert result["jobDeploymentStatus"] == "Complete"
     assert result["jobStatus"] == "SUCCEEDED"

@@ -37,8 +37,9 @@ from workflows.decisions.rayservice.drain import DRAIN_POLL, QUIET_READS_NEEDED
 async def test_new_cluster_upgrade_switches_both_services_then_deletes_the_old_cluster_after_delay_and_drain(
     time_skipping_env: WorkflowEnvironment,
 ) -> None:
+    """In Temporal's sandbox, as one upgrade of the suite (raypilot/testing/worker.py)."""
     env, world = time_skipping_env, FakeRayWorld()
-    async with serving(env, world, rayservice_manifest(deletion_delay=30)) as (handle, old):
+    async with serving(env, world, rayservice_manifest(deletion_delay=30), sandboxed=True) as (handle, old):
         assert await apply(handle, rayservice_manifest(version="v2", deletion_delay=30)) == {"generation": 2}
 
         upgrading = await status_when(

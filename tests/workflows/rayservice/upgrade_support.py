@@ -57,9 +57,12 @@ async def serving(
     manifest: dict[str, Any],
     workflow_id: str = WORKFLOW_ID,
     carried: RayServiceState | None = None,
+    sandboxed: bool = False,
 ) -> AsyncIterator[tuple[Handle, str]]:
     """`running_rayservice` from the moment the RayService is ready: (handle, the cluster that serves it)."""
-    async with running_rayservice(env, world, manifest, workflow_id=workflow_id, carried=carried) as handle:
+    async with running_rayservice(
+        env, world, manifest, workflow_id=workflow_id, carried=carried, sandboxed=sandboxed
+    ) as handle:
         yield handle, await ready_cluster(env, handle)
 
 
