@@ -281,8 +281,9 @@ def observer_run_actions(watches: int) -> int:
     """The billed events of one observer run (workflows/observer: the Ray job observer, the Kubernetes
     observer) that serves `watches` registrations and then idles out: its start and each watch (the first
     comes by signal-with-start: WorkflowExecutionStarted and WorkflowExecutionSignaled), its one activity's
-    schedule, each unwatch signal (the watched job or object reached its goal) and the idle timer. Its
-    completion is not billed. With k watches each pays 2 of these and a k-th of the other 3."""
+    schedule, an unwatch signal per watch (the watched job or object reached its goal; watches done in the
+    same round of the activity share one, so this is the most) and the idle timer. Its completion is not
+    billed. With k watches each pays at most 2 of these and a k-th of the other 3."""
     return 1 + watches + 1 + watches + 1
 
 

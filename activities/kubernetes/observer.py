@@ -32,7 +32,7 @@ from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
     KUBE_OBSERVED_SIGNAL,
     KUBE_OBSERVER_WORKFLOW,
-    KUBE_UNWATCH_SIGNAL,
+    KUBE_UNWATCH_KEYS_SIGNAL,
     KUBE_WATCH_SIGNAL,
     KUBE_WATCHES_QUERY,
     ObjectDelivery,
@@ -174,4 +174,4 @@ class KubernetesObserverActivities:
             ),
             delivered,
         )
-        await unwatch_done(observer, watches, done, KUBE_UNWATCH_SIGNAL)
+        await unwatch_done(observer, watches, done, KUBE_UNWATCH_KEYS_SIGNAL)
