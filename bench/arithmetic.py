@@ -69,6 +69,21 @@ def cpu_ms_each(cpu_seconds: float, items: int) -> float:
     return 1000.0 * cpu_seconds / items
 
 
+def cpu_bound_ratio(reference_ms: Iterable[float], measured_ms: Iterable[float]) -> float:
+    """The most a throughput ratio can be when every process on the same cores is CPU-bound: the reference's
+    CPU per item over the measured's (each the sum of the processes' ms per item). P5: bare Temporal's
+    worker + server over raypilot's worker + server; leaving the stack's processes out gives the bound of
+    a free simulator."""
+    return ratio(sum(reference_ms), sum(measured_ms))
+
+
+def cpu_for_ratio(reference_ms: Iterable[float], target: float) -> float:
+    """The CPU per item (all the measured processes together) at which `cpu_bound_ratio` reaches `target`."""
+    if target <= 0:
+        raise ValueError(f"a ratio of {target} needs no bound")
+    return sum(reference_ms) / target
+
+
 def kuberay_tick_after(due_s: float, tick_s: float, phase_s: float = 0.0) -> float:
     """When a reconcile loop ticking every `tick_s` from `phase_s` first acts on a deadline due at `due_s`
     (KubeRay keeps deadlines in memory and checks them at its next requeue)."""
