@@ -37,7 +37,7 @@ from wire.kubernetes_observer import KUBE_OBSERVER_WORKFLOW
 from wire.observer import (
     OBSERVED_SIGNAL,
     OBSERVER_WORKFLOW,
-    UNWATCH_SIGNAL,
+    UNWATCH_KEYS_SIGNAL,
     WATCH_SIGNAL,
     WATCHES_QUERY,
     WORKER_STARTED_SIGNAL,
@@ -146,7 +146,7 @@ class ObserverActivities:
         )
         # Forget watches whose workflow is gone or whose job ended (delivered terminal).
         finished = finished_watches({key: sent[key] for key in sent if key in watches})
-        await unwatch_done(observer, watches, [*gone, *finished], UNWATCH_SIGNAL)
+        await unwatch_done(observer, watches, [*gone, *finished], UNWATCH_KEYS_SIGNAL)
 
 
 async def restart_observers(client: Client, task_queue: str, identity: str) -> int:

@@ -4,8 +4,8 @@ watches that are done.
 
 A signal per delivery, at most `SIGNALS_IN_FLIGHT` at once (many workflows at once after a relist, but not
 thousands of RPCs in flight). A workflow that is gone (NotFound) waits for nothing any more: its watch is
-done. Done watches are forgotten by telling the observer workflow, the one owner of the book; until it
-answers they stay delivered and are not sent again.
+done. Done watches are forgotten by telling the observer workflow, the one owner of the book (one signal per
+round for all of them); until it answers they stay delivered and are not sent again.
 """
 
 from __future__ import annotations
@@ -147,9 +147,13 @@ async def unwatch_done(
     done: Sequence[str],
     unwatch_signal: str,
 ) -> None:
-    """Drops the `done` watches from the activity's copy and asks the observer workflow to forget them
-    (best effort: a lost signal leaves the watch delivered, and it is not sent again)."""
-    for key in done:
+    """Drops the `done` watches from the activity's copy and asks the observer workflow to forget them, all
+    in one signal (`unwatch_signal` takes the list of keys: many RayJobs ending in one round cost the
+    observer one event and one workflow task, not one each). Best effort: a lost signal leaves the watches
+    delivered, and they are not sent again."""
+    keys = list(dict.fromkeys(done))  # a watch both gone and finished is forgotten once
+    for key in keys:
         watches.pop(key, None)
+    if keys:
         with contextlib.suppress(RPCError):
-            await observer.signal(unwatch_signal, key)
+            await observer.signal(unwatch_signal, keys)

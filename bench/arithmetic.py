@@ -69,6 +69,21 @@ def cpu_ms_each(cpu_seconds: float, items: int) -> float:
     return 1000.0 * cpu_seconds / items
 
 
+def cpu_bound_ratio(reference_ms: Iterable[float], measured_ms: Iterable[float]) -> float:
+    """The most a throughput ratio can be when every process on the same cores is CPU-bound: the reference's
+    CPU per item over the measured's (each the sum of the processes' ms per item). P5: bare Temporal's
+    worker + server over raypilot's worker + server; leaving the stack's processes out gives the bound of
+    a free simulator."""
+    return ratio(sum(reference_ms), sum(measured_ms))
+
+
+def cpu_for_ratio(reference_ms: Iterable[float], target: float) -> float:
+    """The CPU per item (all the measured processes together) at which `cpu_bound_ratio` reaches `target`."""
+    if target <= 0:
+        raise ValueError(f"a ratio of {target} needs no bound")
+    return sum(reference_ms) / target
+
+
 def kuberay_tick_after(due_s: float, tick_s: float, phase_s: float = 0.0) -> float:
     """When a reconcile loop ticking every `tick_s` from `phase_s` first acts on a deadline due at `due_s`
     (KubeRay keeps deadlines in memory and checks them at its next requeue)."""
@@ -281,8 +296,9 @@ def observer_run_actions(watches: int) -> int:
     """The billed events of one observer run (workflows/observer: the Ray job observer, the Kubernetes
     observer) that serves `watches` registrations and then idles out: its start and each watch (the first
     comes by signal-with-start: WorkflowExecutionStarted and WorkflowExecutionSignaled), its one activity's
-    schedule, each unwatch signal (the watched job or object reached its goal) and the idle timer. Its
-    completion is not billed. With k watches each pays 2 of these and a k-th of the other 3."""
+    schedule, an unwatch signal per watch (the watched job or object reached its goal; watches done in the
+    same round of the activity share one, so this is the most) and the idle timer. Its completion is not
+    billed. With k watches each pays at most 2 of these and a k-th of the other 3."""
     return 1 + watches + 1 + watches + 1
 
 

@@ -28,6 +28,7 @@ from wire.watch_book import BookChanges, VersionedBook, ViewVersion
 KUBE_OBSERVER_WORKFLOW: Final = "KubernetesObserverWorkflow"
 KUBE_WATCH_SIGNAL: Final = "watch"
 KUBE_UNWATCH_SIGNAL: Final = "unwatch"
+KUBE_UNWATCH_KEYS_SIGNAL: Final = "unwatch-keys"
 KUBE_WATCHES_QUERY: Final = "watches"
 # The signal a RayJob workflow receives with the newest view of an object it registered for.
 KUBE_OBSERVED_SIGNAL: Final = "k8s_observed"

@@ -26,6 +26,10 @@ from wire.watch_book import BookChanges, VersionedBook, ViewVersion
 OBSERVER_WORKFLOW: Final = "RayJobObserverWorkflow"
 WATCH_SIGNAL: Final = "watch"
 UNWATCH_SIGNAL: Final = "unwatch"
+# The watches one round of the observer activity found done, in one signal (a signal per watch was an event
+# and a workflow task of the observer per RayJob): what the activity sends. `unwatch` (one key) stays for
+# the signals an earlier activity sent.
+UNWATCH_KEYS_SIGNAL: Final = "unwatch-keys"
 WATCHES_QUERY: Final = "watches"
 # The signal a RayJob workflow receives with the newest view of its Ray job.
 OBSERVED_SIGNAL: Final = "observed"

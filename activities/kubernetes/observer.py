@@ -2,17 +2,21 @@
 long-lived activity per namespace that follows its RayClusters, Jobs and head Pods (`NamespaceCache`) and
 signals each watching workflow when the view of its object changed.
 
-Costs: three watch streams per namespace, one `watches` query per round (no history; a round at most every
-`ROUND_SECONDS` while objects change, every `book_seconds` otherwise), one signal per watch per change, one
-GET per new watch whose object the cache does not hold (to tell "not created yet in the cache" from "gone"),
-a heartbeat every two minutes. A retried attempt (a lost worker) lists again with nothing sent, so every
-watch gets its object's current view once: no change is lost, and workflows drop the views they have.
+Costs: three watch streams per namespace; one `watches` query every `book_seconds` (no history, but a
+workflow task of the observer on a worker and a request to the server: the rounds that the objects' changes
+wake in between, at most every `ROUND_SECONDS`, deliver to the watches already read, and a new watch waits
+for the next read as a Ray job watch waits for its observer's next tick); one signal per watch per change;
+one GET per new watch whose object the cache does not hold (to tell "not created yet in the cache" from
+"gone"); a heartbeat every two minutes. A retried attempt (a lost worker) lists again with nothing sent,
+so every watch gets its object's current view once: no change is lost, and workflows drop the views they
+have.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
@@ -32,7 +36,7 @@ from wire.kubernetes import Observation
 from wire.kubernetes_observer import (
     KUBE_OBSERVED_SIGNAL,
     KUBE_OBSERVER_WORKFLOW,
-    KUBE_UNWATCH_SIGNAL,
+    KUBE_UNWATCH_KEYS_SIGNAL,
     KUBE_WATCH_SIGNAL,
     KUBE_WATCHES_QUERY,
     ObjectDelivery,
@@ -54,6 +58,19 @@ if TYPE_CHECKING:
 
 # While objects change, a round at most this often (changes in between go out together).
 ROUND_SECONDS: Final = 0.1
+
+
+def book_read_due(read_at: float | None, now: float, book_seconds: float) -> bool:
+    """Whether a round reads the book (the `watches` query): the first round, then once `book_seconds` have
+    passed since the last read (monotonic seconds)."""
+    return read_at is None or now - read_at >= book_seconds
+
+
+def seconds_to_book_read(read_at: float | None, now: float, book_seconds: float) -> float:
+    """How long a round without changes waits before the next: until the next read of the book is due."""
+    if read_at is None:
+        return 0.0
+    return max(0.0, book_seconds - (now - read_at))
 
 
 class KubernetesObserverActivities:
@@ -81,14 +98,18 @@ class KubernetesObserverActivities:
         # Objects this attempt has seen exist (in the cache or by a direct read).
         seen: set[str] = set()
         rounds = 0
+        read_at: float | None = None
         heartbeat = ObserverHeartbeat()
         async with NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache:
             await cache.wait_synced()
             while True:
                 rounds += 1
-                added = await read_book(
-                    book, observer, KUBE_WATCHES_QUERY, ObjectWatchChanges, request.epoch_ms
-                )
+                added: dict[str, ObjectWatch] | None = {}
+                if book_read_due(read_at, time.monotonic(), request.book_seconds):
+                    read_at = time.monotonic()
+                    added = await read_book(
+                        book, observer, KUBE_WATCHES_QUERY, ObjectWatchChanges, request.epoch_ms
+                    )
                 if added is None:
                     return
                 fresh: set[str] = set()
@@ -106,8 +127,9 @@ class KubernetesObserverActivities:
                 heartbeat.beat(
                     {"watches": len(book.watches), "lists": cache.lists, "watchRequests": cache.watches}
                 )
+                until_read = seconds_to_book_read(read_at, time.monotonic(), request.book_seconds)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(cache.changed.wait(), request.book_seconds)
+                    await asyncio.wait_for(cache.changed.wait(), until_read)
                 await asyncio.sleep(ROUND_SECONDS)
 
     async def _look(
@@ -174,4 +196,4 @@ class KubernetesObserverActivities:
             ),
             delivered,
         )
-        await unwatch_done(observer, watches, done, KUBE_UNWATCH_SIGNAL)
+        await unwatch_done(observer, watches, done, KUBE_UNWATCH_KEYS_SIGNAL)

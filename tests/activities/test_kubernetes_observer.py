@@ -24,7 +24,7 @@ from tests.activities.conftest import ActivityKube, small_raycluster, submitter_
 from wire.kubernetes import CreateObject, Ownership
 from wire.kubernetes_observer import (
     KUBE_OBSERVED_SIGNAL,
-    KUBE_UNWATCH_SIGNAL,
+    KUBE_UNWATCH_KEYS_SIGNAL,
     KUBE_WATCHES_QUERY,
     ObjectWatch,
     ObjectWatchBook,
@@ -40,8 +40,8 @@ OWNER = Ownership("RayJob", "obs", "rayjob/ns/obs")
 
 
 class _ObserverTemporal:
-    """The observer workflow in memory: its book answers the `watches` query and takes `unwatch`; every view
-    signalled to a RayJob is recorded."""
+    """The observer workflow in memory: its book answers the `watches` query and takes `unwatch-keys`; every
+    view signalled to a RayJob is recorded."""
 
     def __init__(self) -> None:
         self.book = ObjectWatchBook()
@@ -57,8 +57,9 @@ class _ObserverTemporal:
     async def signal(self, name: str, arg: Any = None) -> None:
         if name == KUBE_OBSERVED_SIGNAL:
             await self.observed.put(arg)
-        elif name == KUBE_UNWATCH_SIGNAL:
-            self.book.unwatch(arg)
+        elif name == KUBE_UNWATCH_KEYS_SIGNAL:
+            for key in arg:
+                self.book.unwatch(key)
 
     async def next_view(self, kind: str) -> ObservedObject:
         while True:

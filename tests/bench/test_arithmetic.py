@@ -16,6 +16,8 @@ from bench.arithmetic import (
     Figure,
     activity_spans,
     count_actions,
+    cpu_bound_ratio,
+    cpu_for_ratio,
     cpu_ms_each,
     event_kind,
     heartbeat_throttle_s,
@@ -60,6 +62,17 @@ def test_percentile_interpolates_between_ranks(values: list[float], q: float, ex
 def test_percentile_rejects_what_has_none(values: list[float], q: float) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 (two distinct messages)
         percentile(values, q)
+
+
+def test_the_cpu_bound_of_a_ratio_is_the_reference_cpu_over_the_measured() -> None:
+    # P5 of 2026-11-28: bare worker 16 + server 16 ms against raypilot's worker 56 + server 53 ms.
+    assert cpu_bound_ratio([16, 16], [56, 53]) == pytest.approx(32 / 109)
+    assert cpu_bound_ratio([], []) == 1.0
+    # 0.7 of bare needs raypilot's worker and server together at 32 / 0.7 ms per lifecycle.
+    assert cpu_for_ratio([16, 16], 0.7) == pytest.approx(45.714, abs=1e-3)
+    assert cpu_bound_ratio([16, 16], [cpu_for_ratio([16, 16], 0.7)]) == pytest.approx(0.7)
+    with pytest.raises(ValueError, match="needs no bound"):
+        cpu_for_ratio([16], 0)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,12 @@ from typing import Any, ClassVar, Generic, TypeVar
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from wire.observer import UNWATCH_SIGNAL, WATCHES_QUERY, WORKER_STARTED_SIGNAL
+    from wire.observer import (
+        UNWATCH_KEYS_SIGNAL,
+        UNWATCH_SIGNAL,
+        WATCHES_QUERY,
+        WORKER_STARTED_SIGNAL,
+    )
     from wire.packing import pack
     from wire.watch_book import BookChanges, VersionedBook, packed_book_changes
 
@@ -36,6 +41,12 @@ class BookObserver(Generic[W]):
     @workflow.signal(name=UNWATCH_SIGNAL)
     def unwatch(self, key: str) -> None:
         self.book.unwatch(key)
+
+    @workflow.signal(name=UNWATCH_KEYS_SIGNAL)
+    def unwatch_keys(self, keys: list[str]) -> None:
+        """The watches one round of the activity found done (one signal for all of them)."""
+        for key in keys:
+            self.book.unwatch(key)
 
     @workflow.signal(name=WORKER_STARTED_SIGNAL)
     def worker_started(self, identity: str) -> None:
