@@ -3,9 +3,10 @@ activity per namespace that lists the jobs of each watched dashboard once per ti
 watching RayJob workflow on a change.
 
 Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
-(no history), one signal per job per change, a heartbeat every two minutes. A retried attempt (a lost
-worker) starts with nothing sent, so its first list sends every watched job's view once: no change is lost,
-and workflows drop the views they have already.
+(no history), one signal per job per change, a heartbeat every 6 s (`wire.observer.OBSERVER_HEARTBEAT_EVERY`:
+a lost worker's attempt is retried on another within 20 s). A retried attempt starts with nothing sent, so
+its first list sends every watched job's view once: no change is lost, and workflows drop the views they
+have already.
 """
 
 from __future__ import annotations
@@ -92,17 +93,17 @@ class ObserverActivities:
         attempt = activity.info().attempt
         book: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch])
         tick = 0
-        heartbeat = ObserverHeartbeat()
-        while True:
-            tick += 1
-            if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
-                return
-            if book.watches:
-                listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
-                version = (request.epoch_ms, attempt, tick)
-                await self._deliver(client, observer, book.watches, listings, book.sent, version)
-            heartbeat.beat({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
-            await asyncio.sleep(request.tick_seconds)
+        async with ObserverHeartbeat() as heartbeat:
+            while True:
+                tick += 1
+                if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
+                    return
+                if book.watches:
+                    listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
+                    version = (request.epoch_ms, attempt, tick)
+                    await self._deliver(client, observer, book.watches, listings, book.sent, version)
+                heartbeat.note({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
+                await asyncio.sleep(request.tick_seconds)
 
     async def _list_all(
         self, dashboards: dict[str, DashboardClient], targets: dict[str, DashboardTarget]

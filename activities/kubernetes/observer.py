@@ -81,8 +81,10 @@ class KubernetesObserverActivities:
         # Objects this attempt has seen exist (in the cache or by a direct read).
         seen: set[str] = set()
         rounds = 0
-        heartbeat = ObserverHeartbeat()
-        async with NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache:
+        async with (
+            ObserverHeartbeat() as heartbeat,
+            NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache,
+        ):
             await cache.wait_synced()
             while True:
                 rounds += 1
@@ -103,7 +105,7 @@ class KubernetesObserverActivities:
                 if found:
                     version = (request.epoch_ms, attempt, rounds)
                     await self._deliver(client, observer, book.watches, found, book.sent, version)
-                heartbeat.beat(
+                heartbeat.note(
                     {"watches": len(book.watches), "lists": cache.lists, "watchRequests": cache.watches}
                 )
                 with contextlib.suppress(TimeoutError):
