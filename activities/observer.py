@@ -4,9 +4,10 @@ watching RayJob workflow on a change.
 
 Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
 (no history), one signal per job per change, a heartbeat every 6 s (`wire.observer.OBSERVER_HEARTBEAT_EVERY`:
-a lost worker's attempt is retried on another within 20 s). A retried attempt starts with nothing sent, so
-its first list sends every watched job's view once: no change is lost, and workflows drop the views they
-have already.
+a lost worker's attempt is retried on another within 20 s). A new activity of the observer (after a
+continue-as-new, a retry) in the process of the one before takes the views that one delivered; elsewhere
+(another worker) it starts with nothing sent, so its first list sends every watched job's view once: no
+change is lost, and workflows drop the views they have already.
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ class ObserverActivities:
         self.dependencies = dependencies
         # How many observers share a namespace's clusters (RAYPILOT_OBSERVER_SHARDS, read once).
         self.shards = shards if shards is not None else observer_shards_from_env(os.environ)
+        # The book of each observer's activity running in this process, by observer workflow id: the next
+        # activity of that observer here (after a continue-as-new or a retry) carries its sent views over.
+        self.observing: dict[str, BookCopy[JobWatch, JobInfoAnswer]] = {}
 
     @implements(stubs.watch_job)
     async def watch_job(self, request: JobWatch) -> bool:
@@ -92,18 +96,29 @@ class ObserverActivities:
         dashboards: dict[str, DashboardClient] = {}
         attempt = activity.info().attempt
         book: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch])
+        previous = self.observing.get(request.observer_id)
+        self.observing[request.observer_id] = book
         tick = 0
-        async with ObserverHeartbeat() as heartbeat:
-            while True:
-                tick += 1
-                if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
-                    return
-                if book.watches:
-                    listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
-                    version = (request.epoch_ms, attempt, tick)
-                    await self._deliver(client, observer, book.watches, listings, book.sent, version)
-                heartbeat.note({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
-                await asyncio.sleep(request.tick_seconds)
+        try:
+            async with ObserverHeartbeat() as heartbeat:
+                while True:
+                    tick += 1
+                    if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
+                        return
+                    if previous is not None:
+                        book.carry_sent_from(previous)
+                        previous = None
+                    if book.watches:
+                        listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
+                        version = (request.epoch_ms, attempt, tick)
+                        await self._deliver(client, observer, book.watches, listings, book.sent, version)
+                    heartbeat.note(
+                        {"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick}
+                    )
+                    await asyncio.sleep(request.tick_seconds)
+        finally:
+            if self.observing.get(request.observer_id) is book:
+                del self.observing[request.observer_id]
 
     async def _list_all(
         self, dashboards: dict[str, DashboardClient], targets: dict[str, DashboardTarget]
