@@ -30,8 +30,16 @@ from bench.p10_support import (
     kill_sleeps,
 )
 from bench.suite import BenchContext
-from bench.worker_group import WorkerGroup, jobs_per_worker, observer_holds, task_identities, worker_group
-from wire.observer import OBSERVER_WORKFLOW
+from bench.worker_group import (
+    WorkerGroup,
+    jobs_per_worker,
+    observer_holds,
+    observer_runs,
+    signals_named,
+    task_identities,
+    worker_group,
+)
+from wire.observer import OBSERVED_SIGNAL, OBSERVER_WORKFLOW
 
 # How long to wait for the observers to answer again before giving up (past the observer activity's
 # heartbeat timeout, which is what finds a lost worker when no worker starts).
@@ -54,6 +62,8 @@ class KillPoint:
     dashboard_jobs: int  # Ray jobs the dashboard holds that it did not before
     survivor_jobs: int  # jobs of the run with a workflow task on the survivor
     survivor_rss_mib: float
+    observed_per_job: list[int]  # `observed` signals each RayJob received over its life
+    observer_runs: int
 
 
 async def recovery(
@@ -117,6 +127,7 @@ async def measure_kill(
             details = await job_details(shared)
             events_each = await histories(handles)
             head = await shared.head()
+            runs = await observer_runs(context.client, task_queue)
             [survivor] = group.alive()
             survivor_rss = await asyncio.to_thread(_rss_mib, group.pids[survivor])
         finally:
@@ -147,6 +158,8 @@ async def measure_kill(
         dashboard_jobs=sum(head.job_states.values()) - jobs_before,
         survivor_jobs=spread[survivor],
         survivor_rss_mib=survivor_rss,
+        observed_per_job=[signals_named(events, OBSERVED_SIGNAL) for events in events_each],
+        observer_runs=runs,
     )
 
 

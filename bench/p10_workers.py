@@ -47,7 +47,15 @@ from bench.p10_support import (
     jobs_of_run,
 )
 from bench.suite import BenchContext
-from bench.worker_group import jobs_per_worker, observer_holds, task_identities, worker_group
+from bench.worker_group import (
+    jobs_per_worker,
+    observer_holds,
+    observer_runs,
+    signals_named,
+    task_identities,
+    worker_group,
+)
+from wire.observer import OBSERVED_SIGNAL
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,8 @@ class WorkersPoint:
     settle_s: float
     shares: list[WorkerShare]
     detection: list[float]
+    observed_per_job: list[int]  # `observed` signals each job of the sample received while held
+    observer_runs: int  # runs of the Ray job observer (one more per continue-as-new)
 
 
 async def measure_workers(
@@ -92,8 +102,12 @@ async def measure_workers(
             windows = await asyncio.gather(*(held_window(pid, window_s) for pid in group.pids))
             cpu_each, tasks_each = group.cpu_seconds_each(), await group.tasks_each()
             holds = await observer_holds(context.client, task_queue)
-            sample = [task_identities(events) for events in await histories(handles[:SPREAD_SAMPLE])]
-            spread = jobs_per_worker(sample, group.identities)
+            sampled_histories = await histories(handles[:SPREAD_SAMPLE])
+            spread = jobs_per_worker(
+                [task_identities(events) for events in sampled_histories], group.identities
+            )
+            observed = [signals_named(events, OBSERVED_SIGNAL) for events in sampled_histories]
+            runs = await observer_runs(context.client, task_queue)
             latencies = await detection(context, shared, task_queue, label)
         finally:
             await terminate_all(handles)
@@ -110,7 +124,7 @@ async def measure_workers(
             zip(windows, cpu_each, tasks_each, spread, strict=True)
         )
     ]
-    return WorkersPoint(workers, jobs, ramp, settle, shares, latencies)
+    return WorkersPoint(workers, jobs, ramp, settle, shares, latencies, observed, runs)
 
 
 def _shares_text(point: WorkersPoint) -> str:
@@ -147,7 +161,9 @@ def workers_figures(points: list[WorkersPoint]) -> list[Figure]:
                 [
                     f"W={point.workers}: ramp to all RUNNING {point.ramp_s:.0f} s, settled "
                     f"{point.settle_s:.0f} s later; jobs = of a sample of {sampled}, those with a workflow "
-                    "task on that worker; CPU s since the workers started (ramp included)"
+                    "task on that worker; CPU s since the workers started (ramp included); `observed` "
+                    f"signals per held job (sample) median {percentile(point.observed_per_job, 50):.0f}, "
+                    f"max {max(point.observed_per_job)}; Ray job observer runs {point.observer_runs}"
                 ],
             )
         )
@@ -180,7 +196,11 @@ def kill_figure(point: KillPoint, reference: WorkersPoint | None) -> Figure:
         f"observers answer within {RECOVERY_TARGET_S:.0f} s, every end seen and closed within it, "
         "nothing run twice",
         recovered(point),
-        [f"kill: ramp {point.ramp_s:.0f} s"],
+        [
+            f"kill: ramp {point.ramp_s:.0f} s; `observed` signals per RayJob median "
+            f"{percentile(point.observed_per_job, 50):.0f}, max {max(point.observed_per_job)}; Ray job "
+            f"observer runs {point.observer_runs}"
+        ],
     )
 
 

@@ -158,3 +158,19 @@ async def task_identities_of(handles: Sequence[WorkflowHandle[Any, Any]]) -> lis
         return task_identities(history.to_json_dict()["events"])
 
     return list(await asyncio.gather(*(one(handle) for handle in handles)))
+
+
+async def observer_runs(client: Client, task_queue: str) -> int:
+    """How many runs the Ray job observers of `task_queue` had (each continue-as-new is one more)."""
+    query = f"WorkflowType = '{OBSERVER_WORKFLOW}' AND TaskQueue = '{task_queue}'"
+    return sum([1 async for _ in client.list_workflows(query)])
+
+
+def signals_named(events: Iterable[Mapping[str, Any]], name: str) -> int:
+    """How many signals called `name` a history holds."""
+    return sum(
+        1
+        for event in events
+        if event_kind(event) == "workflowexecutionsignaled"
+        and event.get("workflowExecutionSignaledEventAttributes", {}).get("signalName") == name
+    )
