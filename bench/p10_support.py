@@ -18,6 +18,7 @@ from bench.jobs_support import (
     results_in_order,
     selector_rayjob,
     start_rayjobs,
+    wait_for_states,
 )
 from bench.p3_detection import end_seen_at, sleeps
 from bench.suite import DEFAULT_SCALE, BenchContext
@@ -32,6 +33,7 @@ DETECTION_TARGET_S = 1.0
 RECOVERY_TARGET_S = 30.0
 SPREAD_SAMPLE = 200  # jobs whose histories say which workers ran them
 KILL_SPREAD_S = 60.0  # the kill phase's Ray jobs end over this long
+TERMINAL = frozenset({"SUCCEEDED", "FAILED", "STOPPED"})
 LISTS = "GET /api/jobs/"
 POSTS = "POST /api/jobs/"
 
@@ -94,3 +96,22 @@ async def detection(context: BenchContext, shared: SharedCluster, task_queue: st
     return [
         at - details[result["jobId"]]["end_time"] / 1000 for at, result in zip(seen, results, strict=True)
     ]
+
+
+async def clear_dashboard(shared: SharedCluster) -> None:
+    """Stops every Ray job of the shared cluster still going and deletes them all (a point's held jobs
+    outlive their terminated workflows): each point's observer then lists only its own jobs."""
+    service = head_service_name(SHARED_CLUSTER)
+    gate = asyncio.Semaphore(32)
+
+    async def one(method: str, path: str) -> None:
+        async with gate:
+            await dashboard(shared.stack, shared.namespace, service, method, path)
+
+    going = [job for job, details in (await job_details(shared)).items() if details["status"] not in TERMINAL]
+    stopped_before = (await shared.ray_job_states())["STOPPED"]
+    await asyncio.gather(*(one("POST", f"/api/jobs/{job}/stop") for job in going))
+    await wait_for_states(
+        shared, "STOPPED", stopped_before + len(going), within=120, label="P10 held Ray jobs stopped"
+    )
+    await asyncio.gather(*(one("DELETE", f"/api/jobs/{job}") for job in await job_details(shared)))

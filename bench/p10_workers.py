@@ -42,6 +42,7 @@ from bench.p10_support import (
     RECOVERY_TARGET_S,
     SPREAD_SAMPLE,
     WORKER_COUNTS,
+    clear_dashboard,
     detection,
     histories,
     jobs_of_run,
@@ -111,6 +112,7 @@ async def measure_workers(
             latencies = await detection(context, shared, task_queue, label)
         finally:
             await terminate_all(handles)
+            await clear_dashboard(shared)
     shares = [
         WorkerShare(
             window.rss_bytes / 2**20,
