@@ -72,8 +72,9 @@ class ObserverActivities:
         self.dependencies = dependencies
         # How many observers share a namespace's clusters (RAYPILOT_OBSERVER_SHARDS, read once).
         self.shards = shards if shards is not None else observer_shards_from_env(os.environ)
-        # The book of each observer's activity running in this process, by observer workflow id: the next
-        # activity of that observer here (after a continue-as-new or a retry) carries its sent views over.
+        # The book of each observer's latest activity in this process, by observer workflow id (kept after
+        # it ends: the next one may start before or after): the next activity of that observer here (after a
+        # continue-as-new or a retry) carries over the views it sent.
         self.observing: dict[str, BookCopy[JobWatch, JobInfoAnswer]] = {}
 
     @implements(stubs.watch_job)
@@ -99,26 +100,20 @@ class ObserverActivities:
         previous = self.observing.get(request.observer_id)
         self.observing[request.observer_id] = book
         tick = 0
-        try:
-            async with ObserverHeartbeat() as heartbeat:
-                while True:
-                    tick += 1
-                    if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
-                        return
-                    if previous is not None:
-                        book.carry_sent_from(previous)
-                        previous = None
-                    if book.watches:
-                        listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
-                        version = (request.epoch_ms, attempt, tick)
-                        await self._deliver(client, observer, book.watches, listings, book.sent, version)
-                    heartbeat.note(
-                        {"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick}
-                    )
-                    await asyncio.sleep(request.tick_seconds)
-        finally:
-            if self.observing.get(request.observer_id) is book:
-                del self.observing[request.observer_id]
+        async with ObserverHeartbeat() as heartbeat:
+            while True:
+                tick += 1
+                if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
+                    return
+                if previous is not None:
+                    book.carry_sent_from(previous)
+                    previous = None
+                if book.watches:
+                    listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
+                    version = (request.epoch_ms, attempt, tick)
+                    await self._deliver(client, observer, book.watches, listings, book.sent, version)
+                heartbeat.note({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
+                await asyncio.sleep(request.tick_seconds)
 
     async def _list_all(
         self, dashboards: dict[str, DashboardClient], targets: dict[str, DashboardTarget]

@@ -331,6 +331,7 @@ class _ObserverTemporal:
         self.watch = watch
         self.observed: asyncio.Queue[ObservedJob] = asyncio.Queue()
         self.epoch_ms = 0  # of the observer's current activity (0: not said)
+        self.id = "raypilot-observer/q/ns"
 
     def get_workflow_handle(self, workflow_id: str, **_: Any) -> _ObserverTemporal:
         return self
