@@ -3,9 +3,11 @@ activity per namespace that lists the jobs of each watched dashboard once per ti
 watching RayJob workflow on a change.
 
 Costs: one `GET /api/jobs/` per dashboard per tick whatever the number of jobs, one `watches` query per tick
-(no history), one signal per job per change, a heartbeat every two minutes. A retried attempt (a lost
-worker) starts with nothing sent, so its first list sends every watched job's view once: no change is lost,
-and workflows drop the views they have already.
+(no history), one signal per job per change, a heartbeat every 6 s (`wire.observer.OBSERVER_HEARTBEAT_EVERY`:
+a lost worker's attempt is retried on another within 20 s). A new activity of the observer (after a
+continue-as-new, a retry) in the process of the one before takes the views that one delivered; elsewhere
+(another worker) it starts with nothing sent, so its first list sends every watched job's view once: no
+change is lost, and workflows drop the views they have already.
 """
 
 from __future__ import annotations
@@ -70,6 +72,10 @@ class ObserverActivities:
         self.dependencies = dependencies
         # How many observers share a namespace's clusters (RAYPILOT_OBSERVER_SHARDS, read once).
         self.shards = shards if shards is not None else observer_shards_from_env(os.environ)
+        # The book of each observer's latest activity in this process, by observer workflow id (kept after
+        # it ends: the next one may start before or after): the next activity of that observer here (after a
+        # continue-as-new or a retry) carries over the views it sent.
+        self.observing: dict[str, BookCopy[JobWatch, JobInfoAnswer]] = {}
 
     @implements(stubs.watch_job)
     async def watch_job(self, request: JobWatch) -> bool:
@@ -91,18 +97,23 @@ class ObserverActivities:
         dashboards: dict[str, DashboardClient] = {}
         attempt = activity.info().attempt
         book: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(dict[str, JobWatch])
+        previous = self.observing.get(request.observer_id)
+        self.observing[request.observer_id] = book
         tick = 0
-        heartbeat = ObserverHeartbeat()
-        while True:
-            tick += 1
-            if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
-                return
-            if book.watches:
-                listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
-                version = (request.epoch_ms, attempt, tick)
-                await self._deliver(client, observer, book.watches, listings, book.sent, version)
-            heartbeat.beat({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
-            await asyncio.sleep(request.tick_seconds)
+        async with ObserverHeartbeat() as heartbeat:
+            while True:
+                tick += 1
+                if await read_book(book, observer, WATCHES_QUERY, WatchChanges, request.epoch_ms) is None:
+                    return
+                if previous is not None:
+                    book.carry_sent_from(previous)
+                    previous = None
+                if book.watches:
+                    listings = await self._list_all(dashboards, dashboards_to_list(book.watches))
+                    version = (request.epoch_ms, attempt, tick)
+                    await self._deliver(client, observer, book.watches, listings, book.sent, version)
+                heartbeat.note({"watches": len(book.watches), "dashboards": len(dashboards), "tick": tick})
+                await asyncio.sleep(request.tick_seconds)
 
     async def _list_all(
         self, dashboards: dict[str, DashboardClient], targets: dict[str, DashboardTarget]

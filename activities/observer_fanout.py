@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
@@ -22,33 +21,45 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
-from wire.observer import is_replaced
+from wire.observer import OBSERVER_HEARTBEAT_EVERY, is_replaced
 from wire.watch_book import BookChanges, BookCopy
 
 log = logging.getLogger(__name__)
 
 SIGNALS_IN_FLIGHT: Final = 50
-# Both observers' activities (the Ray job observer's, the Kubernetes observer's) heartbeat every two minutes,
-# the first two minutes after the attempt starts (the heartbeat timeout runs from the start; a beat at once
-# told the server nothing): each that reaches the server is a billable action (P4b counts them), and the
-# heartbeat timeout of IO.OBSERVE is three of these. A worker that dies is replaced sooner than that: a
-# starting worker restarts the observers (`activities.observer.restart_observers`).
-OBSERVER_HEARTBEAT_SECONDS: Final = 120.0
+# The first beat one period after the attempt starts (the heartbeat timeout runs from the start; a beat at
+# once tells the server nothing). See `wire.observer.OBSERVER_HEARTBEAT_EVERY`.
+OBSERVER_HEARTBEAT_SECONDS: Final = OBSERVER_HEARTBEAT_EVERY.total_seconds()
 
 
 class ObserverHeartbeat:
-    """An observer activity's heartbeat: at most one every `OBSERVER_HEARTBEAT_SECONDS`, the first one
-    period after this is made (at the start of the attempt)."""
+    """An observer activity's heartbeat, sent every `period_s` by a task of its own while the block runs:
+    a round that takes long (thousands of signals after a restart, a slow dashboard) does not hold it back,
+    so the heartbeat timeout finds only a worker that is gone, never a busy one. `note` sets the details the
+    next beats carry."""
 
-    def __init__(self) -> None:
-        self._last = time.monotonic()
+    def __init__(self, period_s: float = OBSERVER_HEARTBEAT_SECONDS) -> None:
+        self.period_s = period_s
+        self.details: dict[str, int] = {}
+        self._beats: asyncio.Task[None] | None = None
 
-    def beat(self, details: Mapping[str, int]) -> None:
-        """Called every round; heartbeats `details` once a period has passed since the last beat."""
-        now = time.monotonic()
-        if now - self._last >= OBSERVER_HEARTBEAT_SECONDS:
-            activity.heartbeat(details)
-            self._last = now
+    def note(self, details: Mapping[str, int]) -> None:
+        self.details = dict(details)
+
+    async def __aenter__(self) -> ObserverHeartbeat:
+        self._beats = asyncio.create_task(self._beat())
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._beats is not None:
+            self._beats.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._beats
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(self.period_s)
+            activity.heartbeat(self.details)
 
 
 async def register_watch(

@@ -19,6 +19,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -50,10 +51,15 @@ def sleeps(count: int, shortest: float) -> list[float]:
 
 
 async def wait_completed_at(handle: WorkflowHandle[Any, Any]) -> float:
-    """When the workflow learnt of its Ray job's end: the last `observed` signal (the cluster observer) or
-    the last ActivityTaskCompleted of a Ray job wait (the polling wait, RAYPILOT_JOB_OBSERVER=false)."""
+    """When the workflow learnt of its Ray job's end (`end_seen_at` of its history)."""
     history = await handle.fetch_history()
-    events = history.to_json_dict()["events"]
+    return end_seen_at(history.to_json_dict()["events"])
+
+
+def end_seen_at(events: Iterable[Mapping[str, Any]]) -> float:
+    """When a RayJob's history says it learnt of its Ray job's end (a Unix time; 0 if it never did): the
+    last `observed` signal (the cluster observer) or the last ActivityTaskCompleted of a Ray job wait (the
+    polling wait, RAYPILOT_JOB_OBSERVER=false)."""
     waits: set[int] = set()
     completed = 0.0
     for event in events:

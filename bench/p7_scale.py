@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
+from typing import Protocol
 
 from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError
@@ -25,7 +26,6 @@ from bench.arithmetic import KUBERAY_RAYJOB_TICK_S, Figure, ratio
 from bench.jobs_support import (
     SHARED_CLUSTER,
     SharedCluster,
-    WorkerProcess,
     bench_task_queue,
     held_window,
     selector_rayjob,
@@ -82,7 +82,13 @@ async def observer_watches(context: BenchContext, task_queue: str, namespace: st
     return len(added_watches(book, dict[str, JobWatch]))  # a large book answers packed
 
 
-async def settled(shared: SharedCluster, worker: WorkerProcess, probe_s: float, within: float) -> float:
+class RunsWorkflowTasks(Protocol):
+    """A worker process, or several on one task queue (bench/worker_group.py)."""
+
+    async def workflow_tasks_run(self) -> int | None: ...
+
+
+async def settled(shared: SharedCluster, worker: RunsWorkflowTasks, probe_s: float, within: float) -> float:
     """Waits until the ramp's work is done: the cluster's observer is back at its idle tick (at least one
     list of the cluster's jobs a second over `probe_s`) and the worker runs hardly any workflow task. Until
     then the observer is still delivering the ramp's changes (10,000 RUNNING views are 10,000 signals) and the

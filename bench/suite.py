@@ -45,6 +45,7 @@ BENCHES: dict[str, str] = {
     "P7K": "bench.p7_kuberay",
     "P8": "bench.p8_own_clusters",
     "P9": "bench.p9_activations",
+    "P10": "bench.p10_workers",
     "P6": "bench.p6_serve_real",  # real Ray: last, on the machine as the others left it
 }
 DEFAULT_SCALE = (100, 1000)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import ClassVar, Final
 
 from wire.dashboard import DashboardTarget, JobInfoAnswer
@@ -37,6 +38,14 @@ OBSERVED_SIGNAL: Final = "observed"
 # a lost attempt would be noticed only when its heartbeat times out (minutes).
 WORKER_STARTED_SIGNAL: Final = "worker-started"
 OBSERVER_ID_PREFIX: Final = "raypilot-observer"
+
+# Both observers' activities (the Ray job observer's, the Kubernetes observer's) heartbeat every
+# `OBSERVER_HEARTBEAT_EVERY`, and the server retries an attempt, on another worker if its own is gone, once
+# `OBSERVER_LOST_AFTER` passed without one: a killed worker's observers answer again within ~25 s from the
+# other workers (P10), with no worker starting. Three beats per timeout: a beat or two late under load does
+# not restart a live observer. Each beat that reaches the server is a billable action (P4b).
+OBSERVER_HEARTBEAT_EVERY: Final = timedelta(seconds=6)
+OBSERVER_LOST_AFTER: Final = timedelta(seconds=20)
 
 
 # Observers per namespace (RAYPILOT_OBSERVER_SHARDS): registrations of many clusters at once are spread over

@@ -148,6 +148,17 @@ class BookCopy(Generic[W, V]):
         self.sent = {key: view for key, view in self.sent.items() if key in self.watches}
         return added
 
+    def carry_sent_from(self, previous: BookCopy[W, V]) -> None:
+        """Takes the views another copy of the same observer's book (an earlier activity in this process:
+        the run before a continue-as-new, or the attempt before a retry) delivered, for the watches both
+        copies hold unchanged: their workflows hold those views, and sending each again would cost every
+        watching workflow a workflow task at once (thousands after each continue-as-new of a busy
+        observer), with the views that are news queued behind them."""
+        for key, view in previous.sent.items():
+            watch = self.watches.get(key)
+            if watch is not None and previous.watches.get(key) == watch:
+                self.sent.setdefault(key, view)
+
 
 # A view's version as both observers send it: (observer epoch in ms, activity attempt, list tick or delivery
 # round).

@@ -99,8 +99,10 @@ class KubernetesObserverActivities:
         seen: set[str] = set()
         rounds = 0
         read_at: float | None = None
-        heartbeat = ObserverHeartbeat()
-        async with NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache:
+        async with (
+            ObserverHeartbeat() as heartbeat,
+            NamespaceCache(self.dependencies.apiserver(), request.namespace) as cache,
+        ):
             await cache.wait_synced()
             while True:
                 rounds += 1
@@ -124,7 +126,7 @@ class KubernetesObserverActivities:
                 if found:
                     version = (request.epoch_ms, attempt, rounds)
                     await self._deliver(client, observer, book.watches, found, book.sent, version)
-                heartbeat.beat(
+                heartbeat.note(
                     {"watches": len(book.watches), "lists": cache.lists, "watchRequests": cache.watches}
                 )
                 until_read = seconds_to_book_read(read_at, time.monotonic(), request.book_seconds)

@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import secrets
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -330,6 +330,8 @@ class _ObserverTemporal:
     def __init__(self, watch: JobWatch) -> None:
         self.watch = watch
         self.observed: asyncio.Queue[ObservedJob] = asyncio.Queue()
+        self.epoch_ms = 0  # of the observer's current activity (0: not said)
+        self.id = "raypilot-observer/q/ns"
 
     def get_workflow_handle(self, workflow_id: str, **_: Any) -> _ObserverTemporal:
         return self
@@ -337,7 +339,7 @@ class _ObserverTemporal:
     async def query(self, name: str, since: int, **_: Any) -> WatchChanges:
         assert name == WATCHES_QUERY
         added = {watch_key(self.watch.target, self.watch.submission_id): self.watch} if since == 0 else {}
-        return WatchChanges(1, added, full=since == 0)
+        return WatchChanges(1, added, full=since == 0, epoch_ms=self.epoch_ms)
 
     async def signal(self, name: str, arg: Any = None) -> None:
         if name == OBSERVED_SIGNAL:
@@ -370,3 +372,50 @@ async def test_the_observer_lists_the_dashboard_and_signals_the_waiting_workflow
     assert seen.submission_id == job_id
     assert seen.answer.status == "SUCCEEDED"
     assert seen.version[:2] == (1, 1)  # the observer's epoch and attempt, then its list tick
+
+
+async def _observe_until(
+    temporal: _ObserverTemporal, done: Callable[[ObservedJob], bool]
+) -> list[ObservedJob]:
+    seen: list[ObservedJob] = []
+    async with asyncio.timeout(20):
+        while not seen or not done(seen[-1]):
+            seen.append(await temporal.observed.get())
+    return seen
+
+
+async def test_the_next_activity_of_an_observer_in_the_same_worker_sends_only_what_changed(
+    deps: ActivityDependencies, head: RayHead
+) -> None:
+    """A continue-as-new of the observer starts a new activity; in the worker of the one before, it does not
+    send again the views that one delivered (thousands of RayJobs would each run a workflow task for
+    nothing, the news queued behind them): its first signal is the job's end."""
+    dashboard = DashboardActivities(deps)
+    job_id = f"job-{uuid.uuid4().hex[:6]}"
+    await ActivityEnvironment().run(
+        dashboard.submit_job, SubmitJob(head.target, {"entrypoint": "sleep 4", "submission_id": job_id})
+    )
+    temporal = _ObserverTemporal(JobWatch(head.target, job_id, "rayjob/ns/continued"))
+    temporal.epoch_ms = 1
+    observer = ObserverActivities(dataclasses.replace(deps, temporal_client=temporal))  # type: ignore[arg-type]
+    before = asyncio.ensure_future(
+        ActivityEnvironment().run(
+            observer.observe_jobs, ObserveJobs(head.namespace, "observer/q/ns", 1, 0.05)
+        )
+    )
+    first = await _observe_until(temporal, lambda view: view.answer.status == "RUNNING")
+    temporal.epoch_ms = 2  # the run continued as new with a new activity: the one before stops
+    async with asyncio.timeout(20):
+        await before
+    env = ActivityEnvironment()
+    after = asyncio.ensure_future(
+        env.run(observer.observe_jobs, ObserveJobs(head.namespace, "observer/q/ns", 2, 0.05))
+    )
+    try:
+        continued = await _observe_until(temporal, lambda view: view.answer.terminal)
+    finally:
+        env.cancel()
+        with contextlib.suppress(BaseException):
+            await after
+    assert first[-1].version[0] == 1
+    assert [(view.version[0], view.answer.status) for view in continued] == [(2, "SUCCEEDED")]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from activities.observer_fanout import OBSERVER_HEARTBEAT_SECONDS
 from bench.arithmetic import (
     Figure,
     activity_spans,
@@ -316,8 +317,8 @@ def _signal(name: str, at: str) -> dict[str, Any]:
 
 def test_the_observers_of_a_lone_rayjob_are_counted_in_full() -> None:
     """A RayJob alone in its namespace on a cluster of its own: both of its observers serve only it, so the
-    bench adds both runs' billed events and heartbeats (before: the job observer's 5 actions and 600 // 120
-    heartbeats; the Kubernetes observer not at all)."""
+    bench adds both runs' billed events and heartbeats (before: the job observer's 5 actions and its
+    heartbeats over 10 minutes; the Kubernetes observer not at all)."""
     events = [
         _signal("k8s_observed", "2026-01-01T00:00:00Z"),
         _signal("observed", "2026-01-01T00:00:01Z"),
@@ -329,11 +330,12 @@ def test_the_observers_of_a_lone_rayjob_are_counted_in_full() -> None:
     assert cost.events == 0  # their histories are not the RayJob's
     assert cost.actions == 2 * observer_run_actions(1)
     # Job observer: 10 min of job + 2 min idle; Kubernetes observer: 2 min idle.
-    # Both beat every 2 min, the first after 2 min.
-    assert cost.heartbeats == observer_heartbeats(720.0, 120.0, first_at_once=False) + observer_heartbeats(
-        120.0, 120.0, first_at_once=False
+    # Both beat every 6 s, the first after 6 s.
+    period = OBSERVER_HEARTBEAT_SECONDS
+    assert cost.heartbeats == observer_heartbeats(720.0, period, first_at_once=False) + observer_heartbeats(
+        120.0, period, first_at_once=False
     )
-    assert cost.heartbeats == 6 + 1
+    assert cost.heartbeats == 120 + 20
 
 
 def test_without_observer_signals_no_observer_is_counted() -> None:

@@ -29,6 +29,7 @@ EXPECTED_ROWS = {
     "P7": 2,
     "P8": 1,
     "P9": 1,
+    "P10": 3,
 }
 # The benches beside KubeRay share one real stack in a run (bench/realkube_stack.py): one smoke runs them.
 BESIDE_KUBERAY = ("P2K", "P3K")
@@ -41,7 +42,9 @@ P6_TIMEOUT_S = 480
 # P7K's smoke (two clusters, a worker process, two windows and two sets of probe jobs) took 56 s on a quiet
 # machine, about twice that under `make test`'s load, which is at its budget: `python -m bench --only P7K
 # --smoke` runs it.
-NOT_IN_MAKE_TEST = ("P7K",)
+# P10's smoke (one worker process, then two, then two more and a kill whose jobs outlast the observer's
+# 20 s heartbeat timeout) took 5 minutes on a loaded machine: `python -m bench --only P10 --smoke` runs it.
+NOT_IN_MAKE_TEST = ("P7K", "P10")
 SMOKES = [(bench_id,) for bench_id in BENCHES if bench_id not in BESIDE_KUBERAY + NOT_IN_MAKE_TEST] + [
     BESIDE_KUBERAY
 ]

@@ -187,6 +187,27 @@ def test_a_reader_from_another_run_or_too_far_behind_reads_the_whole_book() -> N
     assert copy.sent == {}
 
 
+def test_a_next_activity_in_the_same_process_carries_over_only_what_its_book_still_holds_unchanged() -> None:
+    """After a continue-as-new (or a retry) the new activity reads the whole book; the views the one before
+    delivered for the same watches are not sent again, so its first round costs the RayJobs nothing."""
+    before: BookCopy[JobWatch, JobInfoAnswer] = BookCopy(
+        dict[str, JobWatch], {KA: A, KB: B, KC: C}, 7, {KA: RUNNING, KB: PENDING, KC: RUNNING}
+    )
+    book = WatchBook.of({KA: A, KB: JobWatch(SHARED, "job-b", "rayjob/b-again"), KC: C})
+    book.unwatch(KC)
+    after = job_copy()
+    after.take(book.changes_since(0))
+    after.carry_sent_from(before)
+    # A: the same watch, its view carried; B: another workflow watches it now, which holds nothing yet;
+    # C: no longer watched.
+    assert after.sent == {KA: RUNNING}
+    listing = Listing({"job-a": RUNNING, "job-b": PENDING})
+    assert [
+        delivery.workflow_id
+        for delivery in deliveries(after.watches, {SHARED.head_service: listing}, after.sent)
+    ] == ["rayjob/b-again"]
+
+
 def test_one_observer_per_namespace_and_deployment() -> None:
     assert observer_workflow_id("raypilot", "team-a") == "raypilot-observer/raypilot/team-a"
     assert observer_workflow_id("raypilot", "team-b") != observer_workflow_id("raypilot", "team-a")

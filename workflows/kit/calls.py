@@ -32,8 +32,9 @@ differs:
   (WATCH: 30 s), and a cancellation reaches the wait within a minute. 6 h attempts: an attempt's timeout is
   a retry, an action.
 - OBSERVE: the cluster observer's one long-lived activity (workflows/observer): an hour per attempt,
-  retried without limit; it heartbeats every two minutes (each heartbeat is billable; P4b), so a lost worker
-  is noticed within six minutes when no worker starts: a starting worker restarts the observers at once.
+  retried without limit; it heartbeats every 6 s and times out after 20 s without one
+  (`wire.observer.OBSERVER_LOST_AFTER`), so a killed worker's observer moves to another worker within
+  seconds though none starts (each heartbeat is billable; P4b); a starting worker restarts them at once.
 - ANALYSIS: one run of a measured analysis gate (raypilot.io/rollout: an HTTP probe over its window, a
   Prometheus query). A probe window may last minutes, so a long attempt with a heartbeat per sample; a
   failed measurement is a result, not an error, so what raises is infrastructure: retried without limit.
@@ -59,6 +60,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.exceptions import TimeoutError as ActivityTimeoutError
 
+from wire.observer import OBSERVER_LOST_AFTER
 from wire.stubs.common import Activity, ActivityWithoutInput
 
 Arg = TypeVar("Arg")
@@ -154,7 +156,7 @@ POLICIES: Final[Mapping[IO, CallPolicy]] = {
     IO.OBSERVE: CallPolicy(
         local=False,
         start_to_close=_WAIT_ATTEMPT,
-        heartbeat=timedelta(minutes=6),
+        heartbeat=OBSERVER_LOST_AFTER,
         retry=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30)),
     ),
     IO.ANALYSIS: CallPolicy(

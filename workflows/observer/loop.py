@@ -4,7 +4,8 @@ when to stop (idle) or continue as new (long history, or a new build of raypilot
 
 A `worker-started` signal (sent by every worker when it starts, `activities.observer.restart_observers`)
 restarts the activity under a newer epoch: after a kill -9 its attempt would otherwise be retried only when
-its heartbeat times out (six minutes). The replaced activity, if it still runs, sees the newer epoch in its
+its heartbeat times out (20 s, which is what moves it when a worker dies and none starts). The replaced
+activity, if it still runs, sees the newer epoch in its
 next `watches` query and stops.
 """
 

@@ -1,6 +1,6 @@
 """A new worker restarts the observers' activities at once, the Ray job observer's and the Kubernetes
 observer's (dev server, fake observer activities): after a kill -9 the lost attempt would otherwise be retried
-only when its heartbeat times out (six minutes; a RayJob in Initializing waited that long for its cluster).
+only when its heartbeat times out (20 s; tests/workflows/observer/test_lost_worker.py).
 The new activity runs under a newer epoch; the replaced one, if it still runs, stops at its next read of the
 book."""
 
