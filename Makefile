@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 PACKAGES := models wire workflows activities sandbox raypilot worker.py
 
 .PHONY: install test test-fast lint typecheck unit reliability bench dev demo lock clean kube node-tools s3-server \
-	s3-server-lock
+	s3-server-lock temporal-server
 
 install: $(STAMP)
 
@@ -104,6 +104,13 @@ bench: $(STAMP)
 # the clone (kube/README.md); prints the cache dir last. Cold: many minutes on 2 cores; warm: instant.
 kube:
 	@bash kube/build.sh
+
+# The Temporal server as production runs one (temporal-server and temporal-sql-tool, with the PostgreSQL schemas)
+# from the Go module pinned in temporal/ into a cache outside the clone (temporal/README.md); prints the cache dir
+# last. It runs on PostgreSQL from Debian's packages (apt-get install postgresql). Not part of `make test`: a
+# cold build takes many minutes on 2 cores; its tests skip, saying so, until it is built.
+temporal-server:
+	@bash temporal/build.sh
 
 # The node's tools from Debian's packages (nftables: kube-proxy's nft), installed when missing.
 node-tools:

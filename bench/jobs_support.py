@@ -68,6 +68,24 @@ def sample_process(pid: int) -> ProcessSample:
     return ProcessSample(rss, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """User+system CPU time of a process and of its children: the live ones, and those it has reaped."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rfind(")") + 2 :].split()
+    ticks = sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended since the listing
+        child_fields = child[child.rfind(")") + 2 :].split()
+        if int(child_fields[1]) == pid:
+            ticks += int(child_fields[11]) + int(child_fields[12])
+    return ticks / CLOCK_TICKS
+
+
 @dataclass(frozen=True)
 class HeldWindow:
     """A worker process over a window of holding: its RSS at the end, its CPU share over the window."""
@@ -250,6 +268,12 @@ def process_with_arguments(*arguments: bytes) -> int | None:
 def dev_server_pid(address: str) -> int | None:
     """The Temporal dev server's process serving `address` (`host:port`), from /proc; None if not found."""
     return process_with_arguments(b"start-dev", address.rsplit(":", 1)[-1].encode())
+
+
+def server_pid(context: BenchContext) -> int | None:
+    """The Temporal server's process: the one the suite started and knows, else the dev server at the
+    context's address."""
+    return context.server_pid if context.server_pid is not None else dev_server_pid(context.address)
 
 
 def node_agent_pid(real: SharedRealStack) -> int | None:

@@ -31,10 +31,11 @@ from temporalio.client import WorkflowHandle
 
 from bench.arithmetic import Figure, cpu_bound_ratio, cpu_for_ratio, cpu_ms_each, event_kind, ratio
 from bench.jobs_support import (
-    dev_server_pid,
     node_agent_pid,
     sample_process,
+    server_pid,
     started_process,
+    tree_cpu_seconds,
     worker_process,
 )
 from bench.progress import Progress
@@ -55,6 +56,7 @@ class CpuPerLifecycle:
     worker_ms: float
     stack_ms: float | None  # kube-apiserver's and the node agent's
     server_ms: float | None
+    database_ms: float | None  # PostgreSQL's tree (Temporal on PostgreSQL); None on the dev server
 
 
 @dataclass(frozen=True)
@@ -64,14 +66,19 @@ class Batch:
 
 
 class CpuMeter:
-    """User+system CPU seconds of a few processes from `start` to `per_item_ms`."""
+    """User+system CPU seconds of a few processes (and of the database's whole tree: a PostgreSQL backend
+    per connection) from `start` to `per_item_ms`."""
 
-    def __init__(self, pids: dict[str, int | None]) -> None:
+    def __init__(self, pids: dict[str, int | None], database: int | None = None) -> None:
         self.pids = pids
+        self.database = database
         self.before: dict[str, float] = {}
 
     def _read(self) -> dict[str, float]:
-        return {name: sample_process(pid).cpu_seconds for name, pid in self.pids.items() if pid is not None}
+        found = {name: sample_process(pid).cpu_seconds for name, pid in self.pids.items() if pid is not None}
+        if self.database is not None:
+            found["database"] = tree_cpu_seconds(self.database)
+        return found
 
     def start(self) -> None:
         self.before = self._read()
@@ -99,7 +106,8 @@ async def timed_batch(
     cpu = meter.per_item_ms(len(starts))
     stack = [cpu.get(name) for name in STACK_PROCESSES]
     stack_ms = None if None in stack else sum(ms for ms in stack if ms is not None)
-    return Batch(len(starts) / took, CpuPerLifecycle(cpu["worker"], stack_ms, cpu.get("server")))
+    per_lifecycle = CpuPerLifecycle(cpu["worker"], stack_ms, cpu.get("server"), cpu.get("database"))
+    return Batch(len(starts) / took, per_lifecycle)
 
 
 def activity_counts(events: list[dict[str, Any]]) -> tuple[int, int]:
@@ -133,8 +141,9 @@ async def ours(context: BenchContext, count: int) -> tuple[Batch, tuple[int, int
                 "worker": w.pid,
                 "kube-apiserver": real.plane.processes["kube-apiserver"].pid,
                 "node agent": node_agent_pid(real),
-                "server": dev_server_pid(context.address),
-            }
+                "server": server_pid(context),
+            },
+            context.database_pid,
         )
         batch = await timed_batch("P5 RayJob lifecycles", [stack.start(m) for m in manifests], meter)
         handle = context.client.get_workflow_handle(f"rayjob/{namespace}/p5-0")
@@ -162,7 +171,7 @@ async def bare(context: BenchContext, count: int, activities: int, local_activit
             )
             for _ in range(count)
         ]
-        meter = CpuMeter({"worker": pid, "server": dev_server_pid(context.address)})
+        meter = CpuMeter({"worker": pid, "server": server_pid(context)}, context.database_pid)
         return await timed_batch("P5 bare workflows", starts, meter)
 
 
@@ -181,6 +190,11 @@ def temporal_bound(ours: CpuPerLifecycle, bare: CpuPerLifecycle) -> str:
     return f"; CPU bound {reachable:.2f} (worker + server {needed:.0f} ms for {RATIO_TARGET})"
 
 
+def server_shown(cpu: CpuPerLifecycle) -> str:
+    database = "" if cpu.database_ms is None else f" + PostgreSQL {cpu.database_ms:.0f} ms"
+    return f"server {shown(cpu.server_ms)} ms{database}"
+
+
 def figure(count: int, ours_batch: Batch, bare_batch: Batch, activities: tuple[int, int]) -> Figure:
     rate_ratio = ratio(ours_batch.rate, bare_batch.rate)
     # Worker CPU per lifecycle, bare over ours: the share of bare Temporal's speed one worker keeps.
@@ -192,9 +206,9 @@ def figure(count: int, ours_batch: Batch, bare_batch: Batch, activities: tuple[i
         f"RayJob lifecycles/s, {count} at once, one worker process",
         f"{ours_batch.rate:.2f}/s on the real stack ({activities[0]} activities + {activities[1]} local per "
         f"lifecycle); CPU per lifecycle: worker {shown(ours_cpu.worker_ms)} ms, stack (kube-apiserver + "
-        f"node agent) {shown(ours_cpu.stack_ms)} ms, server {shown(ours_cpu.server_ms)} ms",
+        f"node agent) {shown(ours_cpu.stack_ms)} ms, {server_shown(ours_cpu)}",
         f"bare Temporal, same activities: {bare_batch.rate:.2f}/s; CPU per lifecycle: worker "
-        f"{shown(bare_cpu.worker_ms)} ms, server {shown(bare_cpu.server_ms)} ms; ratio {rate_ratio:.2f} "
+        f"{shown(bare_cpu.worker_ms)} ms, {server_shown(bare_cpu)}; ratio {rate_ratio:.2f} "
         f"(worker CPU: {worker_ratio:.2f}){bound}",
         f">= {RATIO_TARGET} of bare",
         rate_ratio >= RATIO_TARGET,

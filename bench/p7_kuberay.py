@@ -31,9 +31,9 @@ from bench.arithmetic import Figure, percentile, ratio
 from bench.jobs_support import (
     SharedCluster,
     bench_task_queue,
-    dev_server_pid,
     results_in_order,
     selector_rayjob,
+    server_pid,
     start_rayjobs,
     terminate_all,
     wait_for_states,
@@ -167,7 +167,7 @@ async def raypilot_side(context: BenchContext, real: SharedRealStack, jobs: int,
                 )
                 ramp = time.monotonic() - started
                 await settled(shared, worker, settle_s, within=120 + jobs * 0.1)
-                server = dev_server_pid(context.address)
+                server = server_pid(context)
                 roots = {"controller": [worker.pid], **({"server": [server]} if server else {})}
                 window = await measured_window(shared, roots, WORKER_USER, window_s)
                 probing = [

@@ -1,10 +1,12 @@
 """`make bench`: every speed and cost figure of raypilot beside its reference, measured in the same run.
 
-    .venv/bin/python -m bench [--only P1,P3] [--smoke] [--scale 100,1000] [--record]
+    .venv/bin/python -m bench [--only P1,P3] [--smoke] [--scale 100,1000] [--temporal postgres] [--record]
 
 Each bench is a module `bench.pN_*` with `async def run(context) -> list[Figure]`. The suite starts one
-Temporal dev server for all of them, runs them one after the other (P6, the only one on real Ray, last),
-prints one table and, with `--record`, appends it to bench/RESULTS.md with the machine's load.
+Temporal server for all of them (the dev server; with `--temporal postgres` the Temporal server as production
+runs one, on PostgreSQL: sandbox/temporalserver, built by `make temporal-server`), runs them one after the
+other (P6, the only one on real Ray, last), prints one table and, with `--record`, appends it to
+bench/RESULTS.md with the machine's load.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from bench.arithmetic import Figure, markdown_table
 from raypilot.testing.binaries import temporal_cli
+from sandbox.temporalserver import temporal_on_postgres
 from workflows.search_attributes import ALL_SEARCH_ATTRIBUTES
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -55,9 +58,10 @@ DEFAULT_CLUSTERS = (20, 50, 100)
 
 @dataclass
 class BenchContext:
-    """What a bench gets: the dev server's client and address, a scratch directory, and how big to run.
-    `shared` holds what several benches of one run use (bench/realkube_stack.py), `resources` stops it
-    when the run ends."""
+    """What a bench gets: the Temporal server's client and address, a scratch directory, and how big to run.
+    `server_pid` is the server's process where the suite knows it (Temporal on PostgreSQL, whose
+    PostgreSQL's postmaster is `database_pid`; the dev server's is looked up by its address). `shared` holds
+    what several benches of one run use (bench/realkube_stack.py), `resources` stops it when the run ends."""
 
     client: Client
     address: str
@@ -69,6 +73,8 @@ class BenchContext:
     loads: list[float] = field(default_factory=list)
     shared: dict[str, object] = field(default_factory=dict)
     resources: AsyncExitStack = field(default_factory=AsyncExitStack)
+    server_pid: int | None = None
+    database_pid: int | None = None
 
     def scratch(self, name: str) -> Path:
         path = self.workdir / name
@@ -151,20 +157,31 @@ async def main_async(options: argparse.Namespace) -> list[Figure]:
     ids = [bench_id for bench_id in BENCHES if bench_id in ids]  # P6 stays last
     scale = tuple(int(n) for n in options.scale.split(",")) if options.scale else DEFAULT_SCALE
     clusters = tuple(int(n) for n in options.clusters.split(",")) if options.clusters else DEFAULT_CLUSTERS
-    env = await start_dev_server()
-    try:
-        with tempfile.TemporaryDirectory(prefix="raypilot-bench-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="raypilot-bench-") as workdir:
+        async with AsyncExitStack() as servers:
+            if options.temporal == "postgres":
+                names = [key.name for key in ALL_SEARCH_ATTRIBUTES]
+                on_postgres = temporal_on_postgres(Path(workdir) / "temporal", search_attributes=names)
+                server = await servers.enter_async_context(on_postgres)
+                client = await Client.connect(
+                    server.address, namespace=server.namespace, data_converter=pydantic_data_converter
+                )
+                address, server_pid, database = server.address, server.server_pid, server.postgres_pid
+            else:
+                env = await start_dev_server()
+                servers.push_async_callback(env.shutdown)
+                client, address, server_pid, database = env.client, dev_server_address(env), None, None
             context = BenchContext(
-                env.client,
-                dev_server_address(env),
+                client,
+                address,
                 Path(workdir),
                 smoke=options.smoke,
                 scale=scale,
                 clusters=clusters,
+                server_pid=server_pid,
+                database_pid=database,
             )
             figures = await run_benches(context, ids)
-    finally:
-        await env.shutdown()
     table = markdown_table(figures)
     print()
     print(table)
@@ -172,7 +189,9 @@ async def main_async(options: argparse.Namespace) -> list[Figure]:
         for text in row.notes:
             print(f"  {row.id}: {text}")
     if options.record:
-        note = ", smoke" if options.smoke else ""
+        note = (", smoke" if options.smoke else "") + (
+            ", Temporal on PostgreSQL" if options.temporal == "postgres" else ""
+        )
         with RESULTS.open("a") as results:
             results.write(record_text(figures, ids, context.loads, note))
         print(f"appended to {RESULTS}")
@@ -186,6 +205,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scale", default="", help="P7's numbers of running RayJobs, e.g. 100,1000,10000")
     parser.add_argument(
         "--clusters", default="", help="P8's numbers of RayJobs with a cluster each, e.g. 20,50"
+    )
+    parser.add_argument(
+        "--temporal",
+        choices=("dev", "postgres"),
+        default="dev",
+        help="the server: the dev server, or the Temporal server on PostgreSQL (make temporal-server first)",
     )
     parser.add_argument("--record", action="store_true", help="append the table to bench/RESULTS.md")
     options = parser.parse_args(argv)
