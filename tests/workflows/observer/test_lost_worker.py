@@ -49,6 +49,8 @@ OBSERVERS = {
 }  # fmt: skip
 
 
+# Slow: the lost attempt stays in flight, which holds the test server's clock, so its 30 s pass in real time.
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(OBSERVERS))
 async def test_a_dead_workers_observer_runs_again_within_30_s_though_no_worker_starts(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker, kind: str
