@@ -18,98 +18,19 @@ RECIPE=3
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 modules=(etcd kubernetes kuberay)
 binaries=(etcd kube-apiserver kube-controller-manager kube-proxy kubectl kuberay-operator)
-
-# Go's own installer puts it here; a non-login shell may not have it on PATH.
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  PATH="$PATH:/usr/local/go/bin"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  echo "kube: the go command is not on PATH (Go >= 1.26 is needed)" >&2
-  exit 1
-fi
-
-go_version="$(cd "$here/kubernetes" && go version)"
-key="$(
-  {
-    echo "recipe $RECIPE"
-    echo "$go_version"
-    for m in "${modules[@]}"; do
-      for f in go.mod go.sum; do
-        echo "== $m/$f"
-        cat "$here/$m/$f"
-      done
-    done
-  } | sha256sum | cut -c1-16
-)"
-root="${RAYPILOT_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/raypilot/kube}"
-dir="$root/$key"
-
-complete() {
-  [[ -f "$dir/.complete" ]] || return 1
-  local b
-  for b in "${binaries[@]}"; do
-    [[ -x "$dir/bin/$b" ]] || return 1
-  done
-}
-
-if complete; then
-  echo "$dir"
-  exit 0
-fi
-# `build.sh --check`: only say whether the cache is complete (exit 3 when it is not), never build.
-if [[ "${1:-}" == "--check" ]]; then
-  echo "kube: not built yet ($dir); make kube builds it" >&2
-  exit 3
-fi
-
-mkdir -p "$dir"
-# One build at a time per cache dir (two test workers may ask at once); the loser then finds it complete.
-exec 9>"$dir/.lock"
-flock 9
-if complete; then
-  echo "$dir"
-  exit 0
-fi
-
-start=$SECONDS
+label=kube
+make_hint="make kube"
 steps=8
-step=0
-heartbeat_pid=""
+# shellcheck source=kube/go-cache.sh
+source "$here/go-cache.sh"
 
-stop_heartbeat() {
-  if [[ -n "$heartbeat_pid" ]]; then
-    kill "$heartbeat_pid" 2>/dev/null || true
-    wait "$heartbeat_pid" 2>/dev/null || true
-    heartbeat_pid=""
-  fi
-}
-trap stop_heartbeat EXIT
-
-# Prints the step's line, and a line a minute while it runs (a cold kube-apiserver takes many minutes).
-begin() {
-  stop_heartbeat
-  step=$((step + 1))
-  local what="$1"
-  echo "kube: $what (step $step/$steps, $((SECONDS - start)) s so far)" >&2
-  (
-    t0=$SECONDS
-    while sleep 60 >/dev/null 2>&1; do
-      echo "kube:   ... still $what ($((SECONDS - t0)) s in this step, $((SECONDS - start)) s so far)" >&2
-    done
-  ) </dev/null >/dev/null 9>&- &
-  heartbeat_pid=$!
-}
-
-fail() {
-  stop_heartbeat
-  echo "kube: FAILED: $1 (step $step/$steps, after $((SECONDS - start)) s); the go command's error is above" >&2
-  exit 1
-}
-
-# The pins are the whole truth: no go.mod/go.sum update, no version resolution, no cgo.
-export GOFLAGS="-mod=readonly -buildvcs=false"
-export CGO_ENABLED=0
-export GOWORK=off
+pins=()
+for m in "${modules[@]}"; do
+  pins+=("$m/go.mod" "$m/go.sum")
+done
+cd "$here"
+go_cache_open "${RAYPILOT_KUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/raypilot/kube}" "$RECIPE" \
+  "$here/kubernetes" "${pins[@]}" "${1:-}"
 
 modversion() { # <module dir> <module path>
   (cd "$here/$1" && go list -m -f '{{.Version}}' "$2")

@@ -18,98 +18,16 @@ RECIPE=1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 binaries=(temporal-server temporal-sql-tool)
-
-# Go's own installer puts it here; a non-login shell may not have it on PATH.
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  PATH="$PATH:/usr/local/go/bin"
-fi
-if ! command -v go >/dev/null 2>&1; then
-  echo "temporal: the go command is not on PATH (Go >= 1.26.8 is needed)" >&2
-  exit 1
-fi
-
-go_version="$(cd "$here" && go version)"
-key="$(
-  {
-    echo "recipe $RECIPE"
-    echo "$go_version"
-    for f in go.mod go.sum; do
-      echo "== $f"
-      cat "$here/$f"
-    done
-  } | sha256sum | cut -c1-16
-)"
-root="${RAYPILOT_TEMPORAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/raypilot/temporal}"
-dir="$root/$key"
-
-complete() {
-  [[ -f "$dir/.complete" ]] || return 1
-  local b
-  for b in "${binaries[@]}"; do
-    [[ -x "$dir/bin/$b" ]] || return 1
-  done
-}
-
-if complete; then
-  echo "$dir"
-  exit 0
-fi
-if [[ "${1:-}" == "--check" ]]; then
-  echo "temporal: not built yet ($dir); make temporal-server builds it" >&2
-  exit 3
-fi
-
-mkdir -p "$dir"
-# One build at a time per cache dir (two test workers may ask at once); the loser then finds it complete.
-exec 9>"$dir/.lock"
-flock 9
-if complete; then
-  echo "$dir"
-  exit 0
-fi
-
-start=$SECONDS
+label=temporal
+make_hint="make temporal-server"
 steps=4
-step=0
-heartbeat_pid=""
-
-stop_heartbeat() {
-  if [[ -n "$heartbeat_pid" ]]; then
-    kill "$heartbeat_pid" 2>/dev/null || true
-    wait "$heartbeat_pid" 2>/dev/null || true
-    heartbeat_pid=""
-  fi
-}
-trap stop_heartbeat EXIT
-
-# Prints the step's line, and a line a minute while it runs (a cold temporal-server takes minutes).
-begin() {
-  stop_heartbeat
-  step=$((step + 1))
-  local what="$1"
-  echo "temporal: $what (step $step/$steps, $((SECONDS - start)) s so far)" >&2
-  (
-    t0=$SECONDS
-    while sleep 60 >/dev/null 2>&1; do
-      echo "temporal:   ... still $what ($((SECONDS - t0)) s in this step, $((SECONDS - start)) s so far)" >&2
-    done
-  ) </dev/null >/dev/null 9>&- &
-  heartbeat_pid=$!
-}
-
-fail() {
-  stop_heartbeat
-  echo "temporal: FAILED: $1 (step $step/$steps, after $((SECONDS - start)) s); the go command's error is above" >&2
-  exit 1
-}
-
-# The pins are the whole truth: no go.mod/go.sum update, no version resolution, no other toolchain, no cgo.
-export GOFLAGS="-mod=readonly -buildvcs=false"
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-export GOWORK=off
+# shellcheck source=kube/go-cache.sh
+source "$here/../kube/go-cache.sh"
 
 cd "$here"
+go_cache_open "${RAYPILOT_TEMPORAL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/raypilot/temporal}" "$RECIPE" \
+  "$here" go.mod go.sum "${1:-}"
+
 begin "downloading the pinned modules"
 go mod download || fail "downloading the modules of temporal/go.mod"
 server_v="$(go list -m -f '{{.Version}}' go.temporal.io/server)" || fail "reading the server version"
