@@ -54,7 +54,7 @@ async def test_an_applied_rayjob_completes_and_is_listed_by_its_phase(postgres_c
     world = FakeWorld(job_scripts=[SUCCEEDS])
     name = f"pg-{uuid.uuid4().hex[:6]}"
     manifest = rayjob_manifest(name)
-    async with running_worker(postgres_client, activities=world.activities(), as_worker_py=True) as queue:
+    async with running_worker(postgres_client, activities=world.activities()) as queue:
         applied = await update_with_start(
             postgres_client,
             ObjectRef("RayJob", "default", name),
