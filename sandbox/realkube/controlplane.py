@@ -14,7 +14,6 @@ import contextlib
 import fcntl
 import ipaddress
 import json
-import os
 import socket
 import ssl
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import yaml
 
+from sandbox.go_cache import cached_build_dir
 from sandbox.realkube.audit import write_audit_policy
 from sandbox.realkube.certs import ControlPlaneCerts, make_control_plane_certs
 from sandbox.realkube.conditions import condition_status
@@ -67,22 +67,9 @@ def kube_dir(*, show_progress: bool = False, build: bool = True) -> Path:
     """The cache directory with bin/ and crds/: $RAYPILOT_KUBE_DIR, else what kube/build.sh prints (it returns
     at once when the cache is complete, and builds it otherwise, its progress on our stderr if asked; with
     `build=False` an incomplete cache raises instead)."""
-    given = os.environ.get(KUBE_DIR_ENV)
-    if given:
-        return Path(given)
-    done = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), *(() if build else ("--check",))],
-        check=False,
-        stdout=subprocess.PIPE,
-        stderr=None if show_progress else subprocess.PIPE,
-        text=True,
+    return cached_build_dir(
+        BUILD_SCRIPT, KUBE_DIR_ENV, ControlPlaneError, build=build, show_progress=show_progress
     )
-    if not build and done.returncode == 3:
-        raise ControlPlaneError(done.stderr.strip())
-    if done.returncode != 0:
-        detail = "its progress is above" if show_progress else done.stderr.strip()[-2000:]
-        raise ControlPlaneError(f"kube/build.sh failed ({done.returncode}): {detail}")
-    return Path(done.stdout.strip().splitlines()[-1])
 
 
 _HANDED_OUT: set[int] = set()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from sandbox.go_cache import cached_build_dir
 
 BUILD_SCRIPT = Path(__file__).parents[2] / "temporal" / "build.sh"
 # Set to a directory temporal/build.sh printed to skip asking the script (e.g. a cache built elsewhere).
@@ -36,19 +36,8 @@ class TemporalBuild:
 def temporal_build(*, build: bool = False, show_progress: bool = False) -> TemporalBuild:
     """$RAYPILOT_TEMPORAL_DIR, else what temporal/build.sh prints: at once when its cache is complete;
     otherwise it builds (minutes, progress on our stderr if asked) or, with `build=False`, raises."""
-    given = os.environ.get(TEMPORAL_DIR_ENV)
-    if given:
-        return TemporalBuild(Path(given))
-    done = subprocess.run(
-        ["bash", str(BUILD_SCRIPT), *(() if build else ("--check",))],
-        check=False,
-        stdout=subprocess.PIPE,
-        stderr=None if show_progress else subprocess.PIPE,
-        text=True,
+    return TemporalBuild(
+        cached_build_dir(
+            BUILD_SCRIPT, TEMPORAL_DIR_ENV, TemporalNotBuiltError, build=build, show_progress=show_progress
+        )
     )
-    if not build and done.returncode == 3:
-        raise TemporalNotBuiltError(done.stderr.strip())
-    if done.returncode != 0:
-        detail = "its progress is above" if show_progress else (done.stderr or "").strip()[-2000:]
-        raise TemporalNotBuiltError(f"temporal/build.sh failed ({done.returncode}): {detail}")
-    return TemporalBuild(Path(done.stdout.strip().splitlines()[-1]))
