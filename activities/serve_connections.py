@@ -55,8 +55,9 @@ __all__ = [
 CLOSING_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_CLOSING "
 UNSUPPORTED_MARKER: Final = "RAYPILOT_SERVE_CONNECTIONS_UNSUPPORTED "
 # The release series (major.minor) the driver was tested on, on real Ray Serve
-# (tests/integration/test_rayservice_drain_real.py, with the Ray of requirements.lock). Add one only after
-# that test passed on it: a proxy built otherwise may keep the names and change what they mean.
+# (tests/integration/test_rayservice_bluegreen.py and test_rayservice_incremental.py, with the Ray of
+# requirements.lock). Add one only after those tests passed on it: a proxy built otherwise may keep the
+# names and change what they mean.
 TESTED_RAY: Final = ("2.60",)
 TESTED_UVICORN: Final = ("0.54",)
 CLOSING_JOB: Final = DriverJobKind(

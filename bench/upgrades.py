@@ -33,10 +33,15 @@ from bench.arithmetic import parse_event_time, percentile
 from bench.rayservice_sides import RaypilotSide, SideKind, clusters_gone, service_side
 from raypilot.load import FAILED, Sample, SteadyLoad
 from sandbox.testing import wait_until
-from tests.integration.rayservice_helpers import active_cluster, is_running, pending_cluster, rayservice
+from tests.integration.rayservice_helpers import (
+    active_cluster,
+    is_running,
+    pending_cluster,
+    rayservice,
+    serving_alone,
+)
 from tests.integration.route_watch import RouteRecorder, route_weights, routed_gateway_url
 from tests.integration.stack import Stack
-from tests.integration.test_rayservice_incremental import serving_alone
 from wire import names
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

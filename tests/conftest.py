@@ -143,7 +143,6 @@ REAL_RAY_FILES = frozenset(
     {
         "tests/integration/test_rayjob_real.py",
         "tests/integration/test_rayservice_bluegreen.py",
-        "tests/integration/test_rayservice_drain_real.py",
         "tests/integration/test_rayservice_incremental.py",
         "tests/integration/test_rayservice_rollout_real.py",
         "tests/realkube/test_node_agent.py",

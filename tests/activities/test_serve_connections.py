@@ -1,7 +1,7 @@
 """Kept-alive connections closed after their responses when a cluster's drain starts: the driver's entrypoint
 and output, its version check (on stand-in `ray` and `uvicorn` modules, and the releases in use here), and the
 activity on a simulated RayCluster (its proxy answers `Connection: close` afterwards, the job record is gone).
-On real Ray Serve: tests/integration/test_rayservice_drain_real.py."""
+On real Ray Serve: tests/integration/test_rayservice_bluegreen.py and test_rayservice_incremental.py."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ speed, and are released then."""
 from __future__ import annotations
 
 import asyncio
+import json
 import tempfile
 import time
 from collections.abc import AsyncIterator
@@ -37,6 +38,7 @@ from tests.integration.rayservice_helpers import (
     pending_cluster,
     promoted_away_from,
     rayservice,
+    selected_cluster,
     serve_service_answering,
     wait_for_status,
 )
@@ -51,6 +53,8 @@ LONG_REQUESTS = 3
 # call, ~20 s on an idle machine; a real head answers slowly on a loaded one (60 s was once not enough at load
 # average 17).
 DELETED_WITHIN_S = 150
+# Answers of the per-connection clients counted once the old cluster is gone.
+AFTER_DELETION_REQUESTS = 300
 
 
 # A client that sends again 50 ms after each answer: busy enough to hold its connection all the time.
@@ -163,7 +167,36 @@ def pending_serves(status: dict[str, Any]) -> bool:
     return bool(apps) and all(app.get("status") == "RUNNING" for app in apps.values())
 
 
+async def answered_through_the_api_server(stack: Stack, namespace: str, service: str) -> str:
+    """The version the serve Service answers through the API server's Service proxy, as `kubectl proxy` users
+    reach it (the serve Service's port is named `serve`, as KubeRay names it)."""
+    proxied = await asyncio.to_thread(
+        lambda: (
+            stack.core.connect_get_namespaced_service_proxy(
+                f"{service}:serve", namespace, _preload_content=False
+            ).data
+        )
+    )
+    return str(json.loads(proxied)["version"])
+
+
+def check_selector_switch(per_connection: SteadyLoad, switched_at: float, gone_at: float) -> None:
+    """A client opening a connection per request follows the Services' selector switch: v1 answers end
+    around the switch (the sandbox's Service proxies learn the new selector within a moment), only v2 answers
+    after it, and it kept being answered after the old cluster was deleted."""
+    counts = per_connection.counts()
+    assert counts["v1"] > 0, counts
+    assert counts["v2"] > 0, counts
+    last_v1 = max(sample.at for sample in per_connection.samples if sample.version == "v1")
+    assert last_v1 < switched_at + 1.0, f"v1 answered {last_v1 - switched_at:+.2f} s from the switch"
+    assert set(per_connection.counts(since=switched_at + 1.0)) == {"v2"}
+    assert per_connection.counts(since=gone_at)["v2"] >= AFTER_DELETION_REQUESTS
+
+
 async def check_drained_deletion(stack: Stack, within: float, drain: bool = True) -> DrainRun:
+    """A blue-green upgrade v1 -> v2 under the busy clients, with long requests on the old cluster: at the
+    switch both Services select the new cluster and the old one stays for its deletion delay, then its drain;
+    the long requests are answered by it, it goes after them, and no request fails."""
     namespace, name = stack.namespace(), "drained"
     handle = await stack.start(draining_rayservice(namespace, name, "v1", drain))
     old = active_cluster(await wait_for_status(stack, handle, is_running, within=within, what="v1 Running"))
@@ -171,6 +204,7 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
     assert spec is not None
     url = f"http://{spec.cluster_ip}:8000/"
     await serve_service_answering(url)
+    assert await answered_through_the_api_server(stack, namespace, f"{name}-serve-svc") == "v1"
     kept_alive = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
     busy_kept_alive, busy_per_connection = busy_clients(url)
@@ -188,18 +222,26 @@ async def check_drained_deletion(stack: Stack, within: float, drain: bool = True
         ]
         await asyncio.sleep(0.5)
         await handle.execute_update("resume")
-        await promoted_away_from(stack, handle, old, within=60)
+        new = active_cluster(await promoted_away_from(stack, handle, old, within=60))
         switched_at = time.monotonic()
+        # The Services were re-pointed before the status named the new cluster active; the old cluster is
+        # kept for rayClusterDeletionDelaySeconds, then drained.
+        assert selected_cluster(stack, namespace, f"{name}-serve-svc") == new
+        assert selected_cluster(stack, namespace, f"{name}-head-svc") == new
         answers = await answered_after_drain_start(stack, handle, namespace, old, long_requests, release)
         answered_at = time.monotonic()
         assert {a.json()["version"] for a in answers} == {"v1"}
         gone_at = await deleted_at(stack, namespace, old)
+        assert gone_at - switched_at >= DELETION_DELAY_S - 1
         # The idle kept-alive connection was closed with the old cluster; the next request opens a new one.
         after = await kept_alive.get(url)
         assert after.status_code == 200
         assert after.json()["version"] == "v2"
+        answered_before = len(busy_per_connection.samples)
+        await busy_per_connection.wait_for_requests(answered_before + AFTER_DELETION_REQUESTS)
         await busy_kept_alive.wait_for_requests(len(busy_kept_alive.samples) + 20)
     run = drain_run(busy_kept_alive, busy_per_connection, switched_at, answered_at, gone_at)
+    check_selector_switch(busy_per_connection, switched_at, gone_at)
     await handle.execute_update("delete")
     return run
 

@@ -59,6 +59,13 @@ def is_running(status: dict[str, Any]) -> bool:
     return status.get("serviceStatus") == "Running" and bool(active_cluster(status))
 
 
+def serving_alone(status: dict[str, Any]) -> bool:
+    """Running on an active cluster with no pending one (in incremental mode Ready alone is not enough: it
+    counts the pending cluster's serve endpoints too, as KubeRay does)."""
+    running = status.get("serviceStatus") == "Running"
+    return running and bool(active_cluster(status)) and not pending_cluster(status)
+
+
 async def wait_for_status(
     stack: Stack, handle: Any, holds: Any, *, within: float, what: str
 ) -> dict[str, Any]:

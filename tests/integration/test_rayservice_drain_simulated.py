@@ -3,7 +3,7 @@ with the real worker (tests/integration/drain_checks.py): requests longer than r
 are still answered by the old cluster after a blue-green switch, which goes only once they are done; an idle
 kept-alive connection reconnects to the new cluster, and busy clients (kept-alive, moved by the old proxies'
 `Connection: close`, or one connection per request) lose nothing. The incremental check runs on real Ray only
-(test_rayservice_drain_real.py: the time budget). (Without the annotation such requests are cut off when the
+(test_rayservice_incremental.py: the time budget). (Without the annotation such requests are cut off when the
 old cluster goes: bench/rayservice_drain.py.)"""
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ One RayService for the module (two real heads at most at any time): v1 is deploy
 upgrades it to v2 step by step and checks, per traffic step, that the share of answers from v2 follows the
 HTTPRoute weight; the second starts v3, pauses it (the weights freeze), resumes, then aborts half-way and
 checks that all traffic returns to v2 without a failed request.
+
+The first upgrade also checks drained deletion through the Gateway (tests/integration/drain_checks.py):
+long requests sent once the old cluster's share has begun to fall are answered by it after its drain
+started, and it goes only after them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 import yaml
 from temporalio.api.enums.v1 import EventType
@@ -28,7 +33,14 @@ from temporalio.client import WorkflowHandle
 
 from raypilot.load import SteadyLoad
 from sandbox.testing import ConditionTimeout, wait_until
-from tests.integration.rayservice_helpers import head_alone
+from tests.integration.drain_checks import (
+    LONG_REQUESTS,
+    MAX_DRAIN_S,
+    answered_after_drain_start,
+    held_requests,
+    old_share_between,
+)
+from tests.integration.rayservice_helpers import head_alone, serving_alone
 from tests.integration.route_watch import (
     RouteRecorder,
     Segment,
@@ -39,7 +51,7 @@ from tests.integration.route_watch import (
 from tests.integration.stack import Stack
 from tests.workflows.rayservice.incremental_simulation import expected_upgrade_steps, traffic_steps
 from tests.workflows.timer_dues import steps_timed_by_timers, timer_dues
-from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
+from workflows.decisions.rayservice.drain import MAX_DRAIN_ANNOTATION
 from workflows.search_attributes import RAY_PHASE
 
 pytestmark = [pytest.mark.ray, pytest.mark.devserver, pytest.mark.timeout(1200)]
@@ -55,17 +67,29 @@ SHARE_TOLERANCE = 10.0
 # of the load (200-400 answers here) whatever the total.
 AFTER_DELETION_REQUESTS = 300
 DELETION_DELAY_S = 5
-DRAIN_S = DEFAULT_MAX_DRAIN.total_seconds()  # then the drain, on by default (at most this)
+DRAIN_S = MAX_DRAIN_S  # then the drain (at most this: the annotation's)
 TIMESTAMP_ROUNDING = timedelta(milliseconds=1)
 ABORT_AT_PERCENT = 2 * STEP_PERCENT  # "half-way": the abort comes once the new cluster has this much traffic
 
 
 def manifest(namespace: str, version: str) -> dict[str, Any]:
-    """The example with step 20 / interval 5 s / surge 50 and a 5 s deletion delay; `version` is what the
-    sandbox app answers (APP_VERSION of the head), so each version is a new RayCluster spec."""
+    """The example with step 20 / interval 5 s / surge 50, a 5 s deletion delay and a drain of MAX_DRAIN_S at
+    most; `version` is what the sandbox app answers (APP_VERSION of the head), so each version is a new
+    RayCluster spec."""
     body: dict[str, Any] = copy.deepcopy(EXAMPLE)
-    body["metadata"] = {"name": NAME, "namespace": namespace}
+    body["metadata"] = {
+        "name": NAME,
+        "namespace": namespace,
+        "annotations": {MAX_DRAIN_ANNOTATION: str(int(MAX_DRAIN_S))},
+    }
     spec = body["spec"]
+    # Before the promotion the old cluster's target_capacity reaches 0 and Serve stops its replicas, each
+    # after its requests or graceful_shutdown_timeout_s (20 s by default): the held requests need longer.
+    serve_config = yaml.safe_load(spec["serveConfigV2"])
+    for application in serve_config["applications"]:
+        for deployment in application["deployments"]:
+            deployment["graceful_shutdown_timeout_s"] = MAX_DRAIN_S
+    spec["serveConfigV2"] = yaml.safe_dump(serve_config)
     spec["rayClusterDeletionDelaySeconds"] = DELETION_DELAY_S
     spec["upgradeStrategy"]["clusterUpgradeOptions"].update(
         maxSurgePercent=SURGE_PERCENT, stepSizePercent=STEP_PERCENT, intervalSeconds=INTERVAL_S
@@ -89,17 +113,6 @@ def steady_load(url: str) -> SteadyLoad:
 def split(status: dict[str, Any]) -> list[tuple[Any, Any]]:
     """(targetCapacity, trafficRoutedPercent) of the active and the pending side."""
     return [(side.get("targetCapacity"), side.get("trafficRoutedPercent")) for side in sides(status)]
-
-
-def serving_alone(status: dict[str, Any]) -> bool:
-    """Running on an active cluster with no pending one (in incremental mode Ready alone is not enough: it
-    counts the pending cluster's serve endpoints too, as KubeRay does)."""
-    active, pending = sides(status)
-    return (
-        status.get("serviceStatus") == "Running"
-        and bool(active.get("rayClusterName"))
-        and not pending.get("rayClusterName")
-    )
 
 
 def condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -222,15 +235,27 @@ def describe(found: list[Segment], version: str) -> str:
 
 async def test_upgrade_moves_traffic_by_route_weight_without_failures(service: Service) -> None:
     old = await service.active_cluster()
-    async with service.followed_under_load("v1") as (load, route, sampler):
+    fresh = httpx.AsyncClient(timeout=MAX_DRAIN_S, trust_env=False)
+    async with held_requests() as (long, release), fresh, service.followed_under_load("v1") as followed:
+        load, route, sampler = followed
         began = time.monotonic()
         new = await start_upgrade(service, "v2", old)
+        await service.wait_status(old_share_between, within=480, what="the old cluster's share falling")
+        long_requests = [
+            asyncio.create_task(fresh.get(service.url, params=long, headers={"Connection": "close"}))
+            for _ in range(2 * LONG_REQUESTS)
+        ]
         final = await service.wait_status(
             lambda s: sides(s)[0].get("rayClusterName") == new and not sides(s)[1].get("rayClusterName"),
             within=480,
             what="v2 promoted",
         )
         promoted = time.monotonic()
+        answers = await answered_after_drain_start(
+            service.stack, service.handle, service.namespace, old, long_requests, release
+        )
+        versions = [answer.json()["version"] for answer in answers]
+        assert "v1" in versions, versions  # some went to the old cluster, and were answered by it
         await eventually(cluster_gone(service, old), within=60 + DRAIN_S, what="old cluster deleted")
         deleted = time.monotonic()
         await load.wait_for_requests(len(load.samples) + AFTER_DELETION_REQUESTS)

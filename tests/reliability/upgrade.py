@@ -18,10 +18,14 @@ from bench.upgrades import Incremental, incremental_rayservice
 from raypilot.cli.demo_rayservice import gateway_url
 from raypilot.load import SteadyLoad
 from sandbox.testing import wait_until
-from tests.integration.rayservice_helpers import active_cluster, pending_cluster, wait_for_status
+from tests.integration.rayservice_helpers import (
+    active_cluster,
+    pending_cluster,
+    serving_alone,
+    wait_for_status,
+)
 from tests.integration.route_watch import route_weights
 from tests.integration.stack import Stack
-from tests.integration.test_rayservice_incremental import serving_alone
 from tests.reliability.objects import kinds_left, names_seen, store_list
 from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 
