@@ -18,7 +18,7 @@ from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_cluster, real_stack_unavailable
 from tests import stalls
 from tests.docs.rbac_scope import LeftToTheAudit
-from tests.kubes import RealKube
+from tests.kubes import SIMULATED_RAY_STACK_ENV, RealKube
 
 # The suite's workers run in this process (CPython 3.11's AST constructor is not thread-safe: see the module).
 serialize_ast_parsing()
@@ -45,7 +45,11 @@ def _real_kube(tmp_path_factory: pytest.TempPathFactory, ray: RayKind) -> Genera
 @pytest.fixture(scope="session")
 def real_kube_of_simulated_ray(tmp_path_factory: pytest.TempPathFactory) -> Generator[RealKube, None, None]:
     """The real stack with pods of simulated Ray, once per test process (the `kube_stack` fixtures of
-    tests/integration and tests/raypilot/cli run on it)."""
+    tests/integration and tests/raypilot/cli run on it), or the parent process's (SIMULATED_RAY_STACK_ENV)."""
+    described = os.environ.get(SIMULATED_RAY_STACK_ENV)
+    if described:
+        yield RealKube.described(Path(described))
+        return
     yield from _real_kube(tmp_path_factory, "simulated")
 
 

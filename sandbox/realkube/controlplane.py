@@ -24,6 +24,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -183,14 +184,30 @@ class ControlPlane:
             raise ControlPlaneError(f"kubectl {' '.join(argv)}: {done.stderr.strip()}")
         return done.stdout
 
-    def readyz(self) -> bool:
+    def _admin_tls(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.certs.ca_cert))
         context.load_cert_chain(str(self.certs.admin_cert), str(self.certs.admin_key))
+        return context
+
+    def readyz(self) -> bool:
+        url = f"{self.server}/readyz"
         try:
-            with urllib.request.urlopen(f"{self.server}/readyz", context=context, timeout=5) as answer:
+            with urllib.request.urlopen(url, context=self._admin_tls(), timeout=5) as answer:
                 return bool(answer.status == 200)
         except (urllib.error.URLError, OSError):
             return False
+
+    def get_json(self, path: str) -> dict[str, Any] | None:
+        """GET `path` from the API server as the admin: the object, or None when the server does not answer
+        with one (not found, not serving yet). For the waits that poll while the stack starts: a kubectl run
+        per poll cost a process start, a TLS handshake and discovery each time, on a machine already busy
+        starting the stack."""
+        try:
+            with urllib.request.urlopen(self.server + path, context=self._admin_tls(), timeout=10) as answer:
+                found: dict[str, Any] = json.loads(answer.read())
+                return found
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
 
     def wait(self, what: str, name: str, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + READY_WITHIN_S
@@ -392,8 +409,12 @@ def install_crds(plane: ControlPlane, paths: Sequence[Path]) -> None:
 
 
 def _all_established(plane: ControlPlane, names: Sequence[str]) -> bool:
-    listed = json.loads(plane.kubectl("get", "crd", *names, "-o", "json"))
-    items = listed.get("items", [listed]) if listed.get("kind") == "List" else [listed]
+    listed = plane.get_json("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+    items = (listed or {}).get("items") or []
+    if names:
+        items = [crd for crd in items if crd["metadata"]["name"] in names]
+        if len(items) < len(set(names)):
+            return False
     return bool(items) and all(condition_status(crd, "Established") == "True" for crd in items)
 
 

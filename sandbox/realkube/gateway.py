@@ -20,7 +20,7 @@ import select
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +126,17 @@ async def serve(kubeconfig: Path) -> None:
 
 
 @contextlib.contextmanager
-def gateway_controller(plane: ControlPlane) -> Iterator[subprocess.Popen[bytes]]:
+def gateway_controller(plane: ControlPlane) -> Iterator[Callable[[], None]]:
     """The controller as a process beside `plane` (admin credentials, as an installed gateway implementation
-    has its own), ready once it has read every kind; stopped with SIGTERM (its listeners close)."""
+    has its own), started at once and stopped with SIGTERM (its listeners close). The block gets a function
+    that returns once the controller has read every kind: the stack starts its node meanwhile, rather than
+    wait seconds for this process's imports first."""
     log_path = plane.log_path("gateway-controller")
     argv = [sys.executable, "-m", "sandbox.realkube.gateway", "--kubeconfig", str(plane.kubeconfig)]
     with log_path.open("ab") as log_file:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log_file)
-    try:
+
+    def wait_ready() -> None:
         assert process.stdout is not None
         # The process prints nothing else: the line comes whole, or the process exits (end of file).
         readable, _, _ = select.select([process.stdout], [], [], READY_WITHIN_S)
@@ -141,7 +144,9 @@ def gateway_controller(plane: ControlPlane) -> Iterator[subprocess.Popen[bytes]]
             raise ControlPlaneError(
                 f"the gateway controller did not get ready:\n{plane.log_tail('gateway-controller')}"
             )
-        yield process
+
+    try:
+        yield wait_ready
     finally:
         stop_process(process, STOP_WITHIN_S)
 

@@ -83,8 +83,8 @@ def kuberay_pod(binary: str, feature_gates: str) -> dict[str, Any]:
 
 
 def _ready(plane: ControlPlane) -> bool:
-    found = plane.kubectl("get", "pod", KUBERAY_POD, "-n", "default", "-o", "json", check=False)
-    return bool(found) and is_ready(json.loads(found))
+    found = plane.get_json(f"/api/v1/namespaces/default/pods/{KUBERAY_POD}")
+    return found is not None and is_ready(found)
 
 
 def _wait_ready(plane: ControlPlane) -> None:

@@ -5,7 +5,6 @@ network), SIGKILL after a grace period."""
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
 import sys
 import time
@@ -24,8 +23,8 @@ STOP_WITHIN_S = 60.0
 
 
 def _node_ready(plane: ControlPlane) -> bool:
-    found = plane.kubectl("get", "node", NODE_NAME, "-o", "json", check=False)
-    return bool(found) and is_ready(json.loads(found))
+    found = plane.get_json(f"/api/v1/nodes/{NODE_NAME}")
+    return found is not None and is_ready(found)
 
 
 @contextlib.contextmanager

@@ -62,10 +62,11 @@ def real_cluster(
     a pod on it, and the Gateway controller, nothing installed."""
     with (
         control_plane(plane_directory, kuberay=False) as plane,
+        gateway_controller(plane) as gateway_ready,
         node_agent(plane, node_directory, ray),
         kuberay_operator(plane, kuberay_feature_gates),
-        gateway_controller(plane),
     ):
+        gateway_ready()
         yield plane
 
 

@@ -26,6 +26,7 @@ import yaml
 
 from activities.registry import ActivityDependencies, build_activities
 from tests.docs.rbac_scope import ACTIVITY_TESTS, MARKERS
+from tests.kubes import SIMULATED_RAY_STACK_ENV, RealKube
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -138,10 +139,15 @@ class ActivityRequests(NamedTuple):
 
 
 @pytest.fixture(scope="module")
-def activity_requests(tmp_path_factory: pytest.TempPathFactory) -> ActivityRequests:
-    log = tmp_path_factory.mktemp("rbac") / "requests.jsonl"
+def activity_requests(
+    tmp_path_factory: pytest.TempPathFactory, real_kube_of_simulated_ray: RealKube
+) -> ActivityRequests:
+    directory = tmp_path_factory.mktemp("rbac")
+    log = directory / "requests.jsonl"
     env = {**os.environ, "RAYPILOT_RBAC_AUDIT_LOG": str(log)}
-    # Only the tests on the real stack make API requests (a stack of the subprocess's own).
+    # Only the tests on the real stack make API requests: on this process's stack, which the subprocess
+    # reaches instead of starting one of its own (this process waits for it meanwhile).
+    env[SIMULATED_RAY_STACK_ENV] = str(real_kube_of_simulated_ray.describe(directory / "stack.json"))
     # Every failure is reported, not the first only: this run stands for theirs (tests/docs/rbac_scope.py).
     command = [sys.executable, "-m", "pytest", *ACTIVITY_TESTS, "-q", "-m", MARKERS]
     command += ["-p", "tests.docs.rbac_audit"]

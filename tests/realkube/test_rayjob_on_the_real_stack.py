@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +31,10 @@ from temporalio.testing import WorkflowEnvironment
 from sandbox.realkube.controlplane import ControlPlane
 from sandbox.realkube.faultproxy import FaultProxy, fault_proxy, proxied_kubeconfig
 from sandbox.realkube.install import Installed
-from sandbox.realkube.stack import real_cluster
 from sandbox.testing import wait_until
 from tests.integration.rayjob_support import example
 from tests.integration.stack import kubeconfig_worker
+from tests.kubes import RealKube
 from tests.realkube.raypilot_support import (
     FAULTS,
     RAY_PODS,
@@ -58,10 +58,16 @@ FAULT_SEED = 31
 
 
 @pytest.fixture(scope="module")
-def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    directory = tmp_path_factory.mktemp("rayjob-realkube")
-    with real_cluster(directory, directory / "agent", ray="simulated") as started:
-        yield started
+def plane(real_kube_of_simulated_ray: RealKube) -> ControlPlane:
+    """The test process's real stack (tests/conftest.py): its processes are this process's, so the last
+    test can restart kube-apiserver and etcd; that test ends once KubeRay and the garbage collector have
+    acted again after the restarts, so the stack serves the next module as before."""
+    return real_kube_of_simulated_ray.plane
+
+
+@pytest.fixture(scope="module")
+def installed(real_kube_of_simulated_ray: RealKube) -> Installed:
+    return real_kube_of_simulated_ray.installed
 
 
 @pytest.fixture(scope="module")
