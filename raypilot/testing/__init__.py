@@ -18,7 +18,7 @@ fresh Temporal time-skipping test server: days of durable timers pass in millise
   `FAILS`, `RUNS_FOREVER`); `world.activities()` for `fake_worker` / `running_worker`; `rayjob_manifest`,
   `start`, `status_of` (as `rayjob_status_of`), `until_phase`.
 - Replays: `raypilot.testing.replay.replay_history_file(path)` replays an exported history against the
-  current code.
+  current code; `replay_history_files(paths)` replays several on one replaying worker.
 """
 
 from raypilot.testing.rayjob_scenarios import rayjob_manifest, start, until_phase
@@ -38,7 +38,7 @@ from raypilot.testing.rayservice_scenarios import (
     upgrade_sequence,
 )
 from raypilot.testing.rayservice_world import FakeRayWorld
-from raypilot.testing.replay import replay_history_file, save_history
+from raypilot.testing.replay import replay_history_file, replay_history_files, save_history
 from raypilot.testing.worker import running_worker
 
 __all__ = [
@@ -56,6 +56,7 @@ __all__ = [
     "rayjob_status_of",
     "rayservice_manifest",
     "replay_history_file",
+    "replay_history_files",
     "running_rayservice",
     "running_worker",
     "save_history",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from temporalio.client import WorkflowHandle, WorkflowHistory
@@ -23,6 +23,29 @@ async def replay_history_file(path: Path, workflows: Sequence[type] | None = Non
     history = WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
     replayer = Replayer(workflows=list(workflows), data_converter=raypilot_data_converter)
     return await replayer.replay_workflow(history)
+
+
+async def replay_history_files(
+    paths: Sequence[Path], workflows: Sequence[type] | None = None
+) -> dict[str, WorkflowReplayResult]:
+    """Replays several exported histories on one replaying worker (each worker's start validates every
+    workflow class in the sandbox again: seconds of CPU per history), without raising; the results by file
+    stem."""
+    if workflows is None:
+        from workflows.registry import WORKFLOWS
+
+        workflows = WORKFLOWS
+
+    async def histories() -> AsyncIterator[WorkflowHistory]:
+        for path in paths:
+            yield WorkflowHistory.from_json(path.stem, await asyncio.to_thread(path.read_text))
+
+    replayer = Replayer(workflows=list(workflows), data_converter=raypilot_data_converter)
+    results: dict[str, WorkflowReplayResult] = {}
+    async with replayer.workflow_replay_iterator(histories()) as replayed:
+        async for result in replayed:
+            results[result.history.workflow_id] = result
+    return results
 
 
 async def save_history(handle: WorkflowHandle[object, object], path: Path) -> None:

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from models.features import FeatureGates
 from models.operator import OperatorConfig
 from raypilot.search_attributes import missing_search_attributes
-from raypilot.testing.replay import replay_history_file, save_history
+from raypilot.testing.replay import replay_history_file, replay_history_files, save_history
 from wire.names import READ_OPERATOR_CONFIG
 from workflows.search_attributes import RAY_PHASE
 
@@ -88,6 +88,17 @@ async def test_replay_helper_accepts_the_same_code_and_rejects_a_change(
     await replay_history_file(history, workflows=[HarnessSleeper])
     with pytest.raises(workflow.NondeterminismError):
         await replay_history_file(history, workflows=[ChangedHarnessSleeper])
+    # Several on one replaying worker: each history's own result, a failure not stopping the next.
+    other = tmp_path / "harness-replay-again.json"
+    other.write_text(history.read_text())
+    same = await replay_history_files([history, other], workflows=[HarnessSleeper])
+    assert {stem: result.replay_failure for stem, result in same.items()} == {
+        "harness-replay": None,
+        "harness-replay-again": None,
+    }
+    changed = await replay_history_files([history, other], workflows=[ChangedHarnessSleeper])
+    assert sorted(changed) == ["harness-replay", "harness-replay-again"]
+    assert all(isinstance(r.replay_failure, workflow.NondeterminismError) for r in changed.values())
 
 
 async def test_dev_server_env_has_raypilot_search_attributes(dev_server_env: WorkflowEnvironment) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.worker import WorkflowReplayResult
 
-from raypilot.testing.replay import replay_history_file
+from raypilot.testing.replay import replay_history_files
 from tests.replay.record_histories import HISTORIES, SCENARIOS
 
 HISTORY_FILES = sorted(HISTORIES.glob("*.json"))
@@ -24,7 +25,14 @@ def test_every_scenario_has_a_committed_history() -> None:
     assert set(SCENARIOS) <= {path.stem for path in HISTORY_FILES}
 
 
+@pytest.fixture(scope="module")
+async def replayed() -> dict[str, WorkflowReplayResult]:
+    """Every committed history replayed once, on one replaying worker."""
+    return await replay_history_files(HISTORY_FILES)
+
+
 @pytest.mark.parametrize("path", HISTORY_FILES, ids=lambda path: path.stem)
-async def test_history_replays_with_the_current_workflow_code(path: Path) -> None:
-    result = await replay_history_file(path)
-    assert result.replay_failure is None
+def test_history_replays_with_the_current_workflow_code(
+    path: Path, replayed: dict[str, WorkflowReplayResult]
+) -> None:
+    assert replayed[path.stem].replay_failure is None
