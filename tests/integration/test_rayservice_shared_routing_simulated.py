@@ -57,7 +57,10 @@ UPGRADE_WITHIN_S = 150
 MIRROR_PERCENT = 20
 MIRROR_TOLERANCE = 3.0  # percentage points: the copies and answers in flight at the window's two edges
 MIRROR_WINDOW_REQUESTS = 800
-MIRROR_PLAN = {"steps": [{"mirror": MIRROR_PERCENT}, {"pause": "40s"}, {"traffic": 50}, {"traffic": 100}]}
+# The mirror step holds (an indefinite pause) until the test has counted its window, then is resumed.
+MIRROR_PLAN = {
+    "steps": [{"mirror": MIRROR_PERCENT}, {"pause": "indefinite"}, {"traffic": 50}, {"traffic": 100}]
+}
 
 
 def custom_object(stack: Stack, namespace: str, plural: str, body: dict[str, Any]) -> None:
@@ -305,6 +308,7 @@ async def test_a_mirror_step_copies_its_share_to_the_new_cluster_while_v1_answer
         copies = await answered_by(stack, namespace, new) - copies_before
         mirror_status = await stack.status(handle)
         still_mirroring = route.latest()
+        await handle.execute_update("resume", result_type=dict)
         await stack.wait_status(
             handle,
             lambda s: sides(s)[0].get("rayClusterName") == new and not sides(s)[1].get("rayClusterName"),
