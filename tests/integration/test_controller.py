@@ -38,6 +38,7 @@ from tests.integration.rayjob_support import example
 from tests.integration.rayservice_helpers import (
     KUBERAY_MADE,
     active_cluster,
+    head_alone,
     is_running,
     rayservice,
     wait_for_status,
@@ -372,6 +373,9 @@ async def kuberay_rayjob_leftovers(
     was submitted (its RayCluster, submitter Job and head Service, labelled by KubeRay, owned by nobody): its
     ray.io manifest and the status KubeRay had. The Ray job goes on by itself."""
     kuberay = example("rayjob-k8sjobmode", namespace, rename=name, entrypoint=entrypoint)
+    # The head alone: what is adopted is the cluster, its submitter and its Ray job, not its workers (a worker
+    # Pod is two more processes to start and one more readiness to wait for, before anything is left over).
+    kuberay["spec"]["rayClusterSpec"].pop("workerGroupSpecs")
     handle = await stack.start(kuberay)
     status = await stack.wait_status(
         handle,
@@ -470,8 +474,9 @@ async def test_orphaned_kuberay_rayjobs_are_adopted_and_their_ray_jobs_continued
 
 async def kuberay_leftovers(stack: Stack, namespace: str, name: str) -> tuple[dict[str, Any], str, str]:
     """What `kubectl delete rayservice.ray.io/NAME --cascade=orphan` leaves (a serving RayCluster and its
-    Services, labelled by KubeRay, owned by nobody): its v1 manifest, the serving cluster, the serve IP."""
-    kuberay = rayservice(namespace, name, "v1")
+    Services, labelled by KubeRay, owned by nobody): its v1 manifest, the serving cluster, the serve IP. The
+    clusters are heads alone (`head_alone`): the move is about the cluster and its Services, not workers."""
+    kuberay = head_alone(rayservice(namespace, name, "v1"))
     handle = await stack.start(kuberay)
     serving = await wait_for_status(stack, handle, is_running, within=90, what="v1 Running")
     old = active_cluster(serving)
@@ -533,7 +538,7 @@ async def test_an_orphaned_kuberay_rayservice_is_adopted_under_load_with_no_fail
             [owner] = cluster["metadata"]["ownerReferences"]
             assert (owner["kind"], owner["uid"]) == ("RayService", adopted["metadata"]["uid"])
             # A spec change through kubectl: the running workflow upgrades (one run, no new one).
-            changed = {**rayservice(namespace, name, "v2"), "apiVersion": "raypilot.io/v1"}
+            changed = {**head_alone(rayservice(namespace, name, "v2")), "apiVersion": "raypilot.io/v1"}
             await asyncio.to_thread(kubectl, kube_env, "apply", "-f", "-", stdin=yaml.safe_dump(changed))
             probe = running_rayservice(kube_env, namespace, name, not_on=old)
             upgraded = await wait_until(probe, within=60, interval=0.3, what="v2 Running on a new cluster")
@@ -562,7 +567,7 @@ async def test_orphaned_leftovers_of_another_spec_are_upgraded_on_adoption_with_
     stack = kube_stack
     namespace, name = stack.namespace(), "movedchanged"
     _kuberay, old, serve_ip = await kuberay_leftovers(stack, namespace, name)
-    moved = {**rayservice(namespace, name, "v2"), "apiVersion": "raypilot.io/v1"}
+    moved = {**head_alone(rayservice(namespace, name, "v2")), "apiVersion": "raypilot.io/v1"}
     async with SteadyLoad(f"http://{serve_ip}:8000/", concurrency=4, keep_alive=False, pause_s=0.02) as load:
         await load.wait_for_requests(100)
         async with running_controller(stack, controller_kubeconfig):

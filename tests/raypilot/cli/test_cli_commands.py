@@ -17,6 +17,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from sandbox.testing import wait_until
 from tests.raypilot.cli.conftest import CliStack
+from tests.readiness import with_quick_readiness
 
 pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -24,7 +25,9 @@ EXAMPLE = json.loads((Path(__file__).parents[3] / "examples" / "rayjob.json").re
 
 
 def rayjob(namespace: str, name: str, entrypoint: str, **spec: Any) -> dict[str, Any]:
+    """examples/rayjob.json with the tests' quick readiness probes (tests/readiness.py)."""
     manifest = copy.deepcopy(EXAMPLE)
+    with_quick_readiness(manifest["spec"]["rayClusterSpec"])
     manifest["metadata"] = {"name": name, "namespace": namespace}
     manifest["spec"].update(entrypoint=entrypoint, **spec)
     return manifest

@@ -17,6 +17,7 @@ from kubernetes import client as k8s
 
 from raypilot.testing.binaries import temporal_cli
 from tests.raypilot.cli.conftest import CliStack
+from tests.readiness import with_quick_readiness
 
 pytestmark = [pytest.mark.devserver, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -24,8 +25,10 @@ EXAMPLE = json.loads((Path(__file__).parents[3] / "examples" / "rayjob.json").re
 
 
 def k8s_rayjob(namespace: str, name: str, entrypoint: str = "sleep 1") -> dict[str, Any]:
-    """A K8sJobMode RayJob whose cluster goes when the job ends (TTL 0): its finished submitter Job stays."""
+    """A K8sJobMode RayJob whose cluster goes when the job ends (TTL 0): its finished submitter Job stays; the
+    tests' quick readiness probes (tests/readiness.py)."""
     manifest = copy.deepcopy(EXAMPLE)
+    with_quick_readiness(manifest["spec"]["rayClusterSpec"])
     manifest["metadata"] = {"name": name, "namespace": namespace}
     manifest["spec"].update(entrypoint=entrypoint, submissionMode="K8sJobMode", shutdownAfterJobFinishes=True)
     manifest["spec"].pop("ttlSecondsAfterFinished", None)
