@@ -17,7 +17,7 @@ RayJob's namespace: the cost that grows with the number of RayJobs).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, cast
@@ -168,19 +168,23 @@ async def run(context: BenchContext) -> list[Figure]:
             queue = await workers.enter_async_context(kubeconfig_worker(context.client, installed.worker))
             stack = Stack(context.client, queue, api_client)
             with Progress("P2K runs", 2 * (2 * runs + restarts)) as bar:
-                # Alternating, so both sides meet the same machine.
-                for _ in range(runs):
-                    done["kuberay"].append(await kuberay_run(stack, plane, ttl, restart=False))
+
+                async def counted(side: str, run_: Awaitable[tuple[float, str]]) -> None:
+                    done[side].append(await run_)
                     bar.advance()
-                    done["raypilot"].append(await raypilot_run(stack, ttl, None, installed.worker))
-                    bar.advance()
-                for _ in range(runs):
-                    run_ = await kuberay_run(stack, plane, ttl, False, rules_manifest)
-                    done["kuberay rules"].append(run_)
-                    bar.advance()
-                    run_ = await raypilot_run(stack, ttl, None, installed.worker, rules_manifest)
-                    done["raypilot rules"].append(run_)
-                    bar.advance()
+
+                # Alternating, so both sides meet the same machine: the TTL runs, then the rules' runs.
+                ttl_runs = [
+                    lambda: counted("kuberay", kuberay_run(stack, plane, ttl, restart=False)),
+                    lambda: counted("raypilot", raypilot_run(stack, ttl, None, installed.worker)),
+                ]
+                rules_runs = [
+                    lambda: counted("kuberay rules", kuberay_run(stack, plane, ttl, False, rules_manifest)),
+                    lambda: counted(
+                        "raypilot rules", raypilot_run(stack, ttl, None, installed.worker, rules_manifest)
+                    ),
+                ]
+                await context.in_turn(*ttl_runs * runs, *rules_runs * runs)
                 for _ in range(restarts):
                     run_ = await kuberay_run(stack, plane, RESTART_TTL_S, restart=True)
                     done["kuberay restarted"].append(run_)

@@ -18,8 +18,8 @@ the Gateway, which picks a backend per request: two clients keep their connectio
 request. KubeRay v1.5.0 runs it only with its alpha `RayServiceIncrementalUpgrade` gate on, which the bench's
 stacks turn on; on a stack without it (the test process's, in the smoke) KubeRay's side says so instead.
 
-`--smoke` runs the same code on the run's real stack of simulated Ray with a few requests, to check the bench
-itself.
+`--smoke` runs the same code on the run's real stack of simulated Ray with a few requests, every upgrade at
+once (`BenchContext.in_turn`), to check the bench itself.
 """
 
 from __future__ import annotations
@@ -124,11 +124,13 @@ async def run(context: BenchContext) -> list[Figure]:
         incremental_gate = INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack)
         # raypilot first for blue-green, KubeRay first for incremental: neither side always meets the machine
         # as the other's run left it.
-        blue_green = await both_sides(context, stack, None, BLUE_GREEN, sizes, kuberay_first=False)
-        figures.append(figure("blue-green", BLUE_GREEN, ray, *blue_green))
-        incremental = await both_sides(
-            context, stack, plan, INCREMENTAL, sizes, kuberay_first=True, kuberay_can=incremental_gate
+        blue_green, incremental = await context.in_turn(
+            lambda: both_sides(context, stack, None, BLUE_GREEN, sizes, kuberay_first=False),
+            lambda: both_sides(
+                context, stack, plan, INCREMENTAL, sizes, kuberay_first=True, kuberay_can=incremental_gate
+            ),
         )
+        figures.append(figure("blue-green", BLUE_GREEN, ray, *blue_green))
         figures.append(figure("incremental", INCREMENTAL, ray, *incremental))
     return figures
 
@@ -144,9 +146,8 @@ async def both_sides(
     kuberay_can: bool = True,
 ) -> tuple[UpgradeRun, UpgradeRun | str]:
     """The upgrade run by raypilot and by KubeRay (GATE_OFF where KubeRay cannot run it), one after the
-    other, each one's duration logged."""
+    other (`context.in_turn`), each one's duration logged."""
     kind = "incremental" if plan else "blue-green"
-    theirs: UpgradeRun | str | None = None
 
     async def kuberay() -> UpgradeRun | str:
         started = time.monotonic()
@@ -154,11 +155,15 @@ async def both_sides(
         context.log(f"   P6 {kind}, KubeRay: {time.monotonic() - started:.0f} s")
         return run
 
+    async def raypilot() -> UpgradeRun | str:
+        started = time.monotonic()
+        run = await upgrade_under_load(stack, plan, steady=sizes[0], during=sizes[1], clients=clients)
+        context.log(f"   P6 {kind}, raypilot: {time.monotonic() - started:.0f} s")
+        return run
+
     if kuberay_first:
-        theirs = await kuberay()
-    started = time.monotonic()
-    ours = await upgrade_under_load(stack, plan, steady=sizes[0], during=sizes[1], clients=clients)
-    context.log(f"   P6 {kind}, raypilot: {time.monotonic() - started:.0f} s")
-    if theirs is None:
-        theirs = await kuberay()
+        theirs, ours = await context.in_turn(kuberay, raypilot)
+    else:
+        ours, theirs = await context.in_turn(raypilot, kuberay)
+    assert isinstance(ours, UpgradeRun), ours  # raypilot's side raises rather than reporting a failure
     return ours, theirs

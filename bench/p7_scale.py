@@ -205,15 +205,23 @@ async def run(context: BenchContext) -> list[Figure]:
     points: list[ScalePoint] = []
     own_sizes = [1] if context.smoke else sorted({min(n, OWN_CLUSTERS_MAX) for n in context.scale})
     own_points: list[OwnClusterPoint] = []
-    async with shared_cluster(context) as shared:
+
+    async def shared_cluster_points() -> None:
         for jobs in sizes:
             point = await measure_point(context, shared, jobs, window, settle)
             context.log(f"   P7 N={jobs}: {point}")
             points.append(point)
+
+    async def own_cluster_points() -> None:
         for jobs in own_sizes:
             own = await measure_own_clusters(context, shared, jobs, window)
             context.log(f"   P7 own clusters N={jobs}: {own}")
             own_points.append(own)
+
+    # Each point with a worker of its own on a task queue of its own; the own clusters' heads are not the
+    # shared one, whose requests the shared-cluster points count.
+    async with shared_cluster(context) as shared:
+        await context.in_turn(shared_cluster_points, own_cluster_points)
     return scale_figures(points) + own_cluster_figures(own_points)
 
 

@@ -42,6 +42,7 @@ LIFECYCLES = {
 DEADLOCK_LIMIT_MS = 2000.0
 TARGET_SHARE = 0.05
 ROUNDS = 3  # replays of each history per runner; the slowest activation of all rounds counts
+SMOKE_ROUNDS = 1  # the smoke checks that each history replays under both runners, once is enough
 
 
 @dataclass(frozen=True)
@@ -79,12 +80,14 @@ class TimedRunner(WorkflowRunner):
         return instance
 
 
-async def slowest_activation(history_name: str, make_runner: Callable[[], WorkflowRunner]) -> Activation:
+async def slowest_activation(
+    history_name: str, make_runner: Callable[[], WorkflowRunner], rounds: int
+) -> Activation:
     from workflows.registry import WORKFLOWS
 
     history = WorkflowHistory.from_json(history_name, (HISTORIES / f"{history_name}.json").read_text())
     runner = TimedRunner(make_runner())
-    for _ in range(ROUNDS):
+    for _ in range(rounds):
         replayer = Replayer(
             workflows=list(WORKFLOWS), data_converter=raypilot_data_converter, workflow_runner=runner
         )
@@ -101,10 +104,11 @@ RUNNERS: dict[str, Callable[[], WorkflowRunner]] = {
 
 
 async def run(context: BenchContext) -> list[Figure]:
+    rounds = SMOKE_ROUNDS if context.smoke else ROUNDS
     slowest: dict[tuple[str, str], Activation] = {}
     for runner_name, make_runner in RUNNERS.items():
         for lifecycle, history_name in LIFECYCLES.items():
-            slowest[lifecycle, runner_name] = await slowest_activation(history_name, make_runner)
+            slowest[lifecycle, runner_name] = await slowest_activation(history_name, make_runner, rounds)
     worst = max(activation.wall_ms for activation in slowest.values())
 
     def described(runner_name: str) -> str:

@@ -24,6 +24,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -54,6 +55,7 @@ BENCHES: dict[str, str] = {
 DEFAULT_SCALE = (100, 1000)
 # P8's RayJobs with a RayCluster each: each cluster is a head Pod, a local process of simulated Ray.
 DEFAULT_CLUSTERS = (20, 50, 100)
+T = TypeVar("T")
 
 
 @dataclass
@@ -80,6 +82,14 @@ class BenchContext:
         path = self.workdir / name
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    async def in_turn(self, *runs: Callable[[], Awaitable[T]]) -> list[T]:
+        """Each of `runs` after the previous one, so that each meets the machine as the previous left it; in a
+        smoke, whose figures nobody reads, all at once (each run's own namespace and objects keep them apart),
+        so that `make test` waits for the slowest run only."""
+        if self.smoke:
+            return list(await asyncio.gather(*(run() for run in runs)))
+        return [await run() for run in runs]
 
 
 Bench = Callable[[BenchContext], Awaitable[list[Figure]]]
