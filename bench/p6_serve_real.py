@@ -13,7 +13,8 @@ bench's event loop with neither controller.
 
 Blue-green (KubeRay's NewCluster) switches the serve Service's selector, which moves only new connections,
 so its clients open one connection per request (to the Service's clusterIP, through kube-proxy). The
-incremental upgrade (NewClusterWithIncrementalUpgrade: step 20 %, interval 5 s, surge 50 %) goes through
+incremental upgrade (NewClusterWithIncrementalUpgrade: step 20 %, interval 5 s, surge 50 %; then the same
+with surge 100 %, the plan that starts the new cluster's replicas before any traffic moves) goes through
 the Gateway, which picks a backend per request: two clients keep their connections alive and two open one per
 request. KubeRay v1.5.0 runs it only with its alpha `RayServiceIncrementalUpgrade` gate on, which the bench's
 stacks turn on; on a stack without it (the test process's, in the smoke) KubeRay's side says so instead.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import time
 import traceback
 import uuid
+from collections.abc import Awaitable, Callable
 
 from bench.arithmetic import Figure, ratio
 from bench.jobs_support import worker_process
@@ -38,6 +40,10 @@ from sandbox.realkube.node import RayKind
 from tests.integration.stack import Stack
 
 PLAN = Incremental(step_percent=20, interval_s=5, surge_percent=50)
+# The plan a user chooses to keep replica starts away from live traffic: surge 100 % (the CRD's default) makes
+# the new cluster start every replica before its first traffic step, as blue-green does, and the old one
+# only stops replicas after. KubeRay's plan is what a manifest asks for; this one is a manifest's choice too.
+WARM_PLAN = Incremental(step_percent=20, interval_s=5, surge_percent=100)
 SMOKE_PLAN = Incremental(step_percent=50, interval_s=1, surge_percent=100)
 MIN_REQUESTS = 5000
 P99_TARGET = 1.5
@@ -66,6 +72,11 @@ def detail(kind: str, side: str, run: UpgradeRun) -> str:
         f"{kind}, {side}: steady before {stats_text(run.steady)}; upgrade took {run.upgrade_s:.1f} s; "
         f"during it by client kind: {by_kind}"
     )
+
+
+def plan_text(plan: Incremental) -> str:
+    step, interval, surge = plan.step_percent, plan.interval_s, plan.surge_percent
+    return f"incremental (step {step} %, interval {interval} s, surge {surge} %)"
 
 
 def figure(kind: str, clients: Clients, ray: RayKind, ours: UpgradeRun, theirs: UpgradeRun | str) -> Figure:
@@ -111,7 +122,7 @@ async def kuberay_upgrade(
 
 async def run(context: BenchContext) -> list[Figure]:
     ray: RayKind = "simulated" if context.smoke else "real"
-    plan = SMOKE_PLAN if context.smoke else PLAN
+    plans = [SMOKE_PLAN] if context.smoke else [PLAN, WARM_PLAN]
     sizes = (10, 10) if context.smoke else (1000, MIN_REQUESTS)
     real = await (shared_real_stack(context) if context.smoke else real_ray_stack(context))
     figures = []
@@ -124,15 +135,22 @@ async def run(context: BenchContext) -> list[Figure]:
         incremental_gate = INCREMENTAL_UPGRADE_GATE in kuberay_gates(stack)
         # raypilot first for blue-green, KubeRay first for incremental: neither side always meets the machine
         # as the other's run left it.
-        blue_green, incremental = await context.in_turn(
+        blue_green, *incrementals = await context.in_turn(
             lambda: both_sides(context, stack, None, BLUE_GREEN, sizes, kuberay_first=False),
-            lambda: both_sides(
-                context, stack, plan, INCREMENTAL, sizes, kuberay_first=True, kuberay_can=incremental_gate
-            ),
+            *(incremental_sides(context, stack, plan, sizes, incremental_gate) for plan in plans),
         )
         figures.append(figure("blue-green", BLUE_GREEN, ray, *blue_green))
-        figures.append(figure("incremental", INCREMENTAL, ray, *incremental))
+        for plan, incremental in zip(plans, incrementals, strict=True):
+            figures.append(figure(plan_text(plan), INCREMENTAL, ray, *incremental))
     return figures
+
+
+def incremental_sides(
+    context: BenchContext, stack: Stack, plan: Incremental, sizes: tuple[int, int], kuberay_can: bool
+) -> Callable[[], Awaitable[tuple[UpgradeRun, UpgradeRun | str]]]:
+    return lambda: both_sides(
+        context, stack, plan, INCREMENTAL, sizes, kuberay_first=True, kuberay_can=kuberay_can
+    )
 
 
 async def both_sides(
@@ -147,7 +165,7 @@ async def both_sides(
 ) -> tuple[UpgradeRun, UpgradeRun | str]:
     """The upgrade run by raypilot and by KubeRay (GATE_OFF where KubeRay cannot run it), one after the
     other (`context.in_turn`), each one's duration logged."""
-    kind = "incremental" if plan else "blue-green"
+    kind = plan_text(plan) if plan else "blue-green"
 
     async def kuberay() -> UpgradeRun | str:
         started = time.monotonic()
