@@ -26,32 +26,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from sandbox.images.ray_start_args import gcs_address, start_params
+
 REAL_RAY = Path(sys.executable).parent / "ray"
 HEALTH_CHECK_TIMEOUT_S = 2.0
-
-
-def start_params(argv: Sequence[str]) -> dict[str, str]:
-    """`ray start`'s options by name without dashes: `--key=value` and `--key value` give the value, a flag
-    alone gives ""."""
-    params: dict[str, str] = {}
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        index += 1
-        if not token.startswith("--"):
-            continue
-        name, equals, value = token[2:].partition("=")
-        if not equals and index < len(argv) and not argv[index].startswith("--"):
-            value = argv[index]
-            index += 1
-        params[name] = value
-    return params
-
-
-def gcs_address(params: Mapping[str, str]) -> tuple[str, int]:
-    """The head's host and GCS port of `--address HOST:PORT`."""
-    host, _, port = params.get("address", "").rpartition(":")
-    return host, int(port or 6379)
 
 
 def health_check(params: Mapping[str, str]) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-from sandbox.images.simulated_ray import gcs_address
+from sandbox.images.ray_start_args import gcs_address
 from sandbox.proxy import TcpForwarder
 from sandbox.ray.listening import serve_app
 from sandbox.ray.simulated import SimulatedDashboard

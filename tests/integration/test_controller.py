@@ -267,11 +267,19 @@ async def test_a_bad_spec_gets_validation_failed_and_a_warning_event_and_nothing
             "The RayJob spec is invalid: a RayJob with shutdownAfterJobFinishes set to false cannot have "
             "TTLSecondsAfterFinished"
         )
-        events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
-        warnings = [
-            (e["type"], e["reason"], e["message"]) for e in events if e["involvedObject"]["name"] == "bad"
-        ]
-        assert warnings == [("Warning", "ValidationFailed", message)]
+
+        def warnings() -> list[tuple[str, str, str]]:
+            events = json.loads(kubectl(kube_env, "get", "events", "-n", namespace, "-o", "json"))["items"]
+            return [
+                (e["type"], e["reason"], e["message"]) for e in events if e["involvedObject"]["name"] == "bad"
+            ]
+
+        # The controller posts the Event right after the status the wait above has seen (and runs in this
+        # event loop: kubectl runs in a thread).
+        posted = await wait_until(
+            lambda: asyncio.to_thread(warnings), within=30, interval=0.5, what="the ValidationFailed Event"
+        )
+        assert posted == [("Warning", "ValidationFailed", message)]
         assert await runs_of(kube_stack, f"rayjob/{namespace}/bad") == []
         assert rayclusters(kube_env, namespace) == []
         await asyncio.to_thread(

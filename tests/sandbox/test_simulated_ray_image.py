@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from sandbox.images.simulated_ray import gcs_address, health_check, start_params
+from sandbox.images.ray_start_args import gcs_address, start_params
+from sandbox.images.simulated_ray import health_check
 
 # KubeRay 1.5's head and worker commands, as the node agent's shell passes them on.
 HEAD = (
