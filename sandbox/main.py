@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox.ray.processes import stop_session
+from sandbox.ray.processes import stat_fields, stop_session
 from sandbox.realkube.controlplane import KUBE_DIR_ENV, ControlPlaneError, kube_dir
 from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_stack, real_stack_unavailable
@@ -314,7 +314,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     try:  # a zombie child of ours counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+        return stat_fields(pid)[0] != "Z"
     except OSError:
         return False
 
