@@ -24,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 from activities.dashboard import fetch_job_info, fetch_serve_details
 from activities.dashboard_client import DashboardClient, head_serve_healthy
 from activities.errors import KUBERNETES_GONE
-from activities.gateway import gateway_ready, route_ready
+from activities.gateway import route_ready
 from activities.heartbeat import Heartbeater, quiet_heartbeat_interval
 from activities.kubernetes.clusters import count_ready_serve_endpoints
 from activities.kubernetes.resources import (
@@ -57,6 +57,7 @@ from wire.kubernetes import (
 from wire.stubs.common import implements
 from wire.views import (
     cluster_pods_view,
+    gateway_ready,
     gateway_view,
     job_view,
     pod_view,
