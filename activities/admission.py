@@ -13,7 +13,7 @@ from temporalio.client import WorkflowContinuedAsNewError, WorkflowExecutionStat
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.waits import Heartbeater, quiet_heartbeat_interval
+from activities.heartbeat import Heartbeater, quiet_heartbeat_interval
 from wire import stubs
 from wire.admission import (
     ADMISSION_WORKFLOW,

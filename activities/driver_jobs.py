@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.dashboard import fetch_job_info, json_object, post_job, shorten_middle
 from activities.dashboard_client import DashboardClient
-from activities.waits import Heartbeater
+from activities.heartbeat import Heartbeater
 from wire.dashboard import JobInfoAnswer
 
 __all__ = [

@@ -9,7 +9,7 @@ JSON Patch names, guarded by that patch's `test` operations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from kubernetes.client.exceptions import ApiException
@@ -21,18 +21,7 @@ from activities.kubernetes.resources import GATEWAY, HTTPROUTE, NAMESPACE, trim_
 from wire import stubs
 from wire.kubernetes import CreateObject, DeleteObject, ObjectKey, PatchRoute, RoutePatched, UpdateSpec
 from wire.stubs.common import implements
-
-
-def _condition_true(conditions: Sequence[Mapping[str, Any]] | None, condition_type: str) -> bool:
-    return any(c.get("type") == condition_type and c.get("status") == "True" for c in conditions or [])
-
-
-def gateway_ready(gateway: Mapping[str, Any] | None) -> bool:
-    """Accepted and Programmed, as KubeRay judges a Gateway."""
-    if not gateway:
-        return False
-    conditions = (gateway.get("status") or {}).get("conditions")
-    return _condition_true(conditions, "Accepted") and _condition_true(conditions, "Programmed")
+from wire.views import condition_true
 
 
 def route_ready(
@@ -49,7 +38,7 @@ def route_ready(
         if ref.get("name") != gateway_name or (ref.get("namespace") or own_namespace) != namespace:
             continue
         conditions = parent.get("conditions")
-        if _condition_true(conditions, "Accepted") and _condition_true(conditions, "ResolvedRefs"):
+        if condition_true(conditions, "Accepted") and condition_true(conditions, "ResolvedRefs"):
             return True
     return False
 

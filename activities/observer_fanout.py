@@ -21,6 +21,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.heartbeat import Heartbeater
 from wire.observer import OBSERVER_HEARTBEAT_EVERY, is_replaced
 from wire.watch_book import BookChanges, BookCopy
 
@@ -32,34 +33,16 @@ SIGNALS_IN_FLIGHT: Final = 50
 OBSERVER_HEARTBEAT_SECONDS: Final = OBSERVER_HEARTBEAT_EVERY.total_seconds()
 
 
-class ObserverHeartbeat:
-    """An observer activity's heartbeat, sent every `period_s` by a task of its own while the block runs:
-    a round that takes long (thousands of signals after a restart, a slow dashboard) does not hold it back,
-    so the heartbeat timeout finds only a worker that is gone, never a busy one. `note` sets the details the
-    next beats carry."""
+class ObserverHeartbeat(Heartbeater):
+    """An observer activity's heartbeat, every `period_s`, the first one period after the attempt starts: a
+    round that takes long (thousands of signals after a restart, a slow dashboard) does not hold it back.
+    `note` sets the details the next beats carry."""
 
     def __init__(self, period_s: float = OBSERVER_HEARTBEAT_SECONDS) -> None:
-        self.period_s = period_s
-        self.details: dict[str, int] = {}
-        self._beats: asyncio.Task[None] | None = None
+        super().__init__({}, lambda: period_s, first_beat_at_once=False)
 
     def note(self, details: Mapping[str, int]) -> None:
         self.details = dict(details)
-
-    async def __aenter__(self) -> ObserverHeartbeat:
-        self._beats = asyncio.create_task(self._beat())
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        if self._beats is not None:
-            self._beats.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._beats
-
-    async def _beat(self) -> None:
-        while True:
-            await asyncio.sleep(self.period_s)
-            activity.heartbeat(self.details)
 
 
 async def register_watch(

@@ -15,7 +15,7 @@ from typing import Final
 import httpx
 
 from activities.dependencies import ActivityDependencies
-from activities.waits import Heartbeater
+from activities.heartbeat import Heartbeater
 from models.naming import HTTP_CLIENT_DIRECT_TIMEOUT_SECONDS, HTTP_CLIENT_PROXY_TIMEOUT_SECONDS, LABEL_CLUSTER
 from wire import stubs
 from wire.drain import ServeRequestsInFlight, WaitServeRequestsInFlight

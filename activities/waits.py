@@ -24,7 +24,8 @@ from temporalio.exceptions import ApplicationError
 from activities.dashboard import fetch_job_info, fetch_serve_details
 from activities.dashboard_client import DashboardClient, head_serve_healthy
 from activities.errors import KUBERNETES_GONE
-from activities.gateway import gateway_ready, route_ready
+from activities.gateway import route_ready
+from activities.heartbeat import Heartbeater, quiet_heartbeat_interval
 from activities.kubernetes.clusters import count_ready_serve_endpoints
 from activities.kubernetes.resources import (
     ENDPOINT_SLICE,
@@ -56,6 +57,7 @@ from wire.kubernetes import (
 from wire.stubs.common import implements
 from wire.views import (
     cluster_pods_view,
+    gateway_ready,
     gateway_view,
     job_view,
     pod_view,
@@ -69,57 +71,10 @@ if TYPE_CHECKING:
     from activities.dependencies import ActivityDependencies
 
 WATCH_SECONDS: Final = 60
-DEFAULT_HEARTBEAT_SECONDS: Final = 10.0
 
 View = dict[str, Any]
 
-
-def heartbeat_interval() -> float:
-    """A third of the activity's heartbeat timeout (the SDK throttles to 80 % of it anyway)."""
-    timeout = activity.info().heartbeat_timeout
-    if timeout is None or timeout.total_seconds() <= 0:
-        return DEFAULT_HEARTBEAT_SECONDS
-    return max(0.05, min(DEFAULT_HEARTBEAT_SECONDS, timeout.total_seconds() / 3))
-
-
-def quiet_heartbeat_interval() -> float:
-    """The heartbeat period of a wait kept for days (IO.QUIET_WATCH: the Serve health wait, the admission's
-    wait for closed runs): a third of its heartbeat timeout, uncapped (a minute for 3 min), since each
-    heartbeat that reaches the server is a billable action. What it watches it still polls at its own
-    interval."""
-    timeout = activity.info().heartbeat_timeout
-    if timeout is None or timeout.total_seconds() <= 0:
-        return DEFAULT_HEARTBEAT_SECONDS
-    return max(0.05, timeout.total_seconds() / 3)
-
-
 SERVICE_NAME_LABEL: Final = "kubernetes.io/service-name"
-
-
-class Heartbeater:
-    """Heartbeats `details` (the latest view) every `heartbeat_interval()` from a background task, while the
-    activity waits on a watch that may be silent for a long time."""
-
-    def __init__(self, details: Any = None, interval: Callable[[], float] = heartbeat_interval) -> None:
-        self.details = details
-        self._interval = interval
-        self._task: asyncio.Task[None] | None = None
-
-    async def _beat(self) -> None:
-        interval = self._interval()
-        while True:
-            activity.heartbeat(*([] if self.details is None else [self.details]))
-            await asyncio.sleep(interval)
-
-    async def __aenter__(self) -> Heartbeater:
-        self._task = asyncio.create_task(self._beat())
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
 
 class KubernetesWaits:

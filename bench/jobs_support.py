@@ -40,6 +40,7 @@ from bench.realkube_counts import (
 from bench.realkube_stack import SharedRealStack, shared_real_stack
 from bench.suite import BenchContext
 from models.naming import head_service_name, workflow_id
+from sandbox.ray.processes import every_process_stat, stat_fields
 from sandbox.testing import ray_manifest, raycluster_manifest, wait_until
 from tests.integration.rayjob_support import create_raycluster, dashboard, head_pod_name
 from tests.integration.stack import Stack
@@ -63,24 +64,14 @@ def sample_process(pid: int) -> ProcessSample:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             rss = int(line.split()[1]) * 1024
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rfind(")") + 2 :].split()
+    fields = stat_fields(pid)
     return ProcessSample(rss, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
 
 
 def tree_cpu_seconds(pid: int) -> float:
     """User+system CPU time of a process and of its children: the live ones, and those it has reaped."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rfind(")") + 2 :].split()
-    ticks = sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            child = (entry / "stat").read_text()
-        except OSError:
-            continue  # ended since the listing
-        child_fields = child[child.rfind(")") + 2 :].split()
+    ticks = sum(int(value) for value in stat_fields(pid)[11:15])  # utime, stime, cutime, cstime
+    for _, child_fields in every_process_stat():
         if int(child_fields[1]) == pid:
             ticks += int(child_fields[11]) + int(child_fields[12])
     return ticks / CLOCK_TICKS

@@ -32,8 +32,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.heartbeat import DEFAULT_HEARTBEAT_SECONDS
 from activities.observer_fanout import OBSERVER_HEARTBEAT_SECONDS
-from activities.waits import DEFAULT_HEARTBEAT_SECONDS
 from bench.arithmetic import (
     KUBERAY_RAYJOB_TICK_S,
     KUBERAY_RAYSERVICE_TICK_S,
@@ -81,7 +81,7 @@ MAX_THROTTLE_S = MAX_HEARTBEAT_THROTTLE.total_seconds()
 WAIT_ATTEMPT_S = 3600.0  # a wait's attempt timeout when its scheduled event does not say
 # Waits that call heartbeat at each poll (every 2 s: the workflows' poll_seconds) besides the background beat.
 POLL_HEARTBEAT_WAITS = {names.WAIT_RAY_JOB: 2.0, names.WAIT_GATEWAY: 2.0}
-# Waits that heartbeat a third of their heartbeat timeout (activities.waits.quiet_heartbeat_interval).
+# Waits that heartbeat a third of their heartbeat timeout (activities.heartbeat.quiet_heartbeat_interval).
 QUIET_WAITS = frozenset({names.WAIT_SERVE, names.WAIT_RUNS_CLOSED})
 
 

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sandbox.ray.processes import stop_session
+from sandbox.ray.processes import process_alive, stat_fields, stop_session
 from sandbox.realkube.controlplane import KUBE_DIR_ENV, ControlPlaneError, kube_dir
 from sandbox.realkube.node import RayKind
 from sandbox.realkube.stack import real_stack, real_stack_unavailable
@@ -309,12 +309,10 @@ def _terminate(pid: int, timeout_s: float) -> bool:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_alive(pid):
         return False
     try:  # a zombie child of ours counts as gone
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0] != "Z"
+        return stat_fields(pid)[0] != "Z"
     except OSError:
         return False
 

@@ -8,7 +8,7 @@ fields), so an idle cluster never wakes a workflow.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from models.naming import LABEL_NODE_TYPE, RAY_CONTAINER_INDEX
@@ -191,6 +191,20 @@ def serve_view(
         view["head"]["ray_container_terminated"] = ray_container_terminated(head_pod)
         view["head_serve_healthy"] = head_serve_healthy
     return view
+
+
+def condition_true(conditions: Sequence[Mapping[str, Any]] | None, condition_type: str) -> bool:
+    """A Kubernetes JSON status' `conditions` hold `condition_type` with status "True"."""
+    return any(c.get("type") == condition_type and c.get("status") == "True" for c in conditions or [])
+
+
+def gateway_ready(gateway: Mapping[str, Any] | None) -> bool:
+    """Accepted and Programmed, as KubeRay judges a Gateway (IsGatewayReady): the Gateway wait and the
+    incremental upgrade's decisions judge it alike."""
+    if not gateway:
+        return False
+    conditions = (gateway.get("status") or {}).get("conditions")
+    return condition_true(conditions, "Accepted") and condition_true(conditions, "Programmed")
 
 
 def gateway_view(

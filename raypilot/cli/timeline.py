@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from raypilot.load import FAILED, Sample
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "ClusterPoint",
     "SideView",
     "Step",
+    "save_figure",
     "share_series",
     "side_view",
     "write_timeline_png",
@@ -131,6 +136,13 @@ def write_timeline_png(
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
     axes.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+    return save_figure(figure, path)
+
+
+def save_figure(figure: Figure, path: Path) -> Path:
+    """Lays `figure` out, writes it to `path` (making its folder) and frees it; returns `path`."""
+    from matplotlib import pyplot
+
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)

@@ -19,7 +19,7 @@ from temporalio.client import Client, WorkflowHandle
 from models.naming import KIND_RAYJOB
 from raypilot.cli.common import Console, client_for, parse_ref, ref_id, settings_from
 from raypilot.cli.status import observe
-from raypilot.cli.timeline import ClusterPoint, write_timeline_png
+from raypilot.cli.timeline import ClusterPoint, save_figure, write_timeline_png
 from raypilot.cli.timeline_history import (
     HistoryTimeline,
     Mark,
@@ -104,11 +104,7 @@ def write_rayjob_png(
     axes.set_xlabel("seconds since the workflow started")
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
-    return path
+    return save_figure(figure, path)
 
 
 def write_rayservice_png(

@@ -12,26 +12,39 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 _PROC = Path("/proc")
 
 
-def session_members(session_id: int) -> list[int]:
-    """PIDs of the live (non-zombie) processes whose session id is `session_id`."""
-    members: list[int] = []
+def stat_fields(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (which may contain spaces and parentheses):
+    [0] state, [1] ppid, [2] pgrp, [3] session, ... [11] utime, [12] stime, [13] cutime, [14] cstime.
+    OSError once the process is gone."""
+    stat = (_PROC / str(pid) / "stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def every_process_stat() -> Iterator[tuple[int, list[str]]]:
+    """(pid, `stat_fields`) of every process that is still there when its turn comes."""
     for entry in _PROC.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            fields = stat_fields(entry.name)
         except OSError:
             continue  # exited while we looked
-        # Fields after the command name (which may contain spaces and parentheses): state ppid pgrp session
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) >= 4 and fields[0] != "Z" and int(fields[3]) == session_id:
-            members.append(int(entry.name))
-    return sorted(members)
+        yield int(entry.name), fields
+
+
+def session_members(session_id: int) -> list[int]:
+    """PIDs of the live (non-zombie) processes whose session id is `session_id`."""
+    return sorted(
+        pid
+        for pid, fields in every_process_stat()
+        if len(fields) >= 4 and fields[0] != "Z" and int(fields[3]) == session_id
+    )
 
 
 def _signal_all(pids: list[int], signum: signal.Signals) -> None:

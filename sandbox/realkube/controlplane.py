@@ -168,9 +168,7 @@ class ControlPlane:
         self.wait(f"kube-apiserver /readyz after restarting {name}", name, self.readyz)
 
     def log_tail(self, name: str, lines: int = 15) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])
-        return "(no log)"
+        return log_file_tail(self.log_path(name), lines)
 
     def kubectl(self, *argv: str, input_text: str | None = None, check: bool = True) -> str:
         done = subprocess.run(
@@ -244,6 +242,13 @@ def service_range() -> Iterator[str]:
             lock.close()
         return
     raise ControlPlaneError(f"every Service range of {SERVICE_RANGES} is held by another control plane")
+
+
+def log_file_tail(log: Path, lines: int = 15) -> str:
+    """The last `lines` lines of a process' log, for an error message ("(no log)" when it cannot be read)."""
+    with contextlib.suppress(OSError):
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
 
 
 def stop_process(process: subprocess.Popen[bytes], within_s: float) -> None:

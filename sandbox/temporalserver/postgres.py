@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandbox.realkube.controlplane import free_port
+from sandbox.realkube.controlplane import free_port, log_file_tail
 
 POSTGRES_ROOT = Path("/usr/lib/postgresql")  # Debian's layout: <root>/<major>/bin/{initdb,postgres}
 ROOT_RUNS_AS = "postgres"  # the account Debian's postgresql package makes
@@ -85,13 +85,6 @@ def _run_as(account: tuple[int, int] | None) -> dict[str, object]:
     return {"user": uid, "group": gid, "extra_groups": []}
 
 
-def _log_tail(log: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 def _accepting(port: int) -> bool:
     done = subprocess.run(
         ["pg_isready", "-q", "-h", "127.0.0.1", "-p", str(port)], check=False, capture_output=True
@@ -103,9 +96,9 @@ def _wait_ready(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
     deadline = time.monotonic() + READY_WITHIN_S
     while not _accepting(port):
         if process.poll() is not None:
-            raise PostgresError(f"postgres exited ({process.returncode}):\n{_log_tail(log)}")
+            raise PostgresError(f"postgres exited ({process.returncode}):\n{log_file_tail(log)}")
         if time.monotonic() >= deadline:
-            raise PostgresError(f"postgres not accepting within {READY_WITHIN_S} s:\n{_log_tail(log)}")
+            raise PostgresError(f"postgres not accepting within {READY_WITHIN_S} s:\n{log_file_tail(log)}")
         time.sleep(0.1)
 
 

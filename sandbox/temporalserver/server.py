@@ -28,7 +28,7 @@ from temporalio.api.workflowservice.v1 import (
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from sandbox.realkube.controlplane import stop_process
+from sandbox.realkube.controlplane import log_file_tail, stop_process
 from sandbox.temporalserver.build import TemporalBuild, TemporalNotBuiltError, temporal_build
 from sandbox.temporalserver.config import SERVICES, ServerPorts, dynamic_config, server_config
 from sandbox.temporalserver.postgres import PostgresCluster, postgres_unavailable, private_postgres
@@ -118,26 +118,19 @@ def _ports() -> ServerPorts:
     )
 
 
-def _log_tail(log: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 async def _connected(address: str, process: subprocess.Popen[bytes], log: Path) -> Client:
     """A client once the frontend answers (its system info needs history and matching up too)."""
     deadline = time.monotonic() + READY_WITHIN_S
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"temporal-server exited ({process.returncode}):\n{_log_tail(log)}")
+            raise RuntimeError(f"temporal-server exited ({process.returncode}):\n{log_file_tail(log, 20)}")
         try:
             client = await Client.connect(address, namespace="temporal-system")
             await client.workflow_service.get_system_info(GetSystemInfoRequest())
             return client
         except (RuntimeError, RPCError) as error:
             if time.monotonic() >= deadline:
-                late = f"temporal-server not answering within {READY_WITHIN_S} s:\n{_log_tail(log)}"
+                late = f"temporal-server not answering within {READY_WITHIN_S} s:\n{log_file_tail(log, 20)}"
                 raise RuntimeError(late) from error
             await asyncio.sleep(0.2)
 

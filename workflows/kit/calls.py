@@ -104,7 +104,7 @@ _WATCH_RETRY: Final = RetryPolicy(
     non_retryable_error_types=["NotFoundError"],
 )
 _WAIT_HEARTBEAT: Final = timedelta(seconds=30)
-# Quiet watches heartbeat every third of this (activities/waits.py: quiet_heartbeat_interval).
+# Quiet watches heartbeat every third of this (activities/heartbeat.py: quiet_heartbeat_interval).
 QUIET_WATCH_HEARTBEAT: Final = timedelta(minutes=3)
 
 _STEP: Final = CallPolicy(

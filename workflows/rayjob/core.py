@@ -194,6 +194,11 @@ class RayJobCore:
             workflow_id=self.state.workflow_id,
             gates=self.config.feature_gates,
         )
+        return self.owned_create(manifest, event)
+
+    def owned_create(self, manifest: dict[str, Any], event: RecordEvent | None) -> CreateObject:
+        """`manifest` as the create activities take it: with this RayJob's ownership and ownerReference, and
+        the Event to post once created (`act_event`)."""
         return CreateObject(
             body=manifest, ownership=self.ownership(), owner=self.owner_reference(), event=event
         )

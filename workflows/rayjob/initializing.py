@@ -18,7 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from models.raycluster import ClusterState, RayClusterSpec, RayClusterStatus
     from models.rayjob import JobSubmissionMode
     from wire import stubs
-    from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitRayCluster
+    from wire.kubernetes import ObjectKey, Observation, WaitRayCluster
     from wire.kubernetes_observer import ends_cluster_wait
     from wire.views import job_view
     from workflows.decisions.rayjob.adoption import adopted_attempt, adopted_parts, kuberay_submission
@@ -250,12 +250,7 @@ class InitializingSteps(RayJobPart):
                 workflow_id=self.core.state.workflow_id,
                 gates=self.core.config.feature_gates,
             )
-            request = CreateObject(
-                body=manifest,
-                ownership=self.core.ownership(),
-                owner=self.core.owner_reference(),
-                event=self.core.act_event(created_event),
-            )
+            request = self.core.owned_create(manifest, self.core.act_event(created_event))
             created: dict[str, Any] = await call(stubs.create_job, request, IO.STEP)
         attempt.submitter_created = True
         attempt.submitter_view = job_view(created)

@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from models.rayjob import JobDeploymentStatus, JobSubmissionMode
     from wire import stubs
     from wire.dashboard import JobInfoAnswer, RayJobKey, SubmitJob, WaitRayJob
-    from wire.kubernetes import CreateObject, ObjectKey, Observation, WaitObject
+    from wire.kubernetes import ObjectKey, Observation, WaitObject
     from wire.kubernetes_observer import ObservedKind, object_key
     from wire.observer import JobWatch, ObservedJob, takes_observed_view
     from wire.watch_book import is_newer_view
@@ -115,12 +115,7 @@ class RunningSteps(RayJobPart):
         with self.core.creating(
             EventReason.CREATED_SERVICE, EventReason.FAILED_TO_CREATE_SERVICE, service_name
         ) as created_event:
-            request = CreateObject(
-                body=manifest,
-                ownership=self.core.ownership(),
-                owner=self.core.owner_reference(),
-                event=self.core.act_event(created_event),
-            )
+            request = self.core.owned_create(manifest, self.core.act_event(created_event))
             await call(stubs.create_service, request, IO.STEP)
         self.core.state.attempt.head_service_created = True
 

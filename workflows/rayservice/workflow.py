@@ -298,13 +298,11 @@ class RayServiceWorkflow:
 
     def _validate_control(self, control: str) -> None:
         if self._state.deleting:
-            raise ApplicationError(
-                "the RayService is being deleted", type=CONTROL_REJECTED, non_retryable=True
-            )
+            raise _control_rejected("the RayService is being deleted")
         try:
             self._decide_control(control)
         except UpgradeControlRejected as rejected:
-            raise ApplicationError(str(rejected), type=CONTROL_REJECTED, non_retryable=True) from None
+            raise _control_rejected(str(rejected)) from None
         if control == "promote" and self._config is not None:
             state = self._state
             rayservice = rayservice_at(state.manifest, state.generation, state.status)
@@ -314,7 +312,7 @@ class RayServiceWorkflow:
             if awaited and awaited == state.status.pending_service_status.ray_cluster_name:
                 rejection = None  # raypilot.io/rollout autoPromotionEnabled: false waits for this promote
             if rejection is not None:
-                raise ApplicationError(rejection, type=CONTROL_REJECTED, non_retryable=True)
+                raise _control_rejected(rejection)
 
     def _apply_control(self, control: str) -> dict[str, str]:
         controls, status = self._decide_control(control)

@@ -35,6 +35,8 @@ from models.naming import (
 )
 from models.raycluster import RayCluster
 from models.rayservice import RayService
+from wire.views import condition_true
+from wire.views import gateway_ready as is_gateway_ready
 from workflows.decisions.rayservice.services import serve_port
 from workflows.decisions.rayservice.upgrade.incremental import TrafficMoment, TrafficStep, traffic_step
 
@@ -215,18 +217,6 @@ def http_route_update(existing: Mapping[str, Any], desired: Mapping[str, Any]) -
     return None if is_http_route_equal(existing, desired) else _with_spec(existing, desired)
 
 
-def _condition_true(conditions: Sequence[Mapping[str, Any]] | None, condition_type: str) -> bool:
-    return any(c.get("type") == condition_type and c.get("status") == "True" for c in conditions or [])
-
-
-def is_gateway_ready(gateway: Mapping[str, Any] | None) -> bool:
-    """IsGatewayReady: Accepted and Programmed are both True."""
-    if gateway is None:
-        return False
-    conditions = (gateway.get("status") or {}).get("conditions")
-    return _condition_true(conditions, "Accepted") and _condition_true(conditions, "Programmed")
-
-
 def is_http_route_ready(
     gateway_name_: str, gateway_namespace: str, http_route: Mapping[str, Any] | None
 ) -> bool:
@@ -241,7 +231,7 @@ def is_http_route_ready(
         if ref.get("namespace") is not None and ref.get("namespace") != gateway_namespace:
             continue
         conditions = parent.get("conditions")
-        if _condition_true(conditions, "Accepted") and _condition_true(conditions, "ResolvedRefs"):
+        if condition_true(conditions, "Accepted") and condition_true(conditions, "ResolvedRefs"):
             return True
     return False
 
