@@ -16,7 +16,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -57,32 +57,41 @@ class ProcessSample:
     cpu_seconds: float
 
 
+def stat_fields(stat: str) -> list[str]:
+    """The fields of a /proc/<pid>/stat text after the command name (which may hold spaces and parentheses):
+    state, ppid, ...; utime and stime at 11 and 12."""
+    return stat[stat.rfind(")") + 2 :].split()
+
+
+def process_stats() -> Iterator[tuple[int, list[str]]]:
+    """Every process's pid and `stat_fields`, from /proc; those that end while it is read are left out."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # ended since the listing
+        yield int(entry.name), stat_fields(stat)
+
+
 def sample_process(pid: int) -> ProcessSample:
     """RSS (VmRSS) and user+system CPU time of a live process, from /proc."""
     rss = 0
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             rss = int(line.split()[1]) * 1024
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rfind(")") + 2 :].split()
+    fields = stat_fields(Path(f"/proc/{pid}/stat").read_text())
     return ProcessSample(rss, (int(fields[11]) + int(fields[12])) / CLOCK_TICKS)
 
 
 def tree_cpu_seconds(pid: int) -> float:
     """User+system CPU time of a process and of its children: the live ones, and those it has reaped."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rfind(")") + 2 :].split()
+    fields = stat_fields(Path(f"/proc/{pid}/stat").read_text())
     ticks = sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            child = (entry / "stat").read_text()
-        except OSError:
-            continue  # ended since the listing
-        child_fields = child[child.rfind(")") + 2 :].split()
-        if int(child_fields[1]) == pid:
-            ticks += int(child_fields[11]) + int(child_fields[12])
+    for _, child in process_stats():
+        if int(child[1]) == pid:
+            ticks += int(child[11]) + int(child[12])
     return ticks / CLOCK_TICKS
 
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from bench.arithmetic import Figure
-from bench.jobs_support import node_agent_pid
+from bench.jobs_support import node_agent_pid, process_stats, stat_fields
 from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
 
@@ -27,15 +27,8 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 def process_children() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
+    for pid, fields in process_stats():
+        children.setdefault(int(fields[1]), []).append(pid)
     return children
 
 
@@ -53,7 +46,7 @@ def cpu_seconds(pids: list[int]) -> float:
     total = 0
     for pid in pids:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(Path(f"/proc/{pid}/stat").read_text())
         except OSError:
             continue  # ended since the tree was read
         total += int(fields[11]) + int(fields[12])  # utime, stime
