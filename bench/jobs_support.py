@@ -313,6 +313,42 @@ async def start_rayjobs(
     return handles
 
 
+@dataclass(frozen=True)
+class HeldRayJobs:
+    handles: list[WorkflowHandle[Any, Any]]
+    ramp_s: float  # the first start -> every Ray job RUNNING
+
+
+@asynccontextmanager
+async def held_rayjobs(
+    context: BenchContext,
+    shared: SharedCluster,
+    task_queue: str,
+    prefix: str,
+    entrypoints: Sequence[str],
+    label: str,
+) -> AsyncIterator[HeldRayJobs]:
+    """One selector RayJob on the shared cluster per entrypoint (named `<prefix>-<tag>-<index>`), started
+    on `task_queue` and held until every one's Ray job runs; their workflows are terminated on leaving."""
+    tag = uuid.uuid4().hex[:4]
+    manifests = [
+        selector_rayjob(shared.namespace, f"{prefix}-{tag}-{index}", entrypoint)
+        for index, entrypoint in enumerate(entrypoints)
+    ]
+    jobs = len(manifests)
+    running_before = (await shared.ray_job_states())["RUNNING"]
+    started = time.monotonic()
+    handles = await start_rayjobs(context.client, task_queue, manifests, f"{label} start N={jobs}")
+    try:
+        within = 120 + jobs * 0.5
+        await wait_for_states(
+            shared, "RUNNING", running_before + jobs, within=within, label=f"{label} running"
+        )
+        yield HeldRayJobs(handles, time.monotonic() - started)
+    finally:
+        await terminate_all(handles)
+
+
 async def results_in_order(handles: Sequence[WorkflowHandle[Any, Any]], label: str) -> list[dict[str, Any]]:
     """Each workflow's result, awaited in order, with a progress bar."""
     results: list[dict[str, Any]] = []

@@ -17,6 +17,7 @@ from bench.arithmetic import Figure
 from bench.jobs_support import node_agent_pid
 from bench.realkube_stack import shared_real_stack
 from bench.suite import BenchContext
+from sandbox.ray.processes import every_process_stat, stat_fields
 
 WINDOW_S = 60.0
 SMOKE_WINDOW_S = 3.0
@@ -27,15 +28,8 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 def process_children() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
+    for pid, fields in every_process_stat():
+        children.setdefault(int(fields[1]), []).append(pid)
     return children
 
 
@@ -53,7 +47,7 @@ def cpu_seconds(pids: list[int]) -> float:
     total = 0
     for pid in pids:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(pid)
         except OSError:
             continue  # ended since the tree was read
         total += int(fields[11]) + int(fields[12])  # utime, stime

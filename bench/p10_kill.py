@@ -5,19 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from dataclasses import dataclass
 
-from bench.jobs_support import (
-    SharedCluster,
-    bench_task_queue,
-    results_in_order,
-    sample_process,
-    selector_rayjob,
-    start_rayjobs,
-    terminate_all,
-    wait_for_states,
-)
+from bench.jobs_support import SharedCluster, bench_task_queue, held_rayjobs, results_in_order, sample_process
 from bench.p7_scale import settled
 from bench.p10_support import (
     KILL_SPREAD_S,
@@ -28,18 +18,11 @@ from bench.p10_support import (
     histories,
     job_details,
     kill_sleeps,
+    spread_and_observed,
 )
 from bench.suite import BenchContext
-from bench.worker_group import (
-    WorkerGroup,
-    jobs_per_worker,
-    observer_holds,
-    observer_runs,
-    signals_named,
-    task_identities,
-    worker_group,
-)
-from wire.observer import OBSERVED_SIGNAL, OBSERVER_WORKFLOW
+from bench.worker_group import WorkerGroup, observer_holds, observer_runs, worker_group
+from wire.observer import OBSERVER_WORKFLOW
 
 # How long to wait for the observers to answer again before giving up (past the observer activity's
 # heartbeat timeout, which is what finds a lost worker when no worker starts).
@@ -92,22 +75,12 @@ async def measure_kill(
 ) -> KillPoint:
     task_queue = bench_task_queue("p10-kill")
     async with worker_group(context, shared, task_queue, 2, "kill") as group:
-        tag = uuid.uuid4().hex[:4]
         lengths = kill_sleeps(jobs, ramp_s, settle_s, 5.0 if context.smoke else KILL_SPREAD_S)
-        manifests = [
-            selector_rayjob(shared.namespace, f"p10k-{tag}-{index}", f"sleep {length:.1f}")
-            for index, length in enumerate(lengths)
-        ]
+        entrypoints = [f"sleep {length:.1f}" for length in lengths]
         head = await shared.head()
         posts_before, jobs_before = head.routes[POSTS], sum(head.job_states.values())
-        running_before = head.job_states["RUNNING"]
-        started = time.monotonic()
-        handles = await start_rayjobs(context.client, task_queue, manifests, f"P10 kill start N={jobs}")
-        try:
-            await wait_for_states(
-                shared, "RUNNING", running_before + jobs, within=120 + jobs * 0.5, label="P10 kill running"
-            )
-            ramp = time.monotonic() - started
+        async with held_rayjobs(context, shared, task_queue, "p10k", entrypoints, "P10 kill") as running:
+            handles = running.handles
             await settled(shared, group, 2.0 if context.smoke else 10.0, within=120 + jobs * 0.1)
             holds = await observer_holds(context.client, task_queue)
             holder = next(
@@ -130,8 +103,6 @@ async def measure_kill(
             runs = await observer_runs(context.client, task_queue)
             [survivor] = group.alive()
             survivor_rss = await asyncio.to_thread(_rss_mib, group.pids[survivor])
-        finally:
-            await terminate_all(handles)
     detection: list[float] = []
     closed: list[float] = []
     after_kill = 0
@@ -143,10 +114,10 @@ async def measure_kill(
         seen, close = end_and_close(events)
         detection.append(seen - ended)
         closed.append(close - ended)
-    spread = jobs_per_worker([task_identities(events) for events in events_each], group.identities)
+    spread, observed = spread_and_observed(events_each, group.identities)
     return KillPoint(
         jobs=jobs,
-        ramp_s=ramp,
+        ramp_s=running.ramp_s,
         killed_holder=holder is not None,
         lists_resumed_s=lists_resumed,
         observer_moved_s=moved,
@@ -158,7 +129,7 @@ async def measure_kill(
         dashboard_jobs=sum(head.job_states.values()) - jobs_before,
         survivor_jobs=spread[survivor],
         survivor_rss_mib=survivor_rss,
-        observed_per_job=[signals_named(events, OBSERVED_SIGNAL) for events in events_each],
+        observed_per_job=observed,
         observer_runs=runs,
     )
 

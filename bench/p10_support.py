@@ -22,8 +22,10 @@ from bench.jobs_support import (
 )
 from bench.p3_detection import end_seen_at, sleeps
 from bench.suite import DEFAULT_SCALE, BenchContext
+from bench.worker_group import jobs_per_worker, signals_named, task_identities
 from models.naming import head_service_name
 from tests.integration.rayjob_support import dashboard
+from wire.observer import OBSERVED_SIGNAL
 
 DEFAULT_JOBS = 2_000
 WORKER_COUNTS = (1, 2, 4)
@@ -51,6 +53,15 @@ def kill_sleeps(count: int, ramp_s: float, settle_s: float, spread_s: float) -> 
     one was killed; the ends spread over `spread_s` so that they fall before, during and after recovery."""
     base = 1.5 * (ramp_s + settle_s) + 60.0
     return [base + spread_s * index / max(1, count) for index in range(count)]
+
+
+def spread_and_observed(
+    events_each: Sequence[Sequence[Mapping[str, Any]]], identities: Sequence[str]
+) -> tuple[list[int], list[int]]:
+    """What RayJobs' histories say: for each worker (by identity, in order) how many of the jobs had a
+    workflow task run by it (`jobs_per_worker`), and how many `observed` signals each job received."""
+    spread = jobs_per_worker([task_identities(events) for events in events_each], identities)
+    return spread, [signals_named(events, OBSERVED_SIGNAL) for events in events_each]
 
 
 def end_and_close(events: Sequence[Mapping[str, Any]]) -> tuple[float, float]:

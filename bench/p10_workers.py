@@ -20,21 +20,10 @@ twice would be a second POST).
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from dataclasses import dataclass
 
 from bench.arithmetic import Figure, percentile, ratio
-from bench.jobs_support import (
-    SharedCluster,
-    bench_task_queue,
-    held_window,
-    selector_rayjob,
-    shared_cluster,
-    start_rayjobs,
-    terminate_all,
-    wait_for_states,
-)
+from bench.jobs_support import SharedCluster, bench_task_queue, held_rayjobs, held_window, shared_cluster
 from bench.p7_scale import settled
 from bench.p10_kill import KillPoint, measure_kill, recovered
 from bench.p10_support import (
@@ -46,17 +35,10 @@ from bench.p10_support import (
     detection,
     histories,
     jobs_of_run,
+    spread_and_observed,
 )
 from bench.suite import BenchContext
-from bench.worker_group import (
-    jobs_per_worker,
-    observer_holds,
-    observer_runs,
-    signals_named,
-    task_identities,
-    worker_group,
-)
-from wire.observer import OBSERVED_SIGNAL
+from bench.worker_group import observer_holds, observer_runs, worker_group
 
 
 @dataclass(frozen=True)
@@ -87,31 +69,18 @@ async def measure_workers(
     task_queue = bench_task_queue(f"p10-{workers}")
     label = f"P10 W={workers}"
     async with worker_group(context, shared, task_queue, workers, f"w{workers}") as group:
-        tag = uuid.uuid4().hex[:4]
-        manifests = [
-            selector_rayjob(shared.namespace, f"p10-{tag}-{index}", "sleep 100000") for index in range(jobs)
-        ]
-        running_before = (await shared.ray_job_states())["RUNNING"]
-        started = time.monotonic()
-        handles = await start_rayjobs(context.client, task_queue, manifests, f"{label} start N={jobs}")
+        entrypoints = ["sleep 100000"] * jobs
         try:
-            await wait_for_states(
-                shared, "RUNNING", running_before + jobs, within=120 + jobs * 0.5, label=f"{label} running"
-            )
-            ramp = time.monotonic() - started
-            settle = await settled(shared, group, settle_s, within=120 + jobs * 0.1)
-            windows = await asyncio.gather(*(held_window(pid, window_s) for pid in group.pids))
-            cpu_each, tasks_each = group.cpu_seconds_each(), await group.tasks_each()
-            holds = await observer_holds(context.client, task_queue)
-            sampled_histories = await histories(handles[:SPREAD_SAMPLE])
-            spread = jobs_per_worker(
-                [task_identities(events) for events in sampled_histories], group.identities
-            )
-            observed = [signals_named(events, OBSERVED_SIGNAL) for events in sampled_histories]
-            runs = await observer_runs(context.client, task_queue)
-            latencies = await detection(context, shared, task_queue, label)
+            async with held_rayjobs(context, shared, task_queue, "p10", entrypoints, label) as running:
+                settle = await settled(shared, group, settle_s, within=120 + jobs * 0.1)
+                windows = await asyncio.gather(*(held_window(pid, window_s) for pid in group.pids))
+                cpu_each, tasks_each = group.cpu_seconds_each(), await group.tasks_each()
+                holds = await observer_holds(context.client, task_queue)
+                sampled_histories = await histories(running.handles[:SPREAD_SAMPLE])
+                spread, observed = spread_and_observed(sampled_histories, group.identities)
+                runs = await observer_runs(context.client, task_queue)
+                latencies = await detection(context, shared, task_queue, label)
         finally:
-            await terminate_all(handles)
             await clear_dashboard(shared)
     shares = [
         WorkerShare(
@@ -126,7 +95,7 @@ async def measure_workers(
             zip(windows, cpu_each, tasks_each, spread, strict=True)
         )
     ]
-    return WorkersPoint(workers, jobs, ramp, settle, shares, latencies, observed, runs)
+    return WorkersPoint(workers, jobs, running.ramp_s, settle, shares, latencies, observed, runs)
 
 
 def _shares_text(point: WorkersPoint) -> str:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
@@ -27,12 +26,9 @@ from bench.jobs_support import (
     SHARED_CLUSTER,
     SharedCluster,
     bench_task_queue,
+    held_rayjobs,
     held_window,
-    selector_rayjob,
     shared_cluster,
-    start_rayjobs,
-    terminate_all,
-    wait_for_states,
 )
 from bench.p7_own_clusters import OWN_CLUSTERS_MAX, OwnClusterPoint, measure_own_clusters
 from bench.realkube_counts import without_probes, without_proxy
@@ -124,41 +120,27 @@ async def measure_point(
     context: BenchContext, shared: SharedCluster, jobs: int, window_s: float, settle_s: float
 ) -> ScalePoint:
     task_queue = bench_task_queue("p7")
-    async with shared.worker(context, task_queue, context.scratch("p7") / f"worker-{jobs}.log") as worker:
-        tag = uuid.uuid4().hex[:4]
-        manifests = [
-            selector_rayjob(shared.namespace, f"p7-{tag}-{index}", "sleep 100000") for index in range(jobs)
-        ]
-        running_before = (await shared.ray_job_states())["RUNNING"]
-        started = time.monotonic()
-        handles = await start_rayjobs(context.client, task_queue, manifests, f"P7 start N={jobs}")
-        try:
-            await wait_for_states(
-                shared,
-                "RUNNING",
-                running_before + jobs,
-                within=120 + jobs * 0.5,
-                label=f"P7 running N={jobs}",
-            )
-            ramp = time.monotonic() - started
-            settle = await settled(shared, worker, settle_s, within=120 + jobs * 0.1)
-            dashboard_before, api_mark = await dashboard_requests(shared), shared.api_mark()
-            paths_before = await dashboard_paths(shared)
-            held = await held_window(worker.pid, window_s)
-            dashboard = _delta(await dashboard_requests(shared), dashboard_before)
-            api = shared.api_requests_since(api_mark)
-            polled = _delta(await dashboard_paths(shared), paths_before)
-            slots = await worker.activity_slots_used()
-            watched = await observer_watches(context, task_queue, shared.namespace)
-        finally:
-            await terminate_all(handles)
+    log = context.scratch("p7") / f"worker-{jobs}.log"
+    async with (
+        shared.worker(context, task_queue, log) as worker,
+        held_rayjobs(context, shared, task_queue, "p7", ["sleep 100000"] * jobs, "P7") as running,
+    ):
+        settle = await settled(shared, worker, settle_s, within=120 + jobs * 0.1)
+        dashboard_before, api_mark = await dashboard_requests(shared), shared.api_mark()
+        paths_before = await dashboard_paths(shared)
+        held = await held_window(worker.pid, window_s)
+        dashboard = _delta(await dashboard_requests(shared), dashboard_before)
+        api = shared.api_requests_since(api_mark)
+        polled = _delta(await dashboard_paths(shared), paths_before)
+        slots = await worker.activity_slots_used()
+        watched = await observer_watches(context, task_queue, shared.namespace)
     prefix = "GET /api/jobs/"
     # Requests the API server received in the window but had not logged at its end (a watch's start is
     # logged at once, a short request when answered) are not counted: a few at most in 20 s.
     api_own = without_proxy(api)
     return ScalePoint(
         jobs=jobs,
-        ramp_s=ramp,
+        ramp_s=running.ramp_s,
         settle_s=settle,
         window_s=held.wall_s,
         rss_bytes=held.rss_bytes,

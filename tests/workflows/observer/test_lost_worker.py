@@ -11,42 +11,18 @@ worker is never taken for a dead one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 
 import pytest
 from temporalio import activity
-from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.observer_fanout import ObserverHeartbeat
-from wire import names
-from wire.dashboard import DashboardTarget
-from wire.kubernetes_observer import (
-    KUBE_OBSERVER_WORKFLOW,
-    KUBE_WATCH_SIGNAL,
-    ObjectWatch,
-    ObserveKubernetes,
-    kube_observer_workflow_id,
-)
-from wire.observer import OBSERVER_WORKFLOW, WATCH_SIGNAL, JobWatch, ObserveJobs, observer_workflow_id
-from workflows.observer.kubernetes import KubernetesObserverWorkflow
-from workflows.observer.workflow import RayJobObserverWorkflow
+from tests.workflows.observer.observer_support import OBSERVERS, FakeWorker, start_observer
+from wire.kubernetes_observer import ObserveKubernetes
+from wire.observer import ObserveJobs
 
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 RECOVERY_BOUND = timedelta(seconds=30)
-
-OBSERVERS = {
-    "ray-jobs": (
-        RayJobObserverWorkflow, OBSERVER_WORKFLOW, names.OBSERVE_RAY_JOBS, WATCH_SIGNAL,
-        JobWatch(DashboardTarget("ns", "cluster-head-svc"), "job-1", "rayjob/ns/job"), observer_workflow_id,
-    ),
-    "kubernetes": (
-        KubernetesObserverWorkflow, KUBE_OBSERVER_WORKFLOW, names.OBSERVE_K8S_NAMESPACE, KUBE_WATCH_SIGNAL,
-        ObjectWatch("RayCluster", "ns", "cluster", "rayjob/ns/job"), kube_observer_workflow_id,
-    ),
-}  # fmt: skip
 
 
 # Slow: the lost attempt stays in flight, which holds the test server's clock, so its 30 s pass in real time.
@@ -55,11 +31,11 @@ OBSERVERS = {
 async def test_a_dead_workers_observer_runs_again_within_30_s_though_no_worker_starts(
     time_skipping_env: WorkflowEnvironment, fake_worker: FakeWorker, kind: str
 ) -> None:
-    workflow_class, workflow_type, activity_name, signal, watch, workflow_id = OBSERVERS[kind]
+    observer = OBSERVERS[kind]
     client = time_skipping_env.client
     first_started, released = asyncio.Event(), asyncio.Event()
 
-    @activity.defn(name=activity_name)
+    @activity.defn(name=observer.activity_name)
     async def observe(request: ObserveJobs | ObserveKubernetes) -> None:
         if activity.info().attempt == 1:
             first_started.set()
@@ -70,16 +46,8 @@ async def test_a_dead_workers_observer_runs_again_within_30_s_though_no_worker_s
             activity.heartbeat()
             await asyncio.sleep(0.05)
 
-    async with fake_worker(client, workflows=[workflow_class], activities=[observe]) as queue:
-        handle = await client.start_workflow(
-            workflow_type,
-            "ns",
-            id=workflow_id(queue, "ns"),
-            task_queue=queue,
-            start_signal=signal,
-            start_signal_args=[watch],
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
+    async with fake_worker(client, workflows=[observer.workflow], activities=[observe]) as queue:
+        handle = await start_observer(client, observer, queue)
         try:
             await first_started.wait()
             await time_skipping_env.sleep(RECOVERY_BOUND)

@@ -5,17 +5,14 @@ for the watches it found done) and keep the others; the one-key `unwatch` of ear
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 
 from temporalio import activity
-from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.testing import WorkflowEnvironment
 
 from raypilot.testing.rayjob_scenarios import eventually
+from tests.workflows.observer.observer_support import OBSERVERS, FakeWorker, start_observer
 from wire import names
 from wire.kubernetes_observer import (
-    KUBE_OBSERVER_WORKFLOW,
     KUBE_UNWATCH_KEYS_SIGNAL,
     KUBE_UNWATCH_SIGNAL,
     KUBE_WATCH_SIGNAL,
@@ -23,11 +20,8 @@ from wire.kubernetes_observer import (
     ObjectWatch,
     ObjectWatchChanges,
     ObserveKubernetes,
-    kube_observer_workflow_id,
 )
 from workflows.observer.kubernetes import KubernetesObserverWorkflow
-
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
 
 
 @activity.defn(name=names.OBSERVE_K8S_NAMESPACE)
@@ -49,15 +43,7 @@ async def test_one_signal_forgets_every_watch_it_names(
     async with fake_worker(
         client, workflows=[KubernetesObserverWorkflow], activities=[waits_until_cancelled]
     ) as queue:
-        handle = await client.start_workflow(
-            KUBE_OBSERVER_WORKFLOW,
-            "ns",
-            id=kube_observer_workflow_id(queue, "ns"),
-            task_queue=queue,
-            start_signal=KUBE_WATCH_SIGNAL,
-            start_signal_args=[watches[0]],
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
+        handle = await start_observer(client, OBSERVERS["kubernetes"], queue, watches[0])
         try:
             for watch in watches[1:]:
                 await handle.signal(KUBE_WATCH_SIGNAL, watch)

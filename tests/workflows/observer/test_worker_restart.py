@@ -7,71 +7,16 @@ book."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from temporalio import activity
-from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.testing import WorkflowEnvironment
 
 from activities.observer import restart_observers
 from raypilot.testing.rayjob_scenarios import eventually
-from wire import names
-from wire.dashboard import DashboardTarget
-from wire.kubernetes_observer import (
-    KUBE_OBSERVER_WORKFLOW,
-    KUBE_WATCH_SIGNAL,
-    KUBE_WATCHES_QUERY,
-    ObjectWatch,
-    ObjectWatchChanges,
-    ObserveKubernetes,
-    kube_observer_workflow_id,
-)
-from wire.observer import (
-    OBSERVER_WORKFLOW,
-    WATCH_SIGNAL,
-    WATCHES_QUERY,
-    JobWatch,
-    ObserveJobs,
-    WatchChanges,
-    is_replaced,
-    observer_workflow_id,
-)
-from workflows.observer.kubernetes import KubernetesObserverWorkflow
-from workflows.observer.workflow import RayJobObserverWorkflow
-
-FakeWorker = Callable[..., AbstractAsyncContextManager[str]]
-
-
-@dataclass(frozen=True)
-class Observer:
-    """One kind of observer: its workflow, activity name, query, first watch and id."""
-
-    workflow: type
-    workflow_type: str
-    activity_name: str
-    query: str
-    changes_type: type
-    watch_signal: str
-    watch: Any
-    workflow_id: Callable[[str, str], str]
-
-
-OBSERVERS = {
-    "ray-jobs": Observer(
-        RayJobObserverWorkflow, OBSERVER_WORKFLOW, names.OBSERVE_RAY_JOBS, WATCHES_QUERY, WatchChanges,
-        WATCH_SIGNAL, JobWatch(DashboardTarget("ns", "cluster-head-svc"), "job-1", "rayjob/ns/job"),
-        observer_workflow_id,
-    ),
-    "kubernetes": Observer(
-        KubernetesObserverWorkflow, KUBE_OBSERVER_WORKFLOW, names.OBSERVE_K8S_NAMESPACE, KUBE_WATCHES_QUERY,
-        ObjectWatchChanges, KUBE_WATCH_SIGNAL, ObjectWatch("RayCluster", "ns", "cluster", "rayjob/ns/job"),
-        kube_observer_workflow_id,
-    ),
-}  # fmt: skip
+from tests.workflows.observer.observer_support import OBSERVERS, FakeWorker, start_observer
+from wire.kubernetes_observer import ObserveKubernetes
+from wire.observer import ObserveJobs, is_replaced
 
 
 @pytest.mark.parametrize("kind", sorted(OBSERVERS))
@@ -96,15 +41,7 @@ async def test_a_started_worker_restarts_the_observer_activity(
             await asyncio.sleep(0.05)
 
     async with fake_worker(client, workflows=[observer.workflow], activities=[observe]) as queue:
-        handle = await client.start_workflow(
-            observer.workflow_type,
-            "ns",
-            id=observer.workflow_id(queue, "ns"),
-            task_queue=queue,
-            start_signal=observer.watch_signal,
-            start_signal_args=[observer.watch],
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        )
+        handle = await start_observer(client, observer, queue)
         try:
 
             async def started() -> bool:

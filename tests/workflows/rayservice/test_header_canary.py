@@ -4,21 +4,14 @@ any weighted traffic; the rule goes at promotion and at abort; without the setti
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
-from models.rollout import ANNOTATION_ROLLOUT
-from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
-    eventually,
-    rayservice_manifest,
-    status_of,
-)
+from raypilot.testing.rayservice_scenarios import eventually, status_of
 from raypilot.testing.rayservice_world import FakeRayWorld
-from tests.workflows.rayservice.upgrade_support import apply, serving
+from tests.workflows.rayservice.upgrade_support import apply, rollout_manifest, serving
 
 CANARY = {"name": "x-canary", "value": "v2"}
 
@@ -27,13 +20,7 @@ def manifest(version: str, canary: dict[str, str] | None = CANARY) -> dict[str, 
     rollout: dict[str, Any] = {"steps": [{"pause": "indefinite"}, {"traffic": 50}]}
     if canary is not None:
         rollout["headerCanary"] = canary
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL,
-        autoscaling=True,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)},
-    )
+    return rollout_manifest(version, rollout)
 
 
 def rules(world: FakeRayWorld) -> list[dict[str, Any]]:

@@ -6,24 +6,14 @@ incremental upgrade whose raypilot.io/rollout plan pauses indefinitely sends "pa
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from temporalio.testing import WorkflowEnvironment
 
 from models.notify import ANNOTATION_NOTIFY
-from models.rollout import ANNOTATION_ROLLOUT
-from raypilot.testing.rayservice_scenarios import (
-    INCREMENTAL,
-    WORKFLOW_ID,
-    Handle,
-    condition_of,
-    eventually,
-    rayservice_manifest,
-    status_of,
-)
+from raypilot.testing.rayservice_scenarios import WORKFLOW_ID, Handle, condition_of, eventually, status_of
 from tests.workflows.rayservice.test_notify import NotifyingWorld
-from tests.workflows.rayservice.upgrade_support import promoted_away_from, routed, serving
+from tests.workflows.rayservice.upgrade_support import promoted_away_from, rollout_manifest, routed, serving
 
 PLAN = {
     "steps": [
@@ -37,13 +27,7 @@ NOTIFY = '{"secretRef": {"name": "hooks"}}'
 
 
 def planned(version: str) -> dict[str, Any]:
-    return rayservice_manifest(
-        version=version,
-        strategy=INCREMENTAL,
-        autoscaling=True,
-        deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(PLAN), ANNOTATION_NOTIFY: NOTIFY},
-    )
+    return rollout_manifest(version, PLAN, annotations={ANNOTATION_NOTIFY: NOTIFY})
 
 
 def traffic_of(status: dict[str, Any]) -> int | None:

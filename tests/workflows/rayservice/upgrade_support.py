@@ -32,16 +32,21 @@ Probe = Callable[[], Awaitable[bool]]
 
 
 def rollout_manifest(
-    version: str, rollout: dict[str, Any] | None, incremental: bool = True
+    version: str,
+    rollout: dict[str, Any] | None,
+    incremental: bool = True,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A RayService upgraded incrementally (with autoscaling, which that strategy needs) or by NewCluster,
-    with `rollout` as its raypilot.io/rollout annotation (None: no annotation) and a short deletion delay."""
+    with `rollout` as its raypilot.io/rollout annotation (None: no annotation) beside `annotations`, and a
+    short deletion delay."""
+    rollout_annotation = {ANNOTATION_ROLLOUT: json.dumps(rollout)} if rollout is not None else {}
     return rayservice_manifest(
         version=version,
         strategy=INCREMENTAL if incremental else None,
         autoscaling=incremental,
         deletion_delay=5,
-        annotations={ANNOTATION_ROLLOUT: json.dumps(rollout)} if rollout is not None else None,
+        annotations={**rollout_annotation, **(annotations or {})} or None,
     )
 
 
