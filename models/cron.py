@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from models.validation.formats import parse_go_duration_seconds
+from models.formats import parse_go_duration_seconds
 
 __all__ = [
     "CronError",

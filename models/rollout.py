@@ -33,7 +33,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field, field_validator, model_validator
 
 from models.base import SpecModel
-from models.validation.formats import parse_go_duration_seconds
+from models.formats import parse_go_duration_seconds
 from models.yaml_annotation import annotation_model
 
 __all__ = [

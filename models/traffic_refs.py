@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from models.validation.formats import dns1123_label_errors, dns1123_subdomain_errors
+from models.formats import dns1123_label_errors, dns1123_subdomain_errors
 
 __all__ = [
     "ANNOTATION_GATEWAY",

@@ -8,6 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from models.features import FeatureGates
+from models.formats import (
+    label_value_errors,
+    parse_generic_version,
+    qualified_name_errors,
+    version_less_than,
+)
 from models.naming import (
     ANNOTATION_EXTERNAL_STORAGE_NAMESPACE,
     ANNOTATION_FT_ENABLED,
@@ -16,12 +22,6 @@ from models.naming import (
 )
 from models.podtemplate import Container
 from models.raycluster import AuthMode, AutoscalerVersion, RayClusterSpec, WorkerGroupSpec
-from models.validation.formats import (
-    label_value_errors,
-    parse_generic_version,
-    qualified_name_errors,
-    version_less_than,
-)
 from models.validation.raycluster_options import (
     env_names,
     gcs_fault_tolerance_backend_error,

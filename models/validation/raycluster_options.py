@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from models.features import FeatureGates
+from models.formats import dns1123_label_errors, go_list, go_quote
 from models.podtemplate import Container
 from models.raycluster import (
     CollectorOptions,
@@ -15,7 +16,6 @@ from models.raycluster import (
     NetworkPolicyMode,
     RayClusterSpec,
 )
-from models.validation.formats import dns1123_label_errors, go_list, go_quote
 
 __all__ = [
     "collector_options_error",

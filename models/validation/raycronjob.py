@@ -10,11 +10,11 @@ from typing import Final
 
 from models.cron import CronError, parse_standard
 from models.features import FeatureGates
+from models.formats import dns1123_subdomain_errors, go_quote
 from models.meta import ObjectMeta
 from models.naming import MAX_RAYJOB_NAME_LENGTH
 from models.raycronjob import RayCronJob, schedule_settings
 from models.rayjob import RayJob
-from models.validation.formats import dns1123_subdomain_errors, go_quote
 from models.validation.rayjob import rayjob_crd_error, validate_rayjob_spec
 
 __all__ = [

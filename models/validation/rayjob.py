@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from models.features import FeatureGates
+from models.formats import dns1035_label_errors, go_list
 from models.meta import ObjectMeta
 from models.naming import CLUSTER_SELECTOR_KEY, KIND_RAYJOB, MAX_RAYJOB_NAME_LENGTH
 from models.notify import notify_error
@@ -19,7 +20,6 @@ from models.rayjob import (
     JobSubmissionMode,
     RayJob,
 )
-from models.validation.formats import dns1035_label_errors, go_list
 from models.validation.raycluster import (
     carried_cluster_spec_error,
     is_autoscaling_enabled,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from models.features import FeatureGates
+from models.formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
 from models.meta import ObjectMeta
 from models.naming import ANNOTATION_INITIALIZING_TIMEOUT, KIND_RAYSERVICE, MAX_RAYSERVICE_NAME_LENGTH
 from models.notify import notify_error
@@ -13,7 +14,6 @@ from models.rayservice import RayService, RayServiceSpec, RayServiceUpgradeType
 from models.rayservice_annotations import rayservice_annotation_problem
 from models.rollout import rollout_error, rollout_strategy_error
 from models.traffic_refs import traffic_refs_problem
-from models.validation.formats import dns1035_label_errors, go_atoi, go_list, parse_go_duration_seconds
 from models.validation.raycluster import (
     carried_cluster_spec_error,
     is_autoscaling_enabled,

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
+from models.formats import parse_go_duration_seconds
 from models.meta import Condition, ConditionStatus
 from models.operator import OperatorConfig
 from models.rayjob import DeletionPolicyType, JobStatus, RayJob, is_job_deployment_terminal
-from models.validation.formats import parse_go_duration_seconds
 from workflows.decisions.rayjob.deletion import (
     DeletionMechanism,
     DeletionStep,

@@ -28,6 +28,7 @@ from typing import Any, Final
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from models.formats import parse_go_duration_seconds
 from models.rayjob import (
     JobDeploymentStatus,
     JobFailedReason,
@@ -36,7 +37,6 @@ from models.rayjob import (
     RayJob,
     RayJobStatus,
 )
-from models.validation.formats import parse_go_duration_seconds
 from workflows.decisions.rayjob.retry import NEVER_RETRIED_REASONS
 from workflows.decisions.rayjob.running import (
     HEAD_POD_NOT_FOUND_MESSAGE,

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from models.formats import parse_go_duration_seconds
 from models.meta import Condition, ConditionStatus, find_condition
 from models.rayservice import RayServiceConditionReason, RayServiceConditionType
-from models.validation.formats import parse_go_duration_seconds
 from models.validation.rayservice import initializing_timeout_seconds
 
 __all__ = [
@@ -32,7 +32,7 @@ __all__ = [
 
 def parse_go_duration(text: str) -> timedelta:
     """Go's time.ParseDuration ("5m", "1h30m", "1.5s", "-2m", "0") as a timedelta; ValueError when Go would
-    fail (parsing is models.validation.formats'). Sub-microsecond parts are rounded (timedelta's
+    fail (parsing is models.formats'). Sub-microsecond parts are rounded (timedelta's
     resolution)."""
     return timedelta(seconds=parse_go_duration_seconds(text))
 

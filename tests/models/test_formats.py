@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from models.validation.formats import (
+from models.formats import (
     dns1035_label_errors,
     dns1123_subdomain_errors,
     go_atoi,
