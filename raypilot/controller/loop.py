@@ -1,6 +1,6 @@
-"""The controller's loop: watches of both kinds feed one queue of object keys; `RECONCILERS` reconcilers
-take them (observe -> decide -> act, as a workflow does), never two on one key at a time, and a status loop
-writes a workflow's status back to its object when what `kubectl get` shows changed, and only then.
+"""The controller's loop: watches of both kinds feed one queue of object keys; one reconciler takes them one
+at a time (observe -> decide -> act, as a workflow does), and a status loop writes a workflow's status back to
+its object when what `kubectl get` shows changed, and only then.
 
 Everything it does is safe to repeat: update-with-start is idempotent by workflow id, the generation it last
 applied is on the object, and the finalizer is only removed once the run let go of the object. A controller
@@ -50,9 +50,6 @@ Key = tuple[str, str, str]  # kind, namespace, name
 RECHECK_SECONDS = 2.0
 LEFTOVER_RECHECK_SECONDS = 5.0  # a refused adoption is tried again this often (its cause may be removed)
 WATCH_RETRY_SECONDS = 1.0
-# A start waits for the new run's first workflow task (seconds on a loaded worker): objects applied together
-# start side by side, not each after all the starts queued before it.
-RECONCILERS = 4
 
 
 def _key(obj: dict[str, Any]) -> Key:
@@ -72,8 +69,6 @@ class Controller:
         self.kube, self.temporal, self.gates, self.status_interval = kube, temporal, gates, status_interval
         self.queue: asyncio.Queue[Key] = asyncio.Queue()
         self.queued: set[Key] = set()
-        self.reconciling: set[Key] = set()
-        self.again: set[Key] = set()  # changed while being reconciled: queued once that reconcile is over
         self.objects: dict[Key, dict[str, Any]] = {}  # the newest version of each live object seen
         # uids of objects a watch event showed deleted with the Orphan propagation policy: Kubernetes' own
         # `orphan` finalizer is on the object only until its garbage collector has orphaned the dependents,
@@ -89,9 +84,7 @@ class Controller:
     # ---- feeding the queue --------------------------------------------------------------------------------
 
     def enqueue(self, key: Key) -> None:
-        if key in self.reconciling:
-            self.again.add(key)
-        elif key not in self.queued:
+        if key not in self.queued:
             self.queued.add(key)
             self.queue.put_nowait(key)
 
@@ -133,7 +126,7 @@ class Controller:
         for watcher in watchers:
             watcher.start()
         log.info("watching %s", ", ".join(KINDS))
-        tasks = [*self.start_reconcilers(), asyncio.create_task(self._status_forever())]
+        tasks = [asyncio.create_task(self._reconcile_forever()), asyncio.create_task(self._status_forever())]
         try:
             await stop.wait()
         finally:
@@ -144,14 +137,10 @@ class Controller:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-    def start_reconcilers(self) -> list[asyncio.Task[None]]:
-        return [asyncio.create_task(self._reconcile_forever()) for _ in range(RECONCILERS)]
-
     async def _reconcile_forever(self) -> None:
         while True:
             key = await self.queue.get()
             self.queued.discard(key)
-            self.reconciling.add(key)
             try:
                 await self.reconcile_key(key)
             except (ApiException, RPCError, CommandError, OSError) as error:
@@ -160,11 +149,6 @@ class Controller:
             except Exception:  # a bug must not stop the reconciler for every other object
                 log.exception("%s/%s/%s: unexpected failure; trying again later", *key)
                 self._later(key, RECHECK_SECONDS * 5)
-            finally:
-                self.reconciling.discard(key)
-                if key in self.again:
-                    self.again.discard(key)
-                    self.enqueue(key)
 
     def _later(self, key: Key, seconds: float = RECHECK_SECONDS) -> None:
         asyncio.get_running_loop().call_later(seconds, self.enqueue, key)
