@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import json
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -52,6 +53,7 @@ from workflows.decisions.rayservice.drain import DEFAULT_MAX_DRAIN
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 ROOT = Path(__file__).resolve().parents[2]
 STATUS_INTERVAL = 0.3
+EVIDENCE_QUERY_TIMEOUT = timedelta(seconds=10)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +174,9 @@ async def phase_evidence(stack: Stack, env: dict[str, str], namespace: str, name
     for run in await runs_of(stack, f"rayjob/{namespace}/{name}"):
         handle = stack.client.get_workflow_handle(run.id, run_id=run.run_id)
         try:
-            queried: Any = await handle.query("status")
+            # Bounded: a closed run's query waits for a worker to replay it, and the evidence must not
+            # outlast the test's own timeout.
+            queried: Any = await handle.query("status", rpc_timeout=EVIDENCE_QUERY_TIMEOUT)
         except Exception as error:  # a run that cannot answer says why
             queried = f"query failed: {error}"
         runs.append(f"run {run.run_id} {run.status}: {queried}")
