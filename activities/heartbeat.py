@@ -14,12 +14,18 @@ from temporalio import activity
 DEFAULT_HEARTBEAT_SECONDS: Final = 10.0
 
 
-def heartbeat_interval() -> float:
-    """A third of the activity's heartbeat timeout (the SDK throttles to 80 % of it anyway)."""
+def _third_of_heartbeat_timeout(cap_s: float | None) -> float:
     timeout = activity.info().heartbeat_timeout
     if timeout is None or timeout.total_seconds() <= 0:
         return DEFAULT_HEARTBEAT_SECONDS
-    return max(0.05, min(DEFAULT_HEARTBEAT_SECONDS, timeout.total_seconds() / 3))
+    third = timeout.total_seconds() / 3
+    return max(0.05, third if cap_s is None else min(cap_s, third))
+
+
+def heartbeat_interval() -> float:
+    """A third of the activity's heartbeat timeout, at most DEFAULT_HEARTBEAT_SECONDS (the SDK throttles to
+    80 % of the timeout anyway)."""
+    return _third_of_heartbeat_timeout(DEFAULT_HEARTBEAT_SECONDS)
 
 
 def quiet_heartbeat_interval() -> float:
@@ -27,10 +33,7 @@ def quiet_heartbeat_interval() -> float:
     wait for closed runs): a third of its heartbeat timeout, uncapped (a minute for 3 min), since each
     heartbeat that reaches the server is a billable action. What it watches it still polls at its own
     interval."""
-    timeout = activity.info().heartbeat_timeout
-    if timeout is None or timeout.total_seconds() <= 0:
-        return DEFAULT_HEARTBEAT_SECONDS
-    return max(0.05, timeout.total_seconds() / 3)
+    return _third_of_heartbeat_timeout(None)
 
 
 class Heartbeater:
