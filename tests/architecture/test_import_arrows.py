@@ -91,8 +91,23 @@ def import_graph() -> dict[str, set[str]]:
                 target = resolve(name)
                 if target is not None and target != module:
                     targets.add(target)
+                    targets.update(packages_run_first(target, module, files))
         graph[module] = targets
     return graph
+
+
+def packages_run_first(target: str, importer: str, files: dict[str, Path]) -> set[str]:
+    """The packages whose `__init__` Python runs before `target` when `importer` imports it: each package
+    above `target` that is not also above `importer` (those ran before the importer itself). Without these
+    arrows a circle through a package's `__init__` (it imports a module that imports back into the package's
+    modules) escapes the check although `import target` alone fails."""
+    parts = target.split(".")
+    ancestors = (".".join(parts[:end]) for end in range(1, len(parts)))
+    return {
+        package
+        for package in ancestors
+        if package in files and files[package].name == "__init__.py" and not within(importer, package)
+    }
 
 
 def within(module: str, prefix: str) -> bool:
@@ -161,6 +176,25 @@ def test_imports_point_the_right_way() -> None:
 
 def test_no_module_imports_itself_back_through_others() -> None:
     assert import_circles(import_graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("target", "importer", "packages"),
+    [
+        ("models.validation.formats", "models.rollout", {"models.validation"}),
+        ("models.validation.formats", "models.validation.rayjob", set()),
+        ("wire.stubs.k8s", "activities.x", {"wire", "wire.stubs"}),
+        ("models.plain", "wire.y", {"models"}),
+    ],
+)
+def test_a_package_init_is_an_arrow_of_whoever_imports_below_it(
+    target: str, importer: str, packages: set[str]
+) -> None:
+    files = {
+        name: Path(*name.split("."), "__init__.py")
+        for name in ("models", "models.validation", "wire", "wire.stubs")
+    }
+    assert packages_run_first(target, importer, files) == packages
 
 
 @pytest.mark.parametrize(
