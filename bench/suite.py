@@ -150,7 +150,7 @@ def record_text(figures: Sequence[Figure], ids: Sequence[str], loads: Sequence[f
             f"## make bench, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({', '.join(ids)}{note})",
             "",
             f"Machine: load average {low:.1f}-{high:.1f} (1 min, sampled after each bench) on "
-            f"{os.cpu_count()} cores, shared with other test runs.",
+            f"{os.cpu_count()} cores, the bench's own stack and processes included.",
             "",
             markdown_table(figures),
             *(["", *notes] if notes else []),
