@@ -127,14 +127,22 @@ def listed(stack: Stack, namespace: str, plural: str) -> list[dict[str, Any]]:
 
 async def delete_rayjobs(stack: Stack, namespace: str, within: float) -> None:
     """Every RayJob of `namespace` deleted and gone (KubeRay's finalizer stops each one's Ray job first)."""
-    await asyncio.to_thread(
-        stack.custom.delete_collection_namespaced_custom_object, "ray.io", "v1", namespace, "rayjobs"
-    )
 
-    async def gone() -> bool | None:
-        return not await asyncio.to_thread(listed, stack, namespace, "rayjobs")
+    def delete_the_rest() -> bool:
+        # A deletecollection of thousands of RayJobs outlasts the API server's request timeout (60 s): it
+        # answers 504 with part of them deleted. Asked again while any is left, it goes on with the rest.
+        try:
+            stack.custom.delete_collection_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs")
+        except ApiException as error:
+            if error.status != 504:
+                raise
+        left = stack.custom.list_namespaced_custom_object("ray.io", "v1", namespace, "rayjobs", limit=1)
+        return not cast(dict[str, Any], left)["items"]
 
-    _: bool = await wait_until(gone, within=within, interval=1.0, what=f"the RayJobs of {namespace} deleted")
+    async def gone() -> bool:
+        return await asyncio.to_thread(delete_the_rest)
+
+    _: bool = await wait_until(gone, within=within, interval=5.0, what=f"the RayJobs of {namespace} deleted")
 
 
 @contextlib.asynccontextmanager
