@@ -246,8 +246,8 @@ async def run(context: BenchContext) -> list[Figure]:
     figures: list[Figure] = []
     for index, jobs in enumerate(sizes):
         # Alternating, so that neither side always meets the machine as the other left it.
-        # Each side's point is logged as soon as it is measured: a failure of the other side (at N = 10,000
-        # an hour later) then keeps it.
+        # Each side's point is logged as soon as it is measured: a failure of the other side (at N = 10,000,
+        # half an hour later) then keeps it.
         if index % 2 == 0:
             ours = await raypilot_side(context, real, jobs, probes)
             context.log(f"   P7K N={jobs}: {ours}")
